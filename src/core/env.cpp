@@ -1,0 +1,143 @@
+#include "core/env.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+
+#include "core/strings.hpp"
+
+namespace sluice::core {
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::ranges::transform(out, out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+}  // namespace
+
+env_reader::env_reader()
+    : lookup_([](const std::string& name) -> std::optional<std::string> {
+        const char* v = std::getenv(name.c_str());
+        if (v == nullptr) return std::nullopt;
+        return std::string(v);
+      }) {}
+
+env_reader::env_reader(std::map<std::string, std::string> values)
+    : lookup_([values = std::move(values)](const std::string& name) -> std::optional<std::string> {
+        auto it = values.find(name);
+        if (it == values.end()) return std::nullopt;
+        return it->second;
+      }) {}
+
+std::optional<std::string> env_reader::raw(const std::string& name) const {
+  auto v = lookup_(name);
+  if (!v || v->empty()) return std::nullopt;
+  return v;
+}
+
+std::string env_reader::get_string(const std::string& name, std::string_view def) const {
+  auto v = raw(name);
+  return v ? *v : std::string(def);
+}
+
+bool env_reader::get_bool(const std::string& name, bool def) const {
+  auto v = raw(name);
+  if (!v) return def;
+  auto b = parse_go_bool(*v);
+  if (!b) throw settings_error(cat("invalid value '", *v, "' for ", name, ": expected true or false"));
+  return *b;
+}
+
+std::uint64_t env_reader::get_uint(const std::string& name, std::uint64_t def, std::uint64_t min,
+                                   std::uint64_t max) const {
+  auto v = raw(name);
+  if (!v) return def;
+  std::uint64_t out = 0;
+  if (!parse_unsigned(*v, out) || out < min || out > max) {
+    throw settings_error(
+        cat("invalid value '", *v, "' for ", name, ": expected a whole number from ", min, " to ", max));
+  }
+  return out;
+}
+
+double env_reader::get_double(const std::string& name, double def, double min, double max) const {
+  auto v = raw(name);
+  if (!v) return def;
+  char* end = nullptr;
+  double out = std::strtod(v->c_str(), &end);
+  if (end != v->c_str() + v->size() || !std::isfinite(out) || out < min || out > max) {
+    throw settings_error(cat("invalid value '", *v, "' for ", name, ": expected a number from ", min, " to ", max));
+  }
+  return out;
+}
+
+std::chrono::nanoseconds env_reader::get_duration(const std::string& name, std::chrono::nanoseconds def) const {
+  auto v = raw(name);
+  if (!v) return def;
+  auto d = parse_go_duration(*v);
+  if (!d || d->count() < 0) {
+    throw settings_error(cat("invalid value '", *v, "' for ", name,
+                             ": expected a duration such as 500ms, 10s, 1m30s (units ns, us, ms, s, m, h)"));
+  }
+  return *d;
+}
+
+std::string env_reader::get_choice(const std::string& name, std::string_view def,
+                                   std::initializer_list<std::string_view> allowed, bool case_insensitive) const {
+  auto v = raw(name);
+  if (!v) return std::string(def);
+  std::string probe = case_insensitive ? lower(*v) : *v;
+  for (auto a : allowed) {
+    if (probe == (case_insensitive ? lower(a) : std::string(a))) return std::string(a);
+  }
+  std::string list;
+  for (auto a : allowed) list += cat(list.empty() ? "" : ", ", a);
+  throw settings_error(cat("invalid value '", *v, "' for ", name, ": expected one of ", list));
+}
+
+std::optional<bool> parse_go_bool(std::string_view s) {
+  if (s == "1" || s == "t" || s == "T" || s == "TRUE" || s == "true" || s == "True") return true;
+  if (s == "0" || s == "f" || s == "F" || s == "FALSE" || s == "false" || s == "False") return false;
+  return std::nullopt;
+}
+
+std::optional<std::chrono::nanoseconds> parse_go_duration(std::string_view s) {
+  if (s == "0") return std::chrono::nanoseconds{0};
+  bool negative = false;
+  if (!s.empty() && (s[0] == '-' || s[0] == '+')) {
+    negative = s[0] == '-';
+    s.remove_prefix(1);
+  }
+  if (s.empty()) return std::nullopt;
+  long double total = 0;
+  while (!s.empty()) {
+    std::size_t i = 0;
+    while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
+    if (i == 0) return std::nullopt;
+    std::string number(s.substr(0, i));
+    if (std::ranges::count(number, '.') > 1 || number == ".") return std::nullopt;
+    s.remove_prefix(i);
+    std::size_t j = 0;
+    while (j < s.size() && !std::isdigit(static_cast<unsigned char>(s[j])) && s[j] != '.') ++j;
+    std::string_view unit = s.substr(0, j);
+    s.remove_prefix(j);
+    long double scale = 0;
+    if (unit == "ns") scale = 1;
+    else if (unit == "us" || unit == "\u00b5s" || unit == "\u03bcs") scale = 1e3;
+    else if (unit == "ms") scale = 1e6;
+    else if (unit == "s") scale = 1e9;
+    else if (unit == "m") scale = 60e9;
+    else if (unit == "h") scale = 3600e9;
+    else return std::nullopt;
+    total += std::strtold(number.c_str(), nullptr) * scale;
+  }
+  if (total > 9.2e18L) return std::nullopt;
+  auto ns = std::chrono::nanoseconds(static_cast<std::int64_t>(total));
+  return negative ? -ns : ns;
+}
+
+}  // namespace sluice::core

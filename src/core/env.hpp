@@ -1,0 +1,53 @@
+#pragma once
+// Typed reads of environment variables, with upstream's (Go envconfig) formats. Every bad value throws a
+// settings_error whose message names the variable and what it accepts. Used only at start-up, from main.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sluice::core {
+
+class settings_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class env_reader {
+ public:
+  using lookup_fn = std::function<std::optional<std::string>(const std::string&)>;
+
+  // Reads the process environment.
+  env_reader();
+  // Reads a fixed map (tests).
+  explicit env_reader(std::map<std::string, std::string> values);
+
+  // An unset or empty variable yields the default.
+  std::string get_string(const std::string& name, std::string_view def) const;
+  // Go strconv.ParseBool: 1 t T TRUE true True 0 f F FALSE false False.
+  bool get_bool(const std::string& name, bool def) const;
+  std::uint64_t get_uint(const std::string& name, std::uint64_t def, std::uint64_t min, std::uint64_t max) const;
+  double get_double(const std::string& name, double def, double min, double max) const;
+  // Go time.ParseDuration: "300ms", "1.5h", "2h45m"; a bare "0" is allowed.
+  std::chrono::nanoseconds get_duration(const std::string& name, std::chrono::nanoseconds def) const;
+  // One of a fixed set of words; case-insensitive when asked.
+  std::string get_choice(const std::string& name, std::string_view def, std::initializer_list<std::string_view> allowed,
+                         bool case_insensitive) const;
+
+ private:
+  std::optional<std::string> raw(const std::string& name) const;
+  lookup_fn lookup_;
+};
+
+// Exposed for tests and for other parsers of the same formats.
+std::optional<bool> parse_go_bool(std::string_view s);
+std::optional<std::chrono::nanoseconds> parse_go_duration(std::string_view s);
+
+}  // namespace sluice::core

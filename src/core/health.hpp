@@ -1,0 +1,33 @@
+#pragma once
+// The process health: healthy only while every enabled component is healthy (upstream's model: the sigterm
+// component, the optional "config loaded" component, later the backend connection). Observers (the gRPC health
+// service) are told of every change of the overall state.
+
+#include <atomic>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace sluice::core {
+
+class health {
+ public:
+  using observer = std::function<void(bool healthy)>;
+
+  // Registers a component with its initial state; returns its index.
+  std::size_t add_component(std::string name, bool healthy);
+  void set(std::size_t component, bool healthy);
+  bool healthy() const { return healthy_.load(std::memory_order_acquire); }
+  void on_change(observer o);
+
+ private:
+  void recompute_locked();
+
+  mutable std::mutex mutex_;
+  std::vector<std::pair<std::string, bool>> components_;
+  std::vector<observer> observers_;
+  std::atomic<bool> healthy_{true};
+};
+
+}  // namespace sluice::core

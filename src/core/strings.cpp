@@ -1,0 +1,11 @@
+#include "core/strings.hpp"
+
+namespace sluice::core::detail {
+
+void append(std::string& out, double v) {
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, end);
+}
+
+}  // namespace sluice::core::detail

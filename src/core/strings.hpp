@@ -1,0 +1,42 @@
+#pragma once
+// Small string helpers shared by every module (g++ 12 has no std::format).
+
+#include <charconv>
+#include <concepts>
+#include <string>
+#include <string_view>
+
+namespace sluice::core {
+
+namespace detail {
+inline void append(std::string& out, std::string_view s) { out.append(s); }
+inline void append(std::string& out, const char* s) { out.append(s); }
+inline void append(std::string& out, const std::string& s) { out.append(s); }
+inline void append(std::string& out, char c) { out.push_back(c); }
+inline void append(std::string& out, bool b) { out.append(b ? "true" : "false"); }
+template <std::integral T>
+void append(std::string& out, T v) {
+  char buf[24];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, end);
+}
+void append(std::string& out, double v);
+}  // namespace detail
+
+// Concatenates strings and numbers: cat("port ", 8080) == "port 8080".
+template <typename... Args>
+std::string cat(const Args&... args) {
+  std::string out;
+  (detail::append(out, args), ...);
+  return out;
+}
+
+// Parses a whole decimal unsigned integer; false on any stray character or overflow.
+template <std::unsigned_integral T>
+bool parse_unsigned(std::string_view s, T& out) {
+  if (s.empty()) return false;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc{} && ptr == s.data() + s.size();
+}
+
+}  // namespace sluice::core

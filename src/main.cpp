@@ -1,0 +1,223 @@
+// Sluice's composition root: the only file that sees every module. It reads the settings once, picks the
+// concrete backend, wires the services to the HTTP and gRPC listeners, and runs the io_context until a
+// signal asks for a graceful stop.
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <cstdio>
+#include <iostream>
+#include <thread>
+
+#include "core/env.hpp"
+#include "core/health.hpp"
+#include "core/log.hpp"
+#include "net/grpc/grpc_server.hpp"
+#include "net/http/server.hpp"
+#include "ratelimit/api/grpc_service.hpp"
+#include "ratelimit/api/http_handlers.hpp"
+#include "ratelimit/backends/memory/memory_backend.hpp"
+#include "ratelimit/config/directory.hpp"
+#include "ratelimit/settings.hpp"
+#include "stats/store.hpp"
+
+namespace asio = boost::asio;
+using namespace sluice;
+
+namespace {
+
+constexpr std::string_view usage = R"(Usage:
+  sluice                        start the server (configured by environment variables; see README.md)
+  sluice check-config DIR [--merge-domain-config]
+                                validate the rate limit rule files in DIR and exit
+  sluice --help | --version
+)";
+
+struct process_settings {
+  core::log_level log_level = core::log_level::warn;
+  bool log_json = false;
+  unsigned io_threads = 1;
+  net::http::server_options http;
+  net::grpc::server_options grpc;
+  std::chrono::milliseconds shutdown_grace{10'000};
+};
+
+std::chrono::milliseconds to_ms(std::chrono::nanoseconds d) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d);
+}
+
+process_settings read_process_settings(const core::env_reader& env) {
+  process_settings s;
+  auto level_text = env.get_string("LOG_LEVEL", "warn");
+  auto level = core::parse_log_level(level_text);
+  if (!level) {
+    throw core::settings_error(core::cat("invalid value '", level_text,
+                                         "' for LOG_LEVEL: expected panic, fatal, error, warn, info, debug or trace"));
+  }
+  s.log_level = *level;
+  s.log_json = env.get_choice("LOG_FORMAT", "text", {"text", "json"}, true) == "json";
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  s.io_threads = static_cast<unsigned>(env.get_uint("IO_THREADS", cores, 1, 1024));
+
+  s.http.host = env.get_string("HOST", "0.0.0.0");
+  s.http.port = static_cast<std::uint16_t>(env.get_uint("PORT", 8080, 0, 65535));
+  s.http.max_header_bytes = env.get_uint("HTTP_MAX_HEADER_BYTES", s.http.max_header_bytes, 1024, 1 << 20);
+  s.http.max_body_bytes = env.get_uint("HTTP_MAX_BODY_BYTES", s.http.max_body_bytes, 1024, 64 << 20);
+  s.http.idle_timeout = to_ms(env.get_duration("HTTP_IDLE_TIMEOUT", s.http.idle_timeout));
+  s.http.read_timeout = to_ms(env.get_duration("HTTP_READ_TIMEOUT", s.http.read_timeout));
+
+  s.grpc.host = env.get_string("GRPC_HOST", "0.0.0.0");
+  s.grpc.port = static_cast<std::uint16_t>(env.get_uint("GRPC_PORT", 8081, 0, 65535));
+  s.grpc.unix_socket = env.get_string("GRPC_UDS", "");
+  s.grpc.max_connection_age = to_ms(env.get_duration("GRPC_MAX_CONNECTION_AGE", s.grpc.max_connection_age));
+  s.grpc.max_connection_age_grace =
+      to_ms(env.get_duration("GRPC_MAX_CONNECTION_AGE_GRACE", s.grpc.max_connection_age_grace));
+  s.shutdown_grace = to_ms(env.get_duration("SHUTDOWN_GRACE_PERIOD", s.shutdown_grace));
+  return s;
+}
+
+int check_config(int argc, char** argv) {
+  if (argc < 3) {
+    std::cerr << usage;
+    return 2;
+  }
+  std::string dir = argv[2];
+  bool merge = core::env_reader().get_bool("MERGE_DOMAIN_CONFIG", false);
+  for (int i = 3; i < argc; ++i) {
+    if (std::string_view(argv[i]) == "--merge-domain-config") {
+      merge = true;
+    } else {
+      std::cerr << "unknown option " << argv[i] << "\n" << usage;
+      return 2;
+    }
+  }
+  std::cout << "checking rate limit configs...\nloading config directory: " << dir << "\n";
+  auto files = ratelimit::config::read_rule_files(dir, "", false);
+  std::string error = files.error;
+  if (error.empty()) {
+    stats::store scratch;
+    error = ratelimit::config::load_rules(files.files, merge, scratch).error;
+  }
+  if (!error.empty()) {
+    std::cout << "error loading rate limit configs: " << error << "\n";
+    return 1;
+  }
+  std::cout << "all rate limit configs ok\n";
+  return 0;
+}
+
+// Sweeps expired memory counters a few shards at a time, so no sweep holds up requests for long.
+asio::awaitable<void> sweep_loop(ratelimit::backends::memory::memory_backend& backend, asio::steady_timer& timer) {
+  for (;;) {
+    timer.expires_after(std::chrono::milliseconds(250));
+    auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    if (ec) co_return;
+    backend.sweep(ratelimit::backends::memory::memory_backend::shard_count / 8);
+  }
+}
+
+int run_server() {
+  core::env_reader env;
+  auto proc = read_process_settings(env);
+  auto rl = ratelimit::read_module_settings(env);
+  core::log_init(proc.log_level, proc.log_json);
+  if (rl.backend_type != "memory") {
+    throw core::settings_error(core::cat("BACKEND_TYPE=", rl.backend_type,
+                                         ": this backend is not available in this build yet; set BACKEND_TYPE=memory"));
+  }
+
+  stats::store stats;
+  core::system_clock clock;
+  core::health health;
+  auto sigterm_component = health.add_component("sigterm", true);
+
+  ratelimit::backends::memory::memory_backend backend(clock, rl.memory_max_counters);
+  ratelimit::limiter::limiter limiter(rl.limiter, clock);
+  ratelimit::service::rate_limit_service service(rl.service, limiter, backend, stats);
+  ratelimit::service::rules_source rules(rl.rules, service, stats, health);
+  if (auto error = rules.load(); error && !rl.force_start_without_initial_config) {
+    core::log_error("cannot start without rate limit rules (set FORCE_START_WITHOUT_INITIAL_CONFIG=true to start "
+                    "anyway): ",
+                    *error);
+    return 1;
+  }
+
+  asio::io_context ioc(static_cast<int>(proc.io_threads));
+  auto work = asio::make_work_guard(ioc);
+
+  auto routes = std::make_shared<net::http::router>();
+  ratelimit::api::add_http_routes(*routes, service, health);
+  net::http::server http(ioc, proc.http, routes);
+  auto http_endpoint = http.listen();
+
+  ratelimit::api::rls_grpc_service rls(service);
+  net::grpc::server grpc(proc.grpc);
+  grpc.add_service(&rls);
+  grpc.start();
+  health.on_change([&grpc](bool healthy) { grpc.set_serving(healthy); });
+
+  http.start();
+  rules.watch(ioc.get_executor());
+  asio::steady_timer sweep_timer(ioc);
+  asio::co_spawn(ioc, sweep_loop(backend, sweep_timer), asio::detached);
+
+  std::thread stopper;
+  asio::signal_set signals(ioc, SIGTERM, SIGINT);
+  signals.async_wait([&](const boost::system::error_code& ec, int signo) {
+    if (ec) return;
+    core::log_warn("Received signal ", signo == SIGTERM ? "terminated" : "interrupt", ", initiating shutdown");
+    health.set(sigterm_component, false);
+    http.stop();
+    rules.stop();
+    sweep_timer.cancel();
+    // gRPC's Shutdown blocks until in-flight calls finish, and those may finish on this io_context.
+    stopper = std::thread([&] {
+      grpc.shutdown(proc.shutdown_grace);
+      asio::post(ioc, [&] { work.reset(); });
+    });
+  });
+
+  core::log_warn("Listening for HTTP on '", http_endpoint.address().to_string(), ":", http_endpoint.port(), "'");
+  core::log_warn("Listening for gRPC on '", grpc.address(), "'");
+
+  std::vector<std::thread> threads;
+  for (unsigned i = 1; i < proc.io_threads; ++i) threads.emplace_back([&ioc] { ioc.run(); });
+  ioc.run();
+  for (auto& t : threads) t.join();
+  if (stopper.joinable()) stopper.join();
+  core::log_warn("Shutdown complete");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string_view command = argc > 1 ? argv[1] : "";
+  if (command == "--help" || command == "-h" || command == "help") {
+    std::cout << "Sluice " << SLUICE_VERSION << ": an Envoy rate limit service.\n\n" << usage;
+    return 0;
+  }
+  if (command == "--version") {
+    std::cout << "sluice " << SLUICE_VERSION << "\n";
+    return 0;
+  }
+  if (command == "check-config") return check_config(argc, argv);
+  if (!command.empty()) {
+    std::cerr << "unknown command '" << command << "'\n" << usage;
+    return 2;
+  }
+  try {
+    return run_server();
+  } catch (const core::settings_error& e) {
+    std::cerr << "sluice: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "sluice: " << e.what() << "\n";
+    return 1;
+  }
+}

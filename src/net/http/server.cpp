@@ -1,0 +1,346 @@
+#include "net/http/server.hpp"
+
+#include <atomic>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/read_size.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <system_error>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "core/log.hpp"
+#include "core/strings.hpp"
+
+namespace sluice::net::http {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using asio::ip::tcp;
+using boost::system::error_code;
+
+namespace {
+
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+// Reads ask for at most this much; a small POST arrives in one read.
+constexpr std::size_t max_read_bytes = 64 * 1024;
+constexpr std::size_t initial_buffer_bytes = 4 * 1024;
+// After an error response the client may still be sending; drain it this long so closing does not reset the
+// connection before the client has read the response.
+constexpr std::chrono::seconds linger_timeout{1};
+
+void log_unexpected(std::string_view what, std::exception_ptr e) {
+  if (!e) return;
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& ex) {
+    core::log_error(what, ": ", ex.what());
+  } catch (...) {
+    core::log_error(what, ": unknown exception");
+  }
+}
+
+std::string describe(std::string_view host, std::uint16_t port) {
+  bool v6 = host.find(':') != std::string_view::npos;
+  return v6 ? core::cat("[", host, "]:", port) : core::cat(host, ":", port);
+}
+
+class session;
+
+// The shared state behind server: acceptor, options, routes and the set of live sessions. Sessions hold a
+// shared_ptr to it, so it outlives the server object while connections finish.
+class listener : public std::enable_shared_from_this<listener> {
+ public:
+  listener(asio::io_context& ioc, server_options options, std::shared_ptr<const router> routes)
+      : ioc_(ioc),
+        options_(std::move(options)),
+        routes_(std::move(routes)),
+        acceptor_(asio::make_strand(ioc)) {}
+
+  tcp::endpoint listen();
+  void start();
+  void stop();
+  std::size_t open_connections() const {
+    std::lock_guard lock(mutex_);
+    return sessions_.size();
+  }
+
+  const server_options& options() const { return options_; }
+  const router& routes() const { return *routes_; }
+  bool stopping() const { return stopping_.load(std::memory_order_acquire); }
+  // False once stopping: the caller drops the connection.
+  bool add(session* s) {
+    std::lock_guard lock(mutex_);
+    if (stopping_.load(std::memory_order_relaxed)) return false;
+    sessions_.insert(s);
+    return true;
+  }
+  void remove(session* s) {
+    std::lock_guard lock(mutex_);
+    sessions_.erase(s);
+  }
+
+ private:
+  tcp::endpoint resolve() const;
+  asio::awaitable<void> accept_loop();
+
+  asio::io_context& ioc_;
+  const server_options options_;
+  const std::shared_ptr<const router> routes_;
+  tcp::acceptor acceptor_;  // on its own strand: stop() closes it from any thread via post
+  mutable std::mutex mutex_;
+  std::unordered_set<session*> sessions_;
+  std::atomic<bool> stopping_{false};
+};
+
+// One connection: a coroutine serving requests in turn, confined to the strand of its socket.
+class session : public std::enable_shared_from_this<session> {
+ public:
+  session(std::shared_ptr<listener> owner, tcp::socket socket)
+      : owner_(std::move(owner)), stream_(std::move(socket)) {
+    buffer_.reserve(initial_buffer_bytes);
+  }
+  ~session() { owner_->remove(this); }
+  session(const session&) = delete;
+  session& operator=(const session&) = delete;
+
+  asio::any_io_executor executor() { return stream_.get_executor(); }
+  asio::awaitable<void> serve();
+  // Runs on the session's strand. An idle connection closes now; a busy one notices owner_->stopping().
+  void stop() {
+    if (idle_) stream_.socket().cancel();
+  }
+
+ private:
+  using parser_type = bhttp::request_parser<bhttp::string_body>;
+
+  std::optional<response> parse_error_response(const error_code& ec, const parser_type& parser) const;
+  asio::awaitable<response> dispatch(const request& req);
+  asio::awaitable<void> close(bool linger);
+
+  std::shared_ptr<listener> owner_;
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;  // reused for every request on the connection
+  bool idle_ = false;          // waiting for the first byte of a request
+};
+
+tcp::endpoint listener::resolve() const {
+  error_code ec;
+  auto address = asio::ip::make_address(options_.host, ec);
+  if (!ec) return {address, options_.port};
+  // Start-up only, so a synchronous lookup is fine.
+  tcp::resolver resolver(ioc_);
+  auto results = resolver.resolve(options_.host, std::to_string(options_.port),
+                                  tcp::resolver::passive | tcp::resolver::address_configured, ec);
+  if (ec)
+    throw std::system_error(ec,
+                            core::cat("cannot listen for HTTP on ", describe(options_.host, options_.port)));
+  return results.begin()->endpoint();
+}
+
+tcp::endpoint listener::listen() {
+  tcp::endpoint endpoint = resolve();
+  error_code ec;
+  acceptor_.open(endpoint.protocol(), ec);
+  if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(endpoint, ec);
+  if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  if (!ec) endpoint = acceptor_.local_endpoint(ec);
+  if (ec) {
+    error_code ignored;
+    acceptor_.close(ignored);
+    throw std::system_error(ec,
+                            core::cat("cannot listen for HTTP on ", describe(options_.host, options_.port)));
+  }
+  return endpoint;
+}
+
+void listener::start() {
+  asio::co_spawn(
+      acceptor_.get_executor(), [self = shared_from_this()] { return self->accept_loop(); },
+      [](std::exception_ptr e) { log_unexpected("HTTP accept loop failed", e); });
+}
+
+void listener::stop() {
+  std::vector<std::shared_ptr<session>> live;
+  {
+    std::lock_guard lock(mutex_);
+    stopping_.store(true, std::memory_order_release);
+    live.reserve(sessions_.size());
+    // A session being destroyed is still in the set (its destructor waits for the mutex) but cannot be
+    // locked.
+    for (session* s : sessions_)
+      if (auto p = s->weak_from_this().lock()) live.push_back(std::move(p));
+  }
+  asio::post(acceptor_.get_executor(), [self = shared_from_this()] {
+    error_code ignored;
+    self->acceptor_.close(ignored);
+  });
+  for (auto& s : live) {
+    auto ex = s->executor();
+    asio::post(ex, [s = std::move(s)] { s->stop(); });
+  }
+}
+
+asio::awaitable<void> listener::accept_loop() {
+  for (;;) {
+    auto [ec, socket] = co_await acceptor_.async_accept(asio::make_strand(ioc_), use_tuple);
+    if (ec) {
+      if (ec == asio::error::operation_aborted || !acceptor_.is_open()) co_return;
+      core::log_warn("HTTP accept failed: ", ec.message());
+      // Typically out of file descriptors: back off instead of spinning on the error.
+      asio::steady_timer pause(acceptor_.get_executor(), std::chrono::milliseconds(50));
+      co_await pause.async_wait(use_tuple);
+      continue;
+    }
+    error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);
+    auto s = std::make_shared<session>(shared_from_this(), tcp::socket(std::move(socket)));
+    if (!add(s.get())) continue;
+    auto ex = s->executor();
+    asio::co_spawn(
+        ex, [s = std::move(s)] { return s->serve(); },
+        [](std::exception_ptr e) { log_unexpected("HTTP session failed", e); });
+  }
+}
+
+asio::awaitable<void> session::serve() {
+  const server_options& opts = owner_->options();
+  bool linger = false;
+  std::optional<parser_type> parser;
+  while (!owner_->stopping()) {
+    if (buffer_.size() == 0) {
+      // Waiting for the next request: the idle timeout applies and stop() may close the connection.
+      idle_ = true;
+      stream_.expires_after(opts.idle_timeout);
+      auto [ec, n] = co_await stream_.async_read_some(
+          buffer_.prepare(beast::read_size(buffer_, max_read_bytes)), use_tuple);
+      idle_ = false;
+      if (ec) break;  // end of stream, idle timeout, reset or stop(): close silently
+      buffer_.commit(n);
+    }
+
+    stream_.expires_after(opts.read_timeout);
+    parser.emplace();
+    parser->header_limit(static_cast<std::uint32_t>(opts.max_header_bytes));
+    parser->body_limit(opts.max_body_bytes);
+    auto [ec, n] = co_await bhttp::async_read(stream_, buffer_, *parser, use_tuple);
+    if (ec) {
+      auto error = parse_error_response(ec, *parser);
+      if (!error) break;
+      stream_.expires_after(opts.read_timeout);
+      co_await bhttp::async_write(stream_, *error, use_tuple);
+      linger = true;
+      break;
+    }
+
+    const request& req = parser->get();
+    response res = co_await dispatch(req);
+    if (!req.keep_alive() || owner_->stopping()) res.keep_alive(false);
+    stream_.expires_after(opts.read_timeout);  // the handler's time must not eat into the write's
+    auto [write_ec, written] = co_await bhttp::async_write(stream_, res, use_tuple);
+    if (write_ec || res.need_eof()) break;
+  }
+  co_await close(linger);
+}
+
+std::optional<response> session::parse_error_response(const error_code& ec, const parser_type& parser) const {
+  const server_options& opts = owner_->options();
+  // The request line may be incomplete; answer as HTTP/1.1 unless the header was read.
+  request fallback;
+  const request& req = parser.is_header_done() ? parser.get() : fallback;
+  std::optional<response> res;
+  if (ec == bhttp::error::body_limit) {
+    res = json_error(req, bhttp::status::payload_too_large,
+                     core::cat("request body is larger than ", opts.max_body_bytes, " bytes"));
+  } else if (ec == bhttp::error::header_limit) {
+    res = json_error(req, bhttp::status::request_header_fields_too_large,
+                     core::cat("request header is larger than ", opts.max_header_bytes, " bytes"));
+  } else if (ec.category() == bhttp::make_error_code(bhttp::error::bad_method).category() &&
+             ec != bhttp::error::end_of_stream && ec != bhttp::error::partial_message) {
+    res = json_error(req, bhttp::status::bad_request, core::cat("malformed HTTP request: ", ec.message()));
+  } else {
+    return res;  // I/O error or timeout: nobody to answer
+  }
+  res->keep_alive(false);
+  return res;
+}
+
+asio::awaitable<response> session::dispatch(const request& req) {
+  std::string_view target = req.target();
+  const handler* h = owner_->routes().find(target);
+  if (!h) {
+    std::string_view path = target.substr(0, target.find('?'));
+    std::string_view method = req.method_string();
+    co_return json_error(req, bhttp::status::not_found, core::cat("no route for ", method, " ", path));
+  }
+  std::string failure;
+  try {
+    co_return co_await (*h)(req);
+  } catch (const std::exception& e) {
+    failure = e.what();
+  } catch (...) {
+    failure = "unknown exception";
+  }
+  // What went wrong goes to the log, never to the client.
+  core::log_error("HTTP handler for ", std::string_view(req.method_string()), " ", target,
+                  " failed: ", failure);
+  co_return json_error(req, bhttp::status::internal_server_error, "internal error");
+}
+
+asio::awaitable<void> session::close(bool linger) {
+  error_code ignored;
+  stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  if (linger) {
+    stream_.expires_after(linger_timeout);
+    for (;;) {
+      buffer_.clear();
+      auto [ec, n] = co_await stream_.async_read_some(buffer_.prepare(max_read_bytes), use_tuple);
+      if (ec) break;
+    }
+  }
+  stream_.close();
+}
+
+}  // namespace
+
+struct server::impl : listener {
+  using listener::listener;
+};
+
+server::server(asio::io_context& ioc, server_options options, std::shared_ptr<const router> routes)
+    : impl_(std::make_shared<impl>(ioc, std::move(options), std::move(routes))) {}
+
+server::~server() {
+  impl_->stop();
+}
+
+tcp::endpoint server::listen() {
+  return impl_->listen();
+}
+void server::start() {
+  impl_->start();
+}
+void server::stop() {
+  impl_->stop();
+}
+std::size_t server::open_connections() const {
+  return impl_->open_connections();
+}
+
+}  // namespace sluice::net::http

@@ -1,0 +1,36 @@
+#include "ratelimit/api/grpc_service.hpp"
+
+#include "core/log.hpp"
+
+namespace sluice::ratelimit::api {
+
+namespace {
+
+::grpc::Status to_status(const service::service_error& e) {
+  switch (e.kind) {
+    case service::error_kind::invalid_argument: return {::grpc::StatusCode::INVALID_ARGUMENT, e.message};
+    case service::error_kind::unavailable: return {::grpc::StatusCode::UNAVAILABLE, e.message};
+    case service::error_kind::internal: break;
+  }
+  return {::grpc::StatusCode::INTERNAL, e.message};
+}
+
+}  // namespace
+
+::grpc::ServerUnaryReactor* rls_grpc_service::ShouldRateLimit(::grpc::CallbackServerContext* context,
+                                                              const service::rls_request* request,
+                                                              service::rls_response* response) {
+  auto* reactor = context->DefaultReactor();
+  try {
+    service_.should_rate_limit(*request, *response, [reactor](const service::service_error* error) {
+      reactor->Finish(error == nullptr ? ::grpc::Status::OK : to_status(*error));
+    });
+  } catch (const std::exception& e) {
+    // should_rate_limit reports its own failures through the callback; reaching here means it never started.
+    core::log_error("ShouldRateLimit failed: ", e.what());
+    reactor->Finish({::grpc::StatusCode::INTERNAL, "internal error"});
+  }
+  return reactor;
+}
+
+}  // namespace sluice::ratelimit::api

@@ -1,0 +1,23 @@
+#pragma once
+// envoy.service.ratelimit.v3.RateLimitService on gRPC's callback API. The reactor is finished from wherever the
+// decision completes: inline on the gRPC thread when the backend needs no I/O (memory), from the io_context
+// otherwise — so a memory-backed decision pays no thread hop.
+
+#include "ratelimit/service/service.hpp"
+#include "rls.grpc.pb.h"
+
+namespace sluice::ratelimit::api {
+
+class rls_grpc_service final : public envoy::service::ratelimit::v3::RateLimitService::CallbackService {
+ public:
+  explicit rls_grpc_service(service::rate_limit_service& service) : service_(service) {}
+
+  ::grpc::ServerUnaryReactor* ShouldRateLimit(::grpc::CallbackServerContext* context,
+                                              const service::rls_request* request,
+                                              service::rls_response* response) override;
+
+ private:
+  service::rate_limit_service& service_;
+};
+
+}  // namespace sluice::ratelimit::api

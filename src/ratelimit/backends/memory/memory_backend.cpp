@@ -1,0 +1,95 @@
+#include "ratelimit/backends/memory/memory_backend.hpp"
+
+#include <cstring>
+
+#include "core/strings.hpp"
+
+namespace sluice::ratelimit::backends::memory {
+
+namespace detail {
+
+compact_key::compact_key(std::string_view s) : data_(new char[sizeof(std::uint32_t) + s.size()]) {
+  auto n = static_cast<std::uint32_t>(s.size());
+  std::memcpy(data_.get(), &n, sizeof n);
+  std::memcpy(data_.get() + sizeof n, s.data(), s.size());
+}
+
+std::string_view compact_key::view() const {
+  std::uint32_t n = 0;
+  std::memcpy(&n, data_.get(), sizeof n);
+  return {data_.get() + sizeof n, n};
+}
+
+}  // namespace detail
+
+memory_backend::memory_backend(const core::clock& clock, std::size_t max_counters)
+    : clock_(clock),
+      max_counters_(max_counters),
+      // Hashing does not spread keys perfectly evenly: give each shard some headroom over its exact share.
+      max_per_shard_(max_counters / shard_count + max_counters / shard_count / 8 + 16) {}
+
+std::size_t memory_backend::reclaim_locked(shard& s, std::int64_t now) {
+  return boost::unordered::erase_if(s.counters, [now](const auto& kv) { return kv.second.expires_at <= now; });
+}
+
+void memory_backend::increment(std::span<const limiter::counter_op> ops, std::span<std::uint64_t> results,
+                               limiter::completion& done) {
+  const std::int64_t now = clock_.now_seconds();
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const auto& op = ops[i];
+    const std::size_t hash = detail::key_hash{}(op.key);
+    auto& s = shard_for(hash);
+    std::unique_lock lock(s.mutex);
+    auto it = s.counters.find(op.key);
+    if (it == s.counters.end()) {
+      if (s.counters.size() >= max_per_shard_ && reclaim_locked(s, now) == 0) {
+        lock.unlock();
+        limiter::backend_error error{core::cat("memory backend is full: ", max_counters_,
+                                               " live counters (raise MEMORY_MAX_COUNTERS)")};
+        done.complete(&error);
+        return;
+      }
+      it = s.counters.emplace(detail::compact_key(op.key), detail::counter_entry{0, 0}).first;
+    } else if (it->second.expires_at <= now) {
+      it->second.value = 0;  // expired but not yet swept: a fresh counter, as in Redis
+    }
+    it->second.value += op.increment;
+    it->second.expires_at = now + op.ttl_seconds;
+    results[i] = it->second.value;
+  }
+  done.complete(nullptr);
+}
+
+void memory_backend::get(std::span<const limiter::counter_op> ops, std::span<std::uint64_t> results,
+                         limiter::completion& done) {
+  const std::int64_t now = clock_.now_seconds();
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    auto& s = shard_for(detail::key_hash{}(ops[i].key));
+    std::lock_guard lock(s.mutex);
+    auto it = s.counters.find(ops[i].key);
+    results[i] = it != s.counters.end() && it->second.expires_at > now ? it->second.value : 0;
+  }
+  done.complete(nullptr);
+}
+
+std::size_t memory_backend::sweep(std::size_t count) {
+  const std::int64_t now = clock_.now_seconds();
+  std::size_t removed = 0;
+  for (std::size_t i = 0; i < count && i < shard_count; ++i) {
+    auto& s = shards_[next_sweep_.fetch_add(1, std::memory_order_relaxed) % shard_count];
+    std::lock_guard lock(s.mutex);
+    removed += reclaim_locked(s, now);
+  }
+  return removed;
+}
+
+std::size_t memory_backend::size() const {
+  std::size_t n = 0;
+  for (const auto& s : shards_) {
+    std::lock_guard lock(s.mutex);
+    n += s.counters.size();
+  }
+  return n;
+}
+
+}  // namespace sluice::ratelimit::backends::memory

@@ -1,0 +1,95 @@
+#pragma once
+// BACKEND_TYPE=memory: counters in this process, with the observable behaviour of the Redis backend (same keys,
+// same fixed windows, TTL = unit + jitter refreshed on every increment). Decisions complete inline on the
+// caller's thread. Counters live in sharded open-addressing tables (one small lock per shard, no global lock);
+// expired counters are reclaimed by sweep() and whenever a full shard needs room.
+//
+// Memory bound: at most `max_counters` live counters (MEMORY_MAX_COUNTERS), spread over the shards. An increment
+// that needs a new counter in a full shard (after reclaiming that shard's expired counters) fails with a
+// backend_error that names the setting: the decision is answered UNAVAILABLE rather than silently not counted.
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string_view>
+
+#include <boost/unordered/unordered_flat_map.hpp>
+
+#include "core/clock.hpp"
+#include "ratelimit/limiter/backend.hpp"
+
+namespace sluice::ratelimit::backends::memory {
+
+namespace detail {
+
+// A key in one allocation (length + bytes): 8 bytes in the table instead of a 32-byte std::string.
+class compact_key {
+ public:
+  explicit compact_key(std::string_view s);
+  std::string_view view() const;
+
+ private:
+  std::unique_ptr<char[]> data_;
+};
+
+struct key_hash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  std::size_t operator()(const compact_key& k) const { return (*this)(k.view()); }
+};
+
+struct key_equal {
+  using is_transparent = void;
+  static std::string_view v(std::string_view s) { return s; }
+  static std::string_view v(const compact_key& k) { return k.view(); }
+  template <typename A, typename B>
+  bool operator()(const A& a, const B& b) const {
+    return v(a) == v(b);
+  }
+};
+
+struct counter_entry {
+  std::uint64_t value;
+  std::int64_t expires_at;  // Unix seconds; the counter is gone at or after this time
+};
+
+}  // namespace detail
+
+class memory_backend final : public limiter::backend {
+ public:
+  static constexpr std::size_t shard_count = 64;
+
+  memory_backend(const core::clock& clock, std::size_t max_counters);
+
+  void increment(std::span<const limiter::counter_op> ops, std::span<std::uint64_t> results,
+                 limiter::completion& done) override;
+  void get(std::span<const limiter::counter_op> ops, std::span<std::uint64_t> results,
+           limiter::completion& done) override;
+
+  // Drops expired counters from `count` shards, continuing where the last call stopped; returns how many.
+  std::size_t sweep(std::size_t count = shard_count);
+  // Live and expired-but-not-yet-swept counters.
+  std::size_t size() const;
+  std::size_t max_counters() const { return max_counters_; }
+
+ private:
+  using table = boost::unordered_flat_map<detail::compact_key, detail::counter_entry, detail::key_hash,
+                                          detail::key_equal>;
+  struct alignas(64) shard {
+    mutable std::mutex mutex;
+    table counters;
+  };
+
+  shard& shard_for(std::size_t hash) { return shards_[hash % shard_count]; }
+  static std::size_t reclaim_locked(shard& s, std::int64_t now);
+
+  const core::clock& clock_;
+  std::size_t max_counters_;
+  std::size_t max_per_shard_;
+  std::atomic<std::size_t> next_sweep_{0};
+  std::array<shard, shard_count> shards_;
+};
+
+}  // namespace sluice::ratelimit::backends::memory

@@ -1,0 +1,142 @@
+#include "ratelimit/config/rule_set.hpp"
+
+#include <algorithm>
+
+#include "core/strings.hpp"
+
+namespace sluice::ratelimit::config {
+
+rule_stats rule_stats::make(stats::store& store, std::string_view stats_key) {
+  std::string prefix = core::cat("ratelimit.service.rate_limit.", stats::sanitize_stat_name(stats_key), ".");
+  auto get = [&](std::string_view stat) { return &store.get_counter(prefix + std::string(stat)); };
+  return {get("total_hits"),   get("over_limit"),   get("near_limit"),
+          get("over_limit_with_local_cache"), get("within_limit"), get("shadow_mode")};
+}
+
+const descriptor_node* rule_set::find_domain(std::string_view domain) const {
+  auto it = domains_.find(domain);
+  return it == domains_.end() ? nullptr : it->second.get();
+}
+
+namespace {
+
+enum class matched_by { exact, wildcard, key_only };
+
+struct level {
+  const descriptor_node* node;
+  matched_by how;
+};
+
+const descriptor_node* find_child(const descriptor_node& parent, std::string_view composite) {
+  auto it = parent.children.find(composite);
+  return it == parent.children.end() ? nullptr : it->second.get();
+}
+
+// The stats key built from the request (detailed_metric) or from the runtime values (value_to_metric).
+std::optional<std::string> runtime_stats_key(const descriptor_node& domain, const descriptor_node& leaf,
+                                             std::span<const level> levels, std::span<const entry> entries) {
+  bool any_share = std::ranges::any_of(levels, [](const level& l) { return l.node->share_threshold; });
+  bool any_value_to_metric = std::ranges::any_of(levels, [](const level& l) { return l.node->value_to_metric; });
+  if (!leaf.detailed_metric && !any_value_to_metric) return std::nullopt;
+
+  std::string key = domain.stats_key;
+  for (std::size_t i = 0; i < levels.size(); ++i) {
+    const auto& [node, how] = levels[i];
+    const auto& e = entries[i];
+    key += '.';
+    key += e.key;
+    if (node->share_threshold && how == matched_by::wildcard) {
+      key += core::cat("_", node->value);
+    } else if (leaf.detailed_metric) {
+      // upstream renders an empty request value as "key_", except when share_threshold is in play.
+      if (!e.value.empty() || !any_share) key += core::cat("_", e.value);
+    } else if (how == matched_by::exact) {
+      key += core::cat("_", node->value);
+    } else if (node->value_to_metric) {
+      if (!e.value.empty()) key += core::cat("_", e.value);
+    } else if (how == matched_by::wildcard) {
+      key += core::cat("_", node->value);
+    }
+  }
+  if (key == leaf.stats_key) return std::nullopt;
+  return key;
+}
+
+}  // namespace
+
+match rule_set::get_limit(const descriptor_node& domain, std::span<const entry> entries) const {
+  match result;
+  std::vector<level> levels;
+  levels.reserve(entries.size());
+  const descriptor_node* parent = &domain;
+  std::string composite;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const auto& e = entries[i];
+    composite.assign(e.key).append("_").append(e.value);
+    matched_by how = matched_by::exact;
+    const descriptor_node* node = find_child(*parent, composite);
+    if (node == nullptr) {
+      for (const descriptor_node* w : parent->wildcard_children) {
+        if (wildcard_match(w->wildcard_parts, composite)) {
+          node = w;
+          how = matched_by::wildcard;
+          break;
+        }
+      }
+    }
+    if (node == nullptr) {
+      node = find_child(*parent, e.key);
+      how = matched_by::key_only;
+    }
+    if (node == nullptr) break;
+    levels.push_back({node, how});
+    // A limit applies only when the request's last entry lands on it (the depth rule).
+    if (node->limit && i + 1 == entries.size()) result.node = node;
+    if (node->children.empty()) break;
+    parent = node;
+  }
+  if (result.node == nullptr) return result;
+
+  if (std::ranges::any_of(levels, [](const level& l) { return l.node->share_threshold; })) {
+    result.shared_values.resize(entries.size());
+    for (std::size_t i = 0; i < levels.size(); ++i) {
+      if (levels[i].node->share_threshold && levels[i].how == matched_by::wildcard) {
+        result.shared_values[i] = levels[i].node->value;
+      }
+    }
+  }
+  result.stats_key = runtime_stats_key(domain, *result.node, levels, entries);
+  return result;
+}
+
+namespace {
+
+void dump_node(const descriptor_node& node, std::vector<std::string>& lines) {
+  if (node.limit) {
+    const auto& l = *node.limit;
+    lines.push_back(core::cat(node.stats_key, ": unit=", l.unlimited ? "UNKNOWN" : unit_name(l.unit),
+                              " requests_per_unit=", l.requests_per_unit, ", shadow_mode: ", node.shadow_mode,
+                              ", quota_mode: ", node.quota_mode, "\n"));
+  }
+  for (const auto& [_, child] : node.children) dump_node(*child, lines);
+}
+
+}  // namespace
+
+std::string rule_set::dump() const {
+  std::vector<std::string> lines;
+  for (const auto& [_, domain] : domains_) dump_node(*domain, lines);
+  std::ranges::sort(lines);
+  std::string out;
+  for (const auto& l : lines) out += l;
+  return out;
+}
+
+std::vector<std::string> rule_set::domain_names() const {
+  std::vector<std::string> names;
+  for (const auto& [name, _] : domains_) names.push_back(name);
+  std::ranges::sort(names);
+  return names;
+}
+
+}  // namespace sluice::ratelimit::config

@@ -1,0 +1,103 @@
+#pragma once
+// The compiled, immutable rate limit rules: one tree of descriptor nodes per domain. Built once per (re)load by
+// yaml_loader, then shared read-only by every request through a shared_ptr snapshot.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "ratelimit/config/unit.hpp"
+#include "stats/store.hpp"
+
+namespace sluice::ratelimit::config {
+
+// The per-rule counters of upstream: ratelimit.service.rate_limit.<key>.<stat>.
+struct rule_stats {
+  stats::counter* total_hits = nullptr;
+  stats::counter* over_limit = nullptr;
+  stats::counter* near_limit = nullptr;
+  stats::counter* over_limit_with_local_cache = nullptr;
+  stats::counter* within_limit = nullptr;
+  stats::counter* shadow_mode = nullptr;
+
+  static rule_stats make(stats::store& store, std::string_view stats_key);
+};
+
+struct rate_limit {
+  std::uint32_t requests_per_unit = 0;
+  config::unit unit = unit::unknown;
+  std::string name;
+  bool unlimited = false;
+  std::vector<std::string> replaces;
+};
+
+struct string_hash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
+struct descriptor_node {
+  std::string key;
+  std::string value;  // as configured; may contain '*'
+  std::optional<rate_limit> limit;
+  bool shadow_mode = false;
+  bool detailed_metric = false;
+  bool value_to_metric = false;
+  bool share_threshold = false;
+  bool quota_mode = false;
+  // The config path: "<domain>.<key>[_<value>]..." — the default stats key of this node.
+  std::string stats_key;
+  rule_stats stats;  // counters under stats_key; set when `limit` is
+  // For wildcard nodes: the composite key "key_value" split at each '*'.
+  std::vector<std::string> wildcard_parts;
+  // Children by composite key ("key" or "key_value"), and the wildcard children in declaration order.
+  std::unordered_map<std::string, std::unique_ptr<descriptor_node>, string_hash, std::equal_to<>> children;
+  std::vector<const descriptor_node*> wildcard_children;
+
+  bool is_wildcard() const { return !wildcard_parts.empty(); }
+};
+
+// One entry of a request descriptor.
+struct entry {
+  std::string_view key;
+  std::string_view value;
+};
+
+// The result of matching one request descriptor against a domain.
+struct match {
+  // The matched node, when it carries a rate_limit; null means no limit applies.
+  const descriptor_node* node = nullptr;
+  // When some level matched a share_threshold wildcard: per entry, the pattern to put in the cache key instead
+  // of the request's value (empty string_view: use the request's value). Empty vector otherwise.
+  std::vector<std::string_view> shared_values;
+  // Set when the stats key differs from node->stats_key (detailed_metric, value_to_metric).
+  std::optional<std::string> stats_key;
+};
+
+class rule_set {
+ public:
+  // The root node of a domain (its children are the top-level descriptors), or null.
+  const descriptor_node* find_domain(std::string_view domain) const;
+  // upstream's GetLimit walk (reference §3): exact value, then wildcard patterns in order, then key-only default;
+  // a limit applies only at the depth of the request's last entry.
+  match get_limit(const descriptor_node& domain, std::span<const entry> entries) const;
+  // /rlconfig lines: "<key>: unit=<UNIT> requests_per_unit=<n>, shadow_mode: <b>, quota_mode: <b>".
+  std::string dump() const;
+  std::size_t domain_count() const { return domains_.size(); }
+  std::vector<std::string> domain_names() const;
+
+ private:
+  friend class rule_set_builder;
+  std::unordered_map<std::string, std::unique_ptr<descriptor_node>, string_hash, std::equal_to<>> domains_;
+};
+
+// upstream's wildcardMatch: `parts` is the pattern split at '*'; '*' matches zero or more characters.
+bool wildcard_match(std::span<const std::string> parts, std::string_view text);
+
+}  // namespace sluice::ratelimit::config

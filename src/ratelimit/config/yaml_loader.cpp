@@ -1,0 +1,264 @@
+#include "ratelimit/config/yaml_loader.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <array>
+#include <set>
+
+#include "core/log.hpp"
+#include "core/strings.hpp"
+#include "ratelimit/config/yaml_scalar.hpp"
+
+namespace sluice::ratelimit::config {
+
+// Thrown inside the loader only; load_rules turns it into load_result::error.
+struct config_error {
+  std::string message;
+};
+
+class rule_set_builder {
+ public:
+  rule_set_builder(bool merge, stats::store& stats, std::vector<std::string>& warnings)
+      : merge_(merge), stats_(stats), warnings_(warnings), rules_(std::make_shared<rule_set>()) {}
+
+  void load_file(const config_file& file);
+  std::shared_ptr<const rule_set> finish() { return std::move(rules_); }
+
+ private:
+  void load_descriptors(descriptor_node& parent, const YAML::Node& list, const std::string& domain);
+  void load_descriptor(descriptor_node& parent, const YAML::Node& yaml, const std::string& domain);
+  rate_limit load_rate_limit(const YAML::Node& yaml);
+  void warn_misplaced(const YAML::Node& map, std::span<const std::string_view> meaningful, std::string_view where);
+
+  bool merge_;
+  stats::store& stats_;
+  std::vector<std::string>& warnings_;
+  std::shared_ptr<rule_set> rules_;
+  std::string file_;
+};
+
+namespace {
+
+constexpr std::array<std::string_view, 16> allowed_keys{
+    "domain",     "key",     "value",         "descriptors",     "rate_limit",      "unit",
+    "requests_per_unit",     "unlimited",     "shadow_mode",     "quota_mode",      "name",
+    "replaces",   "detailed_metric",          "value_to_metric", "share_threshold", "metadata"};
+constexpr std::array<std::string_view, 2> top_level_keys{"domain", "descriptors"};
+constexpr std::array<std::string_view, 10> descriptor_keys{
+    "key",         "value",          "rate_limit",      "descriptors",     "shadow_mode",
+    "quota_mode",  "detailed_metric", "value_to_metric", "share_threshold", "metadata"};
+constexpr std::array<std::string_view, 5> rate_limit_keys{"unit", "requests_per_unit", "unlimited", "name",
+                                                          "replaces"};
+constexpr std::array<std::string_view, 1> replaces_keys{"name"};
+
+// upstream's second pass: every map key is a known string, lists hold maps, scalars are strings, ints or bools.
+void validate_keys(const YAML::Node& node) {
+  if (node.IsMap()) {
+    std::set<std::string> seen;
+    for (const auto& kv : node) {
+      const YAML::Node& k = kv.first;
+      if (!k.IsScalar() || classify_scalar(k) != scalar_kind::string) {
+        throw config_error{core::cat("config error, key is not of type string: ", k.IsScalar() ? k.Scalar() : "")};
+      }
+      const std::string& name = k.Scalar();
+      if (!seen.insert(name).second) {
+        throw config_error{core::cat("error loading config file: mapping key '", name, "' already defined at line ",
+                                     k.Mark().line + 1)};
+      }
+      if (std::ranges::find(allowed_keys, name) == allowed_keys.end()) {
+        throw config_error{core::cat("config error, unknown key '", name, "'")};
+      }
+      if (name != "metadata") validate_keys(kv.second);
+    }
+  } else if (node.IsSequence()) {
+    for (const auto& element : node) {
+      if (!element.IsMap()) {
+        throw config_error{core::cat("config error, yaml file contains list of type other than map: ",
+                                     element.IsScalar() ? element.Scalar() : "a list")};
+      }
+      validate_keys(element);
+    }
+  } else if (node.IsScalar()) {
+    auto kind = classify_scalar(node);
+    if (kind != scalar_kind::string && kind != scalar_kind::integer && kind != scalar_kind::boolean &&
+        kind != scalar_kind::null) {
+      throw config_error{core::cat("error checking config: value '", node.Scalar(),
+                                   "' is not a string, an integer or a boolean (quote it to make it a string)")};
+    }
+  }
+}
+
+std::string scalar_string(const YAML::Node& node, std::string_view field) {
+  if (!node || node.IsNull()) return {};
+  if (!node.IsScalar()) throw config_error{core::cat("error loading config file: ", field, ": expected a string")};
+  return node.Scalar();
+}
+
+bool scalar_bool(const YAML::Node& node, std::string_view field) {
+  if (!node || node.IsNull()) return false;
+  if (node.IsScalar()) {
+    if (auto b = parse_yaml_bool(node); b) return *b;
+  }
+  throw config_error{core::cat("error loading config file: ", field, ": cannot unmarshal '",
+                               node.IsScalar() ? node.Scalar() : "", "' into bool")};
+}
+
+std::uint32_t scalar_uint32(const YAML::Node& node, std::string_view field) {
+  if (!node || node.IsNull()) return 0;
+  std::uint32_t out = 0;
+  if (node.IsScalar() && parse_yaml_uint32(node, out)) return out;
+  throw config_error{core::cat("error loading config file: ", field, ": cannot unmarshal '",
+                               node.IsScalar() ? node.Scalar() : "", "' into uint32")};
+}
+
+void expect_list(const YAML::Node& node, std::string_view field) {
+  if (node && !node.IsNull() && !node.IsSequence()) {
+    throw config_error{core::cat("error loading config file: ", field, ": expected a list")};
+  }
+}
+
+}  // namespace
+
+void rule_set_builder::warn_misplaced(const YAML::Node& map, std::span<const std::string_view> meaningful,
+                                      std::string_view where) {
+  for (const auto& kv : map) {
+    const std::string& name = kv.first.Scalar();
+    if (std::ranges::find(meaningful, name) == meaningful.end()) {
+      warnings_.push_back(core::cat(file_, ": key '", name, "' (line ", kv.first.Mark().line + 1, ") has no meaning ",
+                                    where, " and is ignored"));
+    }
+  }
+}
+
+void rule_set_builder::load_file(const config_file& file) {
+  file_ = file.name;
+  YAML::Node root;
+  try {
+    root = YAML::Load(file.content);
+  } catch (const YAML::Exception& e) {
+    throw config_error{core::cat("error loading config file: yaml: line ", e.mark.line + 1, ": ", e.msg)};
+  }
+  if (root.IsNull()) throw config_error{"config file cannot have empty domain"};
+  if (!root.IsMap()) {
+    throw config_error{"error loading config file: the top level must be a mapping with 'domain' and 'descriptors'"};
+  }
+  validate_keys(root);
+  warn_misplaced(root, top_level_keys, "at the top level");
+
+  std::string domain = scalar_string(root["domain"], "domain");
+  if (domain.empty()) throw config_error{"config file cannot have empty domain"};
+  auto& slot = rules_->domains_[domain];
+  if (slot) {
+    if (!merge_) throw config_error{core::cat("duplicate domain '", domain, "' in config file")};
+    core::log_debug("patching domain: ", domain);
+  } else {
+    core::log_debug("loading domain: ", domain);
+    slot = std::make_unique<descriptor_node>();
+    slot->key = domain;
+    slot->stats_key = domain;
+  }
+  expect_list(root["descriptors"], "descriptors");
+  load_descriptors(*slot, root["descriptors"], domain);
+}
+
+void rule_set_builder::load_descriptors(descriptor_node& parent, const YAML::Node& list, const std::string& domain) {
+  if (!list || list.IsNull()) return;
+  for (const auto& yaml : list) load_descriptor(parent, yaml, domain);
+}
+
+void rule_set_builder::load_descriptor(descriptor_node& parent, const YAML::Node& yaml, const std::string& domain) {
+  warn_misplaced(yaml, descriptor_keys, "in a descriptor");
+  auto node = std::make_unique<descriptor_node>();
+  node->key = scalar_string(yaml["key"], "key");
+  node->value = scalar_string(yaml["value"], "value");
+  if (node->key.empty()) throw config_error{"descriptor has empty key"};
+
+  std::string composite = node->value.empty() ? node->key : core::cat(node->key, "_", node->value);
+  node->stats_key = core::cat(parent.stats_key, ".", composite);
+  if (parent.children.contains(composite)) {
+    throw config_error{core::cat("duplicate descriptor composite key '", node->stats_key, "'")};
+  }
+
+  node->shadow_mode = scalar_bool(yaml["shadow_mode"], "shadow_mode");
+  node->quota_mode = scalar_bool(yaml["quota_mode"], "quota_mode");
+  node->detailed_metric = scalar_bool(yaml["detailed_metric"], "detailed_metric");
+  node->value_to_metric = scalar_bool(yaml["value_to_metric"], "value_to_metric");
+  node->share_threshold = scalar_bool(yaml["share_threshold"], "share_threshold");
+
+  if (const auto& rl = yaml["rate_limit"]; rl && !rl.IsNull()) {
+    if (!rl.IsMap()) throw config_error{"error loading config file: rate_limit: expected a mapping"};
+    node->limit = load_rate_limit(rl);
+    if (!node->limit->unlimited) node->stats = rule_stats::make(stats_, node->stats_key);
+  }
+  if (node->share_threshold && composite.find('*') == std::string::npos) {
+    throw config_error{core::cat("share_threshold can only be used with wildcard values (containing '*'), but found "
+                                 "key '",
+                                 composite, "'")};
+  }
+  if (node->value.find('*') != std::string::npos) {
+    std::string_view rest = composite;
+    for (auto star = rest.find('*'); star != std::string_view::npos; star = rest.find('*')) {
+      node->wildcard_parts.emplace_back(rest.substr(0, star));
+      rest.remove_prefix(star + 1);
+    }
+    node->wildcard_parts.emplace_back(rest);
+  }
+  if (node->limit) {
+    const auto& l = *node->limit;
+    core::log_debug("loading descriptor: key=", node->stats_key, " ratelimit={requests_per_unit=", l.requests_per_unit,
+                    ", unit=", unit_name(l.unit), ", unlimited=", l.unlimited, ", shadow_mode=", node->shadow_mode,
+                    ", quota_mode=", node->quota_mode, "}");
+  }
+
+  expect_list(yaml["descriptors"], "descriptors");
+  load_descriptors(*node, yaml["descriptors"], domain);
+
+  const descriptor_node* raw = node.get();
+  parent.children.emplace(std::move(composite), std::move(node));
+  if (raw->is_wildcard()) parent.wildcard_children.push_back(raw);
+}
+
+rate_limit rule_set_builder::load_rate_limit(const YAML::Node& yaml) {
+  warn_misplaced(yaml, rate_limit_keys, "in a rate_limit");
+  rate_limit limit;
+  limit.requests_per_unit = scalar_uint32(yaml["requests_per_unit"], "requests_per_unit");
+  limit.unlimited = scalar_bool(yaml["unlimited"], "unlimited");
+  limit.name = scalar_string(yaml["name"], "name");
+  std::string unit_text = scalar_string(yaml["unit"], "unit");
+  auto parsed = parse_unit(unit_text);
+  if (limit.unlimited) {
+    if (parsed) throw config_error{"should not specify rate limit unit when unlimited"};
+  } else {
+    if (!parsed) throw config_error{core::cat("invalid rate limit unit '", unit_text, "'")};
+    limit.unit = *parsed;
+  }
+  expect_list(yaml["replaces"], "replaces");
+  if (const auto& replaces = yaml["replaces"]; replaces && replaces.IsSequence()) {
+    for (const auto& r : replaces) {
+      warn_misplaced(r, replaces_keys, "in a replaces entry");
+      std::string name = scalar_string(r["name"], "replaces.name");
+      if (name.empty()) throw config_error{"should not have an empty replaces entry"};
+      if (name == limit.name) throw config_error{"replaces should not contain name of same descriptor"};
+      limit.replaces.push_back(std::move(name));
+    }
+  }
+  return limit;
+}
+
+load_result load_rules(std::span<const config_file> files, bool merge_domains, stats::store& stats) {
+  load_result result;
+  rule_set_builder builder(merge_domains, stats, result.warnings);
+  for (const auto& file : files) {
+    try {
+      builder.load_file(file);
+    } catch (const config_error& e) {
+      result.error = core::cat(file.name, ": ", e.message);
+      return result;
+    }
+  }
+  result.rules = builder.finish();
+  return result;
+}
+
+}  // namespace sluice::ratelimit::config

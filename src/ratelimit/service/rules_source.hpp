@@ -1,0 +1,48 @@
+#pragma once
+// Feeds the service its rules from the rule directory: the first load at start-up, then a hot reload after each
+// burst of file changes (core::file_watch). A reload is all-or-nothing: a bad file keeps the last good rules and
+// is logged with its name. Counts ratelimit.service.config_load_success / config_load_error and drives the
+// optional "config loaded" health component.
+
+#include <boost/asio/any_io_executor.hpp>
+#include <memory>
+#include <optional>
+
+#include "core/file_watch.hpp"
+#include "core/health.hpp"
+#include "ratelimit/config/directory.hpp"
+#include "ratelimit/service/service.hpp"
+#include "stats/store.hpp"
+
+namespace sluice::ratelimit::service {
+
+struct rules_source_settings {
+  config::directory_layout layout;
+  bool merge_domain_config = false;                      // MERGE_DOMAIN_CONFIG
+  bool healthy_with_at_least_one_config_loaded = false;  // HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED
+  std::chrono::milliseconds debounce{100};
+};
+
+class rules_source {
+ public:
+  rules_source(rules_source_settings settings, rate_limit_service& service, stats::store& stats,
+               core::health& health);
+
+  // Reads and compiles every rule file; on success the service gets the new snapshot. Returns the error, if any.
+  std::optional<std::string> load();
+  // Starts watching for changes on the executor (call once).
+  void watch(boost::asio::any_io_executor ex);
+  void stop();
+
+ private:
+  rules_source_settings settings_;
+  rate_limit_service& service_;
+  stats::store& stats_;
+  core::health& health_;
+  std::optional<std::size_t> health_component_;
+  stats::counter& load_success_;
+  stats::counter& load_error_;
+  std::unique_ptr<core::file_watch> watch_;
+};
+
+}  // namespace sluice::ratelimit::service

@@ -1,0 +1,63 @@
+#pragma once
+// ShouldRateLimit orchestration (upstream's service.ShouldRateLimit): validates the request, resolves each
+// descriptor against the current rule snapshot (or its limit override), applies `replaces`, drives the limiter
+// and the backend, then builds the response: statuses, overall code, RateLimit-* headers, global shadow mode.
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "ratelimit/config/rule_set.hpp"
+#include "ratelimit/limiter/backend.hpp"
+#include "ratelimit/limiter/limiter.hpp"
+#include "rls.pb.h"
+#include "stats/store.hpp"
+
+namespace sluice::ratelimit::service {
+
+using rls_request = envoy::service::ratelimit::v3::RateLimitRequest;
+using rls_response = envoy::service::ratelimit::v3::RateLimitResponse;
+
+enum class error_kind { invalid_argument, unavailable, internal };
+
+struct service_error {
+  error_kind kind;
+  std::string message;
+};
+
+struct settings {
+  bool global_shadow_mode = false;        // SHADOW_MODE
+  bool response_headers_enabled = false;  // LIMIT_RESPONSE_HEADERS_ENABLED
+  std::string limit_header = "RateLimit-Limit";
+  std::string remaining_header = "RateLimit-Remaining";
+  std::string reset_header = "RateLimit-Reset";
+};
+
+class rate_limit_service {
+ public:
+  // Called exactly once per decision, possibly before should_rate_limit returns; null means success.
+  using done_fn = std::function<void(const service_error*)>;
+
+  rate_limit_service(settings s, limiter::limiter& limiter, limiter::backend& backend, stats::store& stats);
+
+  void set_rules(std::shared_ptr<const config::rule_set> rules) { rules_.store(std::move(rules)); }
+  std::shared_ptr<const config::rule_set> rules() const { return rules_.load(); }
+
+  // `request` and `response` must stay valid until `done` is called.
+  void should_rate_limit(const rls_request& request, rls_response& response, done_fn done);
+
+ private:
+  friend class request_state;
+
+  settings settings_;
+  limiter::limiter& limiter_;
+  limiter::backend& backend_;
+  stats::store& stats_;
+  std::atomic<std::shared_ptr<const config::rule_set>> rules_;
+  stats::counter& service_error_;
+  stats::counter& backend_error_;
+  stats::counter& global_shadow_mode_;
+};
+
+}  // namespace sluice::ratelimit::service

@@ -1,0 +1,34 @@
+#include "stats/store.hpp"
+
+#include <algorithm>
+
+namespace sluice::stats {
+
+counter& store::get_counter(std::string_view name) {
+  auto& s = shards_[std::hash<std::string_view>{}(name) % shard_count];
+  std::lock_guard lock(s.mutex);
+  auto it = s.counters.find(name);
+  if (it == s.counters.end()) {
+    it = s.counters.emplace(std::string(name), std::make_unique<counter>()).first;
+  }
+  return *it->second;
+}
+
+std::vector<std::pair<std::string, std::uint64_t>> store::snapshot() const {
+  std::vector<std::pair<std::string, std::uint64_t>> out;
+  for (const auto& s : shards_) {
+    std::lock_guard lock(s.mutex);
+    for (const auto& [name, c] : s.counters) out.emplace_back(name, c->value());
+  }
+  std::ranges::sort(out);
+  return out;
+}
+
+std::string sanitize_stat_name(std::string_view name) {
+  std::string out(name);
+  std::ranges::replace(out, ':', '_');
+  std::ranges::replace(out, '|', '_');
+  return out;
+}
+
+}  // namespace sluice::stats

@@ -1,0 +1,670 @@
+"""Shared helpers for Sluice's end-to-end tests.
+
+Every test module starts the real binary ($SLUICE_BIN) with its own settings and rule files and talks to it with
+real clients: urllib for HTTP, grpcio with stubs generated from proto/ ($SLUICE_PY_PROTO) for gRPC.
+
+Environment:
+  SLUICE_BIN        the server binary (default: <repo>/build/sluice)
+  SLUICE_PY_PROTO   directory with the generated *_pb2.py modules (default: <repo>/build/tests/e2e; if the modules
+                    are not there they are generated into a temporary directory with protoc)
+  SLUICE_FIXTURES   directory of the rule-file fixtures (default: <repo>/tests/fixtures)
+  SLUICE_E2E_KEEP   set to keep the temporary directories (rules, logs) of every server started
+"""
+
+import atexit
+import ctypes
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SLUICE_BIN = os.environ.get('SLUICE_BIN') or os.path.join(REPO, 'build', 'sluice')
+SLUICE_FIXTURES = os.environ.get('SLUICE_FIXTURES') or os.path.join(REPO, 'tests', 'fixtures')
+KEEP = bool(os.environ.get('SLUICE_E2E_KEEP'))
+
+# ---------------------------------------------------------------------------------------------------------------
+# Generated protobuf modules
+
+
+def _import_protos():
+    proto_dir = os.environ.get('SLUICE_PY_PROTO') or os.path.join(REPO, 'build', 'tests', 'e2e')
+    if not os.path.exists(os.path.join(proto_dir, 'rls_pb2.py')):
+        # Not built yet: generate the modules ourselves (needs protoc).
+        proto_dir = tempfile.mkdtemp(prefix='sluice-e2e-pb-')
+        atexit.register(shutil.rmtree, proto_dir, True)
+        src = os.path.join(REPO, 'proto')
+        protos = sorted(os.path.join(src, f) for f in os.listdir(src) if f.endswith('.proto'))
+        subprocess.run(['protoc', '--proto_path=' + src, '--python_out=' + proto_dir] + protos, check=True)
+    if proto_dir not in sys.path:
+        sys.path.insert(0, proto_dir)
+
+
+_import_protos()
+
+import grpc  # noqa: E402
+import health_pb2  # noqa: E402
+import ratelimit_pb2  # noqa: E402
+import ratelimit_unit_pb2  # noqa: E402
+import rls_pb2  # noqa: E402
+
+UINT32_MAX = 4294967295
+UNIT_SECONDS = {'SECOND': 1, 'MINUTE': 60, 'HOUR': 3600, 'DAY': 86400, 'WEEK': 604800, 'MONTH': 2592000,
+                'YEAR': 31536000}
+
+# ---------------------------------------------------------------------------------------------------------------
+# Process hygiene: no server may outlive the tests.
+
+_live = set()
+_live_lock = threading.Lock()
+
+
+def _kill_all():
+    with _live_lock:
+        procs = list(_live)
+    for p in procs:
+        if p.poll() is None:
+            try:
+                p.kill()
+                p.wait(5)
+            except Exception:
+                pass
+
+
+atexit.register(_kill_all)
+
+if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+    # meson's test timeout (and CI cancellation) sends SIGTERM: run the atexit handlers on the way out.
+    signal.signal(signal.SIGTERM, lambda signo, frame: sys.exit(128 + signo))
+
+try:
+    _libc = ctypes.CDLL('libc.so.6', use_errno=True)
+except OSError:
+    _libc = None
+
+
+def _die_with_parent():
+    # Runs in the child between fork and exec: if the test process dies (even by SIGKILL), the server gets SIGKILL.
+    if _libc is not None:
+        _libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def spawn(args, env, stdout, stderr, stdin=subprocess.DEVNULL):
+    """Starts a process that is killed when the tests end, whatever happens."""
+    p = subprocess.Popen(args, env=env, stdin=stdin, stdout=stdout, stderr=stderr, preexec_fn=_die_with_parent)
+    with _live_lock:
+        _live.add(p)
+    return p
+
+
+def reap(p, timeout=10):
+    """Waits for p (killing it after timeout) and forgets it. Returns the exit code."""
+    try:
+        rc = p.wait(timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        rc = p.wait(10)
+    with _live_lock:
+        _live.discard(p)
+    return rc
+
+
+def run_sluice(args, env=None, timeout=15):
+    """Runs the binary to completion (CLI commands). Returns CompletedProcess with text stdout/stderr."""
+    full_env = base_env()
+    full_env.update(env or {})
+    full_env = {k: v for k, v in full_env.items() if v is not None}
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        p = spawn([SLUICE_BIN] + list(args), full_env, out, err)
+        try:
+            rc = p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            reap(p, 0)
+            raise AssertionError('sluice %s did not finish within %ss' % (' '.join(args), timeout))
+        reap(p)
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess([SLUICE_BIN] + list(args), rc,
+                                           out.read().decode('utf-8', 'replace'),
+                                           err.read().decode('utf-8', 'replace'))
+
+
+def base_env():
+    env = {'PATH': os.environ.get('PATH', '/usr/bin:/bin')}
+    for k in ('LANG', 'LC_ALL', 'TZ'):
+        if k in os.environ:
+            env[k] = os.environ[k]
+    return env
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Small utilities
+
+
+def free_ports(n=1):
+    """n distinct free loopback TCP ports."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(('127.0.0.1', 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def free_port():
+    return free_ports(1)[0]
+
+
+def wait_until(predicate, timeout=5.0, interval=0.05, message='condition', describe=None):
+    """Polls predicate() until it returns a truthy value (returned). On timeout fails with the last value."""
+    deadline = time.monotonic() + timeout
+    last = None
+    last_exc = None
+    while True:
+        try:
+            last = predicate()
+            last_exc = None
+            if last:
+                return last
+        except (AssertionError, grpc.RpcError, OSError) as e:
+            last_exc = e
+        if time.monotonic() >= deadline:
+            extra = describe() if describe else ''
+            raise AssertionError('timed out after %.1fs waiting for %s; last value: %r; last error: %r%s'
+                                 % (timeout, message, last, last_exc, ('\n' + extra) if extra else ''))
+        time.sleep(interval)
+
+
+def avoid_window_edge(unit='HOUR', margin=2.0):
+    """Sleeps past the next epoch-aligned window boundary of `unit` if it is less than `margin` seconds away, so a
+    counting test does not straddle two windows."""
+    divider = UNIT_SECONDS[unit.upper()]
+    now = time.time()
+    left = divider - (now % divider)
+    if left < margin:
+        time.sleep(left + 0.05)
+
+
+def expected_resets(unit, t0, t1):
+    """The set of durationUntilReset values (seconds) the service may answer between wall-clock times t0 and t1."""
+    divider = UNIT_SECONDS[unit.upper()]
+    return {divider - (t % divider) for t in range(int(t0), int(t1) + 1)}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# HTTP
+
+_opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def _decode_body(headers, raw):
+    text = raw.decode('utf-8', 'replace')
+    ctype = headers.get('content-type', '')
+    if 'json' in ctype or text[:1] in ('{', '['):
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+    return text
+
+
+def http_request(port, path, body=None, method=None, headers=None, timeout=5.0):
+    """-> (status, headers with lower-case names, parsed JSON or text). 4xx/5xx are returned, not raised."""
+    if isinstance(body, str):
+        body = body.encode('utf-8')
+    req = urllib.request.Request('http://127.0.0.1:%d%s' % (port, path), data=body, method=method)
+    for k, v in (headers or {}).items():
+        req.add_header(k, v)
+    try:
+        with _opener.open(req, timeout=timeout) as r:
+            hdrs = {k.lower(): v for k, v in r.headers.items()}
+            return r.status, hdrs, _decode_body(hdrs, r.read())
+    except urllib.error.HTTPError as e:
+        hdrs = {k.lower(): v for k, v in e.headers.items()}
+        raw = e.read()
+        e.close()
+        return e.code, hdrs, _decode_body(hdrs, raw)
+
+
+def post_json(port, body, path='/json', timeout=5.0):
+    """POSTs a dict (serialized) or a str/bytes (sent verbatim). -> (status, headers, parsed JSON or text)."""
+    if isinstance(body, (dict, list)):
+        body = json.dumps(body)
+    return http_request(port, path, body=body if body is not None else b'', method='POST',
+                        headers={'Content-Type': 'application/json'}, timeout=timeout)
+
+
+def http_get(port, path, timeout=5.0):
+    return http_request(port, path, method='GET', timeout=timeout)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Descriptors in both wire forms
+
+
+def _split_descriptor(d):
+    if isinstance(d, dict):
+        entries = d.get('entries', [])
+        return entries, d.get('limit'), d.get('hits_addend')
+    return d, None, None
+
+
+def _unit_number(unit):
+    if isinstance(unit, int):
+        return unit
+    return ratelimit_unit_pb2.RateLimitUnit.Value(unit.upper())
+
+
+def rls_request_proto(domain, descriptors, hits_addend=None):
+    req = rls_pb2.RateLimitRequest(domain=domain)
+    if hits_addend is not None:
+        req.hits_addend = hits_addend
+    for d in descriptors:
+        entries, limit, hits = _split_descriptor(d)
+        pd = req.descriptors.add()
+        for k, v in entries:
+            pd.entries.add(key=k, value=v)
+        if limit is not None:
+            pd.limit.requests_per_unit = limit[0]
+            pd.limit.unit = _unit_number(limit[1])
+        if hits is not None:
+            pd.hits_addend.value = hits
+    return req
+
+
+def rls_request_json(domain, descriptors, hits_addend=None):
+    body = {'domain': domain, 'descriptors': []}
+    if hits_addend is not None:
+        body['hitsAddend'] = hits_addend
+    for d in descriptors:
+        entries, limit, hits = _split_descriptor(d)
+        jd = {'entries': [{'key': k, 'value': v} for k, v in entries]}
+        if limit is not None:
+            jd['limit'] = {'requestsPerUnit': limit[0], 'unit': limit[1]}
+        if hits is not None:
+            jd['hitsAddend'] = hits
+        body['descriptors'].append(jd)
+    return body
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# gRPC
+
+_channels = {}
+_channels_lock = threading.Lock()
+
+
+def channel(port):
+    with _channels_lock:
+        ch = _channels.get(port)
+        if ch is None:
+            ch = grpc.insecure_channel('127.0.0.1:%d' % port, options=[('grpc.enable_http_proxy', 0)])
+            _channels[port] = ch
+        return ch
+
+
+def close_channel(port):
+    with _channels_lock:
+        ch = _channels.pop(port, None)
+    if ch is not None:
+        ch.close()
+
+
+def _rls_stub(port):
+    return channel(port).unary_unary('/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit',
+                                     request_serializer=rls_pb2.RateLimitRequest.SerializeToString,
+                                     response_deserializer=rls_pb2.RateLimitResponse.FromString)
+
+
+def rls(port, domain, descriptors, hits_addend=None, timeout=5.0):
+    """ShouldRateLimit over gRPC. -> rls_pb2.RateLimitResponse; raises grpc.RpcError on a non-OK status."""
+    return _rls_stub(port)(rls_request_proto(domain, descriptors, hits_addend), timeout=timeout)
+
+
+def rls_raw(port, request, timeout=5.0):
+    return _rls_stub(port)(request, timeout=timeout)
+
+
+def grpc_health(port, service='ratelimit', timeout=3.0):
+    """grpc.health.v1.Health/Check. -> status name ('SERVING', 'NOT_SERVING', ...); raises grpc.RpcError."""
+    call = channel(port).unary_unary('/grpc.health.v1.Health/Check',
+                                     request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
+                                     response_deserializer=health_pb2.HealthCheckResponse.FromString)
+    resp = call(health_pb2.HealthCheckRequest(service=service), timeout=timeout)
+    return health_pb2.HealthCheckResponse.ServingStatus.Name(resp.status)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# One decision, normalized so the same assertions hold for both transports
+
+
+class Status:
+    __slots__ = ('code', 'limit', 'name', 'remaining', 'reset')
+
+    def __init__(self, code, limit, name, remaining, reset):
+        self.code = code            # 'OK' | 'OVER_LIMIT' | 'UNKNOWN'
+        self.limit = limit          # (requests_per_unit, 'UNIT') or None when no current limit
+        self.name = name            # current_limit.name ('' when absent)
+        self.remaining = remaining  # limit_remaining (0 when absent)
+        self.reset = reset          # duration_until_reset in whole seconds, or None when absent
+
+    def __repr__(self):
+        return 'Status(code=%s, limit=%r, remaining=%d, reset=%r)' % (self.code, self.limit, self.remaining,
+                                                                       self.reset)
+
+
+class Decision:
+    def __init__(self, overall, statuses, headers, http_status=None, raw=None):
+        self.overall = overall
+        self.statuses = statuses
+        self.headers = headers      # response_headers_to_add as a list of (key, value)
+        self.http_status = http_status
+        self.raw = raw
+
+    def __repr__(self):
+        return 'Decision(overall=%s, statuses=%r, headers=%r, http=%r)' % (self.overall, self.statuses, self.headers,
+                                                                          self.http_status)
+
+
+_DURATION_RE = re.compile(r'^(\d+)s$')
+
+
+def decision_from_proto(resp):
+    statuses = []
+    for s in resp.statuses:
+        limit = None
+        name = ''
+        if s.HasField('current_limit'):
+            limit = (s.current_limit.requests_per_unit,
+                     rls_pb2.RateLimitResponse.RateLimit.Unit.Name(s.current_limit.unit))
+            name = s.current_limit.name
+        reset = None
+        if s.HasField('duration_until_reset'):
+            if s.duration_until_reset.nanos != 0:
+                raise AssertionError('duration_until_reset has nanos: %r' % s.duration_until_reset)
+            reset = s.duration_until_reset.seconds
+        statuses.append(Status(rls_pb2.RateLimitResponse.Code.Name(s.code), limit, name, s.limit_remaining, reset))
+    headers = [(h.key, h.value) for h in resp.response_headers_to_add]
+    return Decision(rls_pb2.RateLimitResponse.Code.Name(resp.overall_code), statuses, headers, None, resp)
+
+
+def decision_from_json(status, body):
+    if not isinstance(body, dict):
+        raise AssertionError('HTTP %d with a non-JSON body: %r' % (status, body))
+    if 'overallCode' not in body:
+        raise AssertionError('HTTP %d without overallCode: %r' % (status, body))
+    statuses = []
+    for s in body.get('statuses', []):
+        limit = None
+        name = ''
+        if 'currentLimit' in s:
+            cl = s['currentLimit']
+            limit = (cl.get('requestsPerUnit', 0), cl.get('unit', 'UNKNOWN'))
+            name = cl.get('name', '')
+        reset = None
+        if 'durationUntilReset' in s:
+            m = _DURATION_RE.match(str(s['durationUntilReset']))
+            if not m:
+                raise AssertionError('durationUntilReset is not "<n>s": %r' % s['durationUntilReset'])
+            reset = int(m.group(1))
+        statuses.append(Status(s.get('code', 'UNKNOWN'), limit, name, s.get('limitRemaining', 0), reset))
+    headers = [(h.get('key', ''), h.get('value', '')) for h in body.get('responseHeadersToAdd', [])]
+    d = Decision(body['overallCode'], statuses, headers, status, body)
+    want = {'OK': 200, 'OVER_LIMIT': 429}.get(d.overall)
+    if want != status:
+        raise AssertionError('/json answered HTTP %d for overallCode %s (want %r): %r' % (status, d.overall, want,
+                                                                                        body))
+    return d
+
+
+def decide(transport, port, domain, descriptors, hits_addend=None):
+    """One ShouldRateLimit over 'grpc' (port = gRPC port) or 'json' (port = HTTP port) -> Decision."""
+    if transport == 'grpc':
+        return decision_from_proto(rls(port, domain, descriptors, hits_addend))
+    if transport == 'json':
+        status, _, body = post_json(port, rls_request_json(domain, descriptors, hits_addend))
+        return decision_from_json(status, body)
+    raise ValueError(transport)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The server under test
+
+
+class StartupError(AssertionError):
+    pass
+
+
+class Sluice:
+    """A running sluice with its own temporary rule directory, ports and log.
+
+    layout='directory': RUNTIME_WATCH_ROOT=false, RUNTIME_ROOT=<tmp>, RUNTIME_SUBDIRECTORY=ratelimit,
+                        RUNTIME_APPDIRECTORY=config; rules live in <tmp>/ratelimit/config.
+    layout='watch_root': default RUNTIME_WATCH_ROOT (true), RUNTIME_ROOT=<tmp>/current, a symlink to <tmp>/v1,
+                        RUNTIME_SUBDIRECTORY=ratelimit; rules live in <tmp>/current/ratelimit/config.
+    rules: {file name: YAML text} written before start. env: extra settings (None removes a default).
+    """
+
+    def __init__(self, rules=None, env=None, layout='directory', start=True, wait_ready=True):
+        self.tmp = tempfile.mkdtemp(prefix='sluice-e2e-')
+        self.layout = layout
+        self.extra_env = dict(env or {})
+        self.proc = None
+        self.http_port = None
+        self.grpc_port = None
+        self.returncode = None
+        self._stderr = None
+        self._stdout = None
+        if layout == 'directory':
+            self.root = self.tmp
+            self.rules_dir = os.path.join(self.tmp, 'ratelimit', 'config')
+        elif layout == 'watch_root':
+            self.root = os.path.join(self.tmp, 'current')
+            os.makedirs(os.path.join(self.tmp, 'v1', 'ratelimit', 'config'))
+            os.symlink('v1', self.root)
+            self.rules_dir = os.path.join(self.root, 'ratelimit', 'config')
+        else:
+            raise ValueError(layout)
+        os.makedirs(self.rules_dir, exist_ok=True)
+        for name, text in (rules or {}).items():
+            self.write_rule(name, text)
+        if start:
+            try:
+                self.start(wait_ready=wait_ready)
+            except BaseException:
+                self.close()
+                raise
+
+    # -- rule files ---------------------------------------------------------------------------------------------
+
+    def write_rule(self, name, text, directory=None):
+        path = os.path.join(directory or self.rules_dir, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, 'w') as f:
+            f.write(text)
+        return path
+
+    def remove_rule(self, name, directory=None):
+        os.remove(os.path.join(directory or self.rules_dir, name))
+
+    def swap_root(self, version, rules):
+        """watch_root layout: builds <tmp>/<version>/ratelimit/config with `rules` and swaps the root symlink to it
+        atomically (ln -s <version> tmp && mv -T tmp current)."""
+        assert self.layout == 'watch_root'
+        d = os.path.join(self.tmp, version, 'ratelimit', 'config')
+        os.makedirs(d)
+        for name, text in rules.items():
+            with open(os.path.join(d, name), 'w') as f:
+                f.write(text)
+        tmp_link = os.path.join(self.tmp, 'current.tmp')
+        os.symlink(version, tmp_link)
+        os.replace(tmp_link, self.root)
+        return d
+
+    # -- process ------------------------------------------------------------------------------------------------
+
+    def env(self):
+        e = base_env()
+        e.update({
+            'BACKEND_TYPE': 'memory',
+            'HOST': '127.0.0.1',
+            'PORT': str(self.http_port),
+            'GRPC_HOST': '127.0.0.1',
+            'GRPC_PORT': str(self.grpc_port),
+            'LOG_LEVEL': 'info',
+        })
+        if self.layout == 'directory':
+            e.update({'RUNTIME_ROOT': self.tmp, 'RUNTIME_SUBDIRECTORY': 'ratelimit', 'RUNTIME_APPDIRECTORY': 'config',
+                      'RUNTIME_WATCH_ROOT': 'false'})
+        else:
+            e.update({'RUNTIME_ROOT': self.root, 'RUNTIME_SUBDIRECTORY': 'ratelimit', 'RUNTIME_APPDIRECTORY': 'config'})
+        e.update(self.extra_env)
+        return {k: v for k, v in e.items() if v is not None}
+
+    def start(self, wait_ready=True):
+        for attempt in range(3):
+            self.http_port, self.grpc_port = free_ports(2)
+            self._stderr = open(os.path.join(self.tmp, 'stderr.log'), 'w+b')
+            self._stdout = open(os.path.join(self.tmp, 'stdout.log'), 'w+b')
+            self.proc = spawn([SLUICE_BIN], self.env(), self._stdout, self._stderr)
+            if not wait_ready:
+                return self
+            try:
+                self.wait_ready()
+                return self
+            except StartupError:
+                if self.proc.poll() is not None and 'in use' in self.log() and attempt < 2:
+                    self.stop()
+                    continue  # a port got taken between picking and binding: pick new ones
+                raise
+        return self
+
+    def wait_ready(self, timeout=10.0):
+        """Waits until GET /healthcheck answers (any status)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            rc = self.proc.poll()
+            if rc is not None:
+                raise StartupError('sluice exited with code %d during start-up; log:\n%s' % (rc, self.log()))
+            try:
+                http_get(self.http_port, '/healthcheck', timeout=1.0)
+                return
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise StartupError('sluice did not answer /healthcheck within %ss; log:\n%s' % (timeout, self.log()))
+            time.sleep(0.02)
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def terminate(self):
+        """Sends SIGTERM without waiting."""
+        self.proc.send_signal(signal.SIGTERM)
+
+    def wait_exit(self, timeout=10.0):
+        """Waits for the process to exit by itself (no kill). -> exit code or None if still running."""
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def stop(self, timeout=10.0):
+        """SIGTERM, wait (SIGKILL after timeout). -> exit code."""
+        if self.proc is None:
+            return self.returncode
+        if self.http_port is not None:
+            close_channel(self.grpc_port)
+        if self.proc.poll() is None:
+            try:
+                self.proc.send_signal(signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        self.returncode = reap(self.proc, timeout)
+        self.proc = None
+        return self.returncode
+
+    def close(self):
+        try:
+            self.stop()
+        finally:
+            for f in (self._stderr, self._stdout):
+                if f is not None:
+                    f.close()
+            self._stderr = self._stdout = None
+            if KEEP:
+                sys.stderr.write('sluice e2e: kept %s\n' % self.tmp)
+            else:
+                shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    # -- output -------------------------------------------------------------------------------------------------
+
+    def log(self):
+        """Everything the server wrote to stderr so far."""
+        with open(os.path.join(self.tmp, 'stderr.log'), 'rb') as f:
+            return f.read().decode('utf-8', 'replace')
+
+    def stdout(self):
+        with open(os.path.join(self.tmp, 'stdout.log'), 'rb') as f:
+            return f.read().decode('utf-8', 'replace')
+
+    def log_tail(self, n=40):
+        return 'server log (last %d lines):\n%s' % (n, '\n'.join(self.log().splitlines()[-n:]))
+
+    def wait_for_log(self, predicate, since=0, timeout=5.0, message='log line'):
+        """Polls the log (from character offset `since`) until predicate(text) or substring matches."""
+        if isinstance(predicate, str):
+            needle = predicate
+            predicate = lambda text: needle in text  # noqa: E731
+        return wait_until(lambda: predicate(self.log()[since:]), timeout=timeout, message=message,
+                          describe=self.log_tail)
+
+    # -- clients ------------------------------------------------------------------------------------------------
+
+    def grpc(self, domain, descriptors, hits_addend=None):
+        return rls(self.grpc_port, domain, descriptors, hits_addend)
+
+    def json(self, body):
+        return post_json(self.http_port, body)
+
+    def decide(self, transport, domain, descriptors, hits_addend=None):
+        port = self.grpc_port if transport == 'grpc' else self.http_port
+        return decide(transport, port, domain, descriptors, hits_addend)
+
+    def healthcheck(self):
+        return http_get(self.http_port, '/healthcheck')
+
+    def health(self, service='ratelimit'):
+        return grpc_health(self.grpc_port, service)
+
+    def limit_of(self, domain, entries, transport='grpc'):
+        """The limit (requests_per_unit, unit) that applies to one descriptor now, without consuming a hit;
+        None when no limit applies."""
+        d = self.decide(transport, domain, [{'entries': entries, 'hits_addend': 0}])
+        return d.statuses[0].limit
+
+
+def main():
+    """unittest.main() for a test module run as a script; exits non-zero on failure."""
+    unittest.main(module='__main__', verbosity=int(os.environ.get('SLUICE_E2E_VERBOSITY', '1')))
