@@ -54,7 +54,7 @@ read_result read_rule_files(const std::string& directory, const std::string& nam
       result.error = core::cat("cannot read rule file ", path.string());
       return result;
     }
-    std::string relative = fs::relative(path, directory, ec).string();
+    std::string relative = path.lexically_relative(directory).string();
     std::ranges::replace(relative, '/', '.');
     result.files.push_back({name_prefix + relative, std::move(content).str()});
   }

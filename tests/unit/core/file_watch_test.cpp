@@ -116,6 +116,18 @@ void swap_current_to(const fs::path& parent, const std::string& target) {
   fs::rename(parent / "tmp", parent / "current");
 }
 
+// Watches held by all inotify descriptors of this process (one `inotify wd:` line each in fdinfo).
+int inotify_watch_count() {
+  int count = 0;
+  for (const auto& entry : fs::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    if (fs::read_symlink(entry.path(), ec).string() != "anon_inode:inotify") continue;
+    std::ifstream info("/proc/self/fdinfo/" + entry.path().filename().string());
+    for (std::string line; std::getline(info, line);) count += line.starts_with("inotify wd:");
+  }
+  return count;
+}
+
 }  // namespace
 
 TEST_CASE("file_watch: writing a file gives one call, after the debounce") {
@@ -203,7 +215,10 @@ TEST_CASE("file_watch: after a symlink swap the new directory is watched and the
       {{parent.path.string(), "current"}, {(parent.path / "current" / "config").string(), std::nullopt}});
 
   CHECK(fx.calls_after([&] { write_file(parent.path / "old" / "config" / "a.yaml"); }) == 1);
+  CHECK(inotify_watch_count() == 2);
   CHECK(fx.calls_after([&] { swap_current_to(parent.path, "new"); }) == 1);
+  // The parent and the new directory: the old directory's watch was removed, not leaked.
+  CHECK(inotify_watch_count() == 2);
   CHECK(fx.calls_after([&] { write_file(parent.path / "new" / "config" / "a.yaml"); }) == 1);
   CHECK(fx.calls_after_quiet_period([&] { write_file(parent.path / "old" / "config" / "b.yaml"); }) == 0);
 }

@@ -1,0 +1,302 @@
+"""Command line, start-up, health and graceful shutdown (reference §7.2, §7.6, §7.7, §12.2; issue 2)."""
+
+import http.client
+import os
+import re
+import shutil
+import tempfile
+import threading
+import time
+import unittest
+
+import grpc
+
+import harness
+from harness import Sluice
+
+RULES = """
+domain: life
+descriptors:
+  - key: k
+    rate_limit: {unit: hour, requests_per_unit: 1000000}
+"""
+
+BAD_RULES = """
+domain: life
+descriptors:
+  - key: k
+    colour: blue
+    rate_limit: {unit: hour, requests_per_unit: 5}
+"""
+
+
+def project_version():
+    with open(os.path.join(harness.REPO, 'meson.build')) as f:
+        m = re.search(r"project\([^)]*?version\s*:\s*'([^']+)'", f.read(), re.S)
+    return m.group(1)
+
+
+class CommandLine(unittest.TestCase):
+    def test_version(self):
+        r = harness.run_sluice(['--version'])
+        self.assertEqual(r.returncode, 0, r)
+        self.assertEqual(r.stdout, 'sluice %s\n' % project_version())
+
+    def test_help(self):
+        r = harness.run_sluice(['--help'])
+        self.assertEqual(r.returncode, 0, r)
+        self.assertIn('check-config', r.stdout)
+
+    def test_unknown_command_fails(self):
+        r = harness.run_sluice(['frobnicate'])
+        self.assertNotEqual(r.returncode, 0, r)
+
+    def test_check_config_ok(self):
+        d = tempfile.mkdtemp(prefix='sluice-e2e-cc-')
+        self.addCleanup(shutil.rmtree, d, True)
+        with open(os.path.join(d, 'a.yaml'), 'w') as f:
+            f.write(RULES)
+        with open(os.path.join(d, 'b.yaml'), 'w') as f:
+            f.write(RULES.replace('domain: life', 'domain: other'))
+        r = harness.run_sluice(['check-config', d])
+        self.assertEqual(r.returncode, 0, r)
+        self.assertIn('all rate limit configs ok', r.stdout)
+        self.assertNotIn('error', r.stdout)
+
+    def test_check_config_fixtures(self):
+        fixtures = sorted(f for f in os.listdir(harness.SLUICE_FIXTURES)
+                          if os.path.isfile(os.path.join(harness.SLUICE_FIXTURES, f)) and not f.startswith('.')
+                          and not f.lower().startswith('readme'))
+        self.assertTrue(fixtures, 'no fixtures in %s' % harness.SLUICE_FIXTURES)
+        for name in fixtures:
+            with self.subTest(fixture=name):
+                with open(os.path.join(harness.SLUICE_FIXTURES, name)) as f:
+                    first = f.readline()
+                m = re.match(r'^#\s*expect:\s*(.+?)\s*$', first)
+                self.assertTrue(m, '%s does not start with "# expect: <error>"' % name)
+                expect = m.group(1)
+                d = tempfile.mkdtemp(prefix='sluice-e2e-fx-')
+                try:
+                    shutil.copy(os.path.join(harness.SLUICE_FIXTURES, name), os.path.join(d, name))
+                    r = harness.run_sluice(['check-config', d])
+                finally:
+                    shutil.rmtree(d, ignore_errors=True)
+                self.assertEqual(r.returncode, 1, r)
+                lines = [ln for ln in r.stdout.splitlines() if ln.startswith('error loading rate limit configs: ')]
+                self.assertEqual(len(lines), 1, r)
+                self.assertIn(name, lines[0], r)
+                self.assertIn(expect, lines[0], r)
+                self.assertNotIn('all rate limit configs ok', r.stdout)
+
+
+class Running(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Sluice(rules={'life.yaml': RULES})
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.close()
+
+    def test_start_up_log(self):
+        log = self.server.log()
+        self.assertIn('Listening for HTTP on', log)
+        self.assertIn('Listening for gRPC on', log)
+        http_line = [ln for ln in log.splitlines() if 'Listening for HTTP on' in ln][0]
+        grpc_line = [ln for ln in log.splitlines() if 'Listening for gRPC on' in ln][0]
+        self.assertIn(str(self.server.http_port), http_line)
+        self.assertIn(str(self.server.grpc_port), grpc_line)
+
+    def test_healthcheck(self):
+        status, headers, body = self.server.healthcheck()
+        self.assertEqual(status, 200)
+        self.assertEqual(body, 'OK')
+
+    def test_grpc_health(self):
+        self.assertEqual(self.server.health('ratelimit'), 'SERVING')
+        self.assertEqual(self.server.health(''), 'SERVING')
+
+    def test_http_keep_alive(self):
+        conn = http.client.HTTPConnection('127.0.0.1', self.server.http_port, timeout=5)
+        try:
+            for _ in range(3):
+                conn.request('GET', '/healthcheck')
+                r = conn.getresponse()
+                self.assertEqual((r.status, r.read()), (200, b'OK'))
+        finally:
+            conn.close()
+
+
+class HealthWithConfig(unittest.TestCase):
+    env = {'HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED': 'true'}
+
+    def test_empty_rules_directory_is_unhealthy_until_a_domain_loads(self):
+        with Sluice(rules={}, env=self.env) as s:
+            status, _, body = s.healthcheck()
+            self.assertEqual(status, 500, body)
+            self.assertEqual(s.health('ratelimit'), 'NOT_SERVING')
+            # adding a rule file (hot reload) makes it healthy
+            s.write_rule('life.yaml', RULES)
+            harness.wait_until(lambda: s.healthcheck()[0] == 200, timeout=5, message='healthy after a reload',
+                               describe=s.log_tail)
+            self.assertEqual(s.health('ratelimit'), 'SERVING')
+            # removing the last domain makes it unhealthy again
+            s.remove_rule('life.yaml')
+            harness.wait_until(lambda: s.healthcheck()[0] == 500, timeout=5, message='unhealthy without domains',
+                               describe=s.log_tail)
+            self.assertEqual(s.health('ratelimit'), 'NOT_SERVING')
+
+    def test_with_a_rule_file_is_healthy(self):
+        with Sluice(rules={'life.yaml': RULES}, env=self.env) as s:
+            status, _, body = s.healthcheck()
+            self.assertEqual((status, body), (200, 'OK'))
+            self.assertEqual(s.health('ratelimit'), 'SERVING')
+
+    def test_without_the_setting_an_empty_directory_is_healthy(self):
+        with Sluice(rules={}) as s:
+            self.assertEqual(s.healthcheck()[0], 200)
+            self.assertEqual(s.health('ratelimit'), 'SERVING')
+
+
+class StartWithBadRules(unittest.TestCase):
+    def test_bad_rule_file_stops_start_up(self):
+        with Sluice(rules={'broken.yaml': BAD_RULES}, wait_ready=False) as s:
+            rc = s.wait_exit(10)
+            self.assertEqual(rc, 1, s.log())
+            self.assertIn('broken.yaml', s.log())
+            self.assertIn("unknown key 'colour'", s.log())
+
+    def test_force_start_without_initial_config(self):
+        with Sluice(rules={'broken.yaml': BAD_RULES}, env={'FORCE_START_WITHOUT_INITIAL_CONFIG': 'true'}) as s:
+            with self.assertRaises(grpc.RpcError) as ctx:
+                s.grpc('life', [[('k', 'v')]])
+            self.assertEqual(ctx.exception.code(), grpc.StatusCode.UNAVAILABLE)
+            self.assertEqual(ctx.exception.details(), 'no rate limit configuration loaded')
+            status, _, body = s.json(harness.rls_request_json('life', [[('k', 'v')]]))
+            self.assertEqual(status, 503, body)
+            self.assertEqual(body, {'code': 503, 'message': 'no rate limit configuration loaded'})
+            # fixing the file brings the service up
+            s.write_rule('broken.yaml', RULES)
+            harness.wait_until(lambda: s.limit_of('life', [('k', 'v')]) == (1000000, 'HOUR'), timeout=5,
+                               message='rules after the fix', describe=s.log_tail)
+
+
+class Shutdown(unittest.TestCase):
+    def test_sigterm_drains_and_exits_zero(self):
+        s = Sluice(rules={'life.yaml': RULES})
+        self.addCleanup(s.close)
+        stop = threading.Event()
+        results = []  # (transport, t_start, t_end, kind, detail)
+        lock = threading.Lock()
+        grpc_port, http_port = s.grpc_port, s.http_port
+
+        def json_worker(n):
+            body = harness.rls_request_json('life', [[('k', 'json%d' % n)]])
+            while not stop.is_set():
+                t0 = time.monotonic()
+                try:
+                    status, _, _ = harness.post_json(http_port, body, timeout=5)
+                    res = ('http', status)
+                except Exception as e:  # noqa: BLE001 - any failure is classified below
+                    res = ('conn', repr(e))
+                with lock:
+                    results.append(('json', t0, time.monotonic()) + res)
+                if res[0] == 'conn':
+                    time.sleep(0.01)
+
+        def grpc_worker(n):
+            while not stop.is_set():
+                t0 = time.monotonic()
+                try:
+                    resp = harness.rls(grpc_port, 'life', [[('k', 'grpc%d' % n)]], timeout=5)
+                    res = ('grpc', 'OK' if resp.overall_code == 1 else 'code%d' % resp.overall_code)
+                except grpc.RpcError as e:
+                    res = ('grpc', e.code().name)
+                with lock:
+                    results.append(('grpc', t0, time.monotonic()) + res)
+                if res[1] != 'OK':
+                    time.sleep(0.01)
+
+        threads = [threading.Thread(target=json_worker, args=(i,), daemon=True) for i in range(2)]
+        threads += [threading.Thread(target=grpc_worker, args=(i,), daemon=True) for i in range(2)]
+        try:
+            for t in threads:
+                t.start()
+            harness.wait_until(lambda: sum(1 for r in results if r[0] == 'json') >= 20 and
+                               sum(1 for r in results if r[0] == 'grpc') >= 20, timeout=10,
+                               message='traffic before SIGTERM')
+            t_sig = time.monotonic()
+            s.terminate()
+
+            def http_unhealthy():
+                try:
+                    return harness.http_get(http_port, '/healthcheck', timeout=1)[0] == 500
+                except OSError:
+                    return True  # listener closed
+
+            def grpc_unhealthy():
+                try:
+                    return harness.grpc_health(grpc_port, 'ratelimit', timeout=1) == 'NOT_SERVING'
+                except grpc.RpcError as e:
+                    return e.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
+
+            harness.wait_until(http_unhealthy, timeout=3, interval=0.01, message='/healthcheck 500 or refused')
+            harness.wait_until(grpc_unhealthy, timeout=3, interval=0.01, message='gRPC health NOT_SERVING')
+            rc = s.wait_exit(5)
+            t_exit = time.monotonic()
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(10)
+        self.assertEqual(rc, 0, 'exit code %r; %s' % (rc, s.log_tail()))
+        self.assertLess(t_exit - t_sig, 5.5)
+
+        before = [r for r in results if r[2] < t_sig]
+        self.assertGreater(sum(1 for r in before if r[0] == 'json'), 0)
+        self.assertGreater(sum(1 for r in before if r[0] == 'grpc'), 0)
+        problems = []
+        for r in results:
+            transport, t0, t1, kind, detail = r
+            after = t1 >= t_sig
+            if kind == 'http':
+                if detail in (200, 429):
+                    continue
+                if detail >= 500 and after:
+                    continue
+            elif kind == 'grpc':
+                if detail == 'OK':
+                    continue
+                if after and detail in ('UNAVAILABLE', 'CANCELLED'):
+                    continue
+            elif kind == 'conn' and after:
+                continue
+            problems.append('%s %s %r at %+.3fs..%+.3fs from SIGTERM' % (transport, kind, detail, t0 - t_sig,
+                                                                         t1 - t_sig))
+        self.assertEqual(problems, [], '%d bad outcomes\n%s' % (len(problems), s.log_tail()))
+        self.assertIn('Listening for HTTP on', s.log())
+        self.assertIn('Listening for gRPC on', s.log())
+
+    def test_idle_connections_do_not_delay_exit(self):
+        s = Sluice(rules={'life.yaml': RULES})
+        self.addCleanup(s.close)
+        conn = http.client.HTTPConnection('127.0.0.1', s.http_port, timeout=5)
+        self.addCleanup(conn.close)
+        conn.request('GET', '/healthcheck')
+        self.assertEqual(conn.getresponse().read(), b'OK')  # kept alive, now idle
+        self.assertEqual(s.health(), 'SERVING')             # an idle gRPC channel too
+        t0 = time.monotonic()
+        s.terminate()
+        rc = s.wait_exit(5)
+        self.assertEqual(rc, 0, s.log_tail())
+        self.assertLess(time.monotonic() - t0, 3.0)
+
+    def test_sigint_also_stops(self):
+        s = Sluice(rules={'life.yaml': RULES})
+        self.addCleanup(s.close)
+        import signal
+        s.proc.send_signal(signal.SIGINT)
+        self.assertEqual(s.wait_exit(5), 0, s.log_tail())
+
+
+if __name__ == '__main__':
+    unittest.main()

@@ -1,0 +1,124 @@
+#include <doctest/doctest.h>
+
+#include "ratelimit/config/rule_set.hpp"
+#include "rules_fixture.hpp"
+
+using namespace sluice::ratelimit::config;
+using sluice::test::compile_rules;
+
+namespace {
+
+const char* const rules_yaml = R"(
+domain: d
+descriptors:
+  - key: k
+    value: exact
+    rate_limit: {unit: second, requests_per_unit: 1}
+  - key: k
+    value: "ex*"
+    rate_limit: {unit: second, requests_per_unit: 2}
+  - key: k
+    rate_limit: {unit: second, requests_per_unit: 3}
+  - key: mid
+    value: "bar*b"
+    rate_limit: {unit: minute, requests_per_unit: 4}
+  - key: parent
+    value: p
+    rate_limit: {unit: hour, requests_per_unit: 5}
+    descriptors:
+      - key: child
+        rate_limit: {unit: day, requests_per_unit: 6}
+        descriptors:
+          - key: grandchild
+            value: g
+  - key: detailed
+    detailed_metric: true
+    rate_limit: {unit: second, requests_per_unit: 7}
+  - key: route
+    value_to_metric: true
+    descriptors:
+      - key: method
+        value: GET
+        rate_limit: {unit: second, requests_per_unit: 8}
+  - key: files
+    value: "top/*"
+    share_threshold: true
+    rate_limit: {unit: second, requests_per_unit: 9}
+)";
+
+struct fixture {
+  sluice::stats::store stats;
+  std::shared_ptr<const rule_set> rules = compile_rules(rules_yaml, stats);
+  const descriptor_node& domain = *rules->find_domain("d");
+
+  match get(std::vector<entry> entries) const { return rules->get_limit(domain, entries); }
+  std::uint32_t limit_of(std::vector<entry> entries) const {
+    auto m = get(std::move(entries));
+    return m.node == nullptr ? 0 : m.node->limit->requests_per_unit;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("wildcard_match follows upstream's examples") {
+  auto parts = [](std::initializer_list<const char*> p) { return std::vector<std::string>(p.begin(), p.end()); };
+  CHECK(wildcard_match(parts({"foo", ""}), "foo1"));
+  CHECK_FALSE(wildcard_match(parts({"foo", ""}), "bar"));
+  for (const char* yes : {"barab", "bar123b", "barb"}) CHECK(wildcard_match(parts({"bar", "b"}), yes));
+  for (const char* no : {"bara", "xbarb"}) CHECK_FALSE(wildcard_match(parts({"bar", "b"}), no));
+  CHECK(wildcard_match(parts({"foo", "bar", "baz"}), "foo123bar456baz"));
+  CHECK(wildcard_match(parts({"foo", "bar", "baz"}), "foobarbaz"));
+  CHECK_FALSE(wildcard_match(parts({"foo", "bar", "baz"}), "foo123baz"));
+  CHECK_FALSE(wildcard_match(parts({"foo", "bar", "baz"}), "bar456baz"));
+  CHECK_FALSE(wildcard_match(parts({"ab", "ba"}), "aba"));  // prefix and suffix may not overlap
+  CHECK(wildcard_match(parts({"k_", ""}), "k_"));           // a lone '*' matches an empty value
+}
+
+TEST_CASE("exact beats wildcard beats key-only default") {
+  fixture f;
+  CHECK(f.limit_of({{"k", "exact"}}) == 1);
+  CHECK(f.limit_of({{"k", "exactly"}}) == 2);
+  CHECK(f.limit_of({{"k", "other"}}) == 3);
+  CHECK(f.limit_of({{"k", ""}}) == 3);
+  CHECK(f.limit_of({{"mid", "bar123b"}}) == 4);
+  CHECK(f.limit_of({{"mid", "bara"}}) == 0);
+  CHECK(f.limit_of({{"unknown", "x"}}) == 0);
+}
+
+TEST_CASE("a limit applies only at the depth of the request's last entry") {
+  fixture f;
+  CHECK(f.limit_of({{"parent", "p"}}) == 5);
+  CHECK(f.limit_of({{"parent", "p"}, {"child", "any"}}) == 6);
+  // Deeper than the config: no limit; the allow-listed grandchild has none either.
+  CHECK(f.limit_of({{"parent", "p"}, {"child", "any"}, {"grandchild", "g"}}) == 0);
+  CHECK(f.limit_of({{"parent", "p"}, {"child", "any"}, {"grandchild", "g"}, {"more", "x"}}) == 0);
+  CHECK(f.limit_of({{"parent", "q"}, {"child", "any"}}) == 0);
+  CHECK(f.limit_of({{"k", "exact"}, {"child", "any"}}) == 0);
+  CHECK(f.limit_of({}) == 0);
+}
+
+TEST_CASE("stats keys: config path by default, request values with detailed_metric or value_to_metric") {
+  fixture f;
+  auto plain = f.get({{"k", "other"}});
+  CHECK(plain.node->stats_key == "d.k");
+  CHECK_FALSE(plain.stats_key);
+  CHECK(f.get({{"k", "exactly"}}).node->stats_key == "d.k_ex*");
+
+  auto detailed = f.get({{"detailed", "v1"}});
+  REQUIRE(detailed.stats_key);
+  CHECK(*detailed.stats_key == "d.detailed_v1");
+  CHECK(*f.get({{"detailed", ""}}).stats_key == "d.detailed_");
+
+  auto vtm = f.get({{"route", "draw"}, {"method", "GET"}});
+  REQUIRE(vtm.stats_key);
+  CHECK(*vtm.stats_key == "d.route_draw.method_GET");
+}
+
+TEST_CASE("share_threshold puts the pattern in the cache key for that level") {
+  fixture f;
+  auto m = f.get({{"files", "top/a.txt"}});
+  REQUIRE(m.node != nullptr);
+  REQUIRE(m.shared_values.size() == 1);
+  CHECK(m.shared_values[0] == "top/*");
+  CHECK(f.get({{"k", "exactly"}}).shared_values.empty());
+}
