@@ -242,14 +242,14 @@ class Shutdown(unittest.TestCase):
 
             harness.wait_until(http_unhealthy, timeout=3, interval=0.01, message='/healthcheck 500 or refused')
             harness.wait_until(grpc_unhealthy, timeout=3, interval=0.01, message='gRPC health NOT_SERVING')
-            rc = s.wait_exit(5)
+            rc = s.wait_exit(8)
             t_exit = time.monotonic()
         finally:
             stop.set()
             for t in threads:
                 t.join(10)
         self.assertEqual(rc, 0, 'exit code %r; %s' % (rc, s.log_tail()))
-        self.assertLess(t_exit - t_sig, 5.5)
+        self.assertLess(t_exit - t_sig, 8.5)
 
         before = [r for r in results if r[2] < t_sig]
         self.assertGreater(sum(1 for r in before if r[0] == 'json'), 0)
@@ -286,9 +286,11 @@ class Shutdown(unittest.TestCase):
         self.assertEqual(s.health(), 'SERVING')             # an idle gRPC channel too
         t0 = time.monotonic()
         s.terminate()
-        rc = s.wait_exit(5)
+        rc = s.wait_exit(8)
+        took = time.monotonic() - t0
         self.assertEqual(rc, 0, s.log_tail())
-        self.assertLess(time.monotonic() - t0, 3.0)
+        # Envoy keeps its gRPC connections open: an idle connection must not hold up the exit
+        self.assertLess(took, 3.0, 'exit took %.2fs after SIGTERM with idle connections open' % took)
 
     def test_sigint_also_stops(self):
         s = Sluice(rules={'life.yaml': RULES})

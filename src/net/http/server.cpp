@@ -130,6 +130,7 @@ class session : public std::enable_shared_from_this<session> {
   using parser_type = bhttp::request_parser<bhttp::string_body>;
 
   std::optional<response> parse_error_response(const error_code& ec, const parser_type& parser) const;
+  asio::awaitable<error_code> read_request(parser_type& parser);
   asio::awaitable<response> dispatch(const request& req);
   asio::awaitable<void> close(bool linger);
 
@@ -224,25 +225,13 @@ asio::awaitable<void> session::serve() {
   bool linger = false;
   std::optional<parser_type> parser;
   while (!owner_->stopping()) {
-    if (buffer_.size() == 0) {
-      // Waiting for the next request: the idle timeout applies and stop() may close the connection.
-      idle_ = true;
-      stream_.expires_after(opts.idle_timeout);
-      auto [ec, n] = co_await stream_.async_read_some(
-          buffer_.prepare(beast::read_size(buffer_, max_read_bytes)), use_tuple);
-      idle_ = false;
-      if (ec) break;  // end of stream, idle timeout, reset or stop(): close silently
-      buffer_.commit(n);
-    }
-
-    stream_.expires_after(opts.read_timeout);
     parser.emplace();
     parser->header_limit(static_cast<std::uint32_t>(opts.max_header_bytes));
     parser->body_limit(opts.max_body_bytes);
-    auto [ec, n] = co_await bhttp::async_read(stream_, buffer_, *parser, use_tuple);
-    if (ec) {
+    parser->eager(true);
+    if (error_code ec = co_await read_request(*parser)) {
       auto error = parse_error_response(ec, *parser);
-      if (!error) break;
+      if (!error) break;  // end of stream, timeout, reset or stop(): close silently
       stream_.expires_after(opts.read_timeout);
       co_await bhttp::async_write(stream_, *error, use_tuple);
       linger = true;
@@ -253,10 +242,50 @@ asio::awaitable<void> session::serve() {
     response res = co_await dispatch(req);
     if (!req.keep_alive() || owner_->stopping()) res.keep_alive(false);
     stream_.expires_after(opts.read_timeout);  // the handler's time must not eat into the write's
-    auto [write_ec, written] = co_await bhttp::async_write(stream_, res, use_tuple);
-    if (write_ec || res.need_eof()) break;
+    auto [ec, written] = co_await bhttp::async_write(stream_, res, use_tuple);
+    if (ec || res.need_eof()) break;
   }
   co_await close(linger);
+}
+
+// Beast's async_read, inlined: parsing what the buffer already holds needs no I/O (async_read would post a
+// completion for that), and the timeout can switch from idle to read when the first byte of a request
+// arrives.
+asio::awaitable<error_code> session::read_request(parser_type& parser) {
+  const server_options& opts = owner_->options();
+  bool started = false;
+  for (;;) {
+    if (buffer_.size() != 0) {
+      if (!started) {
+        // The whole request, however it trickles in, must arrive within read_timeout.
+        stream_.expires_after(opts.read_timeout);
+        started = true;
+      }
+      error_code ec;
+      std::size_t used = parser.put(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (parser.is_done()) co_return error_code{};
+      if (ec && ec != bhttp::error::need_more) co_return ec;
+      if (!ec && used != 0 && buffer_.size() != 0) continue;
+    }
+    if (!started) {
+      // Nothing of this request yet: the connection is idle and stop() may close it.
+      idle_ = true;
+      stream_.expires_after(opts.idle_timeout);
+    }
+    auto [ec, n] = co_await stream_.async_read_some(
+        buffer_.prepare(beast::read_size(buffer_, max_read_bytes)), use_tuple);
+    idle_ = false;
+    buffer_.commit(n);
+    if (ec == asio::error::eof) {
+      if (!parser.got_some()) co_return bhttp::error::end_of_stream;
+      error_code eof_ec;
+      parser.put_eof(eof_ec);
+      if (!eof_ec && !parser.is_done()) eof_ec = bhttp::error::partial_message;
+      co_return eof_ec;
+    }
+    if (ec) co_return ec;
+  }
 }
 
 std::optional<response> session::parse_error_response(const error_code& ec, const parser_type& parser) const {
