@@ -56,8 +56,9 @@ process_settings read_process_settings(const core::env_reader& env) {
   auto level_text = env.get_string("LOG_LEVEL", "warn");
   auto level = core::parse_log_level(level_text);
   if (!level) {
-    throw core::settings_error(core::cat("invalid value '", level_text,
-                                         "' for LOG_LEVEL: expected panic, fatal, error, warn, info, debug or trace"));
+    throw core::settings_error(
+        core::cat("invalid value '", level_text,
+                  "' for LOG_LEVEL: expected panic, fatal, error, warn, info, debug or trace"));
   }
   s.log_level = *level;
   s.log_json = env.get_choice("LOG_FORMAT", "text", {"text", "json"}, true) == "json";
@@ -112,7 +113,8 @@ int check_config(int argc, char** argv) {
 }
 
 // Sweeps expired memory counters a few shards at a time, so no sweep holds up requests for long.
-asio::awaitable<void> sweep_loop(ratelimit::backends::memory::memory_backend& backend, asio::steady_timer& timer) {
+asio::awaitable<void> sweep_loop(ratelimit::backends::memory::memory_backend& backend,
+                                 asio::steady_timer& timer) {
   for (;;) {
     timer.expires_after(std::chrono::milliseconds(250));
     auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
@@ -127,8 +129,9 @@ int run_server() {
   auto rl = ratelimit::read_module_settings(env);
   core::log_init(proc.log_level, proc.log_json);
   if (rl.backend_type != "memory") {
-    throw core::settings_error(core::cat("BACKEND_TYPE=", rl.backend_type,
-                                         ": this backend is not available in this build yet; set BACKEND_TYPE=memory"));
+    throw core::settings_error(
+        core::cat("BACKEND_TYPE=", rl.backend_type,
+                  ": this backend is not available in this build yet; set BACKEND_TYPE=memory"));
   }
 
   stats::store stats;
@@ -141,9 +144,10 @@ int run_server() {
   ratelimit::service::rate_limit_service service(rl.service, limiter, backend, stats);
   ratelimit::service::rules_source rules(rl.rules, service, stats, health);
   if (auto error = rules.load(); error && !rl.force_start_without_initial_config) {
-    core::log_error("cannot start without rate limit rules (set FORCE_START_WITHOUT_INITIAL_CONFIG=true to start "
-                    "anyway): ",
-                    *error);
+    core::log_error(
+        "cannot start without rate limit rules (set FORCE_START_WITHOUT_INITIAL_CONFIG=true to start "
+        "anyway): ",
+        *error);
     return 1;
   }
 
@@ -155,8 +159,8 @@ int run_server() {
   net::http::server http(ioc, proc.http, routes);
   auto http_endpoint = http.listen();
 
-  ratelimit::api::rls_grpc_service rls(service);
   net::grpc::server grpc(proc.grpc);
+  ratelimit::api::rls_grpc_service rls(service, grpc.calls());
   grpc.add_service(&rls);
   grpc.start();
   health.on_change([&grpc](bool healthy) { grpc.set_serving(healthy); });
@@ -170,7 +174,8 @@ int run_server() {
   asio::signal_set signals(ioc, SIGTERM, SIGINT);
   signals.async_wait([&](const boost::system::error_code& ec, int signo) {
     if (ec) return;
-    core::log_warn("Received signal ", signo == SIGTERM ? "terminated" : "interrupt", ", initiating shutdown");
+    core::log_warn("Received signal ", signo == SIGTERM ? "terminated" : "interrupt",
+                   ", initiating shutdown");
     health.set(sigterm_component, false);
     http.stop();
     rules.stop();
@@ -182,7 +187,8 @@ int run_server() {
     });
   });
 
-  core::log_warn("Listening for HTTP on '", http_endpoint.address().to_string(), ":", http_endpoint.port(), "'");
+  core::log_warn("Listening for HTTP on '", http_endpoint.address().to_string(), ":", http_endpoint.port(),
+                 "'");
   core::log_warn("Listening for gRPC on '", grpc.address(), "'");
 
   std::vector<std::thread> threads;

@@ -70,12 +70,14 @@ double env_reader::get_double(const std::string& name, double def, double min, d
   char* end = nullptr;
   double out = std::strtod(v->c_str(), &end);
   if (end != v->c_str() + v->size() || !std::isfinite(out) || out < min || out > max) {
-    throw settings_error(cat("invalid value '", *v, "' for ", name, ": expected a number from ", min, " to ", max));
+    throw settings_error(
+        cat("invalid value '", *v, "' for ", name, ": expected a number from ", min, " to ", max));
   }
   return out;
 }
 
-std::chrono::nanoseconds env_reader::get_duration(const std::string& name, std::chrono::nanoseconds def) const {
+std::chrono::nanoseconds env_reader::get_duration(const std::string& name,
+                                                  std::chrono::nanoseconds def) const {
   auto v = raw(name);
   if (!v) return def;
   auto d = parse_go_duration(*v);
@@ -87,7 +89,8 @@ std::chrono::nanoseconds env_reader::get_duration(const std::string& name, std::
 }
 
 std::string env_reader::get_choice(const std::string& name, std::string_view def,
-                                   std::initializer_list<std::string_view> allowed, bool case_insensitive) const {
+                                   std::initializer_list<std::string_view> allowed,
+                                   bool case_insensitive) const {
   auto v = raw(name);
   if (!v) return std::string(def);
   std::string probe = case_insensitive ? lower(*v) : *v;
@@ -126,13 +129,20 @@ std::optional<std::chrono::nanoseconds> parse_go_duration(std::string_view s) {
     std::string_view unit = s.substr(0, j);
     s.remove_prefix(j);
     long double scale = 0;
-    if (unit == "ns") scale = 1;
-    else if (unit == "us" || unit == "\u00b5s" || unit == "\u03bcs") scale = 1e3;
-    else if (unit == "ms") scale = 1e6;
-    else if (unit == "s") scale = 1e9;
-    else if (unit == "m") scale = 60e9;
-    else if (unit == "h") scale = 3600e9;
-    else return std::nullopt;
+    if (unit == "ns")
+      scale = 1;
+    else if (unit == "us" || unit == "\u00b5s" || unit == "\u03bcs")
+      scale = 1e3;
+    else if (unit == "ms")
+      scale = 1e6;
+    else if (unit == "s")
+      scale = 1e9;
+    else if (unit == "m")
+      scale = 60e9;
+    else if (unit == "h")
+      scale = 3600e9;
+    else
+      return std::nullopt;
     total += std::strtold(number.c_str(), nullptr) * scale;
   }
   if (total > 9.2e18L) return std::nullopt;

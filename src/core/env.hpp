@@ -33,13 +33,14 @@ class env_reader {
   std::string get_string(const std::string& name, std::string_view def) const;
   // Go strconv.ParseBool: 1 t T TRUE true True 0 f F FALSE false False.
   bool get_bool(const std::string& name, bool def) const;
-  std::uint64_t get_uint(const std::string& name, std::uint64_t def, std::uint64_t min, std::uint64_t max) const;
+  std::uint64_t get_uint(const std::string& name, std::uint64_t def, std::uint64_t min,
+                         std::uint64_t max) const;
   double get_double(const std::string& name, double def, double min, double max) const;
   // Go time.ParseDuration: "300ms", "1.5h", "2h45m"; a bare "0" is allowed.
   std::chrono::nanoseconds get_duration(const std::string& name, std::chrono::nanoseconds def) const;
   // One of a fixed set of words; case-insensitive when asked.
-  std::string get_choice(const std::string& name, std::string_view def, std::initializer_list<std::string_view> allowed,
-                         bool case_insensitive) const;
+  std::string get_choice(const std::string& name, std::string_view def,
+                         std::initializer_list<std::string_view> allowed, bool case_insensitive) const;
 
  private:
   std::optional<std::string> raw(const std::string& name) const;

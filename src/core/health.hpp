@@ -1,7 +1,7 @@
 #pragma once
 // The process health: healthy only while every enabled component is healthy (upstream's model: the sigterm
-// component, the optional "config loaded" component, later the backend connection). Observers (the gRPC health
-// service) are told of every change of the overall state.
+// component, the optional "config loaded" component, later the backend connection). Observers (the gRPC
+// health service) are told of every change of the overall state.
 
 #include <atomic>
 #include <functional>

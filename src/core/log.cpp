@@ -20,13 +20,20 @@ std::atomic<bool> json_format{false};
 
 constexpr std::string_view level_name(log_level l) {
   switch (l) {
-    case log_level::panic: return "panic";
-    case log_level::fatal: return "fatal";
-    case log_level::error: return "error";
-    case log_level::warn: return "warning";
-    case log_level::info: return "info";
-    case log_level::debug: return "debug";
-    case log_level::trace: return "trace";
+    case log_level::panic:
+      return "panic";
+    case log_level::fatal:
+      return "fatal";
+    case log_level::error:
+      return "error";
+    case log_level::warn:
+      return "warning";
+    case log_level::info:
+      return "info";
+    case log_level::debug:
+      return "debug";
+    case log_level::trace:
+      return "trace";
   }
   return "unknown";
 }
@@ -48,11 +55,21 @@ void append_quoted(std::string& out, std::string_view s) {
   out.push_back('"');
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char buf[8];

@@ -9,11 +9,21 @@
 namespace sluice::core {
 
 namespace detail {
-inline void append(std::string& out, std::string_view s) { out.append(s); }
-inline void append(std::string& out, const char* s) { out.append(s); }
-inline void append(std::string& out, const std::string& s) { out.append(s); }
-inline void append(std::string& out, char c) { out.push_back(c); }
-inline void append(std::string& out, bool b) { out.append(b ? "true" : "false"); }
+inline void append(std::string& out, std::string_view s) {
+  out.append(s);
+}
+inline void append(std::string& out, const char* s) {
+  out.append(s);
+}
+inline void append(std::string& out, const std::string& s) {
+  out.append(s);
+}
+inline void append(std::string& out, char c) {
+  out.push_back(c);
+}
+inline void append(std::string& out, bool b) {
+  out.append(b ? "true" : "false");
+}
 template <std::integral T>
 void append(std::string& out, T v) {
   char buf[24];

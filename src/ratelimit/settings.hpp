@@ -13,9 +13,9 @@
 namespace sluice::ratelimit {
 
 struct module_settings {
-  std::string backend_type = "redis";             // BACKEND_TYPE: redis | memcache | memory
+  std::string backend_type = "redis";               // BACKEND_TYPE: redis | memcache | memory
   bool force_start_without_initial_config = false;  // FORCE_START_WITHOUT_INITIAL_CONFIG
-  std::size_t memory_max_counters = 2'000'000;    // MEMORY_MAX_COUNTERS
+  std::size_t memory_max_counters = 2'000'000;      // MEMORY_MAX_COUNTERS
   service::rules_source_settings rules;
   service::settings service;
   limiter::settings limiter;

@@ -1,6 +1,7 @@
 #pragma once
-// The stats registry: named counters created on first use and never moved, so hot paths keep plain pointers to
-// them. Sharded by name so lookups from many threads rarely meet on a lock; counting is one relaxed atomic add.
+// The stats registry: named counters created on first use and never moved, so hot paths keep plain pointers
+// to them. Sharded by name so lookups from many threads rarely meet on a lock; counting is one relaxed atomic
+// add.
 
 #include <array>
 #include <atomic>

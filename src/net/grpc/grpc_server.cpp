@@ -17,7 +17,9 @@ server::~server() {
   if (server_) server_->Shutdown(std::chrono::system_clock::now());
 }
 
-void server::add_service(::grpc::Service* service) { services_.push_back(service); }
+void server::add_service(::grpc::Service* service) {
+  services_.push_back(service);
+}
 
 std::string server::address() const {
   if (!options_.unix_socket.empty()) return "unix:" + options_.unix_socket;
@@ -33,10 +35,12 @@ void server::start() {
     listen = "unix:" + options_.unix_socket;
   } else {
     bool ipv6 = options_.host.find(':') != std::string::npos;
-    listen = ipv6 ? core::cat("[", options_.host, "]:", options_.port) : core::cat(options_.host, ":", options_.port);
+    listen = ipv6 ? core::cat("[", options_.host, "]:", options_.port)
+                  : core::cat(options_.host, ":", options_.port);
   }
   builder.AddListeningPort(listen, ::grpc::InsecureServerCredentials(), &bound_port_);
-  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, static_cast<int>(options_.max_connection_age.count()));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,
+                             static_cast<int>(options_.max_connection_age.count()));
   builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
                              static_cast<int>(options_.max_connection_age_grace.count()));
   // Without this gRPC may refuse a second server on the same port only after a confusing delay.
@@ -60,7 +64,9 @@ void server::set_serving(bool serving) {
 
 void server::shutdown(std::chrono::milliseconds grace) {
   if (!server_) return;
-  server_->Shutdown(std::chrono::system_clock::now() + grace);
+  calls_.start_draining();
+  calls_.wait_idle(std::chrono::steady_clock::now() + grace);
+  server_->Shutdown(std::chrono::system_clock::now());
   server_->Wait();
   server_.reset();
 }

@@ -1,7 +1,7 @@
 #pragma once
-// A thin wrapper around grpc::Server for the callback API: listens on host:port or a unix socket, registers the
-// module services, and runs gRPC's built-in grpc.health.v1.Health (Check and Watch), whose named service follows
-// the process health while the empty service name stays SERVING (as upstream, grpc-go's default).
+// A thin wrapper around grpc::Server for the callback API: listens on host:port or a unix socket, registers
+// the module services, and runs gRPC's built-in grpc.health.v1.Health (Check and Watch), whose named service
+// follows the process health while the empty service name stays SERVING (as upstream, grpc-go's default).
 
 #include <grpcpp/grpcpp.h>
 
@@ -11,13 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "net/grpc/call_tracker.hpp"
+
 namespace sluice::net::grpc {
 
 struct server_options {
   std::string host = "0.0.0.0";  // GRPC_HOST
   std::uint16_t port = 8081;     // GRPC_PORT
   std::string unix_socket;       // GRPC_UDS: when set, listen there instead of host:port
-  std::chrono::milliseconds max_connection_age{std::chrono::hours{24}};     // GRPC_MAX_CONNECTION_AGE
+  std::chrono::milliseconds max_connection_age{std::chrono::hours{24}};       // GRPC_MAX_CONNECTION_AGE
   std::chrono::milliseconds max_connection_age_grace{std::chrono::hours{1}};  // GRPC_MAX_CONNECTION_AGE_GRACE
   std::string health_service_name = "ratelimit";
 };
@@ -35,7 +37,9 @@ class server {
   std::string address() const;
   int bound_port() const { return bound_port_; }
   void set_serving(bool serving);
-  // Refuses new calls and waits for in-flight calls until the deadline, then cancels the rest.
+  // Tracks the calls of the services added here; they refuse new calls once shutdown() starts.
+  call_tracker& calls() { return calls_; }
+  // Refuses new calls, waits up to `grace` for the calls in flight, then stops at once (cancelling any left).
   void shutdown(std::chrono::milliseconds grace);
 
  private:
@@ -43,6 +47,7 @@ class server {
   std::vector<::grpc::Service*> services_;
   std::unique_ptr<::grpc::Server> server_;
   int bound_port_ = 0;
+  call_tracker calls_;
 };
 
 }  // namespace sluice::net::grpc

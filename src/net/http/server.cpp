@@ -37,6 +37,11 @@ using boost::system::error_code;
 namespace {
 
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+// Each connection lives on its own strand (the io_context may run on several threads). The concrete type
+// avoids any_io_executor's type erasure on every I/O operation.
+using strand_type = asio::strand<asio::io_context::executor_type>;
+using socket_type = tcp::socket::rebind_executor<strand_type>::other;
+using stream_type = beast::basic_stream<tcp, strand_type>;
 // Reads ask for at most this much; a small POST arrives in one read.
 constexpr std::size_t max_read_bytes = 64 * 1024;
 constexpr std::size_t initial_buffer_bytes = 4 * 1024;
@@ -111,7 +116,7 @@ class listener : public std::enable_shared_from_this<listener> {
 // One connection: a coroutine serving requests in turn, confined to the strand of its socket.
 class session : public std::enable_shared_from_this<session> {
  public:
-  session(std::shared_ptr<listener> owner, tcp::socket socket)
+  session(std::shared_ptr<listener> owner, socket_type socket)
       : owner_(std::move(owner)), stream_(std::move(socket)) {
     buffer_.reserve(initial_buffer_bytes);
   }
@@ -119,7 +124,7 @@ class session : public std::enable_shared_from_this<session> {
   session(const session&) = delete;
   session& operator=(const session&) = delete;
 
-  asio::any_io_executor executor() { return stream_.get_executor(); }
+  strand_type executor() { return stream_.get_executor(); }
   asio::awaitable<void> serve();
   // Runs on the session's strand. An idle connection closes now; a busy one notices owner_->stopping().
   void stop() {
@@ -135,7 +140,7 @@ class session : public std::enable_shared_from_this<session> {
   asio::awaitable<void> close(bool linger);
 
   std::shared_ptr<listener> owner_;
-  beast::tcp_stream stream_;
+  stream_type stream_;
   beast::flat_buffer buffer_;  // reused for every request on the connection
   bool idle_ = false;          // waiting for the first byte of a request
 };
@@ -211,7 +216,7 @@ asio::awaitable<void> listener::accept_loop() {
     }
     error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
-    auto s = std::make_shared<session>(shared_from_this(), tcp::socket(std::move(socket)));
+    auto s = std::make_shared<session>(shared_from_this(), std::move(socket));
     if (!add(s.get())) continue;
     auto ex = s->executor();
     asio::co_spawn(

@@ -8,9 +8,12 @@ namespace {
 
 ::grpc::Status to_status(const service::service_error& e) {
   switch (e.kind) {
-    case service::error_kind::invalid_argument: return {::grpc::StatusCode::INVALID_ARGUMENT, e.message};
-    case service::error_kind::unavailable: return {::grpc::StatusCode::UNAVAILABLE, e.message};
-    case service::error_kind::internal: break;
+    case service::error_kind::invalid_argument:
+      return {::grpc::StatusCode::INVALID_ARGUMENT, e.message};
+    case service::error_kind::unavailable:
+      return {::grpc::StatusCode::UNAVAILABLE, e.message};
+    case service::error_kind::internal:
+      break;
   }
   return {::grpc::StatusCode::INTERNAL, e.message};
 }
@@ -21,14 +24,20 @@ namespace {
                                                               const service::rls_request* request,
                                                               service::rls_response* response) {
   auto* reactor = context->DefaultReactor();
+  if (!calls_.enter()) {
+    reactor->Finish({::grpc::StatusCode::UNAVAILABLE, "the server is shutting down"});
+    return reactor;
+  }
   try {
-    service_.should_rate_limit(*request, *response, [reactor](const service::service_error* error) {
+    service_.should_rate_limit(*request, *response, [this, reactor](const service::service_error* error) {
       reactor->Finish(error == nullptr ? ::grpc::Status::OK : to_status(*error));
+      calls_.leave();
     });
   } catch (const std::exception& e) {
     // should_rate_limit reports its own failures through the callback; reaching here means it never started.
     core::log_error("ShouldRateLimit failed: ", e.what());
     reactor->Finish({::grpc::StatusCode::INTERNAL, "internal error"});
+    calls_.leave();
   }
   return reactor;
 }

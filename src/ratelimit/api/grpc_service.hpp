@@ -1,8 +1,9 @@
 #pragma once
-// envoy.service.ratelimit.v3.RateLimitService on gRPC's callback API. The reactor is finished from wherever the
-// decision completes: inline on the gRPC thread when the backend needs no I/O (memory), from the io_context
-// otherwise — so a memory-backed decision pays no thread hop.
+// envoy.service.ratelimit.v3.RateLimitService on gRPC's callback API. The reactor is finished from wherever
+// the decision completes: inline on the gRPC thread when the backend needs no I/O (memory), from the
+// io_context otherwise — so a memory-backed decision pays no thread hop.
 
+#include "net/grpc/call_tracker.hpp"
 #include "ratelimit/service/service.hpp"
 #include "rls.grpc.pb.h"
 
@@ -10,7 +11,8 @@ namespace sluice::ratelimit::api {
 
 class rls_grpc_service final : public envoy::service::ratelimit::v3::RateLimitService::CallbackService {
  public:
-  explicit rls_grpc_service(service::rate_limit_service& service) : service_(service) {}
+  rls_grpc_service(service::rate_limit_service& service, net::grpc::call_tracker& calls)
+      : service_(service), calls_(calls) {}
 
   ::grpc::ServerUnaryReactor* ShouldRateLimit(::grpc::CallbackServerContext* context,
                                               const service::rls_request* request,
@@ -18,6 +20,7 @@ class rls_grpc_service final : public envoy::service::ratelimit::v3::RateLimitSe
 
  private:
   service::rate_limit_service& service_;
+  net::grpc::call_tracker& calls_;
 };
 
 }  // namespace sluice::ratelimit::api

@@ -1,6 +1,6 @@
 #pragma once
-// The rate limit service's HTTP surface: POST /json (the decision in the proto3 JSON mapping; 200 when OK, 429
-// when over limit) and GET /healthcheck (200 "OK", or 500 with an empty body when unhealthy).
+// The rate limit service's HTTP surface: POST /json (the decision in the proto3 JSON mapping; 200 when OK,
+// 429 when over limit) and GET /healthcheck (200 "OK", or 500 with an empty body when unhealthy).
 
 #include "core/health.hpp"
 #include "net/http/router.hpp"
@@ -8,6 +8,7 @@
 
 namespace sluice::ratelimit::api {
 
-void add_http_routes(net::http::router& routes, service::rate_limit_service& service, const core::health& health);
+void add_http_routes(net::http::router& routes, service::rate_limit_service& service,
+                     const core::health& health);
 
 }  // namespace sluice::ratelimit::api

@@ -23,7 +23,8 @@ std::string directory_layout::name_prefix() const {
   return watch_root && !app_directory.empty() ? app_directory + "." : std::string();
 }
 
-read_result read_rule_files(const std::string& directory, const std::string& name_prefix, bool ignore_dotfiles) {
+read_result read_rule_files(const std::string& directory, const std::string& name_prefix,
+                            bool ignore_dotfiles) {
   read_result result;
   std::error_code ec;
   fs::recursive_directory_iterator it(directory, ec), end;
@@ -43,7 +44,8 @@ read_result read_rule_files(const std::string& directory, const std::string& nam
       continue;
     }
     if (it->is_directory(ec)) {
-      if (it->is_symlink(ec)) core::log_warn("rule directory entry ", path.string(), " is a symlink to a directory; skipped");
+      if (it->is_symlink(ec))
+        core::log_warn("rule directory entry ", path.string(), " is a symlink to a directory; skipped");
       continue;
     }
     if (!it->is_regular_file(ec)) continue;

@@ -12,10 +12,10 @@ namespace sluice::ratelimit::config {
 
 struct directory_layout {
   std::string root = "/srv/runtime_data/current";  // RUNTIME_ROOT
-  std::string subdirectory;                         // RUNTIME_SUBDIRECTORY
-  std::string app_directory = "config";             // RUNTIME_APPDIRECTORY
-  bool watch_root = true;                           // RUNTIME_WATCH_ROOT
-  bool ignore_dotfiles = false;                     // RUNTIME_IGNOREDOTFILES
+  std::string subdirectory;                        // RUNTIME_SUBDIRECTORY
+  std::string app_directory = "config";            // RUNTIME_APPDIRECTORY
+  bool watch_root = true;                          // RUNTIME_WATCH_ROOT
+  bool ignore_dotfiles = false;                    // RUNTIME_IGNOREDOTFILES
 
   // The directory that holds the rule files.
   std::string rules_directory() const;
@@ -30,6 +30,7 @@ struct read_result {
 
 // Entries whose name starts with ".." (Kubernetes' `..data` and timestamped dirs) are always skipped; other
 // dot-entries only with ignore_dotfiles.
-read_result read_rule_files(const std::string& directory, const std::string& name_prefix, bool ignore_dotfiles);
+read_result read_rule_files(const std::string& directory, const std::string& name_prefix,
+                            bool ignore_dotfiles);
 
 }  // namespace sluice::ratelimit::config

@@ -9,8 +9,8 @@ namespace sluice::ratelimit::config {
 rule_stats rule_stats::make(stats::store& store, std::string_view stats_key) {
   std::string prefix = core::cat("ratelimit.service.rate_limit.", stats::sanitize_stat_name(stats_key), ".");
   auto get = [&](std::string_view stat) { return &store.get_counter(prefix + std::string(stat)); };
-  return {get("total_hits"),   get("over_limit"),   get("near_limit"),
-          get("over_limit_with_local_cache"), get("within_limit"), get("shadow_mode")};
+  return {get("total_hits"),   get("over_limit"), get("near_limit"), get("over_limit_with_local_cache"),
+          get("within_limit"), get("shadow_mode")};
 }
 
 const descriptor_node* rule_set::find_domain(std::string_view domain) const {
@@ -36,7 +36,8 @@ const descriptor_node* find_child(const descriptor_node& parent, std::string_vie
 std::optional<std::string> runtime_stats_key(const descriptor_node& domain, const descriptor_node& leaf,
                                              std::span<const level> levels, std::span<const entry> entries) {
   bool any_share = std::ranges::any_of(levels, [](const level& l) { return l.node->share_threshold; });
-  bool any_value_to_metric = std::ranges::any_of(levels, [](const level& l) { return l.node->value_to_metric; });
+  bool any_value_to_metric =
+      std::ranges::any_of(levels, [](const level& l) { return l.node->value_to_metric; });
   if (!leaf.detailed_metric && !any_value_to_metric) return std::nullopt;
 
   std::string key = domain.stats_key;

@@ -1,6 +1,6 @@
 #pragma once
-// The compiled, immutable rate limit rules: one tree of descriptor nodes per domain. Built once per (re)load by
-// yaml_loader, then shared read-only by every request through a shared_ptr snapshot.
+// The compiled, immutable rate limit rules: one tree of descriptor nodes per domain. Built once per (re)load
+// by yaml_loader, then shared read-only by every request through a shared_ptr snapshot.
 
 #include <cstdint>
 #include <functional>
@@ -73,8 +73,8 @@ struct entry {
 struct match {
   // The matched node, when it carries a rate_limit; null means no limit applies.
   const descriptor_node* node = nullptr;
-  // When some level matched a share_threshold wildcard: per entry, the pattern to put in the cache key instead
-  // of the request's value (empty string_view: use the request's value). Empty vector otherwise.
+  // When some level matched a share_threshold wildcard: per entry, the pattern to put in the cache key
+  // instead of the request's value (empty string_view: use the request's value). Empty vector otherwise.
   std::vector<std::string_view> shared_values;
   // Set when the stats key differs from node->stats_key (detailed_metric, value_to_metric).
   std::optional<std::string> stats_key;
@@ -84,8 +84,8 @@ class rule_set {
  public:
   // The root node of a domain (its children are the top-level descriptors), or null.
   const descriptor_node* find_domain(std::string_view domain) const;
-  // upstream's GetLimit walk (reference §3): exact value, then wildcard patterns in order, then key-only default;
-  // a limit applies only at the depth of the request's last entry.
+  // upstream's GetLimit walk (reference §3): exact value, then wildcard patterns in order, then key-only
+  // default; a limit applies only at the depth of the request's last entry.
   match get_limit(const descriptor_node& domain, std::span<const entry> entries) const;
   // /rlconfig lines: "<key>: unit=<UNIT> requests_per_unit=<n>, shadow_mode: <b>, quota_mode: <b>".
   std::string dump() const;

@@ -44,14 +44,22 @@ std::string_view unit_name(unit u) {
 
 std::int64_t unit_seconds(unit u) {
   switch (u) {
-    case unit::second: return 1;
-    case unit::minute: return 60;
-    case unit::hour: return 3600;
-    case unit::day: return 86400;
-    case unit::week: return 604800;
-    case unit::month: return 2592000;
-    case unit::year: return 31536000;
-    case unit::unknown: return 0;
+    case unit::second:
+      return 1;
+    case unit::minute:
+      return 60;
+    case unit::hour:
+      return 3600;
+    case unit::day:
+      return 86400;
+    case unit::week:
+      return 604800;
+    case unit::month:
+      return 2592000;
+    case unit::year:
+      return 31536000;
+    case unit::unknown:
+      return 0;
   }
   return 0;
 }

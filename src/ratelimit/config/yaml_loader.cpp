@@ -29,7 +29,8 @@ class rule_set_builder {
   void load_descriptors(descriptor_node& parent, const YAML::Node& list, const std::string& domain);
   void load_descriptor(descriptor_node& parent, const YAML::Node& yaml, const std::string& domain);
   rate_limit load_rate_limit(const YAML::Node& yaml);
-  void warn_misplaced(const YAML::Node& map, std::span<const std::string_view> meaningful, std::string_view where);
+  void warn_misplaced(const YAML::Node& map, std::span<const std::string_view> meaningful,
+                      std::string_view where);
 
   bool merge_;
   stats::store& stats_;
@@ -40,31 +41,45 @@ class rule_set_builder {
 
 namespace {
 
-constexpr std::array<std::string_view, 16> allowed_keys{
-    "domain",     "key",     "value",         "descriptors",     "rate_limit",      "unit",
-    "requests_per_unit",     "unlimited",     "shadow_mode",     "quota_mode",      "name",
-    "replaces",   "detailed_metric",          "value_to_metric", "share_threshold", "metadata"};
+constexpr std::array<std::string_view, 16> allowed_keys{"domain",
+                                                        "key",
+                                                        "value",
+                                                        "descriptors",
+                                                        "rate_limit",
+                                                        "unit",
+                                                        "requests_per_unit",
+                                                        "unlimited",
+                                                        "shadow_mode",
+                                                        "quota_mode",
+                                                        "name",
+                                                        "replaces",
+                                                        "detailed_metric",
+                                                        "value_to_metric",
+                                                        "share_threshold",
+                                                        "metadata"};
 constexpr std::array<std::string_view, 2> top_level_keys{"domain", "descriptors"};
 constexpr std::array<std::string_view, 10> descriptor_keys{
-    "key",         "value",          "rate_limit",      "descriptors",     "shadow_mode",
-    "quota_mode",  "detailed_metric", "value_to_metric", "share_threshold", "metadata"};
+    "key",        "value",           "rate_limit",      "descriptors",     "shadow_mode",
+    "quota_mode", "detailed_metric", "value_to_metric", "share_threshold", "metadata"};
 constexpr std::array<std::string_view, 5> rate_limit_keys{"unit", "requests_per_unit", "unlimited", "name",
                                                           "replaces"};
 constexpr std::array<std::string_view, 1> replaces_keys{"name"};
 
-// upstream's second pass: every map key is a known string, lists hold maps, scalars are strings, ints or bools.
+// upstream's second pass: every map key is a known string, lists hold maps, scalars are strings, ints or
+// bools.
 void validate_keys(const YAML::Node& node) {
   if (node.IsMap()) {
     std::set<std::string> seen;
     for (const auto& kv : node) {
       const YAML::Node& k = kv.first;
       if (!k.IsScalar() || classify_scalar(k) != scalar_kind::string) {
-        throw config_error{core::cat("config error, key is not of type string: ", k.IsScalar() ? k.Scalar() : "")};
+        throw config_error{
+            core::cat("config error, key is not of type string: ", k.IsScalar() ? k.Scalar() : "")};
       }
       const std::string& name = k.Scalar();
       if (!seen.insert(name).second) {
-        throw config_error{core::cat("error loading config file: mapping key '", name, "' already defined at line ",
-                                     k.Mark().line + 1)};
+        throw config_error{core::cat("error loading config file: mapping key '", name,
+                                     "' already defined at line ", k.Mark().line + 1)};
       }
       if (std::ranges::find(allowed_keys, name) == allowed_keys.end()) {
         throw config_error{core::cat("config error, unknown key '", name, "'")};
@@ -83,15 +98,17 @@ void validate_keys(const YAML::Node& node) {
     auto kind = classify_scalar(node);
     if (kind != scalar_kind::string && kind != scalar_kind::integer && kind != scalar_kind::boolean &&
         kind != scalar_kind::null) {
-      throw config_error{core::cat("error checking config: value '", node.Scalar(),
-                                   "' is not a string, an integer or a boolean (quote it to make it a string)")};
+      throw config_error{
+          core::cat("error checking config: value '", node.Scalar(),
+                    "' is not a string, an integer or a boolean (quote it to make it a string)")};
     }
   }
 }
 
 std::string scalar_string(const YAML::Node& node, std::string_view field) {
   if (!node || node.IsNull()) return {};
-  if (!node.IsScalar()) throw config_error{core::cat("error loading config file: ", field, ": expected a string")};
+  if (!node.IsScalar())
+    throw config_error{core::cat("error loading config file: ", field, ": expected a string")};
   return node.Scalar();
 }
 
@@ -125,8 +142,8 @@ void rule_set_builder::warn_misplaced(const YAML::Node& map, std::span<const std
   for (const auto& kv : map) {
     const std::string& name = kv.first.Scalar();
     if (std::ranges::find(meaningful, name) == meaningful.end()) {
-      warnings_.push_back(core::cat(file_, ": key '", name, "' (line ", kv.first.Mark().line + 1, ") has no meaning ",
-                                    where, " and is ignored"));
+      warnings_.push_back(core::cat(file_, ": key '", name, "' (line ", kv.first.Mark().line + 1,
+                                    ") has no meaning ", where, " and is ignored"));
     }
   }
 }
@@ -141,7 +158,8 @@ void rule_set_builder::load_file(const config_file& file) {
   }
   if (root.IsNull()) throw config_error{"config file cannot have empty domain"};
   if (!root.IsMap()) {
-    throw config_error{"error loading config file: the top level must be a mapping with 'domain' and 'descriptors'"};
+    throw config_error{
+        "error loading config file: the top level must be a mapping with 'domain' and 'descriptors'"};
   }
   validate_keys(root);
   warn_misplaced(root, top_level_keys, "at the top level");
@@ -162,12 +180,14 @@ void rule_set_builder::load_file(const config_file& file) {
   load_descriptors(*slot, root["descriptors"], domain);
 }
 
-void rule_set_builder::load_descriptors(descriptor_node& parent, const YAML::Node& list, const std::string& domain) {
+void rule_set_builder::load_descriptors(descriptor_node& parent, const YAML::Node& list,
+                                        const std::string& domain) {
   if (!list || list.IsNull()) return;
   for (const auto& yaml : list) load_descriptor(parent, yaml, domain);
 }
 
-void rule_set_builder::load_descriptor(descriptor_node& parent, const YAML::Node& yaml, const std::string& domain) {
+void rule_set_builder::load_descriptor(descriptor_node& parent, const YAML::Node& yaml,
+                                       const std::string& domain) {
   warn_misplaced(yaml, descriptor_keys, "in a descriptor");
   auto node = std::make_unique<descriptor_node>();
   node->key = scalar_string(yaml["key"], "key");
@@ -192,9 +212,10 @@ void rule_set_builder::load_descriptor(descriptor_node& parent, const YAML::Node
     if (!node->limit->unlimited) node->stats = rule_stats::make(stats_, node->stats_key);
   }
   if (node->share_threshold && composite.find('*') == std::string::npos) {
-    throw config_error{core::cat("share_threshold can only be used with wildcard values (containing '*'), but found "
-                                 "key '",
-                                 composite, "'")};
+    throw config_error{
+        core::cat("share_threshold can only be used with wildcard values (containing '*'), but found "
+                  "key '",
+                  composite, "'")};
   }
   if (node->value.find('*') != std::string::npos) {
     std::string_view rest = composite;
@@ -206,8 +227,9 @@ void rule_set_builder::load_descriptor(descriptor_node& parent, const YAML::Node
   }
   if (node->limit) {
     const auto& l = *node->limit;
-    core::log_debug("loading descriptor: key=", node->stats_key, " ratelimit={requests_per_unit=", l.requests_per_unit,
-                    ", unit=", unit_name(l.unit), ", unlimited=", l.unlimited, ", shadow_mode=", node->shadow_mode,
+    core::log_debug("loading descriptor: key=", node->stats_key,
+                    " ratelimit={requests_per_unit=", l.requests_per_unit, ", unit=", unit_name(l.unit),
+                    ", unlimited=", l.unlimited, ", shadow_mode=", node->shadow_mode,
                     ", quota_mode=", node->quota_mode, "}");
   }
 

@@ -1,6 +1,6 @@
 #pragma once
-// YAML rule files → a compiled rule_set, with upstream's validation and error messages (reference §2). Loading is
-// all-or-nothing: the first error fails the whole set and names the file.
+// YAML rule files → a compiled rule_set, with upstream's validation and error messages (reference §2).
+// Loading is all-or-nothing: the first error fails the whole set and names the file.
 
 #include <memory>
 #include <span>

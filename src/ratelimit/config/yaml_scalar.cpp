@@ -12,11 +12,14 @@ namespace sluice::ratelimit::config {
 
 namespace {
 
-constexpr std::array<std::string_view, 11> true_words{"y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"};
-constexpr std::array<std::string_view, 11> false_words{"n",     "N",     "no", "No", "NO", "false",
+constexpr std::array<std::string_view, 11> true_words{"y",    "Y",    "yes", "Yes", "YES", "true",
+                                                      "True", "TRUE", "on",  "On",  "ON"};
+constexpr std::array<std::string_view, 11> false_words{"n",     "N",     "no",  "No",  "NO", "false",
                                                        "False", "FALSE", "off", "Off", "OFF"};
 
-bool is_plain(const YAML::Node& n) { return n.Tag() == "?" || n.Tag().empty(); }
+bool is_plain(const YAML::Node& n) {
+  return n.Tag() == "?" || n.Tag().empty();
+}
 
 bool in(std::string_view s, const auto& words) {
   for (auto w : words) {
@@ -33,10 +36,14 @@ std::optional<std::int64_t> parse_integer(std::string_view s) {
     s.remove_prefix(1);
   }
   int base = 10;
-  if (s.starts_with("0x")) base = 16, s.remove_prefix(2);
-  else if (s.starts_with("0b")) base = 2, s.remove_prefix(2);
-  else if (s.starts_with("0o")) base = 8, s.remove_prefix(2);
-  else if (s.size() > 1 && s[0] == '0') base = 8, s.remove_prefix(1);
+  if (s.starts_with("0x"))
+    base = 16, s.remove_prefix(2);
+  else if (s.starts_with("0b"))
+    base = 2, s.remove_prefix(2);
+  else if (s.starts_with("0o"))
+    base = 8, s.remove_prefix(2);
+  else if (s.size() > 1 && s[0] == '0')
+    base = 8, s.remove_prefix(1);
   std::string digits;
   for (char c : s) {
     if (c != '_') digits.push_back(c);

@@ -1,7 +1,8 @@
 #pragma once
 // The one seam between the backend-independent limiter and a counter store (upstream's DoLimit split in two
-// primitive operations). Completion is a callback interface rather than a coroutine so that a store that needs no
-// I/O (memory) can finish inline on the caller's thread — a gRPC decision then needs no hop to the io_context.
+// primitive operations). Completion is a callback interface rather than a coroutine so that a store that
+// needs no I/O (memory) can finish inline on the caller's thread — a gRPC decision then needs no hop to the
+// io_context.
 
 #include <cstdint>
 #include <span>
@@ -13,8 +14,9 @@ namespace sluice::ratelimit::limiter {
 struct counter_op {
   std::string_view key;
   std::uint64_t increment = 0;
-  std::uint32_t ttl_seconds = 0;  // window length + jitter; refreshed on every increment, as upstream's EXPIRE
-  bool per_second = false;        // the limit's unit is SECOND (a dedicated per-second store may take it)
+  std::uint32_t ttl_seconds =
+      0;                    // window length + jitter; refreshed on every increment, as upstream's EXPIRE
+  bool per_second = false;  // the limit's unit is SECOND (a dedicated per-second store may take it)
 };
 
 struct backend_error {
@@ -35,7 +37,8 @@ class backend {
   virtual ~backend() = default;
   // Adds ops[i].increment to the counter ops[i].key (creating it) and writes the value after the increment to
   // results[i]. The spans stay valid until done.complete() is called.
-  virtual void increment(std::span<const counter_op> ops, std::span<std::uint64_t> results, completion& done) = 0;
+  virtual void increment(std::span<const counter_op> ops, std::span<std::uint64_t> results,
+                         completion& done) = 0;
   // Writes the current value of each counter (0 when absent) to results[i]; used before incrementing when
   // STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT is on.
   virtual void get(std::span<const counter_op> ops, std::span<std::uint64_t> results, completion& done) = 0;

@@ -18,7 +18,9 @@ void build_cache_key(std::string& out, std::string_view prefix, std::string_view
                      std::int64_t window_start);
 
 // Start of the epoch-aligned window containing `now`.
-inline std::int64_t window_start(std::int64_t now, std::int64_t unit_seconds) { return now / unit_seconds * unit_seconds; }
+inline std::int64_t window_start(std::int64_t now, std::int64_t unit_seconds) {
+  return now / unit_seconds * unit_seconds;
+}
 // Seconds until the window ends: 1..unit_seconds, never 0.
 inline std::int64_t seconds_until_reset(std::int64_t now, std::int64_t unit_seconds) {
   return unit_seconds - now % unit_seconds;

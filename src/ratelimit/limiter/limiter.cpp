@@ -65,7 +65,7 @@ bool limiter::wants_precheck(const work& w) const {
 
 void limiter::apply_precheck(work& w) {
   bool any_exceeds = false;
-  std::vector<bool> exceeds(w.ops.size(), false);
+  small_vector<bool> exceeds(w.ops.size(), false);
   for (const auto& item : w.items) {
     if (item.op == SIZE_MAX) continue;
     exceeds[item.op] = w.values[item.op] + item.hits > item.limit->requests_per_unit;

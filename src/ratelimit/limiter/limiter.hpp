@@ -1,8 +1,8 @@
 #pragma once
-// Backend-independent counting math (upstream's base limiter, reference §4): cache keys and windows, TTL jitter,
-// the local over-limit cache, STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT selection, and the per-descriptor decision
-// with its near/over/within/shadow accounting. It never does I/O; the service drives a backend between prepare()
-// and finish().
+// Backend-independent counting math (upstream's base limiter, reference §4): cache keys and windows, TTL
+// jitter, the local over-limit cache, STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT selection, and the
+// per-descriptor decision with its near/over/within/shadow accounting. It never does I/O; the service drives
+// a backend between prepare() and finish().
 
 #include <cstdint>
 #include <functional>
@@ -10,6 +10,8 @@
 #include <span>
 #include <string>
 #include <vector>
+
+#include <boost/container/small_vector.hpp>
 
 #include "core/clock.hpp"
 #include "ratelimit/config/rule_set.hpp"
@@ -20,10 +22,10 @@
 namespace sluice::ratelimit::limiter {
 
 struct settings {
-  double near_limit_ratio = 0.8;                          // NEAR_LIMIT_RATIO
-  std::string cache_key_prefix;                           // CACHE_KEY_PREFIX
-  std::uint32_t expiration_jitter_max_seconds = 300;      // EXPIRATION_JITTER_MAX_SECONDS
-  std::size_t local_cache_size_bytes = 0;                 // LOCAL_CACHE_SIZE_IN_BYTES
+  double near_limit_ratio = 0.8;                         // NEAR_LIMIT_RATIO
+  std::string cache_key_prefix;                          // CACHE_KEY_PREFIX
+  std::uint32_t expiration_jitter_max_seconds = 300;     // EXPIRATION_JITTER_MAX_SECONDS
+  std::size_t local_cache_size_bytes = 0;                // LOCAL_CACHE_SIZE_IN_BYTES
   bool stop_cache_key_increment_when_overlimit = false;  // STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT
 };
 
@@ -37,21 +39,25 @@ struct applied_limit {
 };
 
 struct descriptor_work {
-  std::optional<applied_limit> limit;        // nullopt: no limit, the status is plain OK
-  bool unlimited = false;                    // OK with limit_remaining = UINT32_MAX, no counting
-  std::uint64_t hits = 1;                    // hits_addend for this descriptor
-  std::span<const config::entry> entries;    // the request's entries
+  std::optional<applied_limit> limit;           // nullopt: no limit, the status is plain OK
+  bool unlimited = false;                       // OK with limit_remaining = UINT32_MAX, no counting
+  std::uint64_t hits = 1;                       // hits_addend for this descriptor
+  std::span<const config::entry> entries;       // the request's entries
   std::vector<std::string_view> shared_values;  // share_threshold patterns per entry (may be empty)
   std::string cache_key;
   bool over_via_local_cache = false;
   std::size_t op = SIZE_MAX;  // index into work::ops when sent to the backend
 };
 
+// Requests usually carry a handful of descriptors: keep them inline, without heap allocations.
+template <typename T>
+using small_vector = boost::container::small_vector<T, 4>;
+
 struct work {
   std::string_view domain;
-  std::vector<descriptor_work> items;
-  std::vector<counter_op> ops;
-  std::vector<std::uint64_t> values;  // backend results, one per op
+  small_vector<descriptor_work> items;
+  small_vector<counter_op> ops;
+  small_vector<std::uint64_t> values;  // backend results, one per op
   std::int64_t now = 0;
 };
 

@@ -1,8 +1,8 @@
 #pragma once
-// The local over-limit cache (LOCAL_CACHE_SIZE_IN_BYTES): keys known to be over their limit for the rest of their
-// window, so the counter store is not asked again. Sharded; each shard holds at most its share of the byte budget
-// (key bytes + a fixed per-entry overhead) and, when full, drops expired entries first and then the entry that
-// expires soonest.
+// The local over-limit cache (LOCAL_CACHE_SIZE_IN_BYTES): keys known to be over their limit for the rest of
+// their window, so the counter store is not asked again. Sharded; each shard holds at most its share of the
+// byte budget (key bytes + a fixed per-entry overhead) and, when full, drops expired entries first and then
+// the entry that expires soonest.
 
 #include <array>
 #include <cstdint>

@@ -16,12 +16,14 @@ rules_source::rules_source(rules_source_settings settings, rate_limit_service& s
       health_(health),
       load_success_(stats.get_counter("ratelimit.service.config_load_success")),
       load_error_(stats.get_counter("ratelimit.service.config_load_error")) {
-  if (settings_.healthy_with_at_least_one_config_loaded) health_component_ = health_.add_component("config", false);
+  if (settings_.healthy_with_at_least_one_config_loaded)
+    health_component_ = health_.add_component("config", false);
 }
 
 std::optional<std::string> rules_source::load() {
   const auto& layout = settings_.layout;
-  auto files = config::read_rule_files(layout.rules_directory(), layout.name_prefix(), layout.ignore_dotfiles);
+  auto files =
+      config::read_rule_files(layout.rules_directory(), layout.name_prefix(), layout.ignore_dotfiles);
   std::string error = files.error;
   config::load_result loaded;
   if (error.empty()) {
@@ -38,7 +40,8 @@ std::optional<std::string> rules_source::load() {
   std::size_t domains = loaded.rules->domain_count();
   service_.set_rules(std::move(loaded.rules));
   load_success_.inc();
-  core::log_info("Successfully loaded new configuration (", files.files.size(), " files, ", domains, " domains)");
+  core::log_info("Successfully loaded new configuration (", files.files.size(), " files, ", domains,
+                 " domains)");
   if (health_component_) health_.set(*health_component_, domains > 0);
   return std::nullopt;
 }

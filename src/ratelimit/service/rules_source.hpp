@@ -1,8 +1,8 @@
 #pragma once
-// Feeds the service its rules from the rule directory: the first load at start-up, then a hot reload after each
-// burst of file changes (core::file_watch). A reload is all-or-nothing: a bad file keeps the last good rules and
-// is logged with its name. Counts ratelimit.service.config_load_success / config_load_error and drives the
-// optional "config loaded" health component.
+// Feeds the service its rules from the rule directory: the first load at start-up, then a hot reload after
+// each burst of file changes (core::file_watch). A reload is all-or-nothing: a bad file keeps the last good
+// rules and is logged with its name. Counts ratelimit.service.config_load_success / config_load_error and
+// drives the optional "config loaded" health component.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <memory>
@@ -28,7 +28,8 @@ class rules_source {
   rules_source(rules_source_settings settings, rate_limit_service& service, stats::store& stats,
                core::health& health);
 
-  // Reads and compiles every rule file; on success the service gets the new snapshot. Returns the error, if any.
+  // Reads and compiles every rule file; on success the service gets the new snapshot. Returns the error, if
+  // any.
   std::optional<std::string> load();
   // Starts watching for changes on the executor (call once).
   void watch(boost::asio::any_io_executor ex);

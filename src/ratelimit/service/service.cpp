@@ -1,6 +1,7 @@
 #include "ratelimit/service/service.hpp"
 
 #include <algorithm>
+#include <boost/container/small_vector.hpp>
 #include <unordered_set>
 
 #include "core/strings.hpp"
@@ -18,11 +19,13 @@ std::optional<std::string> validate(const rls_request& request) {
   for (int i = 0; i < request.descriptors_size(); ++i) {
     const auto& d = request.descriptors(i);
     for (int j = 0; j < d.entries_size(); ++j) {
-      if (d.entries(j).key().empty()) return core::cat("descriptors[", i, "].entries[", j, "]: key must not be empty");
+      if (d.entries(j).key().empty())
+        return core::cat("descriptors[", i, "].entries[", j, "]: key must not be empty");
     }
     // upstream crashes on these (UnitToDivider panics); refuse them instead.
     if (d.has_limit() && (d.limit().unit() < 1 || d.limit().unit() > 6)) {
-      return core::cat("descriptors[", i, "].limit.unit: an override needs a unit of SECOND, MINUTE, HOUR, DAY, MONTH or YEAR");
+      return core::cat("descriptors[", i,
+                       "].limit.unit: an override needs a unit of SECOND, MINUTE, HOUR, DAY, MONTH or YEAR");
     }
   }
   return std::nullopt;
@@ -45,7 +48,11 @@ class request_state final : public limiter::completion {
  public:
   request_state(rate_limit_service& service, const rls_request& request, rls_response& response,
                 rate_limit_service::done_fn done, std::shared_ptr<const config::rule_set> rules)
-      : service_(service), request_(request), response_(response), done_(std::move(done)), rules_(std::move(rules)) {}
+      : service_(service),
+        request_(request),
+        response_(response),
+        done_(std::move(done)),
+        rules_(std::move(rules)) {}
 
   void resolve();
   void start();
@@ -60,8 +67,9 @@ class request_state final : public limiter::completion {
   rls_response& response_;
   rate_limit_service::done_fn done_;
   std::shared_ptr<const config::rule_set> rules_;  // keeps the rule nodes alive until done
-  std::vector<config::entry> entries_;
-  std::vector<const std::string*> names_;  // per descriptor: the matched rule's name, for `replaces`
+  boost::container::small_vector<config::entry, 8> entries_;
+  limiter::small_vector<const std::string*>
+      names_;  // per descriptor: the matched rule's name, for `replaces`
   limiter::work work_;
   bool prechecking_ = false;
 };
@@ -82,20 +90,23 @@ void request_state::resolve() {
     auto& item = work_.items[static_cast<std::size_t>(i)];
     const std::size_t first = entries_.size();
     for (const auto& e : d.entries()) entries_.push_back({e.key(), e.value()});
-    item.entries = std::span<const config::entry>(entries_).subspan(first, static_cast<std::size_t>(d.entries_size()));
-    item.hits = d.has_hits_addend() ? d.hits_addend().value() : std::max<std::uint64_t>(1, request_.hits_addend());
+    item.entries =
+        std::span<const config::entry>(entries_).subspan(first, static_cast<std::size_t>(d.entries_size()));
+    item.hits =
+        d.has_hits_addend() ? d.hits_addend().value() : std::max<std::uint64_t>(1, request_.hits_addend());
 
     if (domain == nullptr) {
       service_.stats_
-          .get_counter(core::cat("ratelimit.service.rate_limit.", stats::sanitize_stat_name(request_.domain()),
-                                 ".domain_not_found"))
+          .get_counter(core::cat("ratelimit.service.rate_limit.",
+                                 stats::sanitize_stat_name(request_.domain()), ".domain_not_found"))
           .inc();
       continue;
     }
     if (d.has_limit()) {
       auto key = override_stats_key(request_.domain(), item.entries);
-      item.limit = limiter::applied_limit{d.limit().requests_per_unit(), static_cast<config::unit>(d.limit().unit()),
-                                          nullptr, false, config::rule_stats::make(service_.stats_, key)};
+      item.limit =
+          limiter::applied_limit{d.limit().requests_per_unit(), static_cast<config::unit>(d.limit().unit()),
+                                 nullptr, false, config::rule_stats::make(service_.stats_, key)};
       continue;
     }
     auto m = rules_->get_limit(*domain, item.entries);
@@ -160,7 +171,7 @@ void request_state::complete(const limiter::backend_error* error) noexcept {
 }
 
 void request_state::finish() {
-  std::vector<limiter::response_status*> statuses;
+  limiter::small_vector<limiter::response_status*> statuses;
   statuses.reserve(work_.items.size());
   auto* list = response_.mutable_statuses();
   list->Reserve(static_cast<int>(work_.items.size()));
@@ -176,7 +187,8 @@ void request_state::finish() {
   }
 }
 
-// upstream's choice (reference §6.2): the limited status with the least remaining, but the last OVER_LIMIT wins.
+// upstream's choice (reference §6.2): the limited status with the least remaining, but the last OVER_LIMIT
+// wins.
 void request_state::add_headers() {
   const code::DescriptorStatus* chosen = nullptr;
   std::uint32_t min_remaining = UINT32_MAX;
@@ -197,7 +209,8 @@ void request_state::add_headers() {
   std::int64_t unit_seconds = config::unit_seconds(static_cast<config::unit>(chosen->current_limit().unit()));
   add(settings.limit_header, chosen->current_limit().requests_per_unit());
   add(settings.remaining_header, chosen->limit_remaining());
-  add(settings.reset_header, static_cast<std::uint64_t>(limiter::seconds_until_reset(work_.now, unit_seconds)));
+  add(settings.reset_header,
+      static_cast<std::uint64_t>(limiter::seconds_until_reset(work_.now, unit_seconds)));
 }
 
 rate_limit_service::rate_limit_service(settings s, limiter::limiter& limiter, limiter::backend& backend,

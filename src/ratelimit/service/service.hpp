@@ -1,7 +1,8 @@
 #pragma once
 // ShouldRateLimit orchestration (upstream's service.ShouldRateLimit): validates the request, resolves each
-// descriptor against the current rule snapshot (or its limit override), applies `replaces`, drives the limiter
-// and the backend, then builds the response: statuses, overall code, RateLimit-* headers, global shadow mode.
+// descriptor against the current rule snapshot (or its limit override), applies `replaces`, drives the
+// limiter and the backend, then builds the response: statuses, overall code, RateLimit-* headers, global
+// shadow mode.
 
 #include <atomic>
 #include <functional>

@@ -7,8 +7,14 @@ using namespace sluice::core;
 using namespace std::chrono_literals;
 
 TEST_CASE("env_reader: defaults, Go bool and duration formats, and errors naming the variable") {
-  env_reader env({{"B", "T"}, {"B0", "0"}, {"BAD", "yes"}, {"N", "42"}, {"EMPTY", ""}, {"D", "1m30s"},
-                  {"F", "0.5"}, {"C", "Json"}});
+  env_reader env({{"B", "T"},
+                  {"B0", "0"},
+                  {"BAD", "yes"},
+                  {"N", "42"},
+                  {"EMPTY", ""},
+                  {"D", "1m30s"},
+                  {"F", "0.5"},
+                  {"C", "Json"}});
   CHECK(env.get_bool("B", false));
   CHECK_FALSE(env.get_bool("B0", true));
   CHECK(env.get_bool("MISSING", true));
@@ -16,8 +22,8 @@ TEST_CASE("env_reader: defaults, Go bool and duration formats, and errors naming
   CHECK_THROWS_WITH_AS(env.get_bool("BAD", false), "invalid value 'yes' for BAD: expected true or false",
                        settings_error);
   CHECK(env.get_uint("N", 1, 0, 100) == 42);
-  CHECK_THROWS_WITH_AS(env.get_uint("N", 1, 0, 10), "invalid value '42' for N: expected a whole number from 0 to 10",
-                       settings_error);
+  CHECK_THROWS_WITH_AS(env.get_uint("N", 1, 0, 10),
+                       "invalid value '42' for N: expected a whole number from 0 to 10", settings_error);
   CHECK(env.get_duration("D", 1s) == 90s);
   CHECK(env.get_double("F", 0.8, 0, 1) == 0.5);
   CHECK_THROWS_AS(env.get_double("D", 0.8, 0, 1), settings_error);

@@ -131,8 +131,8 @@ TEST_CASE("quoted scalars are strings; plain YAML 1.1 scalars are typed as upstr
   CHECK(load_one("domain: d\ndescriptors:\n  - key: k\n    value: '1.5'\n", stats).rules != nullptr);
   CHECK(load_one("domain: d\ndescriptors:\n  - key: k\n    value: 42\n", stats).rules != nullptr);
   CHECK(load_one("domain: d\ndescriptors:\n  - key: k\n    value: 1.5\n", stats).rules == nullptr);
-  auto hex = load_one("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 0x10}\n",
-                      stats);
+  auto hex = load_one(
+      "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 0x10}\n", stats);
   REQUIRE(hex.rules != nullptr);
   CHECK(hex.rules->find_domain("d")->children.at("k")->limit->requests_per_unit == 16);
 }
@@ -140,7 +140,7 @@ TEST_CASE("quoted scalars are strings; plain YAML 1.1 scalars are typed as upstr
 TEST_CASE("rule files are read recursively, skipping Kubernetes '..' entries, and named like upstream") {
   auto root = fs::temp_directory_path() / ("sluice-dir-test-" + std::to_string(::getpid()));
   fs::remove_all(root);
-  fs::create_directories(root / "config" / "..2024_01_01" );
+  fs::create_directories(root / "config" / "..2024_01_01");
   fs::create_directories(root / "config" / "nested");
   std::ofstream(root / "config" / "..2024_01_01" / "a.yaml") << "domain: a\n";
   fs::create_directory_symlink("..2024_01_01", root / "config" / "..data");

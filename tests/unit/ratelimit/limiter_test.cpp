@@ -36,7 +36,8 @@ TEST_CASE("windows are epoch-aligned; the reset is 1..unit seconds away") {
 }
 
 TEST_CASE("the decision and near/over/within accounting follow upstream (limit 15, ratio 0.8 → near 12)") {
-  service_fixture f("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 15}\n");
+  service_fixture f(
+      "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 15}\n");
   auto req = make_request("d", {{{"k", "v"}}});
   const std::string p = "ratelimit.service.rate_limit.d.k.";
   for (int i = 1; i <= 15; ++i) {
@@ -57,9 +58,10 @@ TEST_CASE("the decision and near/over/within accounting follow upstream (limit 1
   CHECK(f.counter(p + "total_hits") == 16);
 
   // A burst that crosses the limit splits its hits between near and over.
-  service_fixture g("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 10}\n");
+  service_fixture g(
+      "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 10}\n");
   auto burst = make_request("d", {{{"k", "v"}}}, 7);
-  g.decide(burst);  // 7: within, no near (near = 8)
+  g.decide(burst);           // 7: within, no near (near = 8)
   auto r = g.decide(burst);  // 14: over by 4, near gets 10 - max(8, 7) = 2
   CHECK(r.statuses(0).code() == code::OVER_LIMIT);
   CHECK(g.counter(p + "over_limit") == 4);
@@ -88,8 +90,9 @@ descriptors:
 TEST_CASE("the local cache answers over-limit keys without the backend until the window ends") {
   limiter::settings ls;
   ls.local_cache_size_bytes = 1;  // raised to the minimum
-  service_fixture f("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 1}\n",
-                    ls, {}, 1'000'000'020);
+  service_fixture f(
+      "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 1}\n", ls, {},
+      1'000'000'020);
   auto req = make_request("d", {{{"k", "v"}}});
   f.decide(req);
   CHECK(f.decide(req).overall_code() == code::OVER_LIMIT);  // counted by the backend: 2

@@ -61,7 +61,9 @@ struct fixture {
 }  // namespace
 
 TEST_CASE("wildcard_match follows upstream's examples") {
-  auto parts = [](std::initializer_list<const char*> p) { return std::vector<std::string>(p.begin(), p.end()); };
+  auto parts = [](std::initializer_list<const char*> p) {
+    return std::vector<std::string>(p.begin(), p.end());
+  };
   CHECK(wildcard_match(parts({"foo", ""}), "foo1"));
   CHECK_FALSE(wildcard_match(parts({"foo", ""}), "bar"));
   for (const char* yes : {"barab", "bar123b", "barb"}) CHECK(wildcard_match(parts({"bar", "b"}), yes));

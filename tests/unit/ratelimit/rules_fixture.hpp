@@ -10,7 +10,8 @@
 
 namespace sluice::test {
 
-inline std::shared_ptr<const ratelimit::config::rule_set> compile_rules(const std::string& yaml, stats::store& stats) {
+inline std::shared_ptr<const ratelimit::config::rule_set> compile_rules(const std::string& yaml,
+                                                                        stats::store& stats) {
   std::vector<ratelimit::config::config_file> files{{"test.yaml", yaml}};
   auto r = ratelimit::config::load_rules(files, false, stats);
   REQUIRE_MESSAGE(r.rules != nullptr, r.error);

@@ -29,7 +29,8 @@ memory_backend::memory_backend(const core::clock& clock, std::size_t max_counter
       max_per_shard_(max_counters / shard_count + max_counters / shard_count / 8 + 16) {}
 
 std::size_t memory_backend::reclaim_locked(shard& s, std::int64_t now) {
-  return boost::unordered::erase_if(s.counters, [now](const auto& kv) { return kv.second.expires_at <= now; });
+  return boost::unordered::erase_if(s.counters,
+                                    [now](const auto& kv) { return kv.second.expires_at <= now; });
 }
 
 void memory_backend::increment(std::span<const limiter::counter_op> ops, std::span<std::uint64_t> results,

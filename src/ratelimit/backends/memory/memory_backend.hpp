@@ -1,12 +1,13 @@
 #pragma once
-// BACKEND_TYPE=memory: counters in this process, with the observable behaviour of the Redis backend (same keys,
-// same fixed windows, TTL = unit + jitter refreshed on every increment). Decisions complete inline on the
-// caller's thread. Counters live in sharded open-addressing tables (one small lock per shard, no global lock);
-// expired counters are reclaimed by sweep() and whenever a full shard needs room.
+// BACKEND_TYPE=memory: counters in this process, with the observable behaviour of the Redis backend (same
+// keys, same fixed windows, TTL = unit + jitter refreshed on every increment). Decisions complete inline on
+// the caller's thread. Counters live in sharded open-addressing tables (one small lock per shard, no global
+// lock); expired counters are reclaimed by sweep() and whenever a full shard needs room.
 //
-// Memory bound: at most `max_counters` live counters (MEMORY_MAX_COUNTERS), spread over the shards. An increment
-// that needs a new counter in a full shard (after reclaiming that shard's expired counters) fails with a
-// backend_error that names the setting: the decision is answered UNAVAILABLE rather than silently not counted.
+// Memory bound: at most `max_counters` live counters (MEMORY_MAX_COUNTERS), spread over the shards. An
+// increment that needs a new counter in a full shard (after reclaiming that shard's expired counters) fails
+// with a backend_error that names the setting: the decision is answered UNAVAILABLE rather than silently not
+// counted.
 
 #include <array>
 #include <atomic>
