@@ -1,4 +1,5 @@
 #include "ratelimit/api/json_codec.hpp"
+#include "ratelimit/api/json_number.hpp"
 
 #include <array>
 #include <charconv>
@@ -11,107 +12,15 @@ namespace sluice::ratelimit::api {
 
 namespace {
 
+using detail::to_int32;
+using detail::to_unsigned;
+
 using descriptor = envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
 using request_unit = envoy::type::v3::RateLimitUnit;
 
-// Indexed by enum number. RateLimitUnit (request side) has no WEEK; the response's Unit has WEEK = 7.
+// Indexed by enum number; RateLimitUnit (the request side) has no WEEK.
 constexpr std::array<std::string_view, 7> request_units{"UNKNOWN", "SECOND", "MINUTE", "HOUR",
                                                         "DAY",     "MONTH",  "YEAR"};
-constexpr std::array<std::string_view, 8> response_units{"UNKNOWN", "SECOND", "MINUTE", "HOUR",
-                                                         "DAY",     "MONTH",  "YEAR",   "WEEK"};
-constexpr std::array<std::string_view, 3> codes{"UNKNOWN", "OK", "OVER_LIMIT"};
-
-struct json_integer {
-  bool negative = false;
-  std::uint64_t magnitude = 0;
-};
-
-// Go protojson's integer rule (parseNumberParts + normalizeToIntString): a JSON number is an integer when its
-// exponent shifts away every non-zero fractional digit ("2.0", "1e2", "100e-2" are; "1.5" is not), and the
-// shifted form has at most 20 digits. `text` must be exactly one JSON number; numbers in strings use it too.
-std::optional<json_integer> to_integer(std::string_view text) {
-  std::size_t i = 0;
-  auto digit = [&](std::size_t k) { return k < text.size() && text[k] >= '0' && text[k] <= '9'; };
-  json_integer result;
-  if (i < text.size() && text[i] == '-') {
-    result.negative = true;
-    ++i;
-  }
-  if (!digit(i)) return std::nullopt;
-  std::string_view int_part;  // without leading zero: a lone "0" contributes no digits
-  if (text[i] == '0') {
-    ++i;
-  } else {
-    const std::size_t begin = i;
-    while (digit(i)) ++i;
-    int_part = text.substr(begin, i - begin);
-  }
-  std::string_view frac_part;
-  if (i < text.size() && text[i] == '.') {
-    const std::size_t begin = ++i;
-    if (!digit(i)) return std::nullopt;
-    while (digit(i)) ++i;
-    frac_part = text.substr(begin, i - begin);
-    while (!frac_part.empty() && frac_part.back() == '0') frac_part.remove_suffix(1);
-  }
-  std::string_view exponent_part;  // with its sign
-  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
-    const std::size_t begin = ++i;
-    if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
-    if (!digit(i)) return std::nullopt;
-    while (digit(i)) ++i;
-    exponent_part = text.substr(begin, i - begin);
-  }
-  if (i != text.size()) return std::nullopt;
-  // Any zero is 0, before the exponent is looked at: "-0" and "0e99999999999" included.
-  if (int_part.empty() && frac_part.empty()) return json_integer{};
-
-  std::int32_t exponent = 0;  // Go parses it as an int32
-  if (!exponent_part.empty()) {
-    if (exponent_part.front() == '+') exponent_part.remove_prefix(1);
-    const char* end = exponent_part.data() + exponent_part.size();
-    if (std::from_chars(exponent_part.data(), end, exponent).ec != std::errc()) return std::nullopt;
-  }
-  auto push = [&](char c) {
-    const auto d = static_cast<std::uint64_t>(c - '0');
-    if (result.magnitude > (std::numeric_limits<std::uint64_t>::max() - d) / 10) return false;
-    result.magnitude = result.magnitude * 10 + d;
-    return true;
-  };
-  const auto int_size = static_cast<std::int64_t>(int_part.size());
-  const auto frac_size = static_cast<std::int64_t>(frac_part.size());
-  if (exponent >= 0) {
-    if (frac_size > exponent || int_size + exponent > 20) return std::nullopt;
-    for (char c : int_part)
-      if (!push(c)) return std::nullopt;
-    for (char c : frac_part)
-      if (!push(c)) return std::nullopt;
-    for (std::int64_t k = frac_size; k < exponent; ++k)
-      if (!push('0')) return std::nullopt;
-    return result;
-  }
-  const std::int64_t point = int_size + exponent;
-  if (frac_size > 0 || point <= 0) return std::nullopt;  // point 0 would shift out the leading non-zero digit
-  for (std::int64_t k = 0; k < int_size; ++k) {
-    if (k >= point ? int_part[k] != '0' : !push(int_part[k])) return std::nullopt;
-  }
-  return result;
-}
-
-std::optional<std::uint64_t> to_unsigned(std::string_view text, std::uint64_t max) {
-  const auto n = to_integer(text);
-  if (!n || (n->negative && n->magnitude != 0) || n->magnitude > max) return std::nullopt;
-  return n->magnitude;
-}
-
-std::optional<std::int32_t> to_int32(std::string_view text) {
-  const auto n = to_integer(text);
-  if (!n) return std::nullopt;
-  const std::uint64_t limit = n->negative ? std::uint64_t{1} << 31 : (std::uint64_t{1} << 31) - 1;
-  if (n->magnitude > limit) return std::nullopt;
-  return static_cast<std::int32_t>(n->negative ? -static_cast<std::int64_t>(n->magnitude)
-                                               : static_cast<std::int64_t>(n->magnitude));
-}
 
 enum class where : std::uint8_t { root, request, descriptors, descriptor, entries, entry, limit, done };
 
@@ -431,115 +340,6 @@ class request_reader {
   std::string error_;
 };
 
-// Writes a JSON object's members, adding the commas.
-class object_writer {
- public:
-  explicit object_writer(std::string& out) : out_(out) { out_ += '{'; }
-  std::string& key(std::string_view name) {
-    out_ += first_ ? "\"" : ",\"";
-    first_ = false;
-    out_ += name;
-    out_ += "\":";
-    return out_;
-  }
-  void close() { out_ += '}'; }
-
- private:
-  std::string& out_;
-  bool first_ = true;
-};
-
-// Escapes as Go's protojson does: quotes, backslashes and control characters; everything else verbatim.
-void append_string(std::string& out, std::string_view s) {
-  static constexpr char hex[] = "0123456789abcdef";
-  out += '"';
-  std::size_t run = 0;  // start of the pending unescaped run
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
-    out.append(s, run, i - run);
-    run = i + 1;
-    // Go's short forms where they exist, else \u00XX with lower-case hex.
-    static constexpr std::string_view short_from = "\"\\\b\f\n\r\t", short_to = "\"\\bfnrt";
-    if (const auto k = short_from.find(static_cast<char>(c)); k != std::string_view::npos) {
-      out += {'\\', short_to[k]};
-    } else {
-      out += {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 0xf]};
-    }
-  }
-  out.append(s, run);
-  out += '"';
-}
-
-void append_uint(std::string& out, std::uint64_t v) {
-  char buf[20];
-  const auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;
-  out.append(buf, end);
-}
-
-// protojson writes a known enum value by name and an unknown one by number.
-template <std::size_t N>
-void append_enum(std::string& out, const std::array<std::string_view, N>& names, int value) {
-  if (value >= 0 && static_cast<std::size_t>(value) < N) {
-    append_string(out, names[static_cast<std::size_t>(value)]);
-  } else {
-    char buf[12];
-    out.append(buf, std::to_chars(buf, buf + sizeof buf, value).ptr);
-  }
-}
-
-// Duration in the proto3 JSON form: "58s", "1.500s", "0.000001s" (0, 3, 6 or 9 fractional digits).
-void append_duration(std::string& out, const google::protobuf::Duration& d) {
-  const std::int64_t seconds = d.seconds();
-  const std::int64_t nanos = d.nanos();
-  out += '"';
-  if (seconds < 0 || nanos < 0) out += '-';
-  append_uint(out,
-              seconds < 0 ? 0 - static_cast<std::uint64_t>(seconds) : static_cast<std::uint64_t>(seconds));
-  if (nanos != 0) {
-    auto fraction = static_cast<std::uint32_t>(nanos < 0 ? -nanos : nanos);
-    int digits = 9;
-    for (; digits > 3 && fraction % 1000 == 0; digits -= 3) fraction /= 1000;
-    char buf[10] = {'.'};
-    for (int i = digits; i > 0; --i, fraction /= 10) buf[i] = static_cast<char>('0' + fraction % 10);
-    out.append(buf, static_cast<std::size_t>(digits) + 1);
-  }
-  out += "s\"";
-}
-
-void append_headers(object_writer& object, std::string_view name,
-                    const google::protobuf::RepeatedPtrField<envoy::config::core::v3::HeaderValue>& headers) {
-  if (headers.empty()) return;
-  std::string& out = object.key(name);
-  out += '[';
-  for (int i = 0; i < headers.size(); ++i) {
-    if (i > 0) out += ',';
-    object_writer header(out);
-    if (!headers[i].key().empty()) append_string(header.key("key"), headers[i].key());
-    if (!headers[i].value().empty()) append_string(header.key("value"), headers[i].value());
-    header.close();
-  }
-  out += ']';
-}
-
-void append_status(std::string& out, const rls_response::DescriptorStatus& status) {
-  object_writer object(out);
-  if (status.code() != 0) append_enum(object.key("code"), codes, status.code());
-  if (status.has_current_limit()) {
-    const auto& limit = status.current_limit();
-    object_writer current(object.key("currentLimit"));
-    if (!limit.name().empty()) append_string(current.key("name"), limit.name());
-    if (limit.requests_per_unit() != 0)
-      append_uint(current.key("requestsPerUnit"), limit.requests_per_unit());
-    if (limit.unit() != 0) append_enum(current.key("unit"), response_units, limit.unit());
-    current.close();
-  }
-  if (status.limit_remaining() != 0) append_uint(object.key("limitRemaining"), status.limit_remaining());
-  if (status.has_duration_until_reset())
-    append_duration(object.key("durationUntilReset"), status.duration_until_reset());
-  object.close();
-}
-
 }  // namespace
 
 std::optional<std::string> parse_request_json(std::string_view body, rls_request& out) {
@@ -552,27 +352,6 @@ std::optional<std::string> parse_request_json(std::string_view body, rls_request
   if (!ec && used != body.size()) ec = boost::json::make_error_code(boost::json::error::extra_data);
   if (ec) return "invalid JSON: " + ec.message();
   return std::nullopt;
-}
-
-std::string response_to_json(const rls_response& response) {
-  std::string out;
-  out.reserve(32 + 128 * static_cast<std::size_t>(response.statuses_size()) +
-              64 * static_cast<std::size_t>(response.response_headers_to_add_size() +
-                                            response.request_headers_to_add_size()));
-  object_writer object(out);
-  if (response.overall_code() != 0) append_enum(object.key("overallCode"), codes, response.overall_code());
-  if (!response.statuses().empty()) {
-    object.key("statuses") += '[';
-    for (int i = 0; i < response.statuses_size(); ++i) {
-      if (i > 0) out += ',';
-      append_status(out, response.statuses(i));
-    }
-    out += ']';
-  }
-  append_headers(object, "responseHeadersToAdd", response.response_headers_to_add());
-  append_headers(object, "requestHeadersToAdd", response.request_headers_to_add());
-  object.close();
-  return out;
 }
 
 }  // namespace sluice::ratelimit::api

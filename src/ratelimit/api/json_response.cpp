@@ -1,0 +1,149 @@
+#include <array>
+#include <charconv>
+#include <cstdint>
+#include <string>
+
+#include "ratelimit/api/json_codec.hpp"
+
+namespace sluice::ratelimit::api {
+
+namespace {
+
+// Indexed by enum number: the response's Unit has WEEK = 7.
+constexpr std::array<std::string_view, 8> response_units{"UNKNOWN", "SECOND", "MINUTE", "HOUR",
+                                                         "DAY",     "MONTH",  "YEAR",   "WEEK"};
+constexpr std::array<std::string_view, 3> codes{"UNKNOWN", "OK", "OVER_LIMIT"};
+
+// Writes a JSON object's members, adding the commas.
+class object_writer {
+ public:
+  explicit object_writer(std::string& out) : out_(out) { out_ += '{'; }
+  std::string& key(std::string_view name) {
+    out_ += first_ ? "\"" : ",\"";
+    first_ = false;
+    out_ += name;
+    out_ += "\":";
+    return out_;
+  }
+  void close() { out_ += '}'; }
+
+ private:
+  std::string& out_;
+  bool first_ = true;
+};
+
+// Escapes as Go's protojson does: quotes, backslashes and control characters; everything else verbatim.
+void append_string(std::string& out, std::string_view s) {
+  static constexpr char hex[] = "0123456789abcdef";
+  out += '"';
+  std::size_t run = 0;  // start of the pending unescaped run
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out.append(s, run, i - run);
+    run = i + 1;
+    // Go's short forms where they exist, else \u00XX with lower-case hex.
+    static constexpr std::string_view short_from = "\"\\\b\f\n\r\t", short_to = "\"\\bfnrt";
+    if (const auto k = short_from.find(static_cast<char>(c)); k != std::string_view::npos) {
+      out += {'\\', short_to[k]};
+    } else {
+      out += {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 0xf]};
+    }
+  }
+  out.append(s, run);
+  out += '"';
+}
+
+void append_uint(std::string& out, std::uint64_t v) {
+  char buf[20];
+  const auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;
+  out.append(buf, end);
+}
+
+// protojson writes a known enum value by name and an unknown one by number.
+template <std::size_t N>
+void append_enum(std::string& out, const std::array<std::string_view, N>& names, int value) {
+  if (value >= 0 && static_cast<std::size_t>(value) < N) {
+    append_string(out, names[static_cast<std::size_t>(value)]);
+  } else {
+    char buf[12];
+    out.append(buf, std::to_chars(buf, buf + sizeof buf, value).ptr);
+  }
+}
+
+// Duration in the proto3 JSON form: "58s", "1.500s", "0.000001s" (0, 3, 6 or 9 fractional digits).
+void append_duration(std::string& out, const google::protobuf::Duration& d) {
+  const std::int64_t seconds = d.seconds();
+  const std::int64_t nanos = d.nanos();
+  out += '"';
+  if (seconds < 0 || nanos < 0) out += '-';
+  append_uint(out,
+              seconds < 0 ? 0 - static_cast<std::uint64_t>(seconds) : static_cast<std::uint64_t>(seconds));
+  if (nanos != 0) {
+    auto fraction = static_cast<std::uint32_t>(nanos < 0 ? -nanos : nanos);
+    int digits = 9;
+    for (; digits > 3 && fraction % 1000 == 0; digits -= 3) fraction /= 1000;
+    char buf[10] = {'.'};
+    for (int i = digits; i > 0; --i, fraction /= 10) buf[i] = static_cast<char>('0' + fraction % 10);
+    out.append(buf, static_cast<std::size_t>(digits) + 1);
+  }
+  out += "s\"";
+}
+
+void append_headers(object_writer& object, std::string_view name,
+                    const google::protobuf::RepeatedPtrField<envoy::config::core::v3::HeaderValue>& headers) {
+  if (headers.empty()) return;
+  std::string& out = object.key(name);
+  out += '[';
+  for (int i = 0; i < headers.size(); ++i) {
+    if (i > 0) out += ',';
+    object_writer header(out);
+    if (!headers[i].key().empty()) append_string(header.key("key"), headers[i].key());
+    if (!headers[i].value().empty()) append_string(header.key("value"), headers[i].value());
+    header.close();
+  }
+  out += ']';
+}
+
+void append_status(std::string& out, const rls_response::DescriptorStatus& status) {
+  object_writer object(out);
+  if (status.code() != 0) append_enum(object.key("code"), codes, status.code());
+  if (status.has_current_limit()) {
+    const auto& limit = status.current_limit();
+    object_writer current(object.key("currentLimit"));
+    if (!limit.name().empty()) append_string(current.key("name"), limit.name());
+    if (limit.requests_per_unit() != 0)
+      append_uint(current.key("requestsPerUnit"), limit.requests_per_unit());
+    if (limit.unit() != 0) append_enum(current.key("unit"), response_units, limit.unit());
+    current.close();
+  }
+  if (status.limit_remaining() != 0) append_uint(object.key("limitRemaining"), status.limit_remaining());
+  if (status.has_duration_until_reset())
+    append_duration(object.key("durationUntilReset"), status.duration_until_reset());
+  object.close();
+}
+
+}  // namespace
+
+std::string response_to_json(const rls_response& response) {
+  std::string out;
+  out.reserve(32 + 128 * static_cast<std::size_t>(response.statuses_size()) +
+              64 * static_cast<std::size_t>(response.response_headers_to_add_size() +
+                                            response.request_headers_to_add_size()));
+  object_writer object(out);
+  if (response.overall_code() != 0) append_enum(object.key("overallCode"), codes, response.overall_code());
+  if (!response.statuses().empty()) {
+    object.key("statuses") += '[';
+    for (int i = 0; i < response.statuses_size(); ++i) {
+      if (i > 0) out += ',';
+      append_status(out, response.statuses(i));
+    }
+    out += ']';
+  }
+  append_headers(object, "responseHeadersToAdd", response.response_headers_to_add());
+  append_headers(object, "requestHeadersToAdd", response.request_headers_to_add());
+  object.close();
+  return out;
+}
+
+}  // namespace sluice::ratelimit::api
