@@ -3,6 +3,7 @@
 // the decision completes: inline on the gRPC thread when the backend needs no I/O (memory), from the
 // io_context otherwise — so a memory-backed decision pays no thread hop.
 
+#include "net/grpc/arena_allocator.hpp"
 #include "net/grpc/call_tracker.hpp"
 #include "ratelimit/service/service.hpp"
 #include "rls.grpc.pb.h"
@@ -12,7 +13,9 @@ namespace sluice::ratelimit::api {
 class rls_grpc_service final : public envoy::service::ratelimit::v3::RateLimitService::CallbackService {
  public:
   rls_grpc_service(service::rate_limit_service& service, net::grpc::call_tracker& calls)
-      : service_(service), calls_(calls) {}
+      : service_(service), calls_(calls) {
+    SetMessageAllocatorFor_ShouldRateLimit(&allocator_);
+  }
 
   ::grpc::ServerUnaryReactor* ShouldRateLimit(::grpc::CallbackServerContext* context,
                                               const service::rls_request* request,
@@ -21,6 +24,7 @@ class rls_grpc_service final : public envoy::service::ratelimit::v3::RateLimitSe
  private:
   service::rate_limit_service& service_;
   net::grpc::call_tracker& calls_;
+  net::grpc::arena_allocator<service::rls_request, service::rls_response> allocator_;
 };
 
 }  // namespace sluice::ratelimit::api
