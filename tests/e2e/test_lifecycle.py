@@ -12,7 +12,7 @@ import unittest
 import grpc
 
 import harness
-from harness import Sluice
+from harness import Sluice, rls_pb2, rls_request_proto
 
 RULES = """
 domain: life
@@ -125,6 +125,26 @@ class Running(unittest.TestCase):
                 self.assertEqual((r.status, r.read()), (200, b'OK'))
         finally:
             conn.close()
+
+
+class UnixSocket(unittest.TestCase):
+    def test_grpc_on_a_unix_socket(self):
+        sock_dir = tempfile.mkdtemp(prefix='sluice-uds-')
+        path = os.path.join(sock_dir, 'rls.sock')
+        try:
+            with Sluice(rules={'life.yaml': RULES}, env={'GRPC_UDS': path}) as server:
+                self.assertIn("Listening for gRPC on 'unix:%s'" % path, server.log())
+                with grpc.insecure_channel('unix:' + path) as ch:
+                    call = ch.unary_unary('/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit',
+                                          request_serializer=rls_pb2.RateLimitRequest.SerializeToString,
+                                          response_deserializer=rls_pb2.RateLimitResponse.FromString)
+                    req = rls_request_proto('life', [[('k', 'v')]])
+                    first = call(req, timeout=5)
+                    second = call(req, timeout=5)
+                self.assertEqual(first.overall_code, rls_pb2.RateLimitResponse.OK)
+                self.assertEqual(second.statuses[0].limit_remaining + 1, first.statuses[0].limit_remaining)
+        finally:
+            shutil.rmtree(sock_dir, ignore_errors=True)
 
 
 class HealthWithConfig(unittest.TestCase):
