@@ -1,0 +1,70 @@
+#include <doctest/doctest.h>
+
+#include "ratelimit/settings.hpp"
+
+using namespace sluice;
+
+TEST_CASE("rate limit settings: upstream's defaults") {
+  auto s = ratelimit::read_module_settings(core::env_reader(std::map<std::string, std::string>{}));
+  CHECK(s.backend_type == "redis");
+  CHECK_FALSE(s.force_start_without_initial_config);
+  CHECK(s.rules.layout.root == "/srv/runtime_data/current");
+  CHECK(s.rules.layout.subdirectory.empty());
+  CHECK(s.rules.layout.app_directory == "config");
+  CHECK(s.rules.layout.watch_root);
+  CHECK_FALSE(s.rules.layout.ignore_dotfiles);
+  CHECK_FALSE(s.rules.merge_domain_config);
+  CHECK_FALSE(s.rules.healthy_with_at_least_one_config_loaded);
+  CHECK_FALSE(s.service.global_shadow_mode);
+  CHECK_FALSE(s.service.response_headers_enabled);
+  CHECK(s.service.limit_header == "RateLimit-Limit");
+  CHECK(s.service.remaining_header == "RateLimit-Remaining");
+  CHECK(s.service.reset_header == "RateLimit-Reset");
+  CHECK(s.limiter.near_limit_ratio == doctest::Approx(0.8));
+  CHECK(s.limiter.cache_key_prefix.empty());
+  CHECK(s.limiter.expiration_jitter_max_seconds == 300);
+  CHECK(s.limiter.local_cache_size_bytes == 0);
+  CHECK_FALSE(s.limiter.stop_cache_key_increment_when_overlimit);
+}
+
+TEST_CASE("rate limit settings: values are read, bad ones name the variable") {
+  auto s =
+      ratelimit::read_module_settings(core::env_reader({{"BACKEND_TYPE", "memory"},
+                                                        {"RUNTIME_ROOT", "/etc/rl"},
+                                                        {"RUNTIME_SUBDIRECTORY", "sub"},
+                                                        {"RUNTIME_WATCH_ROOT", "false"},
+                                                        {"SHADOW_MODE", "1"},
+                                                        {"LIMIT_RESET_HEADER", "X-Reset"},
+                                                        {"NEAR_LIMIT_RATIO", "0.5"},
+                                                        {"CACHE_KEY_PREFIX", "p:"},
+                                                        {"EXPIRATION_JITTER_MAX_SECONDS", "0"},
+                                                        {"LOCAL_CACHE_SIZE_IN_BYTES", "1048576"},
+                                                        {"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "true"},
+                                                        {"MEMORY_MAX_COUNTERS", "5000"}}));
+  CHECK(s.backend_type == "memory");
+  CHECK(s.rules.layout.rules_directory() == "/etc/rl/sub/config");
+  CHECK(s.rules.layout.name_prefix().empty());
+  CHECK(s.service.global_shadow_mode);
+  CHECK(s.service.reset_header == "X-Reset");
+  CHECK(s.limiter.near_limit_ratio == doctest::Approx(0.5));
+  CHECK(s.limiter.cache_key_prefix == "p:");
+  CHECK(s.limiter.expiration_jitter_max_seconds == 0);
+  CHECK(s.limiter.local_cache_size_bytes == 1048576);
+  CHECK(s.limiter.stop_cache_key_increment_when_overlimit);
+  CHECK(s.memory_max_counters == 5000);
+
+  auto fails = [](std::string name, std::string value) {
+    return ratelimit::read_module_settings(core::env_reader({{std::move(name), std::move(value)}}));
+  };
+  CHECK_THROWS_WITH_AS(fails("BACKEND_TYPE", "mysql"),
+                       "invalid value 'mysql' for BACKEND_TYPE: expected one of redis, memcache, memory",
+                       core::settings_error);
+  CHECK_THROWS_WITH_AS(fails("CONFIG_TYPE", "XDS"),
+                       "invalid value 'XDS' for CONFIG_TYPE: expected one of FILE, GRPC_XDS_SOTW",
+                       core::settings_error);
+  CHECK_THROWS_AS(fails("CONFIG_TYPE", "GRPC_XDS_SOTW"), core::settings_error);
+  CHECK_THROWS_WITH_AS(fails("NEAR_LIMIT_RATIO", "1.5"),
+                       "invalid value '1.5' for NEAR_LIMIT_RATIO: expected a number from 0 to 1",
+                       core::settings_error);
+  CHECK_THROWS_AS(fails("MERGE_DOMAIN_CONFIG", "yes"), core::settings_error);
+}
