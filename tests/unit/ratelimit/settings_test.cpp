@@ -54,7 +54,8 @@ TEST_CASE("rate limit settings: values are read, bad ones name the variable") {
   CHECK(s.memory_max_counters == 5000);
 
   auto fails = [](std::string name, std::string value) {
-    return ratelimit::read_module_settings(core::env_reader({{std::move(name), std::move(value)}}));
+    return ratelimit::read_module_settings(
+        core::env_reader(std::map<std::string, std::string>{{std::move(name), std::move(value)}}));
   };
   CHECK_THROWS_WITH_AS(fails("BACKEND_TYPE", "mysql"),
                        "invalid value 'mysql' for BACKEND_TYPE: expected one of redis, memcache, memory",
