@@ -1,6 +1,7 @@
 """Command line, start-up, health and graceful shutdown (reference §7.2, §7.6, §7.7, §12.2; issue 2)."""
 
 import http.client
+import json
 import os
 import re
 import shutil
@@ -125,6 +126,33 @@ class Running(unittest.TestCase):
                 self.assertEqual((r.status, r.read()), (200, b'OK'))
         finally:
             conn.close()
+
+
+class LogFormats(unittest.TestCase):
+    def test_text_lines_have_time_level_msg(self):
+        with Sluice(rules={'life.yaml': RULES}) as server:
+            log = server.log()
+        line = [ln for ln in log.splitlines() if 'Listening for HTTP on' in ln][0]
+        self.assertRegex(line, r'^time="\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z" level=warning '
+                               r'msg="Listening for HTTP on \'127\.0\.0\.1:\d+\'"$')
+
+    def test_json_lines_have_message_timestamp_level(self):
+        with Sluice(rules={'life.yaml': RULES}, env={'LOG_FORMAT': 'JSON'}) as server:
+            log = server.log()
+        records = [json.loads(ln) for ln in log.splitlines() if ln.strip()]
+        self.assertTrue(records)
+        for r in records:
+            self.assertEqual(set(r), {'@message', '@timestamp', 'level'})
+            self.assertRegex(r['@timestamp'], r'^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z$')
+        listening = [r for r in records if r['@message'].startswith('Listening for gRPC on')]
+        self.assertEqual(len(listening), 1)
+        self.assertEqual(listening[0]['level'], 'warning')
+
+    def test_log_level_filters(self):
+        with Sluice(rules={'life.yaml': RULES}, env={'LOG_LEVEL': 'error'}) as server:
+            log = server.log()
+        self.assertNotIn('Listening for HTTP on', log)
+        self.assertNotIn('level=info', log)
 
 
 class UnixSocket(unittest.TestCase):
