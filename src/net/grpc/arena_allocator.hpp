@@ -1,7 +1,7 @@
 #pragma once
-// A gRPC callback-API message allocator that puts each call's request and response on one protobuf arena whose
-// first block lives inside the holder: a call's messages, strings and repeated fields cost one allocation
-// instead of one per field.
+// A gRPC callback-API message allocator that puts each call's request and response on one protobuf arena
+// whose first block lives inside the holder: a call's messages, strings and repeated fields cost one
+// allocation instead of one per field.
 
 #include <google/protobuf/arena.h>
 #include <grpcpp/support/message_allocator.h>

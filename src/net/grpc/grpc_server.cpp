@@ -29,8 +29,9 @@ std::string server::address() const {
 }
 
 void server::start() {
-  // Debian's Abseil is built without NDEBUG, so every absl::Mutex lock inside gRPC also maintains a lock-order
-  // graph for deadlock detection: a measurable share of each call's cost. gRPC is not ours to debug here.
+  // Debian's Abseil is built without NDEBUG, so every absl::Mutex lock inside gRPC also maintains a
+  // lock-order graph for deadlock detection: a measurable share of each call's cost. gRPC is not ours to
+  // debug here.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   ::grpc::EnableDefaultHealthCheckService(true);
   ::grpc::ServerBuilder builder;
