@@ -12,6 +12,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <cstdio>
 #include <iostream>
+#include <mutex>
 #include <thread>
 
 #include "core/env.hpp"
@@ -22,8 +23,10 @@
 #include "ratelimit/api/grpc_service.hpp"
 #include "ratelimit/api/http_handlers.hpp"
 #include "ratelimit/backends/memory/memory_backend.hpp"
+#include "ratelimit/backends/redis/redis_backend.hpp"
 #include "ratelimit/config/directory.hpp"
 #include "ratelimit/settings.hpp"
+#include "redis/pool.hpp"
 #include "stats/store.hpp"
 
 namespace asio = boost::asio;
@@ -123,36 +126,96 @@ asio::awaitable<void> sweep_loop(ratelimit::backends::memory::memory_backend& ba
   }
 }
 
+// The counter store chosen by BACKEND_TYPE, with what it needs kept alive.
+struct backend_holder {
+  std::unique_ptr<ratelimit::backends::memory::memory_backend> memory;
+  std::unique_ptr<redis::pool> redis_main;
+  std::unique_ptr<redis::pool> redis_per_second;
+  std::unique_ptr<ratelimit::backends::redis::redis_backend> redis;
+  std::unique_ptr<asio::steady_timer> timer;  // memory: the sweep; redis: the start-up deadline
+
+  ratelimit::limiter::backend& get() {
+    if (memory) return *memory;
+    return *redis;
+  }
+  void stop() {
+    if (timer) timer->cancel();
+    if (redis_main) redis_main->stop();
+    if (redis_per_second) redis_per_second->stop();
+  }
+};
+
+void start_redis(backend_holder& b, const ratelimit::redis_settings& settings, asio::io_context& ioc,
+                 core::health& health, std::function<void()> give_up) {
+  b.redis_main =
+      std::make_unique<redis::pool>(ioc.get_executor(), settings.main.connection, settings.main.pool_size);
+  if (settings.per_second) {
+    b.redis_per_second = std::make_unique<redis::pool>(ioc.get_executor(), settings.per_second->connection,
+                                                       settings.per_second->pool_size);
+  }
+  b.redis =
+      std::make_unique<ratelimit::backends::redis::redis_backend>(*b.redis_main, b.redis_per_second.get());
+  // Healthy once every store has been reached; with REDIS_HEALTH_CHECK_ACTIVE_CONNECTION, only while each has
+  // a live connection.
+  auto component = health.add_component("redis", false);
+  auto update = [&b, &health, component, follow = settings.health_check_active_connection](std::size_t) {
+    bool up = b.redis_main->connected_count() > 0 &&
+              (!b.redis_per_second || b.redis_per_second->connected_count() > 0);
+    if (up || follow) health.set(component, up);
+  };
+  core::log_info("connecting to redis on ", settings.main.connection.address, " with pool size ",
+                 settings.main.pool_size);
+  b.redis_main->start(update);
+  if (b.redis_per_second) b.redis_per_second->start(update);
+  if (settings.startup_max_elapsed.count() > 0) {
+    b.timer = std::make_unique<asio::steady_timer>(ioc, settings.startup_max_elapsed);
+    b.timer->async_wait([&b, give_up = std::move(give_up), settings](const boost::system::error_code& ec) {
+      if (ec || b.redis_main->connected_count() > 0) return;
+      core::log_error("timed out waiting for Redis connection to ", settings.main.connection.address,
+                      " after ", settings.startup_max_elapsed.count(), "ms: ", b.redis_main->last_error());
+      give_up();
+    });
+  }
+}
+
 int run_server() {
   core::env_reader env;
   auto proc = read_process_settings(env);
   auto rl = ratelimit::read_module_settings(env);
   core::log_init(proc.log_level, proc.log_json);
-  if (rl.backend_type != "memory") {
-    throw core::settings_error(
-        core::cat("BACKEND_TYPE=", rl.backend_type,
-                  ": this backend is not available in this build yet; set BACKEND_TYPE=memory"));
-  }
 
   stats::store stats;
   core::system_clock clock;
   core::health health;
   auto sigterm_component = health.add_component("sigterm", true);
+  asio::io_context ioc(static_cast<int>(proc.io_threads));
+  auto work = asio::make_work_guard(ioc);
+  int exit_code = 0;
+  std::function<void()> shutdown;
 
-  ratelimit::backends::memory::memory_backend backend(clock, rl.memory_max_counters);
+  backend_holder backend;
+  if (rl.backend_type == "memory") {
+    backend.memory =
+        std::make_unique<ratelimit::backends::memory::memory_backend>(clock, rl.memory_max_counters);
+    backend.timer = std::make_unique<asio::steady_timer>(ioc);
+    asio::co_spawn(ioc, sweep_loop(*backend.memory, *backend.timer), asio::detached);
+  } else {
+    start_redis(backend, rl.redis, ioc, health, [&] {
+      exit_code = 1;
+      shutdown();
+    });
+  }
   ratelimit::limiter::limiter limiter(rl.limiter, clock);
-  ratelimit::service::rate_limit_service service(rl.service, limiter, backend, stats);
+  ratelimit::service::rate_limit_service service(rl.service, limiter, backend.get(), stats);
   ratelimit::service::rules_source rules(rl.rules, service, stats, health);
   if (auto error = rules.load(); error && !rl.force_start_without_initial_config) {
     core::log_error(
         "cannot start without rate limit rules (set FORCE_START_WITHOUT_INITIAL_CONFIG=true to start "
         "anyway): ",
         *error);
+    backend.stop();
     return 1;
   }
-
-  asio::io_context ioc(static_cast<int>(proc.io_threads));
-  auto work = asio::make_work_guard(ioc);
 
   auto routes = std::make_shared<net::http::router>();
   ratelimit::api::add_http_routes(*routes, service, health);
@@ -167,24 +230,31 @@ int run_server() {
 
   http.start();
   rules.watch(ioc.get_executor());
-  asio::steady_timer sweep_timer(ioc);
-  asio::co_spawn(ioc, sweep_loop(backend, sweep_timer), asio::detached);
 
   std::thread stopper;
+  std::once_flag stopping;
+  shutdown = [&] {
+    std::call_once(stopping, [&] {
+      health.set(sigterm_component, false);
+      http.stop();
+      rules.stop();
+      // gRPC's Shutdown blocks until in-flight calls finish, and those may finish on this io_context; the
+      // backend stops after them.
+      stopper = std::thread([&] {
+        grpc.shutdown(proc.shutdown_grace);
+        asio::post(ioc, [&] {
+          backend.stop();
+          work.reset();
+        });
+      });
+    });
+  };
   asio::signal_set signals(ioc, SIGTERM, SIGINT);
   signals.async_wait([&](const boost::system::error_code& ec, int signo) {
     if (ec) return;
     core::log_warn("Received signal ", signo == SIGTERM ? "terminated" : "interrupt",
                    ", initiating shutdown");
-    health.set(sigterm_component, false);
-    http.stop();
-    rules.stop();
-    sweep_timer.cancel();
-    // gRPC's Shutdown blocks until in-flight calls finish, and those may finish on this io_context.
-    stopper = std::thread([&] {
-      grpc.shutdown(proc.shutdown_grace);
-      asio::post(ioc, [&] { work.reset(); });
-    });
+    shutdown();
   });
 
   core::log_warn("Listening for HTTP on '", http_endpoint.address().to_string(), ":", http_endpoint.port(),
@@ -197,7 +267,7 @@ int run_server() {
   for (auto& t : threads) t.join();
   if (stopper.joinable()) stopper.join();
   core::log_warn("Shutdown complete");
-  return 0;
+  return exit_code;
 }
 
 }  // namespace

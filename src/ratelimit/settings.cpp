@@ -4,6 +4,68 @@
 
 namespace sluice::ratelimit {
 
+namespace {
+
+std::chrono::milliseconds to_ms(std::chrono::nanoseconds d) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d);
+}
+
+// REDIS_<...> or REDIS_PERSECOND_<...>: upstream's names and defaults (reference §1.7).
+redis_store_settings read_redis_store(const core::env_reader& env, const std::string& prefix,
+                                      std::string_view default_url) {
+  redis_store_settings s;
+  auto& c = s.connection;
+  auto type = env.get_choice(prefix + "TYPE", "single", {"single", "sentinel", "cluster"}, true);
+  if (type != "single") {
+    throw core::settings_error(core::cat(prefix, "TYPE=", type, ": only single is supported in this build"));
+  }
+  auto socket_type = env.get_choice(prefix + "SOCKET_TYPE", "unix", {"tcp", "unix"}, true);
+  c.unix_socket = socket_type == "unix";
+  c.address = env.get_string(prefix + "URL", default_url);
+  if (!c.unix_socket && c.address.rfind(':') == std::string::npos) {
+    throw core::settings_error(core::cat("invalid value '", c.address, "' for ", prefix,
+                                         "URL: expected host:port (", prefix, "SOCKET_TYPE is tcp)"));
+  }
+  s.pool_size = env.get_uint(prefix + "POOL_SIZE", s.pool_size, 1, 1024);
+  auto auth = env.get_string(prefix + "AUTH", "");
+  if (auto colon = auth.find(':'); colon != std::string::npos) {
+    c.username = auth.substr(0, colon);
+    c.password = auth.substr(colon + 1);
+  } else {
+    c.password = auth;
+  }
+  if (env.get_bool(prefix + "TLS", false)) {
+    throw core::settings_error(
+        core::cat(prefix, "TLS=true: TLS to Redis is not supported in this build yet"));
+  }
+  c.write_window = std::chrono::duration_cast<std::chrono::microseconds>(
+      env.get_duration(prefix + "PIPELINE_WINDOW", std::chrono::nanoseconds{0}));
+  c.write_limit = env.get_uint(prefix + "PIPELINE_LIMIT", 0, 0, 1'000'000);
+  c.connect_timeout = to_ms(env.get_duration(prefix + "TIMEOUT", std::chrono::seconds{10}));
+  c.request_timeout = to_ms(env.get_duration("REDIS_OP_TIMEOUT", std::chrono::milliseconds{250}));
+  if (c.request_timeout.count() <= 0) {
+    throw core::settings_error("invalid value for REDIS_OP_TIMEOUT: expected a duration of at least 1ms");
+  }
+  return s;
+}
+
+redis_settings read_redis(const core::env_reader& env) {
+  redis_settings r;
+  r.main = read_redis_store(env, "REDIS_", "/var/run/nutcracker/ratelimit.sock");
+  if (env.get_bool("REDIS_PERSECOND", false)) {
+    r.per_second = read_redis_store(env, "REDIS_PERSECOND_", "/var/run/nutcracker/ratelimitpersecond.sock");
+  }
+  r.health_check_active_connection = env.get_bool("REDIS_HEALTH_CHECK_ACTIVE_CONNECTION", false);
+  r.startup_max_elapsed =
+      to_ms(env.get_duration("REDIS_STARTUP_MAX_ELAPSED_TIME", std::chrono::nanoseconds{0}));
+  // Accepted for compatibility; reconnects use Sluice's own short backoff (see README).
+  env.get_duration("REDIS_STARTUP_INITIAL_INTERVAL", std::chrono::seconds{1});
+  env.get_duration("REDIS_STARTUP_MAX_INTERVAL", std::chrono::seconds{30});
+  return r;
+}
+
+}  // namespace
+
 module_settings read_module_settings(const core::env_reader& env) {
   module_settings s;
   auto config_type = env.get_choice("CONFIG_TYPE", "FILE", {"FILE", "GRPC_XDS_SOTW"}, false);
@@ -14,6 +76,11 @@ module_settings read_module_settings(const core::env_reader& env) {
   s.backend_type = env.get_choice("BACKEND_TYPE", "redis", {"redis", "memcache", "memory"}, false);
   s.force_start_without_initial_config = env.get_bool("FORCE_START_WITHOUT_INITIAL_CONFIG", false);
   s.memory_max_counters = env.get_uint("MEMORY_MAX_COUNTERS", s.memory_max_counters, 1024, 1'000'000'000);
+  if (s.backend_type == "memcache") {
+    throw core::settings_error(
+        "BACKEND_TYPE=memcache: the Memcached backend is not available in this build yet");
+  }
+  if (s.backend_type == "redis") s.redis = read_redis(env);
 
   auto& layout = s.rules.layout;
   layout.root = env.get_string("RUNTIME_ROOT", layout.root);
@@ -27,6 +94,7 @@ module_settings read_module_settings(const core::env_reader& env) {
 
   auto& svc = s.service;
   svc.global_shadow_mode = env.get_bool("SHADOW_MODE", false);
+  svc.fail_open = env.get_bool("BACKEND_FAIL_OPEN", false);
   svc.response_headers_enabled = env.get_bool("LIMIT_RESPONSE_HEADERS_ENABLED", false);
   svc.limit_header = env.get_string("LIMIT_LIMIT_HEADER", svc.limit_header);
   svc.remaining_header = env.get_string("LIMIT_REMAINING_HEADER", svc.remaining_header);

@@ -2,20 +2,37 @@
 // The rate limit module's settings, read once from the environment with upstream's names and defaults
 // (reference §1). Anything invalid throws core::settings_error naming the variable.
 
+#include <chrono>
 #include <cstddef>
+#include <optional>
 #include <string>
 
 #include "core/env.hpp"
 #include "ratelimit/limiter/limiter.hpp"
 #include "ratelimit/service/rules_source.hpp"
 #include "ratelimit/service/service.hpp"
+#include "redis/connection.hpp"
 
 namespace sluice::ratelimit {
+
+// One Redis store (REDIS_* or REDIS_PERSECOND_*).
+struct redis_store_settings {
+  redis::connection_config connection;
+  std::size_t pool_size = 10;
+};
+
+struct redis_settings {
+  redis_store_settings main;
+  std::optional<redis_store_settings> per_second;    // REDIS_PERSECOND=true
+  bool health_check_active_connection = false;       // REDIS_HEALTH_CHECK_ACTIVE_CONNECTION
+  std::chrono::milliseconds startup_max_elapsed{0};  // REDIS_STARTUP_MAX_ELAPSED_TIME: 0 = wait forever
+};
 
 struct module_settings {
   std::string backend_type = "redis";               // BACKEND_TYPE: redis | memcache | memory
   bool force_start_without_initial_config = false;  // FORCE_START_WITHOUT_INITIAL_CONFIG
   std::size_t memory_max_counters = 2'000'000;      // MEMORY_MAX_COUNTERS
+  redis_settings redis;                             // read only when backend_type is redis
   service::rules_source_settings rules;
   service::settings service;
   limiter::settings limiter;

@@ -665,6 +665,453 @@ class Sluice:
         return d.statuses[0].limit
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# Redis (Debian's redis-server / redis-cli), for the Redis backend's tests
+
+REDIS_SERVER = os.environ.get('SLUICE_REDIS_SERVER') or shutil.which('redis-server') or '/usr/bin/redis-server'
+REDIS_CLI = os.environ.get('SLUICE_REDIS_CLI') or shutil.which('redis-cli') or '/usr/bin/redis-cli'
+
+
+def _resp_command(*args):
+    out = [b'*%d\r\n' % len(args)]
+    for a in args:
+        if not isinstance(a, bytes):
+            a = str(a).encode('utf-8')
+        out.append(b'$%d\r\n%s\r\n' % (len(a), a))
+    return b''.join(out)
+
+
+_MONITOR_ARG_RE = re.compile(r'"((?:[^"\\]|\\.)*)"')
+_MONITOR_ESCAPES = {'n': '\n', 'r': '\r', 't': '\t', 'a': '\a', 'b': '\b', '"': '"', '\\': '\\'}
+
+
+def _unrepr(text):
+    out = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == '\\' and i + 1 < len(text):
+            n = text[i + 1]
+            if n == 'x' and i + 3 < len(text):
+                out.append(chr(int(text[i + 2:i + 4], 16)))
+                i += 4
+                continue
+            out.append(_MONITOR_ESCAPES.get(n, n))
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    return ''.join(out)
+
+
+class RedisError(Exception):
+    pass
+
+
+class RespClient:
+    """A minimal blocking RESP2 client on one connection (the harness' own reads of Redis state)."""
+
+    def __init__(self, port, auth=None, timeout=5.0):
+        self.sock = socket.create_connection(('127.0.0.1', port), timeout=timeout)
+        self.addr = '127.0.0.1:%d' % self.sock.getsockname()[1]
+        self._buf = b''
+        if auth:
+            self.command('AUTH', *auth)
+
+    def close(self):
+        self.sock.close()
+
+    def command(self, *args):
+        self.sock.sendall(_resp_command(*args))
+        reply = self._reply()
+        if isinstance(reply, RedisError):
+            raise reply
+        return reply
+
+    def _line(self):
+        while b'\r\n' not in self._buf:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise OSError('Redis closed the connection')
+            self._buf += chunk
+        line, _, self._buf = self._buf.partition(b'\r\n')
+        return line
+
+    def _exact(self, n):
+        while len(self._buf) < n + 2:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise OSError('Redis closed the connection')
+            self._buf += chunk
+        data, self._buf = self._buf[:n], self._buf[n + 2:]
+        return data
+
+    def _reply(self):
+        line = self._line()
+        kind, rest = line[:1], line[1:]
+        if kind == b'+':
+            return rest.decode('utf-8', 'replace')
+        if kind == b'-':
+            return RedisError(rest.decode('utf-8', 'replace'))
+        if kind == b':':
+            return int(rest)
+        if kind == b'$':
+            n = int(rest)
+            return None if n < 0 else self._exact(n).decode('utf-8', 'replace')
+        if kind == b'*':
+            n = int(rest)
+            return None if n < 0 else [self._reply() for _ in range(n)]
+        raise OSError('unexpected RESP reply %r' % line)
+
+
+class RedisServer:
+    """A redis-server of its own on 127.0.0.1 (a free port unless `port` is given), without persistence.
+
+    unix=True:        also listens on a unix socket (`unix_path`, permissions 700).
+    requirepass:      the default user's password.
+    user=(name, pw):  an ACL user with every permission (`--user name on >pw ~* &* +@all`); cli() logs in as it.
+    Killed when the tests end whatever happens (registered like the servers under test).
+    """
+
+    def __init__(self, port=None, unix=False, requirepass=None, user=None, start=True, extra_args=()):
+        self.tmp = tempfile.mkdtemp(prefix='sluice-e2e-redis-')
+        self.port = port or free_port()
+        self.unix_path = os.path.join(self.tmp, 'redis.sock') if unix else None
+        self.requirepass = requirepass
+        self.user = tuple(user) if user else None
+        self.extra_args = list(extra_args)
+        self.proc = None
+        self._log = None
+        self._paused = False
+        self._client = None
+        self.harness_addrs = set()  # the harness' own connections (MONITOR leaves them out)
+        if start:
+            try:
+                self.start()
+            except BaseException:
+                self.close()
+                raise
+
+    # -- process ------------------------------------------------------------------------------------------------
+
+    def args(self):
+        a = [REDIS_SERVER, '--port', str(self.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
+             '--daemonize', 'no', '--dir', self.tmp, '--logfile', '', '--protected-mode', 'no']
+        if self.unix_path:
+            a += ['--unixsocket', self.unix_path, '--unixsocketperm', '700']
+        if self.requirepass is not None:
+            a += ['--requirepass', self.requirepass]
+        if self.user:
+            a += ['--user', self.user[0], 'on', '>' + self.user[1], '~*', '&*', '+@all']
+        return a + self.extra_args
+
+    def start(self, timeout=10.0):
+        if self.running():
+            raise AssertionError('redis-server is already running')
+        if self._log is None:
+            self._log = open(os.path.join(self.tmp, 'redis.log'), 'a+b')
+        self.proc = spawn(self.args(), base_env(), self._log, subprocess.STDOUT)
+        self._paused = False
+        deadline = time.monotonic() + timeout
+        while not self.ping():
+            if self.proc.poll() is not None:
+                rc = reap(self.proc)
+                self.proc = None
+                raise AssertionError('redis-server exited with code %d; log:\n%s' % (rc, self.log()))
+            if time.monotonic() > deadline:
+                raise AssertionError('redis-server did not answer PING within %ss; log:\n%s' % (timeout, self.log()))
+            time.sleep(0.02)
+        return self
+
+    def ping(self):
+        """True when something answers a RESP PING on the port (an auth error counts: the server is up)."""
+        try:
+            with socket.create_connection(('127.0.0.1', self.port), timeout=1.0) as s:
+                s.sendall(_resp_command('PING'))
+                reply = s.recv(256)
+                return reply[:1] in (b'+', b'-')
+        except OSError:
+            return False
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def _drop_client(self):
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def kill(self):
+        """SIGKILL, as a crash: connections are reset, nothing is saved."""
+        self._drop_client()
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.kill()
+        rc = reap(self.proc)
+        self.proc = None
+        self._paused = False
+        return rc
+
+    def stop(self, timeout=10.0):
+        """SIGTERM (redis-server shuts down cleanly; nothing is saved: --save '')."""
+        self._drop_client()
+        if self.proc is None:
+            return None
+        if self._paused:
+            self.resume()
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        rc = reap(self.proc, timeout)
+        self.proc = None
+        return rc
+
+    def restart(self, timeout=10.0):
+        """Kills the server if it runs and starts a new one on the same port (and socket path). Data is lost."""
+        self.kill()
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return self.start(timeout=max(1.0, deadline - time.monotonic()))
+            except AssertionError:
+                # the port may still be held for a moment after the kill
+                if time.monotonic() > deadline or 'in use' not in self.log():
+                    raise
+                time.sleep(0.1)
+
+    def pause(self):
+        """SIGSTOP: connections stay open but nothing is answered."""
+        self.proc.send_signal(signal.SIGSTOP)
+        self._paused = True
+
+    def resume(self):
+        if self.proc is not None and self._paused:
+            self.proc.send_signal(signal.SIGCONT)
+        self._paused = False
+
+    def close(self):
+        try:
+            self.kill()
+        finally:
+            if self._log is not None:
+                self._log.close()
+                self._log = None
+            if KEEP:
+                sys.stderr.write('sluice e2e: kept %s\n' % self.tmp)
+            else:
+                shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def log(self):
+        try:
+            with open(os.path.join(self.tmp, 'redis.log'), 'rb') as f:
+                return f.read().decode('utf-8', 'replace')
+        except OSError:
+            return ''
+
+    # -- settings for sluice ------------------------------------------------------------------------------------
+
+    def address(self):
+        return '127.0.0.1:%d' % self.port
+
+    def auth(self):
+        if self.user:
+            return '%s:%s' % self.user
+        return self.requirepass
+
+    def sluice_env(self, prefix='REDIS_', unix=False):
+        """The REDIS_* (or REDIS_PERSECOND_*) settings that point sluice at this server."""
+        env = {prefix + 'SOCKET_TYPE': 'unix' if unix else 'tcp',
+               prefix + 'URL': self.unix_path if unix else self.address()}
+        if self.auth():
+            env[prefix + 'AUTH'] = self.auth()
+        return env
+
+    # -- client -------------------------------------------------------------------------------------------------
+
+    def cli_args(self):
+        a = [REDIS_CLI, '-h', '127.0.0.1', '-p', str(self.port), '--no-auth-warning', '-e']
+        if self.user:
+            a += ['--user', self.user[0], '--pass', self.user[1]]
+        elif self.requirepass is not None:
+            a += ['-a', self.requirepass]
+        return a
+
+    def cli(self, *args, check=True, timeout=10.0):
+        """redis-cli <args> with the right credentials -> its output without the final newline (raw form: an
+        integer reply is its digits, a nil reply is an empty string)."""
+        r = subprocess.run(self.cli_args() + [str(a) for a in args], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout, env=base_env())
+        out = r.stdout.decode('utf-8', 'replace')
+        if check and r.returncode != 0:
+            raise AssertionError('redis-cli %s failed (%d): %s %s' % (' '.join(map(str, args)), r.returncode, out,
+                                                                     r.stderr.decode('utf-8', 'replace')))
+        return out[:-1] if out.endswith('\n') else out
+
+    def command(self, *args):
+        """One command on the harness' own connection (made again after a restart) -> the reply: str, int, None
+        or a list; an error reply raises RedisError."""
+        for attempt in range(2):
+            if self._client is None:
+                auth = self.user if self.user else ((self.requirepass,) if self.requirepass is not None else None)
+                self._client = RespClient(self.port, auth)
+                self.harness_addrs.add(self._client.addr)
+            try:
+                return self._client.command(*args)
+            except OSError:
+                self._client.close()
+                self._client = None
+                if attempt:
+                    raise
+
+    def get(self, key):
+        """GET key -> str, or None when the key does not exist."""
+        return self.command('GET', key)
+
+    def keys(self, pattern='*'):
+        return sorted(self.command('KEYS', pattern))
+
+    def pttl(self, key):
+        return self.command('PTTL', key)
+
+    def info(self, section):
+        """INFO <section> -> {name: value text}."""
+        out = {}
+        for line in self.command('INFO', section).splitlines():
+            line = line.strip()
+            if not line or line.startswith('#') or ':' not in line:
+                continue
+            k, _, v = line.partition(':')
+            out[k] = v
+        return out
+
+    def command_calls(self):
+        """INFO commandstats -> {'incrby': calls, ...} (lower-case command names; absent = never called). Counts the
+        harness' own commands too (get() is a GET)."""
+        calls = {}
+        for k, v in self.info('commandstats').items():
+            if k.startswith('cmdstat_'):
+                fields = dict(f.split('=', 1) for f in v.split(',') if '=' in f)
+                calls[k[len('cmdstat_'):]] = int(fields.get('calls', 0))
+        return calls
+
+    def reset(self):
+        """FLUSHALL + CONFIG RESETSTAT: no keys, command statistics at zero."""
+        self.command('FLUSHALL')
+        self.command('CONFIG', 'RESETSTAT')
+
+    def clients(self):
+        """CLIENT LIST -> one dict per connection, the harness' own and MONITORs left out."""
+        out = []
+        for line in self.command('CLIENT', 'LIST').splitlines():
+            fields = dict(f.split('=', 1) for f in line.split(' ') if '=' in f)
+            if fields.get('addr') not in self.harness_addrs and 'O' not in fields.get('flags', ''):
+                out.append(fields)
+        return out
+
+    def monitor(self):
+        return RedisMonitor(self)
+
+
+class RedisMonitor:
+    """MONITOR on its own connection: every command the server executes (except the harness' own), as a list of
+    strings, in order. A context manager; commands() returns what was seen so far."""
+
+    def __init__(self, redis):
+        self.redis = redis
+        self._lines = []
+        self._lock = threading.Lock()
+        self._sock = socket.create_connection(('127.0.0.1', redis.port), timeout=5.0)
+        redis.harness_addrs.add('127.0.0.1:%d' % self._sock.getsockname()[1])
+        if redis.user:
+            self._sock.sendall(_resp_command('AUTH', redis.user[0], redis.user[1]))
+            self._expect_ok()
+        elif redis.requirepass is not None:
+            self._sock.sendall(_resp_command('AUTH', redis.requirepass))
+            self._expect_ok()
+        self._buf = b''
+        self._sock.sendall(_resp_command('MONITOR'))
+        self._expect_ok()
+        self._sock.settimeout(None)
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _expect_ok(self):
+        data = b''
+        while b'\r\n' not in data:
+            chunk = self._sock.recv(4096)
+            if not chunk:
+                raise AssertionError('MONITOR connection closed: %r' % data)
+            data += chunk
+        line, _, rest = data.partition(b'\r\n')
+        if line != b'+OK':
+            raise AssertionError('MONITOR set-up failed: %r' % line)
+        self._buf = rest
+
+    def _read(self):
+        buf = self._buf
+        while True:
+            while b'\r\n' in buf:
+                line, _, buf = buf.partition(b'\r\n')
+                text = line.decode('utf-8', 'replace')
+                if text.startswith('+'):
+                    # +1700000000.123456 [0 127.0.0.1:54321] "INCRBY" "key" "1"
+                    head, _, rest = text.partition('] ')
+                    client = head.rpartition(' ')[2]
+                    if client in self.redis.harness_addrs:
+                        continue
+                    args = [_unrepr(m) for m in _MONITOR_ARG_RE.findall(rest)]
+                    with self._lock:
+                        self._lines.append(args)
+            try:
+                chunk = self._sock.recv(65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            buf += chunk
+
+    def commands(self, names=None):
+        """Commands seen so far; `names` (upper-case) keeps only those commands."""
+        with self._lock:
+            got = list(self._lines)
+        if names is not None:
+            got = [c for c in got if c and c[0].upper() in names]
+        return got
+
+    def clear(self):
+        with self._lock:
+            self._lines.clear()
+
+    def wait_for(self, count, names=None, timeout=5.0):
+        """Polls until at least `count` commands (of `names`) were seen; returns them."""
+        wait_until(lambda: len(self.commands(names)) >= count, timeout=timeout,
+                   message='%d commands %s on MONITOR' % (count, sorted(names) if names else ''),
+                   describe=lambda: repr(self.commands(names)))
+        return self.commands(names)
+
+    def close(self):
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._sock.close()
+        self._thread.join(5)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
 def main():
     """unittest.main() for a test module run as a script; exits non-zero on failure."""
     unittest.main(module='__main__', verbosity=int(os.environ.get('SLUICE_E2E_VERBOSITY', '1')))

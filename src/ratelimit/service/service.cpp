@@ -151,6 +151,14 @@ void request_state::complete(const limiter::backend_error* error) noexcept {
   try {
     if (error != nullptr) {
       service_.backend_error_.inc();
+      if (service_.settings_.fail_open) {
+        // Fail open: every descriptor passes, uncounted; the backend error is still counted (redis_error).
+        service_.fail_open_.inc();
+        for (std::size_t i = 0; i < work_.items.size(); ++i) response_.add_statuses()->set_code(code::OK);
+        response_.set_overall_code(code::OK);
+        done_(nullptr);
+        return;
+      }
       service_error e{error_kind::unavailable, error->message};
       done_(&e);
       return;
@@ -221,7 +229,8 @@ rate_limit_service::rate_limit_service(settings s, limiter::limiter& limiter, li
       stats_(stats),
       service_error_(stats.get_counter("ratelimit.service.call.should_rate_limit.service_error")),
       backend_error_(stats.get_counter("ratelimit.service.call.should_rate_limit.redis_error")),
-      global_shadow_mode_(stats.get_counter("ratelimit.service.global_shadow_mode")) {}
+      global_shadow_mode_(stats.get_counter("ratelimit.service.global_shadow_mode")),
+      fail_open_(stats.get_counter("ratelimit.service.fail_open")) {}
 
 void rate_limit_service::should_rate_limit(const rls_request& request, rls_response& response, done_fn done) {
   if (auto problem = validate(request)) {

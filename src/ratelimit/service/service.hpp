@@ -29,6 +29,7 @@ struct service_error {
 
 struct settings {
   bool global_shadow_mode = false;        // SHADOW_MODE
+  bool fail_open = false;                 // BACKEND_FAIL_OPEN: answer OK when the backend cannot count
   bool response_headers_enabled = false;  // LIMIT_RESPONSE_HEADERS_ENABLED
   std::string limit_header = "RateLimit-Limit";
   std::string remaining_header = "RateLimit-Remaining";
@@ -59,6 +60,7 @@ class rate_limit_service {
   stats::counter& service_error_;
   stats::counter& backend_error_;
   stats::counter& global_shadow_mode_;
+  stats::counter& fail_open_;
 };
 
 }  // namespace sluice::ratelimit::service

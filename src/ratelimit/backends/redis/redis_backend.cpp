@@ -1,0 +1,139 @@
+#include "ratelimit/backends/redis/redis_backend.hpp"
+
+#include <atomic>
+#include <charconv>
+#include <mutex>
+#include <optional>
+
+#include "core/strings.hpp"
+#include "redis/error.hpp"
+
+namespace sluice::ratelimit::backends::redis {
+
+namespace rd = sluice::redis;
+
+namespace {
+
+// What one decision waits for: one pipeline per store involved, finished in any order, on any thread.
+struct batch {
+  batch(limiter::completion& d, std::span<std::uint64_t> r) : done(d), results(r) {}
+
+  limiter::completion& done;
+  std::span<std::uint64_t> results;
+  std::atomic<int> outstanding{0};
+  std::mutex mutex;
+  std::optional<std::string> error;
+
+  void fail(std::string message) {
+    std::lock_guard lock(mutex);
+    if (!error) error = std::move(message);
+  }
+  void finish_one() {
+    if (outstanding.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    if (error) {
+      limiter::backend_error e{std::move(*error)};
+      done.complete(&e);
+    } else {
+      done.complete(nullptr);
+    }
+    delete this;
+  }
+};
+
+std::string_view to_text(char (&buf)[24], std::uint64_t v) {
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return {buf, static_cast<std::size_t>(end - buf)};
+}
+
+std::string describe(boost::system::error_code ec, const rd::pool& store) {
+  if (ec == rd::error::not_connected) {
+    auto last = store.last_error();
+    return last.empty() ? std::string("Redis is not connected") : core::cat("Redis is unavailable: ", last);
+  }
+  return core::cat("Redis at ", store.config().address, ": ", ec.message());
+}
+
+// Reads INCRBY's integer, or GET's bulk string (nil = 0).
+std::optional<std::uint64_t> counter_value(const rd::value& v) {
+  if (v.type == rd::value::kind::integer && v.integer >= 0) return static_cast<std::uint64_t>(v.integer);
+  if (v.type == rd::value::kind::null) return 0;
+  if (v.type == rd::value::kind::bulk_string) {
+    std::uint64_t out = 0;
+    auto [ptr, ec] = std::from_chars(v.text.data(), v.text.data() + v.text.size(), out);
+    if (ec == std::errc{} && ptr == v.text.data() + v.text.size()) return out;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void redis_backend::increment(std::span<const limiter::counter_op> ops, std::span<std::uint64_t> results,
+                              limiter::completion& done) {
+  run(true, ops, results, done);
+}
+
+void redis_backend::get(std::span<const limiter::counter_op> ops, std::span<std::uint64_t> results,
+                        limiter::completion& done) {
+  run(false, ops, results, done);
+}
+
+void redis_backend::run(bool increment, std::span<const limiter::counter_op> ops,
+                        std::span<std::uint64_t> results, limiter::completion& done) {
+  if (ops.empty()) return done.complete(nullptr);
+  auto* state = new batch{done, results};
+  struct planned {
+    rd::pool* store;
+    std::shared_ptr<rd::pending_request> request;
+    std::vector<std::size_t> indexes;  // which ops, in reply order
+  };
+  planned plans[2] = {{&main_, nullptr, {}}, {per_second_, nullptr, {}}};
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    auto& plan = plans[ops[i].per_second && per_second_ != nullptr ? 1 : 0];
+    if (!plan.request) plan.request = std::make_shared<rd::pending_request>();
+    plan.indexes.push_back(i);
+  }
+  for (auto& plan : plans) {
+    if (!plan.request) continue;
+    rd::request encoded;
+    char a[24], b[24];
+    for (auto i : plan.indexes) {
+      if (increment) {
+        encoded.push({"INCRBY", ops[i].key, to_text(a, ops[i].increment)});
+        encoded.push({"EXPIRE", ops[i].key, to_text(b, ops[i].ttl_seconds)});
+      } else {
+        encoded.push({"GET", ops[i].key});
+      }
+    }
+    plan.request->expected_replies = encoded.expected_replies();
+    plan.request->payload = encoded.payload();
+    state->outstanding.fetch_add(1, std::memory_order_relaxed);
+  }
+  for (auto& plan : plans) {
+    if (!plan.request) continue;
+    const std::size_t stride = increment ? 2 : 1;
+    plan.request->done = [state, store = plan.store, indexes = std::move(plan.indexes), stride](
+                             boost::system::error_code ec, std::vector<rd::value>&& replies) {
+      if (ec) {
+        state->fail(describe(ec, *store));
+      } else {
+        for (std::size_t k = 0; k < indexes.size(); ++k) {
+          const auto& reply = replies[k * stride];
+          if (reply.is_error()) {
+            state->fail(core::cat("Redis error: ", reply.text));
+            break;
+          }
+          auto v = counter_value(reply);
+          if (!v) {
+            state->fail("Redis returned a value that is not a counter");
+            break;
+          }
+          state->results[indexes[k]] = *v;
+        }
+      }
+      state->finish_one();
+    };
+    plan.store->exec(std::move(plan.request));
+  }
+}
+
+}  // namespace sluice::ratelimit::backends::redis

@@ -1,0 +1,31 @@
+#pragma once
+// BACKEND_TYPE=redis: counters in Redis with upstream's commands, so Sluice and envoyproxy/ratelimit can
+// share one Redis: per key INCRBY <key> <hits> then EXPIRE <key> <unit + jitter>, all keys of a decision in
+// one pipeline per store; GET for STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT. With a per-second store
+// (REDIS_PERSECOND), keys of SECOND limits go there and the two pipelines run in parallel.
+
+#include "ratelimit/limiter/backend.hpp"
+#include "redis/pool.hpp"
+
+namespace sluice::ratelimit::backends::redis {
+
+class redis_backend final : public limiter::backend {
+ public:
+  // `per_second` may be null: then every key goes to `main`.
+  redis_backend(sluice::redis::pool& main, sluice::redis::pool* per_second)
+      : main_(main), per_second_(per_second) {}
+
+  void increment(std::span<const limiter::counter_op> ops, std::span<std::uint64_t> results,
+                 limiter::completion& done) override;
+  void get(std::span<const limiter::counter_op> ops, std::span<std::uint64_t> results,
+           limiter::completion& done) override;
+
+ private:
+  void run(bool increment, std::span<const limiter::counter_op> ops, std::span<std::uint64_t> results,
+           limiter::completion& done);
+
+  sluice::redis::pool& main_;
+  sluice::redis::pool* per_second_;
+};
+
+}  // namespace sluice::ratelimit::backends::redis

@@ -1,0 +1,332 @@
+#include "redis/connection.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/generic/stream_protocol.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <deque>
+#include <mutex>
+#include <random>
+
+#include "core/log.hpp"
+#include "core/strings.hpp"
+#include "redis/error.hpp"
+
+namespace sluice::redis {
+
+namespace asio = boost::asio;
+using namespace asio::experimental::awaitable_operators;
+using boost::system::error_code;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+constexpr std::size_t read_chunk = 16 * 1024;
+
+void fail(const std::shared_ptr<pending_request>& request, error_code ec) {
+  if (!request->done) return;
+  auto done = std::move(request->done);
+  request->done = nullptr;
+  done(ec, {});
+}
+
+}  // namespace
+
+struct connection::impl : std::enable_shared_from_this<impl> {
+  impl(asio::any_io_executor ex, const connection_config& config)
+      : strand(asio::make_strand(ex)),
+        config(config),
+        socket(strand),
+        wake_writer(strand),
+        window_timer(strand),
+        deadline_timer(strand) {}
+
+  asio::strand<asio::any_io_executor> strand;
+  connection_config config;
+  asio::generic::stream_protocol::socket socket;
+  asio::steady_timer wake_writer;   // cancelled to tell the writer there is something to write
+  asio::steady_timer window_timer;  // REDIS_PIPELINE_WINDOW
+  asio::steady_timer deadline_timer;
+  pipeline requests;
+  std::deque<std::pair<std::weak_ptr<pending_request>, clock_type::time_point>> deadlines;
+  std::string read_buffer;
+  std::atomic<bool> connected{false};
+  std::atomic<bool> stopping{false};
+  state_observer observer;
+  mutable std::mutex error_mutex;
+  std::string last_error;
+
+  void set_connected(bool now) {
+    if (connected.exchange(now) != now && observer) observer(now);
+  }
+  std::string last_error_text() const {
+    std::lock_guard lock(error_mutex);
+    return last_error;
+  }
+  void set_error(std::string text) {
+    std::lock_guard lock(error_mutex);
+    last_error = std::move(text);
+  }
+
+  asio::awaitable<void> run();
+  asio::awaitable<error_code> connect_once();
+  asio::awaitable<error_code> handshake();
+  asio::awaitable<void> reader();
+  asio::awaitable<void> writer();
+  asio::awaitable<void> expire_requests();
+  void exec(std::shared_ptr<pending_request> request);
+  void shutdown();
+};
+
+asio::awaitable<error_code> connection::impl::connect_once() {
+  asio::steady_timer timer(strand);
+  timer.expires_after(config.connect_timeout);
+  std::vector<asio::generic::stream_protocol::endpoint> endpoints;
+  if (config.unix_socket) {
+    endpoints.emplace_back(asio::local::stream_protocol::endpoint(config.address));
+  } else {
+    auto colon = config.address.rfind(':');
+    if (colon == std::string::npos) co_return asio::error::invalid_argument;
+    std::string host = config.address.substr(0, colon);
+    if (host.size() > 1 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    asio::ip::tcp::resolver resolver(strand);
+    auto result = co_await (resolver.async_resolve(host, config.address.substr(colon + 1), use_tuple) ||
+                            timer.async_wait(use_tuple));
+    if (result.index() == 1) co_return error::connect_timeout;
+    auto [ec, resolved] = std::get<0>(result);
+    if (ec) co_return ec;
+    for (const auto& entry : resolved) endpoints.emplace_back(entry.endpoint());
+  }
+  error_code last = asio::error::host_not_found;
+  for (const auto& endpoint : endpoints) {
+    error_code ignored;
+    socket.close(ignored);
+    auto result = co_await (socket.async_connect(endpoint, use_tuple) || timer.async_wait(use_tuple));
+    if (result.index() == 1) co_return error::connect_timeout;
+    last = std::get<0>(std::get<0>(result));
+    if (!last) break;
+  }
+  if (last) co_return last;
+  if (!config.unix_socket) socket.set_option(asio::ip::tcp::no_delay(true), last);
+  co_return co_await handshake();
+}
+
+// AUTH when a password is set, then PING: the connection counts as up only when Redis answers.
+asio::awaitable<error_code> connection::impl::handshake() {
+  request hello;
+  if (!config.password.empty()) {
+    if (config.username.empty()) {
+      hello.push({"AUTH", config.password});
+    } else {
+      hello.push({"AUTH", config.username, config.password});
+    }
+  }
+  hello.push({"PING"});
+  asio::steady_timer timer(strand);
+  timer.expires_after(config.connect_timeout);
+  auto written = co_await (asio::async_write(socket, asio::buffer(hello.payload()), use_tuple) ||
+                           timer.async_wait(use_tuple));
+  if (written.index() == 1) co_return error::connect_timeout;
+  if (auto ec = std::get<0>(std::get<0>(written)); ec) co_return ec;
+
+  std::string buffer;
+  std::size_t replies = 0;
+  while (replies < hello.expected_replies()) {
+    value reply;
+    std::size_t consumed = 0;
+    std::string problem;
+    auto status = parse_reply(buffer, consumed, reply, problem);
+    if (status == parse_status::protocol_error) {
+      set_error("protocol error during handshake: " + problem);
+      co_return error::protocol_error;
+    }
+    if (status == parse_status::complete) {
+      buffer.erase(0, consumed);
+      ++replies;
+      if (reply.is_error()) {
+        set_error("Redis refused the connection: " + reply.text);
+        co_return error::auth_failed;
+      }
+      continue;
+    }
+    char chunk[512];
+    auto read =
+        co_await (socket.async_read_some(asio::buffer(chunk), use_tuple) || timer.async_wait(use_tuple));
+    if (read.index() == 1) co_return error::connect_timeout;
+    auto [ec, n] = std::get<0>(read);
+    if (ec) co_return ec;
+    buffer.append(chunk, n);
+  }
+  co_return error_code{};
+}
+
+asio::awaitable<void> connection::impl::reader() {
+  for (;;) {
+    std::size_t old_size = read_buffer.size();
+    read_buffer.resize(old_size + read_chunk);
+    auto [ec, n] =
+        co_await socket.async_read_some(asio::buffer(read_buffer.data() + old_size, read_chunk), use_tuple);
+    read_buffer.resize(old_size + n);
+    if (ec) {
+      if (!stopping) set_error(core::cat("connection to Redis at ", config.address, " lost: ", ec.message()));
+      co_return;
+    }
+    error_code protocol;
+    std::size_t consumed = requests.on_read(read_buffer, protocol);
+    read_buffer.erase(0, consumed);
+    if (protocol) {
+      set_error(core::cat("Redis at ", config.address, " sent something that is not RESP; reconnecting"));
+      co_return;
+    }
+  }
+}
+
+asio::awaitable<void> connection::impl::writer() {
+  for (;;) {
+    if (!requests.has_unwritten()) {
+      wake_writer.expires_at(clock_type::time_point::max());
+      co_await wake_writer.async_wait(use_tuple);
+      if (stopping) co_return;
+      continue;
+    }
+    if (config.write_window.count() > 0) {
+      window_timer.expires_after(config.write_window);
+      co_await window_timer.async_wait(use_tuple);
+    }
+    auto data = requests.prepare_write(config.write_limit);
+    auto [ec, n] = co_await asio::async_write(socket, asio::buffer(data), use_tuple);
+    if (ec) {
+      if (!stopping) set_error(core::cat("write to Redis at ", config.address, " failed: ", ec.message()));
+      co_return;
+    }
+  }
+}
+
+// Fails requests that got no reply within the request timeout. All requests share the timeout, so the oldest
+// deadline is always at the front.
+asio::awaitable<void> connection::impl::expire_requests() {
+  while (!stopping) {
+    while (!deadlines.empty()) {
+      auto front = deadlines.front().first.lock();
+      if (front && front->done) break;
+      deadlines.pop_front();
+    }
+    deadline_timer.expires_at(deadlines.empty() ? clock_type::now() + std::chrono::hours(1)
+                                                : deadlines.front().second);
+    co_await deadline_timer.async_wait(use_tuple);
+    const auto now = clock_type::now();
+    while (!deadlines.empty() && deadlines.front().second <= now) {
+      auto request = deadlines.front().first.lock();
+      deadlines.pop_front();
+      if (!request || !request->done) continue;
+      if (!requests.cancel_unwritten(request.get(), error::request_timeout))
+        fail(request, error::request_timeout);
+    }
+  }
+}
+
+asio::awaitable<void> connection::impl::run() {
+  auto self = shared_from_this();
+  asio::co_spawn(strand, expire_requests(), asio::detached);
+  auto backoff = config.reconnect_min;
+  std::minstd_rand rng{std::random_device{}()};
+  bool reported = false;
+  while (!stopping) {
+    auto ec = co_await connect_once();
+    if (stopping) break;
+    if (ec) {
+      {
+        std::lock_guard lock(error_mutex);
+        if (last_error.empty() || ec != error::auth_failed) {
+          last_error = core::cat("cannot connect to Redis at ", config.address, ": ", ec.message());
+        }
+      }
+      if (!reported) core::log_error(last_error_text(), " (retrying)");
+      reported = true;
+      asio::steady_timer wait(strand);
+      auto jittered = backoff / 2 + std::chrono::milliseconds(rng() % (backoff.count() / 2 + 1));
+      wait.expires_after(jittered);
+      co_await wait.async_wait(use_tuple);
+      backoff = std::min(backoff * 2, config.reconnect_max);
+      continue;
+    }
+    backoff = config.reconnect_min;
+    if (reported) core::log_warn("connected to Redis at ", config.address);
+    reported = false;
+    set_error("");
+    set_connected(true);
+    wake_writer.cancel();
+    co_await (reader() || writer());
+    set_connected(false);
+    error_code ignored;
+    socket.close(ignored);
+    read_buffer.clear();
+    requests.on_disconnect(error::connection_lost);
+    if (!stopping) {
+      core::log_error(last_error_text());
+      reported = true;
+    }
+  }
+}
+
+void connection::impl::exec(std::shared_ptr<pending_request> request) {
+  if (stopping) return fail(request, error::shutting_down);
+  if (!connected) return fail(request, error::not_connected);
+  deadlines.emplace_back(request, clock_type::now() + config.request_timeout);
+  if (deadlines.size() == 1) deadline_timer.cancel();
+  requests.enqueue(std::move(request));
+  wake_writer.cancel();
+}
+
+void connection::impl::shutdown() {
+  stopping = true;
+  set_connected(false);
+  requests.fail_all(error::shutting_down);
+  error_code ignored;
+  socket.close(ignored);
+  wake_writer.cancel();
+  deadline_timer.cancel();
+}
+
+connection::connection(asio::any_io_executor ex, connection_config config)
+    : impl_(std::make_shared<impl>(std::move(ex), config)), config_(std::move(config)) {}
+
+connection::~connection() {
+  stop();
+}
+
+void connection::start(state_observer observer) {
+  impl_->observer = std::move(observer);
+  asio::co_spawn(
+      impl_->strand, [self = impl_]() { return self->run(); }, asio::detached);
+}
+
+void connection::stop() {
+  if (impl_->stopping.exchange(true)) return;
+  asio::post(impl_->strand, [self = impl_] { self->shutdown(); });
+}
+
+void connection::exec(std::shared_ptr<pending_request> request) {
+  asio::post(impl_->strand,
+             [self = impl_, request = std::move(request)]() mutable { self->exec(std::move(request)); });
+}
+
+bool connection::connected() const {
+  return impl_->connected.load(std::memory_order_acquire);
+}
+
+std::string connection::last_error() const {
+  std::lock_guard lock(impl_->error_mutex);
+  return impl_->last_error;
+}
+
+}  // namespace sluice::redis

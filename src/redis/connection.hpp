@@ -1,0 +1,56 @@
+#pragma once
+// One Redis connection with automatic pipelining: any thread may exec() a request; requests queued while a
+// write is in flight leave together in the next write, and replies are matched in order (redis::pipeline).
+// The connection keeps itself up: on any failure it fails the requests already written, reconnects with
+// jittered exponential backoff, and sends the requests not yet written on the new connection. While it is
+// down, exec() fails at once with error::not_connected, so callers never wait on an unreachable server.
+
+#include <atomic>
+#include <boost/asio/any_io_executor.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "redis/pipeline.hpp"
+
+namespace sluice::redis {
+
+struct connection_config {
+  std::string address;  // "host:port" for TCP, a file path for a unix socket
+  bool unix_socket = false;
+  std::string username;  // empty: AUTH <password> (or no AUTH without a password)
+  std::string password;
+  std::chrono::milliseconds connect_timeout{10'000};
+  std::chrono::milliseconds request_timeout{200};  // no reply within this: the request fails
+  std::chrono::milliseconds reconnect_min{50};
+  std::chrono::milliseconds reconnect_max{2'000};
+  std::chrono::microseconds write_window{0};  // >0: wait this long before a write to gather more requests
+  std::size_t write_limit = 0;                // >0: at most this many requests per write
+};
+
+class connection : public std::enable_shared_from_this<connection> {
+ public:
+  using state_observer = std::function<void(bool connected)>;
+
+  connection(boost::asio::any_io_executor ex, connection_config config);
+  ~connection();
+
+  // Starts connecting (and reconnecting). `observer` hears every change of the connected state.
+  void start(state_observer observer = {});
+  // Fails every request with error::shutting_down and closes the socket; no reconnect afterwards.
+  void stop();
+  // Thread-safe. `request->done` is called exactly once, on this connection's strand.
+  void exec(std::shared_ptr<pending_request> request);
+  bool connected() const;
+  // The last connection error, for logs and messages ("" while connected).
+  std::string last_error() const;
+  const connection_config& config() const { return config_; }
+
+ private:
+  struct impl;
+  std::shared_ptr<impl> impl_;
+  connection_config config_;
+};
+
+}  // namespace sluice::redis

@@ -1,0 +1,119 @@
+#include "redis/pipeline.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "redis/error.hpp"
+
+namespace sluice::redis {
+
+namespace {
+
+// Calls `done` at most once: it is taken out of the request first, so a re-entrant call cannot see it again.
+void finish(pending_request& request, boost::system::error_code ec, std::vector<value>&& replies) {
+  if (auto done = std::exchange(request.done, nullptr)) done(ec, std::move(replies));
+}
+
+// Callbacks run only once the pipeline is consistent again, since any of them may call back into it.
+void fail_each(const std::vector<std::shared_ptr<pending_request>>& requests, boost::system::error_code ec) {
+  for (const auto& request : requests) {
+    request->replies.clear();
+    finish(*request, ec, {});
+  }
+}
+
+}  // namespace
+
+void pipeline::enqueue(std::shared_ptr<pending_request> request) {
+  queue_.push_back(std::move(request));
+  ++unwritten_;
+}
+
+std::string_view pipeline::prepare_write(std::size_t max_requests) {
+  // Called from a `done` below, it would overwrite the buffer being returned: the new requests go next time.
+  if (completing_) return {};
+  write_buffer_.clear();
+  const std::size_t count = max_requests == 0 ? unwritten_ : std::min(max_requests, unwritten_);
+  const auto first = queue_.begin() + static_cast<std::ptrdiff_t>(written_);
+  const auto last = first + static_cast<std::ptrdiff_t>(count);
+  std::size_t size = 0;
+  for (auto it = first; it != last; ++it) size += (*it)->payload.size();
+  write_buffer_.reserve(size);
+  std::vector<std::shared_ptr<pending_request>> no_reply;
+  for (auto it = first; it != last; ++it) {
+    write_buffer_.append((*it)->payload);
+    if ((*it)->expected_replies == 0) no_reply.push_back(*it);
+  }
+  written_ += count;
+  unwritten_ -= count;
+  if (!no_reply.empty()) {
+    // Nothing will come back for these: they are done once written, and must not take part in reply matching.
+    queue_.erase(std::remove_if(first, last, [](const auto& r) { return r->expected_replies == 0; }), last);
+    written_ -= no_reply.size();
+    completing_ = true;
+    for (const auto& request : no_reply) finish(*request, {}, {});
+    completing_ = false;
+  }
+  return write_buffer_;
+}
+
+std::size_t pipeline::on_read(std::string_view data, boost::system::error_code& ec) {
+  ec = {};
+  std::size_t pos = 0;
+  while (pos < data.size()) {
+    if (written_ == 0) {
+      // Any byte now is a reply nobody asked for: the stream can no longer be matched to requests.
+      parse_error_ = "unexpected reply: no request is waiting for one";
+      ec = error::protocol_error;
+      return pos;
+    }
+    std::size_t consumed = 0;
+    const parse_status status = parse_reply(data.substr(pos), consumed, scratch_, parse_error_);
+    if (status == parse_status::need_more) break;
+    if (status == parse_status::protocol_error) {
+      ec = error::protocol_error;
+      return pos;
+    }
+    pos += consumed;
+    const std::shared_ptr<pending_request> front = queue_.front();
+    front->replies.push_back(std::move(scratch_));
+    if (front->replies.size() < front->expected_replies) continue;
+    // Popped before `done` runs: it may enqueue, cancel or fail requests.
+    queue_.pop_front();
+    --written_;
+    std::vector<value> replies = std::move(front->replies);
+    front->replies.clear();
+    // A request whose caller gave up (null `done`) drops its replies here.
+    finish(*front, {}, std::move(replies));
+  }
+  return pos;
+}
+
+void pipeline::on_disconnect(boost::system::error_code ec) {
+  const auto last = queue_.begin() + static_cast<std::ptrdiff_t>(written_);
+  std::vector<std::shared_ptr<pending_request>> failed(queue_.begin(), last);
+  queue_.erase(queue_.begin(), last);
+  written_ = 0;
+  fail_each(failed, ec);
+}
+
+void pipeline::fail_all(boost::system::error_code ec) {
+  std::vector<std::shared_ptr<pending_request>> failed(queue_.begin(), queue_.end());
+  queue_.clear();
+  written_ = 0;
+  unwritten_ = 0;
+  fail_each(failed, ec);
+}
+
+bool pipeline::cancel_unwritten(const pending_request* request, boost::system::error_code ec) {
+  const auto it = std::find_if(queue_.begin() + static_cast<std::ptrdiff_t>(written_), queue_.end(),
+                               [request](const auto& r) { return r.get() == request; });
+  if (it == queue_.end()) return false;
+  const std::shared_ptr<pending_request> cancelled = std::move(*it);
+  queue_.erase(it);
+  --unwritten_;
+  finish(*cancelled, ec, {});
+  return true;
+}
+
+}  // namespace sluice::redis

@@ -1,0 +1,69 @@
+#pragma once
+// The multiplexer of one connection, without I/O (Boost.Redis' model): requests queue up; everything queued
+// while a write is in flight leaves together in the next single write; replies are matched to requests in
+// FIFO order. When the connection drops, requests already written fail (their replies can never come) and
+// requests not yet written stay queued for the next connection.
+
+#include <boost/system/error_code.hpp>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "redis/resp.hpp"
+
+namespace sluice::redis {
+
+// One request in flight: its bytes, how many replies it expects, and who to tell. `done` is called exactly
+// once: with success and all replies (a Redis error reply is a value among them), or with an error code.
+struct pending_request {
+  std::string payload;
+  std::size_t expected_replies = 0;
+  // Reset to null by a caller that gave up (a request timeout): the replies are still consumed, then dropped.
+  std::function<void(boost::system::error_code, std::vector<value>&&)> done;
+  std::vector<value> replies;  // filled as replies arrive
+};
+
+class pipeline {
+ public:
+  // Queues a request; it goes out with the next write.
+  void enqueue(std::shared_ptr<pending_request> request);
+  // True when some queued request has not been written yet.
+  bool has_unwritten() const { return unwritten_ > 0; }
+  // Coalesces every unwritten request into one buffer (at most `max_requests` of them when non-zero) and
+  // marks them written. The buffer stays valid until the next call. Requests expecting no reply complete
+  // here; if one's `done` calls prepare_write, that call returns nothing and what it would have sent goes
+  // with the next write.
+  std::string_view prepare_write(std::size_t max_requests = 0);
+  // Feeds received bytes: completes requests whose replies are all in. Returns the number of bytes consumed
+  // (the caller keeps the rest for the next call). On a protocol error, `ec` is set and the caller must drop
+  // the connection (then call on_disconnect).
+  std::size_t on_read(std::string_view data, boost::system::error_code& ec);
+  // The connection is gone: every written request fails with `ec`; unwritten ones stay queued.
+  void on_disconnect(boost::system::error_code ec);
+  // Fails every request, written or not (shutdown).
+  void fail_all(boost::system::error_code ec);
+  // Removes a request that has not been written yet and fails it with `ec` (used by request timeouts); a
+  // written request cannot be withdrawn (its reply would be matched to the wrong request) and false is
+  // returned.
+  bool cancel_unwritten(const pending_request* request, boost::system::error_code ec);
+
+  std::size_t size() const { return queue_.size(); }
+  std::size_t written() const { return written_; }
+  // What was wrong with the stream when on_read last reported a protocol error (for the log).
+  const std::string& last_parse_error() const { return parse_error_; }
+
+ private:
+  std::deque<std::shared_ptr<pending_request>> queue_;  // written ones first, then unwritten
+  std::size_t written_ = 0;                             // the first `written_` entries of queue_ were written
+  std::size_t unwritten_ = 0;                           // queue_.size() - written_
+  std::string write_buffer_;
+  value scratch_;
+  std::string parse_error_;
+  bool completing_ = false;  // prepare_write is calling `done` of requests that expect no reply
+};
+
+}  // namespace sluice::redis

@@ -1,0 +1,46 @@
+#include "redis/pool.hpp"
+
+#include "redis/error.hpp"
+
+namespace sluice::redis {
+
+pool::pool(boost::asio::any_io_executor ex, const connection_config& config, std::size_t size) {
+  for (std::size_t i = 0; i < std::max<std::size_t>(size, 1); ++i) {
+    connections_.push_back(std::make_shared<connection>(ex, config));
+  }
+}
+
+void pool::start(observer on_change) {
+  for (auto& c : connections_) {
+    c->start([this, on_change](bool up) {
+      std::size_t now = up ? connected_.fetch_add(1) + 1 : connected_.fetch_sub(1) - 1;
+      if (on_change) on_change(now);
+    });
+  }
+}
+
+void pool::stop() {
+  for (auto& c : connections_) c->stop();
+}
+
+void pool::exec(std::shared_ptr<pending_request> request) {
+  const std::size_t n = connections_.size();
+  const std::size_t start = next_.fetch_add(1, std::memory_order_relaxed);
+  for (std::size_t i = 0; i < n; ++i) {
+    auto& c = connections_[(start + i) % n];
+    if (c->connected()) return c->exec(std::move(request));
+  }
+  if (auto done = std::move(request->done)) {
+    request->done = nullptr;
+    done(error::not_connected, {});
+  }
+}
+
+std::string pool::last_error() const {
+  for (const auto& c : connections_) {
+    if (auto e = c->last_error(); !e.empty()) return e;
+  }
+  return {};
+}
+
+}  // namespace sluice::redis

@@ -1,0 +1,35 @@
+#pragma once
+// A fixed set of pipelined connections to one Redis (REDIS_POOL_SIZE): requests are spread round-robin over
+// the connections that are up. With none up, a request fails at once with error::not_connected — its `done`
+// is then called inline, on the caller's thread.
+
+#include <atomic>
+#include <boost/asio/any_io_executor.hpp>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "redis/connection.hpp"
+
+namespace sluice::redis {
+
+class pool {
+ public:
+  // Called with the number of connections up, on every change.
+  using observer = std::function<void(std::size_t connected)>;
+
+  pool(boost::asio::any_io_executor ex, const connection_config& config, std::size_t size);
+  void start(observer on_change = {});
+  void stop();
+  void exec(std::shared_ptr<pending_request> request);
+  std::size_t connected_count() const { return connected_.load(std::memory_order_acquire); }
+  std::string last_error() const;
+  const connection_config& config() const { return connections_.front()->config(); }
+
+ private:
+  std::vector<std::shared_ptr<connection>> connections_;
+  std::atomic<std::size_t> next_{0};
+  std::atomic<std::size_t> connected_{0};
+};
+
+}  // namespace sluice::redis

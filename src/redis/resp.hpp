@@ -1,0 +1,52 @@
+#pragma once
+// RESP (REdis Serialization Protocol) without I/O: encoding commands and decoding replies from bytes. Replies
+// of RESP2 and the RESP3 types a RESP2 server can send are supported. A Redis `-ERR` reply is a value, not an
+// error.
+
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sluice::redis {
+
+struct value {
+  enum class kind : std::uint8_t { simple_string, error, integer, bulk_string, array, null };
+  kind type = kind::null;
+  std::string text;  // simple_string, error, bulk_string
+  std::int64_t integer = 0;
+  std::vector<value> elements;  // array
+
+  bool is_error() const { return type == kind::error; }
+};
+
+enum class parse_status { complete, need_more, protocol_error };
+
+// Decodes one complete reply from the front of `data`. On complete, `consumed` is its length in bytes and
+// `out` holds it; on need_more nothing is consumed (call again with more bytes); on protocol_error,
+// `error_message` says what was wrong. Bulk strings are checked against their declared length before they are
+// scanned, so an incomplete large reply costs O(1) per call.
+parse_status parse_reply(std::string_view data, std::size_t& consumed, value& out,
+                         std::string& error_message);
+
+// A batch of commands, encoded as RESP arrays of bulk strings, with the number of replies it expects.
+class request {
+ public:
+  // Appends one command, e.g. push({"INCRBY", key, "1"}).
+  void push(std::initializer_list<std::string_view> args);
+  void push(std::span<const std::string_view> args);
+  const std::string& payload() const { return payload_; }
+  std::size_t expected_replies() const { return commands_; }
+  void clear() {
+    payload_.clear();
+    commands_ = 0;
+  }
+
+ private:
+  std::string payload_;
+  std::size_t commands_ = 0;
+};
+
+}  // namespace sluice::redis
