@@ -233,8 +233,10 @@ int run_server() {
 
   std::thread stopper;
   std::once_flag stopping;
+  asio::signal_set signals(ioc, SIGTERM, SIGINT);
   shutdown = [&] {
     std::call_once(stopping, [&] {
+      asio::post(ioc, [&] { signals.cancel(); });
       health.set(sigterm_component, false);
       http.stop();
       rules.stop();
@@ -249,7 +251,6 @@ int run_server() {
       });
     });
   };
-  asio::signal_set signals(ioc, SIGTERM, SIGINT);
   signals.async_wait([&](const boost::system::error_code& ec, int signo) {
     if (ec) return;
     core::log_warn("Received signal ", signo == SIGTERM ? "terminated" : "interrupt",

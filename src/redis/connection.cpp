@@ -48,6 +48,7 @@ struct connection::impl : std::enable_shared_from_this<impl> {
         socket(strand),
         wake_writer(strand),
         window_timer(strand),
+        backoff_timer(strand),
         deadline_timer(strand) {}
 
   asio::strand<asio::any_io_executor> strand;
@@ -55,10 +56,15 @@ struct connection::impl : std::enable_shared_from_this<impl> {
   asio::generic::stream_protocol::socket socket;
   asio::steady_timer wake_writer;   // cancelled to tell the writer there is something to write
   asio::steady_timer window_timer;  // REDIS_PIPELINE_WINDOW
+  asio::steady_timer backoff_timer;
   asio::steady_timer deadline_timer;
   pipeline requests;
   std::deque<std::pair<std::weak_ptr<pending_request>, clock_type::time_point>> deadlines;
   std::string read_buffer;
+  // Requests handed over by other threads, drained by one posted handler per batch rather than one per request.
+  std::mutex incoming_mutex;
+  std::vector<std::shared_ptr<pending_request>> incoming;
+  std::vector<std::shared_ptr<pending_request>> draining;
   std::atomic<bool> connected{false};
   std::atomic<bool> stopping{false};
   state_observer observer;
@@ -252,10 +258,9 @@ asio::awaitable<void> connection::impl::run() {
       }
       if (!reported) core::log_error(last_error_text(), " (retrying)");
       reported = true;
-      asio::steady_timer wait(strand);
       auto jittered = backoff / 2 + std::chrono::milliseconds(rng() % (backoff.count() / 2 + 1));
-      wait.expires_after(jittered);
-      co_await wait.async_wait(use_tuple);
+      backoff_timer.expires_after(jittered);
+      co_await backoff_timer.async_wait(use_tuple);
       backoff = std::min(backoff * 2, config.reconnect_max);
       continue;
     }
@@ -294,6 +299,7 @@ void connection::impl::shutdown() {
   error_code ignored;
   socket.close(ignored);
   wake_writer.cancel();
+  backoff_timer.cancel();
   deadline_timer.cancel();
 }
 

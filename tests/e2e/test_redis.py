@@ -612,15 +612,20 @@ class Outage(RedisCase):
         for t in TRANSPORTS:
             d = self.assertOk(s, t, 'o', [[('k', 'before')]])
             self.assertEqual(d.overall, 'OK', d)
+        killed = time.monotonic()
         self.redis.kill()
-        for i in range(8):
-            message, elapsed = self.assertUnavailable(s, TRANSPORTS[i % 2], 'o', [[('k', 'during')]])
+        # every decision fails fast for the whole outage, long enough for the reconnect backoff to reach its cap
+        i = 0
+        while time.monotonic() - killed < 2.5:
+            self.assertUnavailable(s, TRANSPORTS[i % 2], 'o', [[('k', 'during')]])
+            i += 1
+            time.sleep(0.02)
         # health follows the first connection only (no REDIS_HEALTH_CHECK_ACTIVE_CONNECTION)
         self.assertEqual(s.healthcheck()[0], 200)
         self.assertEqual(s.health(), 'SERVING')
         self.redis.restart()
         took = self.wait_serving(s, 'after')
-        self.assertLess(took, 4.0, 'recovered only after %.1fs' % took)
+        self.assertLess(took, 3.0, 'recovered only %.1fs after Redis was back' % took)
         for t in TRANSPORTS:
             d = self.assertOk(s, t, 'o', [[('two', 'after')]])
             self.assertEqual(d.statuses[0].remaining, 1 if t == 'grpc' else 0, d)  # Redis restarted empty
@@ -663,17 +668,21 @@ class Outage(RedisCase):
         for th in threads:
             th.start()
         marks = []
+        begin = time.monotonic()
         try:
-            harness.wait_until(lambda: count('ok', 0) >= 40, timeout=10, message='40 decisions before the kill')
+            # each phase lasts at least ~0.6 s and sees enough decisions: about 3 s of load in all
+            harness.wait_until(lambda: count('ok', 0) >= 40 and time.monotonic() - begin > 0.5, timeout=10,
+                               message='40 decisions before the kill')
             for cycle in range(2):
                 kill_at = time.monotonic()
                 self.redis.kill()
-                harness.wait_until(lambda: count('unavailable', kill_at) >= 20, timeout=5,
-                                   message='20 failed decisions during outage %d' % cycle)
+                harness.wait_until(lambda: count('unavailable', kill_at) >= 20 and time.monotonic() - kill_at > 0.6,
+                                   timeout=5, message='20 failed decisions during outage %d' % cycle)
                 restart_at = time.monotonic()
                 self.redis.restart()
-                harness.wait_until(lambda: count('ok', restart_at) >= 40, timeout=6,
-                                   message='40 decisions served after restart %d' % cycle, describe=s.log_tail)
+                harness.wait_until(lambda: count('ok', restart_at) >= 40 and time.monotonic() - restart_at > 0.6,
+                                   timeout=6, message='40 decisions served after restart %d' % cycle,
+                                   describe=s.log_tail)
                 marks.append((kill_at, restart_at, time.monotonic()))
         finally:
             stop.set()
@@ -696,17 +705,27 @@ class Outage(RedisCase):
         self.assertTrue(s.running(), s.log_tail())
         self.assertEqual(s.healthcheck()[0], 200)
 
-    def test_paused_redis_times_out(self):
-        # the connection stays up but nothing answers: each decision fails after REDIS_OP_TIMEOUT, not later
-        s = self.start_sluice(REDIS_OP_TIMEOUT='400ms', REDIS_POOL_SIZE='1')
+    def check_paused(self, s, timeout):
+        """Redis paused: the connection stays up but nothing answers, so each decision fails after the request
+        timeout (`timeout` seconds), not earlier and not much later."""
         self.assertOk(s, 'grpc', 'o', [[('k', 'p1')]])
         self.redis.pause()
         try:
             for i in range(3):
-                _, elapsed = self.assertUnavailable(s, TRANSPORTS[i % 2], 'o', [[('k', 'p1')]], within=0.4 + 0.6)
-                self.assertGreaterEqual(elapsed, 0.3, 'failed after %.3fs, before REDIS_OP_TIMEOUT=400ms' % elapsed)
+                _, elapsed = self.assertUnavailable(s, TRANSPORTS[i % 2], 'o', [[('k', 'p1')]], within=timeout + 0.5)
+                self.assertGreaterEqual(elapsed, timeout * 0.8, 'failed after %.3fs, before the %.3fs timeout'
+                                        % (elapsed, timeout))
         finally:
             self.redis.resume()
+
+    def test_paused_redis_default_timeout(self):
+        s = self.start_sluice()
+        self.check_paused(s, 0.25)  # REDIS_OP_TIMEOUT's default
+        self.wait_serving(s, 'p2')
+
+    def test_paused_redis_times_out(self):
+        s = self.start_sluice(REDIS_OP_TIMEOUT='400ms', REDIS_POOL_SIZE='1')
+        self.check_paused(s, 0.4)
         self.wait_serving(s, 'p2')
         # replies are matched to the right requests after the late answers to the abandoned ones: every answer
         # agrees with the counter in Redis
