@@ -38,6 +38,11 @@ class request {
   void push(std::initializer_list<std::string_view> args);
   void push(std::span<const std::string_view> args);
   const std::string& payload() const { return payload_; }
+  // Moves the encoded bytes out (into a pending_request) and empties the request.
+  std::string release_payload() {
+    commands_ = 0;
+    return std::move(payload_);
+  }
   std::size_t expected_replies() const { return commands_; }
   void clear() {
     payload_.clear();

@@ -387,10 +387,10 @@ class Transports(RedisCase):
                 self.assertEqual(c.get('user'), 'sluice', c)
 
     def check_refused(self, redis, sluice):
-        # wait until Redis has refused at least one login, then: unhealthy, decisions fail fast with a message
-        harness.wait_until(lambda: int(redis.info('stats').get('acl_access_denied_auth', '0')) >= 1
-                           or int(redis.info('stats').get('total_connections_received', '0')) >= 3,
-                           message='a refused login', describe=sluice.log_tail)
+        # sluice has one connection (REDIS_POOL_SIZE=1): wait until it came back after a refused login (the
+        # harness' own connection is the third), then: unhealthy, decisions fail fast with a message
+        harness.wait_until(lambda: int(redis.info('stats')['total_connections_received']) >= 3,
+                           message='a login refused and tried again', describe=sluice.log_tail)
         self.assertEqual(sluice.healthcheck()[0], 500)
         self.assertEqual(sluice.health(), 'NOT_SERVING')
         messages = []
@@ -403,14 +403,16 @@ class Transports(RedisCase):
         return messages
 
     def test_wrong_password(self):
+        env = redis_env(REDIS_AUTH='wrong', REDIS_POOL_SIZE='1')
         with RedisServer(requirepass='right') as redis, \
-                Sluice(rules={'t.yaml': SIMPLE_RULES}, env=redis_env(redis, REDIS_AUTH='wrong')) as sluice:
+                Sluice(rules={'t.yaml': SIMPLE_RULES}, env=dict(redis.sluice_env(), **env)) as sluice:
             for message in self.check_refused(redis, sluice):
                 self.assertRegex(message.lower(), 'wrongpass|auth|password', message)
 
     def test_missing_password(self):
+        env = redis_env(REDIS_AUTH=None, REDIS_POOL_SIZE='1')
         with RedisServer(requirepass='right') as redis, \
-                Sluice(rules={'t.yaml': SIMPLE_RULES}, env=redis_env(redis, REDIS_AUTH=None)) as sluice:
+                Sluice(rules={'t.yaml': SIMPLE_RULES}, env=dict(redis.sluice_env(), **env)) as sluice:
             for message in self.check_refused(redis, sluice):
                 self.assertRegex(message.lower(), 'noauth|auth|password', message)
 
@@ -432,10 +434,15 @@ class PerSecondStore(RedisCase):
     def test_second_keys_go_to_the_per_second_store(self):
         # the per-second store over a unix socket with a password, the main one over TCP
         with RedisServer() as main, RedisServer(unix=True, requirepass='ps-pass') as per_second:
-            env = redis_env(main, REDIS_PERSECOND='true')
+            env = redis_env(main, REDIS_PERSECOND='true', REDIS_POOL_SIZE='3', REDIS_PERSECOND_POOL_SIZE='2')
             env.update(per_second.sluice_env(prefix='REDIS_PERSECOND_', unix=True))
             with Sluice(rules={'ps.yaml': PER_SECOND_RULES}, env=env) as sluice:
                 wait_healthy(sluice)
+                for redis, n in ((main, 3), (per_second, 2)):
+                    harness.wait_until(lambda: len(redis.clients()) == n, message='%d connections' % n,
+                                       describe=lambda: repr(redis.clients()))
+                for c in per_second.clients():
+                    self.assertTrue(c['addr'].startswith('/'), c)
                 harness.avoid_window_edge('MINUTE', 3)
                 with main.monitor() as main_mon, per_second.monitor() as ps_mon:
                     t0 = time.time()

@@ -1,6 +1,7 @@
 #include "ratelimit/backends/redis/redis_backend.hpp"
 
 #include <atomic>
+#include <boost/container/small_vector.hpp>
 #include <charconv>
 #include <mutex>
 #include <optional>
@@ -14,12 +15,17 @@ namespace rd = sluice::redis;
 
 namespace {
 
-// What one decision waits for: one pipeline per store involved, finished in any order, on any thread.
+// What one decision waits for: one pipeline per store involved (0 = main, 1 = per second), finished in any
+// order, on any thread.
 struct batch {
-  batch(limiter::completion& d, std::span<std::uint64_t> r) : done(d), results(r) {}
+  batch(limiter::completion& d, std::span<std::uint64_t> r, bool incr)
+      : done(d), results(r), increment(incr) {}
 
   limiter::completion& done;
   std::span<std::uint64_t> results;
+  bool increment;
+  rd::pool* stores[2] = {nullptr, nullptr};
+  boost::container::small_vector<std::size_t, 4> indexes[2];  // which ops each store answers, in reply order
   std::atomic<int> outstanding{0};
   std::mutex mutex;
   std::optional<std::string> error;
@@ -28,6 +34,7 @@ struct batch {
     std::lock_guard lock(mutex);
     if (!error) error = std::move(message);
   }
+  void on_replies(int which, boost::system::error_code ec, const std::vector<rd::value>& replies);
   void finish_one() {
     if (outstanding.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
     if (error) {
@@ -67,6 +74,19 @@ std::optional<std::uint64_t> counter_value(const rd::value& v) {
 
 }  // namespace
 
+void batch::on_replies(int which, boost::system::error_code ec, const std::vector<rd::value>& replies) {
+  if (ec) return fail(describe(ec, *stores[which]));
+  const std::size_t stride = increment ? 2 : 1;  // INCRBY's reply, then EXPIRE's
+  const auto& wanted = indexes[which];
+  for (std::size_t k = 0; k < wanted.size(); ++k) {
+    const auto& reply = replies[k * stride];
+    if (reply.is_error()) return fail(core::cat("Redis error: ", reply.text));
+    auto v = counter_value(reply);
+    if (!v) return fail("Redis returned a value that is not a counter");
+    results[wanted[k]] = *v;
+  }
+}
+
 void redis_backend::increment(std::span<const limiter::counter_op> ops, std::span<std::uint64_t> results,
                               limiter::completion& done) {
   run(true, ops, results, done);
@@ -80,23 +100,18 @@ void redis_backend::get(std::span<const limiter::counter_op> ops, std::span<std:
 void redis_backend::run(bool increment, std::span<const limiter::counter_op> ops,
                         std::span<std::uint64_t> results, limiter::completion& done) {
   if (ops.empty()) return done.complete(nullptr);
-  auto* state = new batch{done, results};
-  struct planned {
-    rd::pool* store;
-    std::shared_ptr<rd::pending_request> request;
-    std::vector<std::size_t> indexes;  // which ops, in reply order
-  };
-  planned plans[2] = {{&main_, nullptr, {}}, {per_second_, nullptr, {}}};
+  auto* state = new batch(done, results, increment);
+  state->stores[0] = &main_;
+  state->stores[1] = per_second_;
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    auto& plan = plans[ops[i].per_second && per_second_ != nullptr ? 1 : 0];
-    if (!plan.request) plan.request = std::make_shared<rd::pending_request>();
-    plan.indexes.push_back(i);
+    state->indexes[ops[i].per_second && per_second_ != nullptr ? 1 : 0].push_back(i);
   }
-  for (auto& plan : plans) {
-    if (!plan.request) continue;
+  std::shared_ptr<rd::pending_request> requests[2];
+  for (int which = 0; which < 2; ++which) {
+    if (state->indexes[which].empty()) continue;
     rd::request encoded;
     char a[24], b[24];
-    for (auto i : plan.indexes) {
+    for (auto i : state->indexes[which]) {
       if (increment) {
         encoded.push({"INCRBY", ops[i].key, to_text(a, ops[i].increment)});
         encoded.push({"EXPIRE", ops[i].key, to_text(b, ops[i].ttl_seconds)});
@@ -104,35 +119,18 @@ void redis_backend::run(bool increment, std::span<const limiter::counter_op> ops
         encoded.push({"GET", ops[i].key});
       }
     }
-    plan.request->expected_replies = encoded.expected_replies();
-    plan.request->payload = encoded.payload();
-    state->outstanding.fetch_add(1, std::memory_order_relaxed);
-  }
-  for (auto& plan : plans) {
-    if (!plan.request) continue;
-    const std::size_t stride = increment ? 2 : 1;
-    plan.request->done = [state, store = plan.store, indexes = std::move(plan.indexes), stride](
-                             boost::system::error_code ec, std::vector<rd::value>&& replies) {
-      if (ec) {
-        state->fail(describe(ec, *store));
-      } else {
-        for (std::size_t k = 0; k < indexes.size(); ++k) {
-          const auto& reply = replies[k * stride];
-          if (reply.is_error()) {
-            state->fail(core::cat("Redis error: ", reply.text));
-            break;
-          }
-          auto v = counter_value(reply);
-          if (!v) {
-            state->fail("Redis returned a value that is not a counter");
-            break;
-          }
-          state->results[indexes[k]] = *v;
-        }
-      }
+    auto& r = requests[which] = std::make_shared<rd::pending_request>();
+    r->expected_replies = encoded.expected_replies();
+    r->payload = encoded.release_payload();
+    r->done = [state, which](boost::system::error_code ec, std::vector<rd::value>&& replies) {
+      state->on_replies(which, ec, replies);
       state->finish_one();
     };
-    plan.store->exec(std::move(plan.request));
+    state->outstanding.fetch_add(1, std::memory_order_relaxed);
+  }
+  // Only now: a store may complete inline (none connected), and the state must be fully built by then.
+  for (int which = 0; which < 2; ++which) {
+    if (requests[which]) state->stores[which]->exec(std::move(requests[which]));
   }
 }
 
