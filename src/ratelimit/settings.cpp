@@ -2,6 +2,8 @@
 
 #include "core/strings.hpp"
 
+#include <filesystem>
+
 namespace sluice::ratelimit {
 
 namespace {
@@ -34,9 +36,27 @@ redis_store_settings read_redis_store(const core::env_reader& env, const std::st
   } else {
     c.password = auth;
   }
-  if (env.get_bool(prefix + "TLS", false)) {
-    throw core::settings_error(
-        core::cat(prefix, "TLS=true: TLS to Redis is not supported in this build yet"));
+  // The TLS files are shared by both stores, as upstream's REDIS_TLS_* are.
+  auto& tls = c.tls;
+  tls.enabled = env.get_bool(prefix + "TLS", false);
+  tls.ca_file = env.get_string("REDIS_TLS_CACERT", "");
+  tls.cert_file = env.get_string("REDIS_TLS_CLIENT_CERT", "");
+  tls.key_file = env.get_string("REDIS_TLS_CLIENT_KEY", "");
+  tls.skip_hostname_verification = env.get_bool("REDIS_TLS_SKIP_HOSTNAME_VERIFICATION", false);
+  if (tls.enabled) {
+    if (c.unix_socket) {
+      throw core::settings_error(core::cat(prefix, "TLS=true needs ", prefix, "SOCKET_TYPE=tcp"));
+    }
+    if (tls.cert_file.empty() != tls.key_file.empty()) {
+      throw core::settings_error("REDIS_TLS_CLIENT_CERT and REDIS_TLS_CLIENT_KEY must be set together");
+    }
+    for (auto [name, file] : {std::pair{"REDIS_TLS_CACERT", &tls.ca_file},
+                              {"REDIS_TLS_CLIENT_CERT", &tls.cert_file},
+                              {"REDIS_TLS_CLIENT_KEY", &tls.key_file}}) {
+      if (!file->empty() && !std::filesystem::is_regular_file(*file)) {
+        throw core::settings_error(core::cat("invalid value '", *file, "' for ", name, ": no such file"));
+      }
+    }
   }
   c.write_window = std::chrono::duration_cast<std::chrono::microseconds>(
       env.get_duration(prefix + "PIPELINE_WINDOW", std::chrono::nanoseconds{0}));

@@ -8,6 +8,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -41,9 +42,42 @@ void fail(const std::shared_ptr<pending_request>& request, error_code ec) {
 
 }  // namespace
 
+std::shared_ptr<asio::ssl::context> make_tls_context(const tls_config& tls) {
+  if (!tls.enabled) return nullptr;
+  auto ctx = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_client);
+  auto load = [](std::string_view what, const std::string& file, auto&& action) {
+    error_code ec;
+    action(ec);
+    if (ec) throw std::runtime_error(core::cat("cannot load ", what, " '", file, "': ", ec.message()));
+  };
+  if (tls.ca_file.empty()) {
+    ctx->set_default_verify_paths();
+  } else {
+    load("the Redis CA certificate", tls.ca_file,
+         [&](error_code& ec) { ctx->load_verify_file(tls.ca_file, ec); });
+  }
+  if (!tls.cert_file.empty() || !tls.key_file.empty()) {
+    load("the Redis client certificate", tls.cert_file,
+         [&](error_code& ec) { ctx->use_certificate_chain_file(tls.cert_file, ec); });
+    load("the Redis client key", tls.key_file,
+         [&](error_code& ec) { ctx->use_private_key_file(tls.key_file, asio::ssl::context::pem, ec); });
+  }
+  ctx->set_verify_mode(asio::ssl::verify_peer);
+  return ctx;
+}
+
+std::string host_of(const std::string& address) {
+  auto host = address.substr(0, address.rfind(':'));
+  if (host.size() > 1 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  return host;
+}
+
 struct connection::impl : std::enable_shared_from_this<impl> {
+  using tls_stream = asio::ssl::stream<asio::generic::stream_protocol::socket&>;
+
   impl(asio::any_io_executor ex, const connection_config& config)
-      : strand(asio::make_strand(ex)),
+      : tls_context(make_tls_context(config.tls)),
+        strand(asio::make_strand(ex)),
         config(config),
         socket(strand),
         wake_writer(strand),
@@ -51,9 +85,11 @@ struct connection::impl : std::enable_shared_from_this<impl> {
         backoff_timer(strand),
         deadline_timer(strand) {}
 
+  std::shared_ptr<asio::ssl::context> tls_context;  // null without TLS
   asio::strand<asio::any_io_executor> strand;
   connection_config config;
   asio::generic::stream_protocol::socket socket;
+  std::unique_ptr<tls_stream> tls;  // over `socket`, set while a TLS connection is up
   asio::steady_timer wake_writer;   // cancelled to tell the writer there is something to write
   asio::steady_timer window_timer;  // REDIS_PIPELINE_WINDOW
   asio::steady_timer backoff_timer;
@@ -61,7 +97,8 @@ struct connection::impl : std::enable_shared_from_this<impl> {
   pipeline requests;
   std::deque<std::pair<std::weak_ptr<pending_request>, clock_type::time_point>> deadlines;
   std::string read_buffer;
-  // Requests handed over by other threads, drained by one posted handler per batch rather than one per request.
+  // Requests handed over by other threads, drained by one posted handler per batch rather than one per
+  // request.
   std::mutex incoming_mutex;
   std::vector<std::shared_ptr<pending_request>> incoming;
   std::vector<std::shared_ptr<pending_request>> draining;
@@ -70,6 +107,7 @@ struct connection::impl : std::enable_shared_from_this<impl> {
   state_observer observer;
   mutable std::mutex error_mutex;
   std::string last_error;
+  std::string attempt_error;  // why the current connection attempt failed, when more is known than the code
 
   void set_connected(bool now) {
     if (connected.exchange(now) != now && observer) observer(now);
@@ -86,6 +124,23 @@ struct connection::impl : std::enable_shared_from_this<impl> {
   asio::awaitable<void> run();
   asio::awaitable<error_code> connect_once();
   asio::awaitable<error_code> handshake();
+  asio::awaitable<error_code> tls_handshake(asio::steady_timer& timer);
+  // The connection's byte stream: TLS when configured, the plain socket otherwise.
+  template <typename Buffers>
+  asio::awaitable<std::tuple<error_code, std::size_t>> read_some(const Buffers& buffers) {
+    if (tls) co_return co_await tls->async_read_some(buffers, use_tuple);
+    co_return co_await socket.async_read_some(buffers, use_tuple);
+  }
+  template <typename Buffers>
+  asio::awaitable<std::tuple<error_code, std::size_t>> write(const Buffers& buffers) {
+    if (tls) co_return co_await asio::async_write(*tls, buffers, use_tuple);
+    co_return co_await asio::async_write(socket, buffers, use_tuple);
+  }
+  void close() {
+    error_code ignored;
+    tls.reset();
+    socket.close(ignored);
+  }
   asio::awaitable<void> reader();
   asio::awaitable<void> writer();
   asio::awaitable<void> expire_requests();
@@ -114,8 +169,7 @@ asio::awaitable<error_code> connection::impl::connect_once() {
   }
   error_code last = asio::error::host_not_found;
   for (const auto& endpoint : endpoints) {
-    error_code ignored;
-    socket.close(ignored);
+    close();
     auto result = co_await (socket.async_connect(endpoint, use_tuple) || timer.async_wait(use_tuple));
     if (result.index() == 1) co_return error::connect_timeout;
     last = std::get<0>(std::get<0>(result));
@@ -123,7 +177,28 @@ asio::awaitable<error_code> connection::impl::connect_once() {
   }
   if (last) co_return last;
   if (!config.unix_socket) socket.set_option(asio::ip::tcp::no_delay(true), last);
+  if (tls_context) {
+    if (auto ec = co_await tls_handshake(timer); ec) co_return ec;
+  }
   co_return co_await handshake();
+}
+
+asio::awaitable<error_code> connection::impl::tls_handshake(asio::steady_timer& timer) {
+  tls = std::make_unique<tls_stream>(socket, *tls_context);
+  const std::string host = host_of(config.address);
+  // SNI only for names: RFC 6066 does not allow IP addresses there.
+  error_code parse_error;
+  asio::ip::make_address(host, parse_error);
+  if (parse_error) SSL_set_tlsext_host_name(tls->native_handle(), host.c_str());
+  if (!config.tls.skip_hostname_verification)
+    tls->set_verify_callback(asio::ssl::host_name_verification(host));
+  auto result = co_await (tls->async_handshake(asio::ssl::stream_base::client, use_tuple) ||
+                          timer.async_wait(use_tuple));
+  if (result.index() == 1) co_return error::connect_timeout;
+  auto [ec] = std::get<0>(result);
+  if (ec)
+    attempt_error = core::cat("TLS handshake with Redis at ", config.address, " failed: ", ec.message());
+  co_return ec;
 }
 
 // AUTH when a password is set, then PING: the connection counts as up only when Redis answers.
@@ -139,8 +214,7 @@ asio::awaitable<error_code> connection::impl::handshake() {
   hello.push({"PING"});
   asio::steady_timer timer(strand);
   timer.expires_after(config.connect_timeout);
-  auto written = co_await (asio::async_write(socket, asio::buffer(hello.payload()), use_tuple) ||
-                           timer.async_wait(use_tuple));
+  auto written = co_await (write(asio::buffer(hello.payload())) || timer.async_wait(use_tuple));
   if (written.index() == 1) co_return error::connect_timeout;
   if (auto ec = std::get<0>(std::get<0>(written)); ec) co_return ec;
 
@@ -152,21 +226,20 @@ asio::awaitable<error_code> connection::impl::handshake() {
     std::string problem;
     auto status = parse_reply(buffer, consumed, reply, problem);
     if (status == parse_status::protocol_error) {
-      set_error("protocol error during handshake: " + problem);
+      attempt_error = "protocol error during handshake: " + problem;
       co_return error::protocol_error;
     }
     if (status == parse_status::complete) {
       buffer.erase(0, consumed);
       ++replies;
       if (reply.is_error()) {
-        set_error("Redis refused the connection: " + reply.text);
+        attempt_error = "Redis refused the connection: " + reply.text;
         co_return error::auth_failed;
       }
       continue;
     }
     char chunk[512];
-    auto read =
-        co_await (socket.async_read_some(asio::buffer(chunk), use_tuple) || timer.async_wait(use_tuple));
+    auto read = co_await (read_some(asio::buffer(chunk)) || timer.async_wait(use_tuple));
     if (read.index() == 1) co_return error::connect_timeout;
     auto [ec, n] = std::get<0>(read);
     if (ec) co_return ec;
@@ -179,8 +252,7 @@ asio::awaitable<void> connection::impl::reader() {
   for (;;) {
     std::size_t old_size = read_buffer.size();
     read_buffer.resize(old_size + read_chunk);
-    auto [ec, n] =
-        co_await socket.async_read_some(asio::buffer(read_buffer.data() + old_size, read_chunk), use_tuple);
+    auto [ec, n] = co_await read_some(asio::buffer(read_buffer.data() + old_size, read_chunk));
     read_buffer.resize(old_size + n);
     if (ec) {
       if (!stopping) set_error(core::cat("connection to Redis at ", config.address, " lost: ", ec.message()));
@@ -209,7 +281,7 @@ asio::awaitable<void> connection::impl::writer() {
       co_await window_timer.async_wait(use_tuple);
     }
     auto data = requests.prepare_write(config.write_limit);
-    auto [ec, n] = co_await asio::async_write(socket, asio::buffer(data), use_tuple);
+    auto [ec, n] = co_await write(asio::buffer(data));
     if (ec) {
       if (!stopping) set_error(core::cat("write to Redis at ", config.address, " failed: ", ec.message()));
       co_return;
@@ -247,15 +319,14 @@ asio::awaitable<void> connection::impl::run() {
   std::minstd_rand rng{std::random_device{}()};
   bool reported = false;
   while (!stopping) {
+    attempt_error.clear();
     auto ec = co_await connect_once();
     if (stopping) break;
     if (ec) {
-      {
-        std::lock_guard lock(error_mutex);
-        if (last_error.empty() || ec != error::auth_failed) {
-          last_error = core::cat("cannot connect to Redis at ", config.address, ": ", ec.message());
-        }
-      }
+      // connect_once leaves a precise message for TLS and AUTH failures; anything else gets a generic one.
+      set_error(attempt_error.empty()
+                    ? core::cat("cannot connect to Redis at ", config.address, ": ", ec.message())
+                    : attempt_error);
       if (!reported) core::log_error(last_error_text(), " (retrying)");
       reported = true;
       auto jittered = backoff / 2 + std::chrono::milliseconds(rng() % (backoff.count() / 2 + 1));
@@ -272,8 +343,7 @@ asio::awaitable<void> connection::impl::run() {
     wake_writer.cancel();
     co_await (reader() || writer());
     set_connected(false);
-    error_code ignored;
-    socket.close(ignored);
+    close();
     read_buffer.clear();
     requests.on_disconnect(error::connection_lost);
     if (!stopping) {

@@ -16,6 +16,14 @@
 
 namespace sluice::redis {
 
+struct tls_config {
+  bool enabled = false;
+  std::string ca_file;    // empty: the system's default CAs
+  std::string cert_file;  // client certificate (mutual TLS), with key_file
+  std::string key_file;
+  bool skip_hostname_verification = false;
+};
+
 struct connection_config {
   std::string address;  // "host:port" for TCP, a file path for a unix socket
   bool unix_socket = false;
@@ -27,12 +35,14 @@ struct connection_config {
   std::chrono::milliseconds reconnect_max{2'000};
   std::chrono::microseconds write_window{0};  // >0: wait this long before a write to gather more requests
   std::size_t write_limit = 0;                // >0: at most this many requests per write
+  tls_config tls;  // TCP only; the host part of `address` is the name checked against the certificate
 };
 
 class connection : public std::enable_shared_from_this<connection> {
  public:
   using state_observer = std::function<void(bool connected)>;
 
+  // Throws std::runtime_error naming the file when a TLS file cannot be loaded.
   connection(boost::asio::any_io_executor ex, connection_config config);
   ~connection();
 

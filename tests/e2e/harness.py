@@ -19,6 +19,7 @@ import re
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -709,10 +710,17 @@ class RedisError(Exception):
 
 
 class RespClient:
-    """A minimal blocking RESP2 client on one connection (the harness' own reads of Redis state)."""
+    """A minimal blocking RESP2 client on one connection (the harness' own reads of Redis state); over TLS when
+    `ssl_context` is given."""
 
-    def __init__(self, port, auth=None, timeout=5.0):
+    def __init__(self, port, auth=None, timeout=5.0, ssl_context=None):
         self.sock = socket.create_connection(('127.0.0.1', port), timeout=timeout)
+        if ssl_context is not None:
+            try:
+                self.sock = ssl_context.wrap_socket(self.sock)
+            except BaseException:
+                self.sock.close()
+                raise
         self.addr = '127.0.0.1:%d' % self.sock.getsockname()[1]
         self._buf = b''
         if auth:
@@ -764,18 +772,113 @@ class RespClient:
         raise OSError('unexpected RESP reply %r' % line)
 
 
+OPENSSL = os.environ.get('SLUICE_OPENSSL') or shutil.which('openssl') or '/usr/bin/openssl'
+
+
+class TlsCerts:
+    """A fresh set of certificates in a temporary directory, made with the `openssl` command (EC P-256 keys, valid
+    for two days from now). Every name below is the path of a PEM file:
+
+      ca, ca_key                        the CA ("Sluice e2e CA")
+      server, server_key                CN=localhost, SAN DNS:localhost, IP:127.0.0.1, serverAuth; signed by the CA
+      wrong, wrong_key                  CN=wrong.example, SAN DNS:wrong.example, serverAuth; signed by the CA
+      client, client_key                CN=sluice-client, clientAuth; signed by the CA
+      other_ca, other_ca_key            a second CA, unrelated to the first
+      other_client, other_client_key    CN=sluice-client, clientAuth; signed by the second CA
+
+    redis_tls() makes the `tls` argument of RedisServer. A context manager; close() removes the directory.
+    """
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix='sluice-e2e-certs-')
+        self._serial = 0x5100
+        try:
+            self.ca, self.ca_key = self._ca('ca', 'Sluice e2e CA')
+            self.server, self.server_key = self._leaf('server', 'localhost', 'DNS:localhost,IP:127.0.0.1',
+                                                      'serverAuth')
+            self.wrong, self.wrong_key = self._leaf('wrong', 'wrong.example', 'DNS:wrong.example', 'serverAuth')
+            self.client, self.client_key = self._leaf('client', 'sluice-client', None, 'clientAuth')
+            self.other_ca, self.other_ca_key = self._ca('other-ca', 'Sluice e2e other CA')
+            self.other_client, self.other_client_key = self._leaf('other-client', 'sluice-client', None, 'clientAuth',
+                                                                  ca=(self.other_ca, self.other_ca_key))
+        except BaseException:
+            self.close()
+            raise
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def _openssl(self, *args):
+        r = subprocess.run([OPENSSL] + list(args), cwd=self.dir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, timeout=30, env=base_env())
+        if r.returncode != 0:
+            raise AssertionError('openssl %s failed (%d): %s' % (' '.join(args), r.returncode,
+                                                                r.stdout.decode('utf-8', 'replace')))
+
+    def _ca(self, name, cn):
+        crt, key = self.path(name + '.crt'), self.path(name + '.key')
+        self._openssl('req', '-x509', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
+                      '-keyout', key, '-out', crt, '-days', '2', '-subj', '/CN=' + cn,
+                      '-addext', 'basicConstraints=critical,CA:TRUE',
+                      '-addext', 'keyUsage=critical,keyCertSign,cRLSign')
+        return crt, key
+
+    def _leaf(self, name, cn, san, usage, ca=None):
+        ca_crt, ca_key = ca or (self.ca, self.ca_key)
+        crt, key, csr, ext = (self.path(name + x) for x in ('.crt', '.key', '.csr', '.ext'))
+        self._openssl('req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
+                      '-keyout', key, '-out', csr, '-subj', '/CN=' + cn)
+        with open(ext, 'w') as f:
+            f.write('basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=%s\n' % usage)
+            if san:
+                f.write('subjectAltName=%s\n' % san)
+        self._serial += 1
+        self._openssl('x509', '-req', '-in', csr, '-CA', ca_crt, '-CAkey', ca_key, '-set_serial', str(self._serial),
+                      '-days', '2', '-extfile', ext, '-out', crt)
+        os.remove(csr)
+        os.remove(ext)
+        return crt, key
+
+    def redis_tls(self, server='server', auth_clients='no'):
+        """RedisServer's `tls` argument: redis-server presents `server` ('server' or 'wrong'), trusts the CA for
+        client certificates and requires one when auth_clients='yes'; the harness' own connections present the
+        client certificate."""
+        return {'cert': getattr(self, server), 'key': getattr(self, server + '_key'), 'ca': self.ca,
+                'auth_clients': auth_clients, 'client_cert': self.client, 'client_key': self.client_key}
+
+    def close(self):
+        if KEEP:
+            sys.stderr.write('sluice e2e: kept %s\n' % self.dir)
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
 class RedisServer:
     """A redis-server of its own on 127.0.0.1 (a free port unless `port` is given), without persistence.
 
     unix=True:        also listens on a unix socket (`unix_path`, permissions 700).
     requirepass:      the default user's password.
     user=(name, pw):  an ACL user with every permission (`--user name on >pw ~* &* +@all`); cli() logs in as it.
+    tls=dict(cert=, key=, ca=, auth_clients='no'|'yes', client_cert=, client_key=) (TlsCerts.redis_tls() makes
+                      one): TLS only, on `port` (`--port 0 --tls-port <port>`, the server certificate and key, the CA
+                      that client certificates must chain to, `--tls-auth-clients`). The harness' own connections
+                      (ping, command, monitor, cli) verify the server's chain against `ca` but not its name, and
+                      present client_cert/client_key when given.
     Killed when the tests end whatever happens (registered like the servers under test).
     """
 
-    def __init__(self, port=None, unix=False, requirepass=None, user=None, start=True, extra_args=()):
+    def __init__(self, port=None, unix=False, requirepass=None, user=None, start=True, extra_args=(), tls=None):
         self.tmp = tempfile.mkdtemp(prefix='sluice-e2e-redis-')
         self.port = port or free_port()
+        self.tls = dict(tls) if tls else None
+        self._ssl_context = None
         self.unix_path = os.path.join(self.tmp, 'redis.sock') if unix else None
         self.requirepass = requirepass
         self.user = tuple(user) if user else None
@@ -795,8 +898,14 @@ class RedisServer:
     # -- process ------------------------------------------------------------------------------------------------
 
     def args(self):
-        a = [REDIS_SERVER, '--port', str(self.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
-             '--daemonize', 'no', '--dir', self.tmp, '--logfile', '', '--protected-mode', 'no']
+        if self.tls:
+            a = [REDIS_SERVER, '--port', '0', '--tls-port', str(self.port),
+                 '--tls-cert-file', self.tls['cert'], '--tls-key-file', self.tls['key'],
+                 '--tls-ca-cert-file', self.tls['ca'], '--tls-auth-clients', self.tls.get('auth_clients', 'no')]
+        else:
+            a = [REDIS_SERVER, '--port', str(self.port)]
+        a += ['--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
+              '--daemonize', 'no', '--dir', self.tmp, '--logfile', '', '--protected-mode', 'no']
         if self.unix_path:
             a += ['--unixsocket', self.unix_path, '--unixsocketperm', '700']
         if self.requirepass is not None:
@@ -823,10 +932,36 @@ class RedisServer:
             time.sleep(0.02)
         return self
 
+    def ssl_context(self):
+        """The harness' own TLS client settings (None without TLS): the server's chain is verified against the CA,
+        its name is not; the client certificate is presented when there is one."""
+        if not self.tls:
+            return None
+        if self._ssl_context is None:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_REQUIRED
+            ctx.load_verify_locations(self.tls['ca'])
+            if self.tls.get('client_cert'):
+                ctx.load_cert_chain(self.tls['client_cert'], self.tls.get('client_key'))
+            self._ssl_context = ctx
+        return self._ssl_context
+
+    def connect(self, timeout=5.0):
+        """A connected socket to the server (a TLS socket, handshake done, when the server is TLS-only)."""
+        sock = socket.create_connection(('127.0.0.1', self.port), timeout=timeout)
+        if self.tls:
+            try:
+                sock = self.ssl_context().wrap_socket(sock)
+            except BaseException:
+                sock.close()
+                raise
+        return sock
+
     def ping(self):
         """True when something answers a RESP PING on the port (an auth error counts: the server is up)."""
         try:
-            with socket.create_connection(('127.0.0.1', self.port), timeout=1.0) as s:
+            with self.connect(timeout=1.0) as s:
                 s.sendall(_resp_command('PING'))
                 reply = s.recv(256)
                 return reply[:1] in (b'+', b'-')
@@ -917,20 +1052,23 @@ class RedisServer:
 
     # -- settings for sluice ------------------------------------------------------------------------------------
 
-    def address(self):
-        return '127.0.0.1:%d' % self.port
+    def address(self, host='127.0.0.1'):
+        return '%s:%d' % (host, self.port)
 
     def auth(self):
         if self.user:
             return '%s:%s' % self.user
         return self.requirepass
 
-    def sluice_env(self, prefix='REDIS_', unix=False):
-        """The REDIS_* (or REDIS_PERSECOND_*) settings that point sluice at this server."""
+    def sluice_env(self, prefix='REDIS_', unix=False, host='127.0.0.1'):
+        """The REDIS_* (or REDIS_PERSECOND_*) settings that point sluice at this server (at `host`:port over TCP);
+        with <prefix>TLS=true when the server is TLS-only. The TLS files (REDIS_TLS_CACERT, ...) are the test's."""
         env = {prefix + 'SOCKET_TYPE': 'unix' if unix else 'tcp',
-               prefix + 'URL': self.unix_path if unix else self.address()}
+               prefix + 'URL': self.unix_path if unix else self.address(host)}
         if self.auth():
             env[prefix + 'AUTH'] = self.auth()
+        if self.tls and not unix:
+            env[prefix + 'TLS'] = 'true'
         return env
 
     # -- client -------------------------------------------------------------------------------------------------
@@ -941,6 +1079,10 @@ class RedisServer:
             a += ['--user', self.user[0], '--pass', self.user[1]]
         elif self.requirepass is not None:
             a += ['-a', self.requirepass]
+        if self.tls:
+            a += ['--tls', '--cacert', self.tls['ca']]
+            if self.tls.get('client_cert'):
+                a += ['--cert', self.tls['client_cert'], '--key', self.tls['client_key']]
         return a
 
     def cli(self, *args, check=True, timeout=10.0):
@@ -960,7 +1102,7 @@ class RedisServer:
         for attempt in range(2):
             if self._client is None:
                 auth = self.user if self.user else ((self.requirepass,) if self.requirepass is not None else None)
-                self._client = RespClient(self.port, auth)
+                self._client = RespClient(self.port, auth, ssl_context=self.ssl_context())
                 self.harness_addrs.add(self._client.addr)
             try:
                 return self._client.command(*args)
@@ -1027,7 +1169,7 @@ class RedisMonitor:
         self.redis = redis
         self._lines = []
         self._lock = threading.Lock()
-        self._sock = socket.create_connection(('127.0.0.1', redis.port), timeout=5.0)
+        self._sock = redis.connect(timeout=5.0)
         redis.harness_addrs.add('127.0.0.1:%d' % self._sock.getsockname()[1])
         if redis.user:
             self._sock.sendall(_resp_command('AUTH', redis.user[0], redis.user[1]))
