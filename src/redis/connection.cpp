@@ -327,7 +327,7 @@ asio::awaitable<void> connection::impl::run() {
       set_error(attempt_error.empty()
                     ? core::cat("cannot connect to Redis at ", config.address, ": ", ec.message())
                     : attempt_error);
-      if (!reported) core::log_error(last_error_text(), " (retrying)");
+      if (!reported && config.log_state_changes) core::log_error(last_error_text(), " (retrying)");
       reported = true;
       auto jittered = backoff / 2 + std::chrono::milliseconds(rng() % (backoff.count() / 2 + 1));
       backoff_timer.expires_after(jittered);
@@ -336,7 +336,7 @@ asio::awaitable<void> connection::impl::run() {
       continue;
     }
     backoff = config.reconnect_min;
-    if (reported) core::log_warn("connected to Redis at ", config.address);
+    if (reported && config.log_state_changes) core::log_warn("connected to Redis at ", config.address);
     reported = false;
     set_error("");
     set_connected(true);
@@ -347,7 +347,7 @@ asio::awaitable<void> connection::impl::run() {
     read_buffer.clear();
     requests.on_disconnect(error::connection_lost);
     if (!stopping) {
-      core::log_error(last_error_text());
+      if (config.log_state_changes) core::log_error(last_error_text());
       reported = true;
     }
   }

@@ -36,6 +36,8 @@ struct connection_config {
   std::chrono::microseconds write_window{0};  // >0: wait this long before a write to gather more requests
   std::size_t write_limit = 0;                // >0: at most this many requests per write
   tls_config tls;  // TCP only; the host part of `address` is the name checked against the certificate
+  bool log_state_changes =
+      true;  // log losing and regaining the connection (a pool lets one of its peers speak)
 };
 
 class connection : public std::enable_shared_from_this<connection> {

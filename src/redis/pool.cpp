@@ -6,7 +6,9 @@ namespace sluice::redis {
 
 pool::pool(boost::asio::any_io_executor ex, const connection_config& config, std::size_t size) {
   for (std::size_t i = 0; i < std::max<std::size_t>(size, 1); ++i) {
-    connections_.push_back(std::make_shared<connection>(ex, config));
+    auto c = config;
+    c.log_state_changes = i == 0;  // the connections share a fate: one report is enough
+    connections_.push_back(std::make_shared<connection>(ex, std::move(c)));
   }
 }
 
