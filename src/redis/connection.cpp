@@ -48,18 +48,17 @@ std::shared_ptr<asio::ssl::context> make_tls_context(const tls_config& tls) {
   auto load = [](std::string_view what, const std::string& file, auto&& action) {
     error_code ec;
     action(ec);
-    if (ec) throw std::runtime_error(core::cat("cannot load ", what, " '", file, "': ", ec.message()));
+    if (ec) throw std::runtime_error(core::cat("invalid file '", file, "' for ", what, ": ", ec.message()));
   };
   if (tls.ca_file.empty()) {
     ctx->set_default_verify_paths();
   } else {
-    load("the Redis CA certificate", tls.ca_file,
-         [&](error_code& ec) { ctx->load_verify_file(tls.ca_file, ec); });
+    load("REDIS_TLS_CACERT", tls.ca_file, [&](error_code& ec) { ctx->load_verify_file(tls.ca_file, ec); });
   }
   if (!tls.cert_file.empty() || !tls.key_file.empty()) {
-    load("the Redis client certificate", tls.cert_file,
+    load("REDIS_TLS_CLIENT_CERT", tls.cert_file,
          [&](error_code& ec) { ctx->use_certificate_chain_file(tls.cert_file, ec); });
-    load("the Redis client key", tls.key_file,
+    load("REDIS_TLS_CLIENT_KEY", tls.key_file,
          [&](error_code& ec) { ctx->use_private_key_file(tls.key_file, asio::ssl::context::pem, ec); });
   }
   ctx->set_verify_mode(asio::ssl::verify_peer);
