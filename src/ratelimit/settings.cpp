@@ -12,30 +12,59 @@ std::chrono::milliseconds to_ms(std::chrono::nanoseconds d) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d);
 }
 
+// "password" or "user:password" (split at the first ':'), as upstream's REDIS_AUTH.
+void split_auth(const std::string& auth, std::string& username, std::string& password) {
+  if (auto colon = auth.find(':'); colon != std::string::npos) {
+    username = auth.substr(0, colon);
+    password = auth.substr(colon + 1);
+  } else {
+    password = auth;
+  }
+}
+
+std::vector<std::string> split_list(const std::string& list) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    auto comma = list.find(',', start);
+    if (comma == std::string::npos) comma = list.size();
+    if (comma > start) parts.push_back(list.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return parts;
+}
+
 // REDIS_<...> or REDIS_PERSECOND_<...>: upstream's names and defaults (reference §1.7).
 redis_store_settings read_redis_store(const core::env_reader& env, const std::string& prefix,
                                       std::string_view default_url) {
   redis_store_settings s;
   auto& c = s.connection;
   auto type = env.get_choice(prefix + "TYPE", "single", {"single", "sentinel", "cluster"}, true);
-  if (type != "single") {
-    throw core::settings_error(core::cat(prefix, "TYPE=", type, ": only single is supported in this build"));
+  if (type == "cluster") {
+    throw core::settings_error(
+        core::cat(prefix, "TYPE=cluster: Redis Cluster is not supported in this build yet"));
   }
   auto socket_type = env.get_choice(prefix + "SOCKET_TYPE", "unix", {"tcp", "unix"}, true);
-  c.unix_socket = socket_type == "unix";
+  c.unix_socket = socket_type == "unix" && type == "single";  // sentinels and their masters are always TCP
   c.address = env.get_string(prefix + "URL", default_url);
-  if (!c.unix_socket && c.address.rfind(':') == std::string::npos) {
+  if (type == "sentinel") {
+    auto parts = split_list(c.address);
+    if (parts.size() < 2) {
+      throw core::settings_error(
+          core::cat("invalid value '", c.address, "' for ", prefix,
+                    "URL: Expected master name and a list of urls for the sentinels, in the "
+                    "format: <redis master name>,<sentinel1>,...,<sentineln>"));
+    }
+    auto& sentinel = c.sentinel.emplace();
+    sentinel.master_name = parts.front();
+    sentinel.sentinels.assign(parts.begin() + 1, parts.end());
+    split_auth(env.get_string(prefix + "SENTINEL_AUTH", ""), sentinel.username, sentinel.password);
+  } else if (!c.unix_socket && c.address.rfind(':') == std::string::npos) {
     throw core::settings_error(core::cat("invalid value '", c.address, "' for ", prefix,
                                          "URL: expected host:port (", prefix, "SOCKET_TYPE is tcp)"));
   }
   s.pool_size = env.get_uint(prefix + "POOL_SIZE", s.pool_size, 1, 1024);
-  auto auth = env.get_string(prefix + "AUTH", "");
-  if (auto colon = auth.find(':'); colon != std::string::npos) {
-    c.username = auth.substr(0, colon);
-    c.password = auth.substr(colon + 1);
-  } else {
-    c.password = auth;
-  }
+  split_auth(env.get_string(prefix + "AUTH", ""), c.username, c.password);
   // The TLS files are shared by both stores, as upstream's REDIS_TLS_* are.
   auto& tls = c.tls;
   tls.enabled = env.get_bool(prefix + "TLS", false);

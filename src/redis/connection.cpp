@@ -106,7 +106,8 @@ struct connection::impl : std::enable_shared_from_this<impl> {
   state_observer observer;
   mutable std::mutex error_mutex;
   std::string last_error;
-  std::string attempt_error;  // why the current connection attempt failed, when more is known than the code
+  std::string attempt_error;    // why the current connection attempt failed, when more is known than the code
+  std::string current_address;  // config.address, or the master the sentinels named
 
   void set_connected(bool now) {
     if (connected.exchange(now) != now && observer) observer(now);
@@ -122,7 +123,12 @@ struct connection::impl : std::enable_shared_from_this<impl> {
 
   asio::awaitable<void> run();
   asio::awaitable<error_code> connect_once();
-  asio::awaitable<error_code> handshake();
+  asio::awaitable<error_code> connect_socket(const std::string& address, bool unix_socket,
+                                             asio::steady_timer& timer);
+  asio::awaitable<error_code> exchange(const request& r, std::vector<value>& replies,
+                                       asio::steady_timer& timer);
+  asio::awaitable<error_code> find_master(std::string& address, asio::steady_timer& timer);
+  asio::awaitable<error_code> handshake(asio::steady_timer& timer);
   asio::awaitable<error_code> tls_handshake(asio::steady_timer& timer);
   // The connection's byte stream: TLS when configured, the plain socket otherwise.
   template <typename Buffers>
@@ -147,19 +153,16 @@ struct connection::impl : std::enable_shared_from_this<impl> {
   void shutdown();
 };
 
-asio::awaitable<error_code> connection::impl::connect_once() {
-  asio::steady_timer timer(strand);
-  timer.expires_after(config.connect_timeout);
+asio::awaitable<error_code> connection::impl::connect_socket(const std::string& address, bool unix_socket,
+                                                             asio::steady_timer& timer) {
   std::vector<asio::generic::stream_protocol::endpoint> endpoints;
-  if (config.unix_socket) {
-    endpoints.emplace_back(asio::local::stream_protocol::endpoint(config.address));
+  if (unix_socket) {
+    endpoints.emplace_back(asio::local::stream_protocol::endpoint(address));
   } else {
-    auto colon = config.address.rfind(':');
+    auto colon = address.rfind(':');
     if (colon == std::string::npos) co_return asio::error::invalid_argument;
-    std::string host = config.address.substr(0, colon);
-    if (host.size() > 1 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
     asio::ip::tcp::resolver resolver(strand);
-    auto result = co_await (resolver.async_resolve(host, config.address.substr(colon + 1), use_tuple) ||
+    auto result = co_await (resolver.async_resolve(host_of(address), address.substr(colon + 1), use_tuple) ||
                             timer.async_wait(use_tuple));
     if (result.index() == 1) co_return error::connect_timeout;
     auto [ec, resolved] = std::get<0>(result);
@@ -174,67 +177,30 @@ asio::awaitable<error_code> connection::impl::connect_once() {
     last = std::get<0>(std::get<0>(result));
     if (!last) break;
   }
-  if (last) co_return last;
-  if (!config.unix_socket) socket.set_option(asio::ip::tcp::no_delay(true), last);
-  if (tls_context) {
-    if (auto ec = co_await tls_handshake(timer); ec) co_return ec;
-  }
-  co_return co_await handshake();
+  if (!last && !unix_socket) socket.set_option(asio::ip::tcp::no_delay(true), last);
+  co_return last;
 }
 
-asio::awaitable<error_code> connection::impl::tls_handshake(asio::steady_timer& timer) {
-  tls = std::make_unique<tls_stream>(socket, *tls_context);
-  const std::string host = host_of(config.address);
-  // SNI only for names: RFC 6066 does not allow IP addresses there.
-  error_code parse_error;
-  asio::ip::make_address(host, parse_error);
-  if (parse_error) SSL_set_tlsext_host_name(tls->native_handle(), host.c_str());
-  if (!config.tls.skip_hostname_verification)
-    tls->set_verify_callback(asio::ssl::host_name_verification(host));
-  auto result = co_await (tls->async_handshake(asio::ssl::stream_base::client, use_tuple) ||
-                          timer.async_wait(use_tuple));
-  if (result.index() == 1) co_return error::connect_timeout;
-  auto [ec] = std::get<0>(result);
-  if (ec)
-    attempt_error = core::cat("TLS handshake with Redis at ", config.address, " failed: ", ec.message());
-  co_return ec;
-}
-
-// AUTH when a password is set, then PING: the connection counts as up only when Redis answers.
-asio::awaitable<error_code> connection::impl::handshake() {
-  request hello;
-  if (!config.password.empty()) {
-    if (config.username.empty()) {
-      hello.push({"AUTH", config.password});
-    } else {
-      hello.push({"AUTH", config.username, config.password});
-    }
-  }
-  hello.push({"PING"});
-  asio::steady_timer timer(strand);
-  timer.expires_after(config.connect_timeout);
-  auto written = co_await (write(asio::buffer(hello.payload())) || timer.async_wait(use_tuple));
+// Writes a request on the current stream and reads all its replies (a Redis error reply is a value).
+asio::awaitable<error_code> connection::impl::exchange(const request& r, std::vector<value>& replies,
+                                                       asio::steady_timer& timer) {
+  auto written = co_await (write(asio::buffer(r.payload())) || timer.async_wait(use_tuple));
   if (written.index() == 1) co_return error::connect_timeout;
   if (auto ec = std::get<0>(std::get<0>(written)); ec) co_return ec;
-
   std::string buffer;
-  std::size_t replies = 0;
-  while (replies < hello.expected_replies()) {
+  replies.clear();
+  while (replies.size() < r.expected_replies()) {
     value reply;
     std::size_t consumed = 0;
     std::string problem;
     auto status = parse_reply(buffer, consumed, reply, problem);
     if (status == parse_status::protocol_error) {
-      attempt_error = "protocol error during handshake: " + problem;
+      attempt_error = "protocol error: " + problem;
       co_return error::protocol_error;
     }
     if (status == parse_status::complete) {
       buffer.erase(0, consumed);
-      ++replies;
-      if (reply.is_error()) {
-        attempt_error = "Redis refused the connection: " + reply.text;
-        co_return error::auth_failed;
-      }
+      replies.push_back(std::move(reply));
       continue;
     }
     char chunk[512];
@@ -247,6 +213,104 @@ asio::awaitable<error_code> connection::impl::handshake() {
   co_return error_code{};
 }
 
+// AUTH with the given credentials when a password is set (a no-op request otherwise).
+static void push_auth(request& r, const std::string& username, const std::string& password) {
+  if (password.empty()) return;
+  if (username.empty()) {
+    r.push({"AUTH", password});
+  } else {
+    r.push({"AUTH", username, password});
+  }
+}
+
+// Asks each sentinel in turn where the master is (SENTINEL get-master-addr-by-name); the first answer wins.
+asio::awaitable<error_code> connection::impl::find_master(std::string& address, asio::steady_timer& timer) {
+  const auto& s = *config.sentinel;
+  request ask;
+  push_auth(ask, s.username, s.password);
+  ask.push({"SENTINEL", "get-master-addr-by-name", s.master_name});
+  std::string problems;
+  for (const auto& sentinel : s.sentinels) {
+    std::vector<value> replies;
+    auto ec = co_await connect_socket(sentinel, false, timer);
+    if (!ec) ec = co_await exchange(ask, replies, timer);
+    close();
+    std::string problem = ec ? ec.message() : std::string();
+    if (!ec) {
+      const value& where = replies.back();
+      if (where.type == value::kind::array && where.elements.size() == 2) {
+        const auto& ip = where.elements[0].text;
+        address =
+            core::cat(ip.find(':') == std::string::npos ? ip : "[" + ip + "]", ":", where.elements[1].text);
+        co_return error_code{};
+      }
+      problem = where.is_error() ? where.text : core::cat("does not know master '", s.master_name, "'");
+    }
+    problems += core::cat(problems.empty() ? "" : "; ", sentinel, ": ", problem);
+  }
+  attempt_error = core::cat("no sentinel gave the address of master '", s.master_name, "' (", problems, ")");
+  co_return error::not_connected;
+}
+
+asio::awaitable<error_code> connection::impl::connect_once() {
+  asio::steady_timer timer(strand);
+  timer.expires_after(config.connect_timeout);
+  std::string address = config.address;
+  current_address = address;
+  if (config.sentinel) {
+    if (auto ec = co_await find_master(address, timer); ec) co_return ec;
+  }
+  current_address = address;
+  if (auto ec = co_await connect_socket(address, config.unix_socket, timer); ec) co_return ec;
+  if (tls_context) {
+    if (auto ec = co_await tls_handshake(timer); ec) co_return ec;
+  }
+  co_return co_await handshake(timer);
+}
+
+asio::awaitable<error_code> connection::impl::tls_handshake(asio::steady_timer& timer) {
+  tls = std::make_unique<tls_stream>(socket, *tls_context);
+  const std::string host = host_of(current_address);
+  // SNI only for names: RFC 6066 does not allow IP addresses there.
+  error_code parse_error;
+  asio::ip::make_address(host, parse_error);
+  if (parse_error) SSL_set_tlsext_host_name(tls->native_handle(), host.c_str());
+  if (!config.tls.skip_hostname_verification)
+    tls->set_verify_callback(asio::ssl::host_name_verification(host));
+  auto result = co_await (tls->async_handshake(asio::ssl::stream_base::client, use_tuple) ||
+                          timer.async_wait(use_tuple));
+  if (result.index() == 1) co_return error::connect_timeout;
+  auto [ec] = std::get<0>(result);
+  if (ec)
+    attempt_error = core::cat("TLS handshake with Redis at ", current_address, " failed: ", ec.message());
+  co_return ec;
+}
+
+// AUTH when a password is set, then PING: the connection counts as up only when Redis answers. Behind
+// sentinels, ROLE too: a master the sentinels have just demoted must not be used.
+asio::awaitable<error_code> connection::impl::handshake(asio::steady_timer& timer) {
+  request hello;
+  push_auth(hello, config.username, config.password);
+  hello.push({"PING"});
+  if (config.sentinel) hello.push({"ROLE"});
+  std::vector<value> replies;
+  if (auto ec = co_await exchange(hello, replies, timer); ec) co_return ec;
+  for (const auto& reply : replies) {
+    if (reply.is_error()) {
+      attempt_error = "Redis refused the connection: " + reply.text;
+      co_return error::auth_failed;
+    }
+  }
+  if (config.sentinel) {
+    const auto& role = replies.back();
+    if (role.type != value::kind::array || role.elements.empty() || role.elements[0].text != "master") {
+      attempt_error = core::cat(current_address, ", named by the sentinels, is not the master (yet)");
+      co_return error::not_connected;
+    }
+  }
+  co_return error_code{};
+}
+
 asio::awaitable<void> connection::impl::reader() {
   for (;;) {
     std::size_t old_size = read_buffer.size();
@@ -254,14 +318,15 @@ asio::awaitable<void> connection::impl::reader() {
     auto [ec, n] = co_await read_some(asio::buffer(read_buffer.data() + old_size, read_chunk));
     read_buffer.resize(old_size + n);
     if (ec) {
-      if (!stopping) set_error(core::cat("connection to Redis at ", config.address, " lost: ", ec.message()));
+      if (!stopping)
+        set_error(core::cat("connection to Redis at ", current_address, " lost: ", ec.message()));
       co_return;
     }
     error_code protocol;
     std::size_t consumed = requests.on_read(read_buffer, protocol);
     read_buffer.erase(0, consumed);
     if (protocol) {
-      set_error(core::cat("Redis at ", config.address, " sent something that is not RESP; reconnecting"));
+      set_error(core::cat("Redis at ", current_address, " sent something that is not RESP; reconnecting"));
       co_return;
     }
   }
@@ -282,7 +347,7 @@ asio::awaitable<void> connection::impl::writer() {
     auto data = requests.prepare_write(config.write_limit);
     auto [ec, n] = co_await write(asio::buffer(data));
     if (ec) {
-      if (!stopping) set_error(core::cat("write to Redis at ", config.address, " failed: ", ec.message()));
+      if (!stopping) set_error(core::cat("write to Redis at ", current_address, " failed: ", ec.message()));
       co_return;
     }
   }
@@ -324,7 +389,7 @@ asio::awaitable<void> connection::impl::run() {
     if (ec) {
       // connect_once leaves a precise message for TLS and AUTH failures; anything else gets a generic one.
       set_error(attempt_error.empty()
-                    ? core::cat("cannot connect to Redis at ", config.address, ": ", ec.message())
+                    ? core::cat("cannot connect to Redis at ", current_address, ": ", ec.message())
                     : attempt_error);
       if (!reported && config.log_state_changes) core::log_error(last_error_text(), " (retrying)");
       reported = true;
@@ -335,7 +400,7 @@ asio::awaitable<void> connection::impl::run() {
       continue;
     }
     backoff = config.reconnect_min;
-    if (reported && config.log_state_changes) core::log_warn("connected to Redis at ", config.address);
+    if (reported && config.log_state_changes) core::log_warn("connected to Redis at ", current_address);
     reported = false;
     set_error("");
     set_connected(true);
@@ -355,6 +420,22 @@ asio::awaitable<void> connection::impl::run() {
 void connection::impl::exec(std::shared_ptr<pending_request> request) {
   if (stopping) return fail(request, error::shutting_down);
   if (!connected) return fail(request, error::not_connected);
+  if (config.sentinel) {
+    // After a failover the old master answers writes with READONLY: drop it, the next connection asks the
+    // sentinels again.
+    request->done = [self = shared_from_this(), inner = std::move(request->done)](
+                        error_code ec, std::vector<value>&& replies) {
+      for (const auto& r : replies) {
+        if (r.is_error() && r.text.starts_with("READONLY")) {
+          self->set_error(core::cat("Redis at ", self->current_address, " is no longer the master"));
+          error_code ignored;
+          self->socket.close(ignored);
+          break;
+        }
+      }
+      inner(ec, std::move(replies));
+    };
+  }
   deadlines.emplace_back(request, clock_type::now() + config.request_timeout);
   if (deadlines.size() == 1) deadline_timer.cancel();
   requests.enqueue(std::move(request));

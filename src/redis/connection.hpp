@@ -10,7 +10,9 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "redis/pipeline.hpp"
 
@@ -22,6 +24,14 @@ struct tls_config {
   std::string cert_file;  // client certificate (mutual TLS), with key_file
   std::string key_file;
   bool skip_hostname_verification = false;
+};
+
+// Redis behind sentinels: the address of the master is asked of them at every (re)connect.
+struct sentinel_config {
+  std::string master_name;
+  std::vector<std::string> sentinels;  // host:port each
+  std::string username;                // REDIS_SENTINEL_AUTH
+  std::string password;
 };
 
 struct connection_config {
@@ -36,8 +46,9 @@ struct connection_config {
   std::chrono::microseconds write_window{0};  // >0: wait this long before a write to gather more requests
   std::size_t write_limit = 0;                // >0: at most this many requests per write
   tls_config tls;  // TCP only; the host part of `address` is the name checked against the certificate
-  bool log_state_changes =
-      true;  // log losing and regaining the connection (a pool lets one of its peers speak)
+  std::optional<sentinel_config> sentinel;  // set: `address` is unused, the sentinels name the master
+  // Log losing and regaining the connection (a pool lets one of its connections speak for all).
+  bool log_state_changes = true;
 };
 
 class connection : public std::enable_shared_from_this<connection> {
