@@ -1257,3 +1257,249 @@ class RedisMonitor:
 def main():
     """unittest.main() for a test module run as a script; exits non-zero on failure."""
     unittest.main(module='__main__', verbosity=int(os.environ.get('SLUICE_E2E_VERBOSITY', '1')))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Redis Sentinel: a master, a replica and sentinels watching them
+
+REDIS_SENTINEL = os.environ.get('SLUICE_REDIS_SENTINEL') or shutil.which('redis-sentinel')
+
+
+class RedisSentinel:
+    """One sentinel (`redis-sentinel <conf>`, or `redis-server <conf> --sentinel` when Debian's redis-sentinel is
+    not installed) on 127.0.0.1:`port`, with its config file in a temporary directory (the sentinel rewrites it).
+    `config` is the text written after port/bind/dir. Killed when the tests end whatever happens."""
+
+    def __init__(self, port, config, password=None):
+        self.port = port
+        self.password = password
+        self.tmp = tempfile.mkdtemp(prefix='sluice-e2e-sentinel-')
+        self.conf = os.path.join(self.tmp, 'sentinel.conf')
+        with open(self.conf, 'w') as f:
+            f.write('port %d\nbind 127.0.0.1\nprotected-mode no\ndaemonize no\nlogfile ""\ndir %s\n%s'
+                    % (port, self.tmp, config))
+        self.proc = None
+        self._log = None
+        self._client = None
+
+    def args(self):
+        if REDIS_SENTINEL:
+            return [REDIS_SENTINEL, self.conf]
+        return [REDIS_SERVER, self.conf, '--sentinel']
+
+    def start(self, timeout=10.0):
+        if self._log is None:
+            self._log = open(os.path.join(self.tmp, 'sentinel.log'), 'a+b')
+        self.proc = spawn(self.args(), base_env(), self._log, subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if self.command('PING') == 'PONG':
+                    return self
+            except (OSError, RedisError):
+                self._drop_client()
+            if self.proc.poll() is not None:
+                rc = reap(self.proc)
+                self.proc = None
+                raise AssertionError('redis sentinel exited with code %d; log:\n%s' % (rc, self.log()))
+            if time.monotonic() > deadline:
+                raise AssertionError('redis sentinel did not answer PING within %ss; log:\n%s' % (timeout, self.log()))
+            time.sleep(0.02)
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def _drop_client(self):
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def command(self, *args):
+        """One command on the harness' own connection -> the reply; an error reply raises RedisError."""
+        for attempt in range(2):
+            if self._client is None:
+                self._client = RespClient(self.port, (self.password,) if self.password else None, timeout=3.0)
+            try:
+                return self._client.command(*args)
+            except OSError:
+                self._drop_client()
+                if attempt:
+                    raise
+
+    def kill(self):
+        self._drop_client()
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.kill()
+        rc = reap(self.proc)
+        self.proc = None
+        return rc
+
+    def close(self):
+        try:
+            self.kill()
+        finally:
+            if self._log is not None:
+                self._log.close()
+                self._log = None
+            if KEEP:
+                sys.stderr.write('sluice e2e: kept %s\n' % self.tmp)
+            else:
+                shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def log(self):
+        try:
+            with open(os.path.join(self.tmp, 'sentinel.log'), 'rb') as f:
+                return f.read().decode('utf-8', 'replace')
+        except OSError:
+            return ''
+
+    def address(self):
+        return '127.0.0.1:%d' % self.port
+
+    def master_addr(self, name):
+        """SENTINEL get-master-addr-by-name -> 'host:port', or None when the sentinel does not know `name`."""
+        reply = self.command('SENTINEL', 'get-master-addr-by-name', name)
+        return '%s:%s' % tuple(reply) if reply else None
+
+    def peers(self, kind, name):
+        """SENTINEL replicas|sentinels <name> -> one dict per instance."""
+        return [dict(zip(r[0::2], r[1::2])) for r in self.command('SENTINEL', kind, name)]
+
+
+class SentinelSetup:
+    """A master RedisServer, one replica (`--replicaof` the master) and `count` sentinels monitoring them as
+    `name` (quorum 2, down-after-milliseconds 1000, failover-timeout 5000, resolve-hostnames no). Each sentinel is
+    told about the replica and the other sentinels in its config file (known-replica, known-sentinel), so it is
+    ready at once; __init__ still waits until every sentinel reports the master and sees the replica and the other
+    sentinels as up.
+
+    sentinel_password: the sentinels' requirepass (and sentinel-pass, for talking to each other).
+    master_password:   requirepass of both Redis servers (masterauth too, and the sentinels' auth-pass).
+    A context manager; close() stops everything (sentinels first).
+    """
+
+    def __init__(self, count=3, name='mymaster', sentinel_password=None, master_password=None):
+        self.name = name
+        self.sentinel_password = sentinel_password
+        self.master_password = master_password
+        self.sentinels = []
+        self.servers = []
+        try:
+            # no 5 s wait before the full sync of a (new) replica
+            auth = ['--repl-diskless-sync-delay', '0'] + (['--masterauth', master_password] if master_password else [])
+            self.master = RedisServer(requirepass=master_password, extra_args=auth)
+            self.servers.append(self.master)
+            self.replica = RedisServer(requirepass=master_password,
+                                       extra_args=auth + ['--replicaof', '127.0.0.1', str(self.master.port)])
+            self.servers.append(self.replica)
+            wait_until(lambda: self.replica.info('replication').get('master_link_status') == 'up', timeout=10,
+                       message='the replica in sync with the master', describe=self.replica.log)
+            ports = free_ports(count)
+            ids = [os.urandom(20).hex() for _ in ports]
+            for port, myid in zip(ports, ids):
+                conf = ['sentinel myid %s' % myid,
+                        'sentinel resolve-hostnames no',
+                        'sentinel monitor %s 127.0.0.1 %d 2' % (name, self.master.port),
+                        'sentinel down-after-milliseconds %s 1000' % name,
+                        'sentinel failover-timeout %s 5000' % name,
+                        'sentinel known-replica %s 127.0.0.1 %d' % (name, self.replica.port)]
+                conf += ['sentinel known-sentinel %s 127.0.0.1 %d %s' % (name, p, i)
+                         for p, i in zip(ports, ids) if p != port]
+                if master_password:
+                    conf.append('sentinel auth-pass %s %s' % (name, master_password))
+                if sentinel_password:
+                    conf += ['requirepass %s' % sentinel_password, 'sentinel sentinel-pass %s' % sentinel_password]
+                self.sentinels.append(RedisSentinel(port, '\n'.join(conf) + '\n', sentinel_password))
+            for s in self.sentinels:
+                s.start()
+            self.wait_ready()
+        except BaseException:
+            self.close()
+            raise
+
+    def _healthy(self, peer):
+        flags = set(peer.get('flags', '').split(','))
+        return not flags & {'s_down', 'o_down', 'disconnected'}
+
+    def wait_ready(self, timeout=20.0):
+        """Every sentinel reports the master and sees the replica and the other sentinels as up."""
+        want = self.master.address()
+
+        def ready(s):
+            return (s.master_addr(self.name) == want
+                    and [r.get('port') for r in s.peers('replicas', self.name) if self._healthy(r)]
+                    == [str(self.replica.port)]
+                    and len([p for p in s.peers('sentinels', self.name) if self._healthy(p)])
+                    == len(self.sentinels) - 1)
+
+        wait_until(lambda: all(ready(s) for s in self.sentinels), timeout=timeout,
+                   message='every sentinel ready (master %s, replica, %d peers)' % (want, len(self.sentinels) - 1),
+                   describe=self.describe)
+
+    def describe(self):
+        out = []
+        for s in self.sentinels:
+            try:
+                out.append('sentinel %d: master %r, replicas %r, sentinels %r'
+                           % (s.port, s.master_addr(self.name), s.peers('replicas', self.name),
+                              s.peers('sentinels', self.name)))
+            except (OSError, RedisError) as e:
+                out.append('sentinel %d: %r' % (s.port, e))
+            out.append('\n'.join(s.log().splitlines()[-15:]))
+        return '\n'.join(out)
+
+    def server(self, address):
+        """The RedisServer at 'host:port' (one of master and replica)."""
+        for r in self.servers:
+            if r.address() == address:
+                return r
+        raise AssertionError('no Redis of the setup at %s' % address)
+
+    def role(self, redis):
+        try:
+            return redis.command('ROLE')[0]
+        except (OSError, RedisError):
+            return None
+
+    def wait_failover(self, old, timeout=20.0):
+        """Waits until every running sentinel names a master other than `old` (a RedisServer) and that server says
+        it is a master. -> the new master's RedisServer."""
+
+        def switched():
+            addrs = {s.master_addr(self.name) for s in self.sentinels if s.running()}
+            if len(addrs) != 1 or old.address() in addrs:
+                return None
+            new = self.server(addrs.pop())
+            return new if self.role(new) == 'master' else None
+
+        return wait_until(switched, timeout=timeout, interval=0.1, message='the sentinels to fail %s over'
+                          % old.address(), describe=self.describe)
+
+    def sluice_env(self, sentinels=None, name=None, sentinel_auth=None, auth=None):
+        """REDIS_TYPE=sentinel, REDIS_URL=<name>,<sentinel>,... (every sentinel of the setup unless `sentinels`, a
+        list of 'host:port', is given), REDIS_SENTINEL_AUTH and REDIS_AUTH from the setup's passwords unless
+        given."""
+        urls = sentinels if sentinels is not None else [s.address() for s in self.sentinels]
+        env = {'REDIS_TYPE': 'sentinel', 'REDIS_URL': ','.join([name or self.name] + list(urls))}
+        sentinel_auth = sentinel_auth if sentinel_auth is not None else self.sentinel_password
+        auth = auth if auth is not None else self.master_password
+        if sentinel_auth:
+            env['REDIS_SENTINEL_AUTH'] = sentinel_auth
+        if auth:
+            env['REDIS_AUTH'] = auth
+        return env
+
+    def close(self):
+        for s in self.sentinels:
+            s.close()
+        for r in self.servers:
+            r.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False

@@ -794,7 +794,7 @@ class StartUp(RedisCase):
             self.assertOk(s, 'grpc', 'o', [[('k', 'up')]])
 
     def test_unsupported_settings(self):
-        cases = [('REDIS_TYPE', 'cluster'), ('REDIS_TYPE', 'sentinel')]
+        cases = [('REDIS_TYPE', 'cluster')]
         for name, value in cases:
             with self.subTest(setting=name, value=value):
                 with Sluice(rules={'o.yaml': OUTAGE_RULES}, wait_ready=False,

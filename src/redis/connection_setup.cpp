@@ -1,0 +1,191 @@
+#include "redis/connection_impl.hpp"
+
+namespace sluice::redis {
+
+std::shared_ptr<asio::ssl::context> make_tls_context(const tls_config& tls) {
+  if (!tls.enabled) return nullptr;
+  auto ctx = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_client);
+  auto load = [](std::string_view what, const std::string& file, auto&& action) {
+    error_code ec;
+    action(ec);
+    if (ec) throw std::runtime_error(core::cat("invalid file '", file, "' for ", what, ": ", ec.message()));
+  };
+  if (tls.ca_file.empty()) {
+    ctx->set_default_verify_paths();
+  } else {
+    load("REDIS_TLS_CACERT", tls.ca_file, [&](error_code& ec) { ctx->load_verify_file(tls.ca_file, ec); });
+  }
+  if (!tls.cert_file.empty() || !tls.key_file.empty()) {
+    load("REDIS_TLS_CLIENT_CERT", tls.cert_file,
+         [&](error_code& ec) { ctx->use_certificate_chain_file(tls.cert_file, ec); });
+    load("REDIS_TLS_CLIENT_KEY", tls.key_file,
+         [&](error_code& ec) { ctx->use_private_key_file(tls.key_file, asio::ssl::context::pem, ec); });
+  }
+  ctx->set_verify_mode(asio::ssl::verify_peer);
+  return ctx;
+}
+
+std::string host_of(const std::string& address) {
+  auto host = address.substr(0, address.rfind(':'));
+  if (host.size() > 1 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  return host;
+}
+asio::awaitable<error_code> connection::impl::connect_socket(const std::string& address, bool unix_socket,
+                                                             asio::steady_timer& timer) {
+  std::vector<asio::generic::stream_protocol::endpoint> endpoints;
+  if (unix_socket) {
+    endpoints.emplace_back(asio::local::stream_protocol::endpoint(address));
+  } else {
+    auto colon = address.rfind(':');
+    if (colon == std::string::npos) co_return asio::error::invalid_argument;
+    asio::ip::tcp::resolver resolver(strand);
+    auto result = co_await (resolver.async_resolve(host_of(address), address.substr(colon + 1), use_tuple) ||
+                            timer.async_wait(use_tuple));
+    if (result.index() == 1) co_return error::connect_timeout;
+    auto [ec, resolved] = std::get<0>(result);
+    if (ec) co_return ec;
+    for (const auto& entry : resolved) endpoints.emplace_back(entry.endpoint());
+  }
+  error_code last = asio::error::host_not_found;
+  for (const auto& endpoint : endpoints) {
+    close();
+    auto result = co_await (socket.async_connect(endpoint, use_tuple) || timer.async_wait(use_tuple));
+    if (result.index() == 1) co_return error::connect_timeout;
+    last = std::get<0>(std::get<0>(result));
+    if (!last) break;
+  }
+  if (!last && !unix_socket) socket.set_option(asio::ip::tcp::no_delay(true), last);
+  co_return last;
+}
+
+// Writes a request on the current stream and reads all its replies (a Redis error reply is a value).
+asio::awaitable<error_code> connection::impl::exchange(const request& r, std::vector<value>& replies,
+                                                       asio::steady_timer& timer) {
+  auto written = co_await (write(asio::buffer(r.payload())) || timer.async_wait(use_tuple));
+  if (written.index() == 1) co_return error::connect_timeout;
+  if (auto ec = std::get<0>(std::get<0>(written)); ec) co_return ec;
+  std::string buffer;
+  replies.clear();
+  while (replies.size() < r.expected_replies()) {
+    value reply;
+    std::size_t consumed = 0;
+    std::string problem;
+    auto status = parse_reply(buffer, consumed, reply, problem);
+    if (status == parse_status::protocol_error) {
+      attempt_error = "protocol error: " + problem;
+      co_return error::protocol_error;
+    }
+    if (status == parse_status::complete) {
+      buffer.erase(0, consumed);
+      replies.push_back(std::move(reply));
+      continue;
+    }
+    char chunk[512];
+    auto read = co_await (read_some(asio::buffer(chunk)) || timer.async_wait(use_tuple));
+    if (read.index() == 1) co_return error::connect_timeout;
+    auto [ec, n] = std::get<0>(read);
+    if (ec) co_return ec;
+    buffer.append(chunk, n);
+  }
+  co_return error_code{};
+}
+
+// AUTH with the given credentials when a password is set (a no-op request otherwise).
+static void push_auth(request& r, const std::string& username, const std::string& password) {
+  if (password.empty()) return;
+  if (username.empty()) {
+    r.push({"AUTH", password});
+  } else {
+    r.push({"AUTH", username, password});
+  }
+}
+
+// Asks each sentinel in turn where the master is (SENTINEL get-master-addr-by-name); the first answer wins.
+asio::awaitable<error_code> connection::impl::find_master(std::string& address, asio::steady_timer& timer) {
+  const auto& s = *config.sentinel;
+  request ask;
+  push_auth(ask, s.username, s.password);
+  ask.push({"SENTINEL", "get-master-addr-by-name", s.master_name});
+  std::string problems;
+  for (const auto& sentinel : s.sentinels) {
+    std::vector<value> replies;
+    auto ec = co_await connect_socket(sentinel, false, timer);
+    if (!ec) ec = co_await exchange(ask, replies, timer);
+    close();
+    std::string problem = ec ? ec.message() : std::string();
+    if (!ec) {
+      const value& where = replies.back();
+      if (where.type == value::kind::array && where.elements.size() == 2) {
+        const auto& ip = where.elements[0].text;
+        address =
+            core::cat(ip.find(':') == std::string::npos ? ip : "[" + ip + "]", ":", where.elements[1].text);
+        co_return error_code{};
+      }
+      problem = where.is_error() ? where.text : core::cat("does not know master '", s.master_name, "'");
+    }
+    problems += core::cat(problems.empty() ? "" : "; ", sentinel, ": ", problem);
+  }
+  attempt_error = core::cat("no sentinel gave the address of master '", s.master_name, "' (", problems, ")");
+  co_return error::not_connected;
+}
+
+asio::awaitable<error_code> connection::impl::connect_once() {
+  asio::steady_timer timer(strand);
+  timer.expires_after(config.connect_timeout);
+  std::string address = config.address;
+  current_address = address;
+  if (config.sentinel) {
+    if (auto ec = co_await find_master(address, timer); ec) co_return ec;
+  }
+  current_address = address;
+  if (auto ec = co_await connect_socket(address, config.unix_socket, timer); ec) co_return ec;
+  if (tls_context) {
+    if (auto ec = co_await tls_handshake(timer); ec) co_return ec;
+  }
+  co_return co_await handshake(timer);
+}
+
+asio::awaitable<error_code> connection::impl::tls_handshake(asio::steady_timer& timer) {
+  tls = std::make_unique<tls_stream>(socket, *tls_context);
+  const std::string host = host_of(current_address);
+  // SNI only for names: RFC 6066 does not allow IP addresses there.
+  error_code parse_error;
+  asio::ip::make_address(host, parse_error);
+  if (parse_error) SSL_set_tlsext_host_name(tls->native_handle(), host.c_str());
+  if (!config.tls.skip_hostname_verification)
+    tls->set_verify_callback(asio::ssl::host_name_verification(host));
+  auto result = co_await (tls->async_handshake(asio::ssl::stream_base::client, use_tuple) ||
+                          timer.async_wait(use_tuple));
+  if (result.index() == 1) co_return error::connect_timeout;
+  auto [ec] = std::get<0>(result);
+  if (ec)
+    attempt_error = core::cat("TLS handshake with Redis at ", current_address, " failed: ", ec.message());
+  co_return ec;
+}
+
+// AUTH when a password is set, then PING: the connection counts as up only when Redis answers. Behind
+// sentinels, ROLE too: a master the sentinels have just demoted must not be used.
+asio::awaitable<error_code> connection::impl::handshake(asio::steady_timer& timer) {
+  request hello;
+  push_auth(hello, config.username, config.password);
+  hello.push({"PING"});
+  if (config.sentinel) hello.push({"ROLE"});
+  std::vector<value> replies;
+  if (auto ec = co_await exchange(hello, replies, timer); ec) co_return ec;
+  for (const auto& reply : replies) {
+    if (reply.is_error()) {
+      attempt_error = "Redis refused the connection: " + reply.text;
+      co_return error::auth_failed;
+    }
+  }
+  if (config.sentinel) {
+    const auto& role = replies.back();
+    if (role.type != value::kind::array || role.elements.empty() || role.elements[0].text != "master") {
+      attempt_error = core::cat(current_address, ", named by the sentinels, is not the master (yet)");
+      co_return error::not_connected;
+    }
+  }
+  co_return error_code{};
+}
+
+}  // namespace sluice::redis
