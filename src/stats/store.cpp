@@ -14,16 +14,6 @@ counter& store::get_counter(std::string_view name) {
   return *it->second;
 }
 
-std::vector<std::pair<std::string, std::uint64_t>> store::snapshot() const {
-  std::vector<std::pair<std::string, std::uint64_t>> out;
-  for (const auto& s : shards_) {
-    std::lock_guard lock(s.mutex);
-    for (const auto& [name, c] : s.counters) out.emplace_back(name, c->value());
-  }
-  std::ranges::sort(out);
-  return out;
-}
-
 std::string sanitize_stat_name(std::string_view name) {
   std::string out(name);
   std::ranges::replace(out, ':', '_');

@@ -30,8 +30,6 @@ class store {
  public:
   // Returns the counter with this full name (e.g. "ratelimit.service.config_load_success"), creating it.
   counter& get_counter(std::string_view name);
-  // Every counter with its current value, sorted by name.
-  std::vector<std::pair<std::string, std::uint64_t>> snapshot() const;
 
  private:
   struct string_hash {

@@ -35,7 +35,6 @@ class server {
   void start();
   // The address actually listened on, e.g. "127.0.0.1:8081" or "unix:/run/rls.sock".
   std::string address() const;
-  int bound_port() const { return bound_port_; }
   void set_serving(bool serving);
   // Tracks the calls of the services added here; they refuse new calls once shutdown() starts.
   call_tracker& calls() { return calls_; }

@@ -78,8 +78,6 @@ class limiter {
   // With the post-increment values in w.values: one status per item, stats, local cache.
   void finish(work& w, std::span<response_status*> statuses);
 
-  const settings& config() const { return settings_; }
-
  private:
   std::uint64_t near_threshold(std::uint32_t limit) const;
 

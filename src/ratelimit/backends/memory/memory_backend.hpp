@@ -73,7 +73,6 @@ class memory_backend final : public limiter::backend {
   std::size_t sweep(std::size_t count = shard_count);
   // Live and expired-but-not-yet-swept counters.
   std::size_t size() const;
-  std::size_t max_counters() const { return max_counters_; }
 
  private:
   using table = boost::unordered_flat_map<detail::compact_key, detail::counter_entry, detail::key_hash,
