@@ -180,6 +180,13 @@ void connection::exec(std::shared_ptr<pending_request> request) {
              [self = impl_, request = std::move(request)]() mutable { self->exec(std::move(request)); });
 }
 
+void connection::reconnect() {
+  asio::post(impl_->strand, [self = impl_] {
+    error_code ignored;
+    if (self->connected) self->socket.close(ignored);
+  });
+}
+
 bool connection::connected() const {
   return impl_->connected.load(std::memory_order_acquire);
 }

@@ -66,6 +66,8 @@ class connection : public std::enable_shared_from_this<connection> {
   // Thread-safe. `request->done` is called exactly once, on this connection's strand.
   void exec(std::shared_ptr<pending_request> request);
   bool connected() const;
+  // Drops the current connection (if any); the next one starts afresh (behind sentinels: asks them again).
+  void reconnect();
   // The last connection error, for logs and messages ("" while connected).
   std::string last_error() const;
   const connection_config& config() const { return config_; }

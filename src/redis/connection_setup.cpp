@@ -90,21 +90,11 @@ asio::awaitable<error_code> connection::impl::exchange(const request& r, std::ve
   co_return error_code{};
 }
 
-// AUTH with the given credentials when a password is set (a no-op request otherwise).
-static void push_auth(request& r, const std::string& username, const std::string& password) {
-  if (password.empty()) return;
-  if (username.empty()) {
-    r.push({"AUTH", password});
-  } else {
-    r.push({"AUTH", username, password});
-  }
-}
-
 // Asks each sentinel in turn where the master is (SENTINEL get-master-addr-by-name); the first answer wins.
 asio::awaitable<error_code> connection::impl::find_master(std::string& address, asio::steady_timer& timer) {
   const auto& s = *config.sentinel;
   request ask;
-  push_auth(ask, s.username, s.password);
+  ask.push_auth(s.username, s.password);
   ask.push({"SENTINEL", "get-master-addr-by-name", s.master_name});
   std::string problems;
   for (const auto& sentinel : s.sentinels) {
@@ -167,7 +157,7 @@ asio::awaitable<error_code> connection::impl::tls_handshake(asio::steady_timer& 
 // sentinels, ROLE too: a master the sentinels have just demoted must not be used.
 asio::awaitable<error_code> connection::impl::handshake(asio::steady_timer& timer) {
   request hello;
-  push_auth(hello, config.username, config.password);
+  hello.push_auth(config.username, config.password);
   hello.push({"PING"});
   if (config.sentinel) hello.push({"ROLE"});
   std::vector<value> replies;

@@ -10,9 +10,15 @@ pool::pool(boost::asio::any_io_executor ex, const connection_config& config, std
     c.log_state_changes = i == 0;  // the connections share a fate: one report is enough
     connections_.push_back(std::make_shared<connection>(ex, std::move(c)));
   }
+  if (config.sentinel) {
+    watch_ = std::make_unique<sentinel_watch>(ex, *config.sentinel, [this] {
+      for (auto& c : connections_) c->reconnect();
+    });
+  }
 }
 
 void pool::start(observer on_change) {
+  if (watch_) watch_->start();
   for (auto& c : connections_) {
     c->start([this, on_change](bool up) {
       std::size_t now = up ? connected_.fetch_add(1) + 1 : connected_.fetch_sub(1) - 1;
@@ -22,6 +28,7 @@ void pool::start(observer on_change) {
 }
 
 void pool::stop() {
+  if (watch_) watch_->stop();
   for (auto& c : connections_) c->stop();
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "redis/connection.hpp"
+#include "redis/sentinel_watch.hpp"
 
 namespace sluice::redis {
 
@@ -28,6 +29,7 @@ class pool {
 
  private:
   std::vector<std::shared_ptr<connection>> connections_;
+  std::unique_ptr<sentinel_watch> watch_;  // behind sentinels: follows +switch-master
   std::atomic<std::size_t> next_{0};
   std::atomic<std::size_t> connected_{0};
 };

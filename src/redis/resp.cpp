@@ -268,4 +268,13 @@ void request::push(std::span<const std::string_view> args) {
   ++commands_;
 }
 
+void request::push_auth(std::string_view username, std::string_view password) {
+  if (password.empty()) return;
+  if (username.empty()) {
+    push({"AUTH", password});
+  } else {
+    push({"AUTH", username, password});
+  }
+}
+
 }  // namespace sluice::redis

@@ -37,6 +37,8 @@ class request {
   // Appends one command, e.g. push({"INCRBY", key, "1"}).
   void push(std::initializer_list<std::string_view> args);
   void push(std::span<const std::string_view> args);
+  // AUTH <password> or AUTH <username> <password>; nothing without a password.
+  void push_auth(std::string_view username, std::string_view password);
   const std::string& payload() const { return payload_; }
   // Moves the encoded bytes out (into a pending_request) and empties the request.
   std::string release_payload() {
