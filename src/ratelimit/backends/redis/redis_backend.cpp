@@ -57,7 +57,9 @@ std::string describe(boost::system::error_code ec, const rd::pool& store) {
     auto last = store.last_error();
     return last.empty() ? std::string("Redis is not connected") : core::cat("Redis is unavailable: ", last);
   }
-  return core::cat("Redis at ", store.config().address, ": ", ec.message());
+  const auto& config = store.config();
+  if (config.sentinel) return core::cat("Redis master '", config.sentinel->master_name, "': ", ec.message());
+  return core::cat("Redis at ", config.address, ": ", ec.message());
 }
 
 // Reads INCRBY's integer, or GET's bulk string (nil = 0).
