@@ -4,6 +4,7 @@ the per-second store; STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT and the local cach
 restarted, absent at start) and the start-up settings."""
 
 import os
+import socket
 import threading
 import time
 import unittest
@@ -772,6 +773,54 @@ class Outage(RedisCase):
 
 # ---------------------------------------------------------------------------------------------------------------
 # Start-up
+
+class GarbageFromServer(RedisCase):
+    """A server that passes the handshake and then answers a decision with bytes that are not RESP."""
+
+    def serve(self, listener, connections):
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            connections.append(conn)
+            threading.Thread(target=self.answer, args=(conn,), daemon=True).start()
+
+    @staticmethod
+    def answer(conn):
+        try:
+            buffer = b''
+            while b'PING' not in buffer:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    return
+                buffer += chunk
+            conn.sendall(b'+PONG\r\n')
+            if conn.recv(4096):  # the decision's INCRBY + EXPIRE
+                conn.sendall(b'?this is not RESP\r\n')
+            conn.recv(4096)
+        except OSError:
+            pass
+
+    def test_protocol_error_fails_the_decision_and_reconnects(self):
+        listener = socket.socket()
+        listener.bind(('127.0.0.1', 0))
+        listener.listen(16)
+        connections = []
+        threading.Thread(target=self.serve, args=(listener, connections), daemon=True).start()
+        self.addCleanup(listener.close)
+        env = redis_env(REDIS_SOCKET_TYPE='tcp', REDIS_URL='127.0.0.1:%d' % listener.getsockname()[1],
+                        REDIS_POOL_SIZE='1')
+        with Sluice(rules={'o.yaml': OUTAGE_RULES}, env=env) as s:
+            wait_healthy(s)
+            outcome, detail, elapsed = attempt(s, 'grpc', 'o', [[('k', 'garbage')]])
+            self.assertEqual(outcome, 'unavailable', detail)
+            self.assertLess(elapsed, FAST)
+            # The connection was dropped and a new one made (the server sees a second handshake).
+            harness.wait_until(lambda: len(connections) >= 2, timeout=5, message='a reconnect after the garbage')
+            self.assertIn('not RESP', s.log())
+            self.assertIsNone(s.proc.poll(), 'sluice died')
+
 
 class StartUp(RedisCase):
     def test_startup_max_elapsed_time(self):
