@@ -860,7 +860,59 @@ class TlsCerts:
         return False
 
 
-class RedisServer:
+class _RedisProcess:
+    """What a redis-server and a sentinel under test share: a temporary directory with the log (`log_name`), the
+    harness' own connection (`_client`), and being killed and cleaned up whatever happens."""
+
+    log_name = 'redis.log'
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def _drop_client(self):
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def kill(self):
+        """SIGKILL, as a crash: connections are reset, nothing is saved."""
+        self._drop_client()
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.kill()
+        rc = reap(self.proc)
+        self.proc = None
+        return rc
+
+    def close(self):
+        try:
+            self.kill()
+        finally:
+            if self._log is not None:
+                self._log.close()
+                self._log = None
+            if KEEP:
+                sys.stderr.write('sluice e2e: kept %s\n' % self.tmp)
+            else:
+                shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def log(self):
+        try:
+            with open(os.path.join(self.tmp, self.log_name), 'rb') as f:
+                return f.read().decode('utf-8', 'replace')
+        except OSError:
+            return ''
+
+
+class RedisServer(_RedisProcess):
     """A redis-server of its own on 127.0.0.1 (a free port unless `port` is given), without persistence.
 
     unix=True:        also listens on a unix socket (`unix_path`, permissions 700).
@@ -968,23 +1020,8 @@ class RedisServer:
         except OSError:
             return False
 
-    def running(self):
-        return self.proc is not None and self.proc.poll() is None
-
-    def _drop_client(self):
-        if self._client is not None:
-            self._client.close()
-            self._client = None
-
     def kill(self):
-        """SIGKILL, as a crash: connections are reset, nothing is saved."""
-        self._drop_client()
-        if self.proc is None:
-            return None
-        if self.proc.poll() is None:
-            self.proc.kill()
-        rc = reap(self.proc)
-        self.proc = None
+        rc = super().kill()
         self._paused = False
         return rc
 
@@ -1023,32 +1060,6 @@ class RedisServer:
         if self.proc is not None and self._paused:
             self.proc.send_signal(signal.SIGCONT)
         self._paused = False
-
-    def close(self):
-        try:
-            self.kill()
-        finally:
-            if self._log is not None:
-                self._log.close()
-                self._log = None
-            if KEEP:
-                sys.stderr.write('sluice e2e: kept %s\n' % self.tmp)
-            else:
-                shutil.rmtree(self.tmp, ignore_errors=True)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
-
-    def log(self):
-        try:
-            with open(os.path.join(self.tmp, 'redis.log'), 'rb') as f:
-                return f.read().decode('utf-8', 'replace')
-        except OSError:
-            return ''
 
     # -- settings for sluice ------------------------------------------------------------------------------------
 
@@ -1265,10 +1276,12 @@ def main():
 REDIS_SENTINEL = os.environ.get('SLUICE_REDIS_SENTINEL') or shutil.which('redis-sentinel')
 
 
-class RedisSentinel:
+class RedisSentinel(_RedisProcess):
     """One sentinel (`redis-sentinel <conf>`, or `redis-server <conf> --sentinel` when Debian's redis-sentinel is
     not installed) on 127.0.0.1:`port`, with its config file in a temporary directory (the sentinel rewrites it).
     `config` is the text written after port/bind/dir. Killed when the tests end whatever happens."""
+
+    log_name = 'sentinel.log'
 
     def __init__(self, port, config, password=None):
         self.port = port
@@ -1306,14 +1319,6 @@ class RedisSentinel:
                 raise AssertionError('redis sentinel did not answer PING within %ss; log:\n%s' % (timeout, self.log()))
             time.sleep(0.02)
 
-    def running(self):
-        return self.proc is not None and self.proc.poll() is None
-
-    def _drop_client(self):
-        if self._client is not None:
-            self._client.close()
-            self._client = None
-
     def command(self, *args):
         """One command on the harness' own connection -> the reply; an error reply raises RedisError."""
         for attempt in range(2):
@@ -1325,35 +1330,6 @@ class RedisSentinel:
                 self._drop_client()
                 if attempt:
                     raise
-
-    def kill(self):
-        self._drop_client()
-        if self.proc is None:
-            return None
-        if self.proc.poll() is None:
-            self.proc.kill()
-        rc = reap(self.proc)
-        self.proc = None
-        return rc
-
-    def close(self):
-        try:
-            self.kill()
-        finally:
-            if self._log is not None:
-                self._log.close()
-                self._log = None
-            if KEEP:
-                sys.stderr.write('sluice e2e: kept %s\n' % self.tmp)
-            else:
-                shutil.rmtree(self.tmp, ignore_errors=True)
-
-    def log(self):
-        try:
-            with open(os.path.join(self.tmp, 'sentinel.log'), 'rb') as f:
-                return f.read().decode('utf-8', 'replace')
-        except OSError:
-            return ''
 
     def address(self):
         return '127.0.0.1:%d' % self.port
