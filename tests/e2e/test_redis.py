@@ -79,6 +79,45 @@ def attempt(sluice, transport, domain, descriptors, hits_addend=None, timeout=5.
     return 'other', 'HTTP %d: %r' % (status, body), elapsed
 
 
+class DecisionLoad:
+    """Threads sending decisions (alternating gRPC and /json) until stopped; each result is recorded as
+    (start time, transport, outcome, detail, seconds), outcome as `attempt` gives it."""
+
+    def __init__(self, sluice, domain, threads=4):
+        self.results = []
+        self.lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._run, args=(sluice, domain, n), daemon=True)
+                         for n in range(threads)]
+        for th in self._threads:
+            th.start()
+
+    def _run(self, sluice, domain, n):
+        i = 0
+        while not self._stop.is_set():
+            t = TRANSPORTS[(n + i) % 2]
+            start = time.monotonic()
+            outcome, detail, elapsed = attempt(sluice, t, domain, [[('k', 'load%d' % n)], [('k', 'shared')]])
+            with self.lock:
+                self.results.append((start, t, outcome, detail, elapsed))
+            i += 1
+
+    def count(self, outcome, since):
+        with self.lock:
+            return sum(1 for r in self.results if r[2] == outcome and r[0] >= since)
+
+    def tail(self, n=10):
+        with self.lock:
+            return [r[2] for r in self.results[-n:]]
+
+    def stop(self):
+        """Stops the threads; True when all of them ended."""
+        self._stop.set()
+        for th in self._threads:
+            th.join(10)
+        return not any(th.is_alive() for th in self._threads)
+
+
 class RedisCase(unittest.TestCase):
     """Helpers shared by the test classes."""
 
@@ -654,49 +693,28 @@ class Outage(RedisCase):
 
     def test_requests_in_flight_across_kill_and_restart(self):
         s = self.start_sluice(REDIS_POOL_SIZE='4')
-        results = []  # (start time, transport, outcome, detail, seconds)
-        lock = threading.Lock()
-        stop = threading.Event()
-
-        def load(n):
-            i = 0
-            while not stop.is_set():
-                t = TRANSPORTS[(n + i) % 2]
-                start = time.monotonic()
-                outcome, detail, elapsed = attempt(s, t, 'o', [[('k', 'load%d' % n)], [('k', 'shared')]])
-                with lock:
-                    results.append((start, t, outcome, detail, elapsed))
-                i += 1
-
-        def count(outcome, since):
-            with lock:
-                return sum(1 for r in results if r[2] == outcome and r[0] >= since)
-
-        threads = [threading.Thread(target=load, args=(n,), daemon=True) for n in range(4)]
-        for th in threads:
-            th.start()
+        load = DecisionLoad(s, 'o')
         marks = []
         begin = time.monotonic()
         try:
             # each phase lasts at least ~0.6 s and sees enough decisions: about 3 s of load in all
-            harness.wait_until(lambda: count('ok', 0) >= 40 and time.monotonic() - begin > 0.5, timeout=10,
+            harness.wait_until(lambda: load.count('ok', 0) >= 40 and time.monotonic() - begin > 0.5, timeout=10,
                                message='40 decisions before the kill')
             for cycle in range(2):
                 kill_at = time.monotonic()
                 self.redis.kill()
-                harness.wait_until(lambda: count('unavailable', kill_at) >= 20 and time.monotonic() - kill_at > 0.6,
-                                   timeout=5, message='20 failed decisions during outage %d' % cycle)
+                harness.wait_until(
+                    lambda: load.count('unavailable', kill_at) >= 20 and time.monotonic() - kill_at > 0.6,
+                    timeout=5, message='20 failed decisions during outage %d' % cycle)
                 restart_at = time.monotonic()
                 self.redis.restart()
-                harness.wait_until(lambda: count('ok', restart_at) >= 40 and time.monotonic() - restart_at > 0.6,
-                                   timeout=6, message='40 decisions served after restart %d' % cycle,
-                                   describe=s.log_tail)
+                harness.wait_until(
+                    lambda: load.count('ok', restart_at) >= 40 and time.monotonic() - restart_at > 0.6,
+                    timeout=6, message='40 decisions served after restart %d' % cycle, describe=s.log_tail)
                 marks.append((kill_at, restart_at, time.monotonic()))
         finally:
-            stop.set()
-            for th in threads:
-                th.join(10)
-        self.assertFalse(any(th.is_alive() for th in threads))
+            self.assertTrue(load.stop())
+        results = load.results
         others = [r for r in results if r[2] == 'other']
         self.assertEqual(others, [], 'unexpected outcomes')
         slowest = max(results, key=lambda r: r[4])
@@ -707,9 +725,7 @@ class Outage(RedisCase):
             if r[2] == 'unavailable':
                 self.assertIn('Redis', r[3], r)
         # the last decisions all succeeded
-        with lock:
-            tail = [r[2] for r in results[-10:]]
-        self.assertEqual(tail, ['ok'] * 10)
+        self.assertEqual(load.tail(), ['ok'] * 10)
         self.assertTrue(s.running(), s.log_tail())
         self.assertEqual(s.healthcheck()[0], 200)
 

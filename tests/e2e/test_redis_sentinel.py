@@ -4,13 +4,12 @@ sentinels name (and are replicated); a sentinel that is down or does not know th
 authentication (REDIS_SENTINEL_AUTH) and master authentication (REDIS_AUTH); failovers (SENTINEL FAILOVER, master
 killed) while decisions flow: they fail fast meanwhile and Sluice follows the new master by itself."""
 
-import threading
 import time
 import unittest
 
 import harness
 from harness import SentinelSetup, Sluice
-from test_redis import TRANSPORTS, attempt, key_for, wait_healthy, wait_unhealthy
+from test_redis import TRANSPORTS, DecisionLoad, attempt, key_for, wait_healthy, wait_unhealthy
 
 FAST = 1.0  # seconds: the most any decision may take, failover or not
 LIMIT = 1000000
@@ -259,43 +258,21 @@ class Failover(SentinelCase):
         steady = self.assertCounter(old, 's_k_steady', t0, time.time(), 5)
         self.wait_replicated(replica, steady, 5)
 
-        results = []  # (start time, transport, outcome, detail, seconds)
-        lock = threading.Lock()
-        stop = threading.Event()
-
-        def load(n):
-            i = 0
-            while not stop.is_set():
-                t = TRANSPORTS[(n + i) % 2]
-                start = time.monotonic()
-                outcome, detail, elapsed = attempt(s, t, 's', [[('k', 'load%d' % n)], [('k', 'shared')]])
-                with lock:
-                    results.append((start, t, outcome, detail, elapsed))
-                i += 1
-
-        def count(outcome, since):
-            with lock:
-                return sum(1 for r in results if r[2] == outcome and r[0] >= since)
-
-        threads = [threading.Thread(target=load, args=(n,), daemon=True) for n in range(4)]
-        for th in threads:
-            th.start()
+        load = DecisionLoad(s, 's')
         begin = time.monotonic()
         try:
-            harness.wait_until(lambda: count('ok', 0) >= 40 and time.monotonic() - begin > 0.5, timeout=10,
+            harness.wait_until(lambda: load.count('ok', 0) >= 40 and time.monotonic() - begin > 0.5, timeout=10,
                                message='40 decisions before the failover', describe=s.log_tail)
             triggered = time.monotonic()
             trigger()
             new = setup.wait_failover(old, timeout=failover_timeout)
             switched = time.monotonic()
-            harness.wait_until(lambda: count('ok', switched) >= 40 and time.monotonic() - switched > 0.6,
+            harness.wait_until(lambda: load.count('ok', switched) >= 40 and time.monotonic() - switched > 0.6,
                                timeout=8, message='40 decisions served by the new master',
-                               describe=lambda: '%r\n%s' % (results[-5:], s.log_tail()))
+                               describe=lambda: '%r\n%s' % (load.results[-5:], s.log_tail()))
         finally:
-            stop.set()
-            for th in threads:
-                th.join(10)
-        self.assertFalse(any(th.is_alive() for th in threads))
+            self.assertTrue(load.stop())
+        results = load.results
         self.assertIs(new, replica, 'the sentinels promoted %s' % new.address())
 
         others = [r for r in results if r[2] == 'other']
@@ -307,9 +284,7 @@ class Failover(SentinelCase):
                 self.assertTrue('Redis' in r[3] or 'sentinel' in r[3].lower(), r)
         self.assertEqual([r for r in results if r[2] != 'ok' and r[0] + r[4] < triggered], [],
                          'failed before the failover')
-        with lock:
-            tail = [r[2] for r in results[-10:]]
-        self.assertEqual(tail, ['ok'] * 10)
+        self.assertEqual(load.tail(), ['ok'] * 10)
         self.failover_summary = '%d decisions, %d unavailable, sentinels switched after %.2fs' % (
             len(results), len([r for r in results if r[2] != 'ok']), switched - triggered)
 
