@@ -26,6 +26,7 @@
 #include "ratelimit/backends/redis/redis_backend.hpp"
 #include "ratelimit/config/directory.hpp"
 #include "ratelimit/settings.hpp"
+#include "redis/cluster.hpp"
 #include "redis/pool.hpp"
 #include "stats/store.hpp"
 
@@ -129,8 +130,8 @@ asio::awaitable<void> sweep_loop(ratelimit::backends::memory::memory_backend& ba
 // The counter store chosen by BACKEND_TYPE, with what it needs kept alive.
 struct backend_holder {
   std::unique_ptr<ratelimit::backends::memory::memory_backend> memory;
-  std::unique_ptr<redis::pool> redis_main;
-  std::unique_ptr<redis::pool> redis_per_second;
+  std::unique_ptr<redis::store> redis_main;
+  std::unique_ptr<redis::store> redis_per_second;
   std::unique_ptr<ratelimit::backends::redis::redis_backend> redis;
   std::unique_ptr<asio::steady_timer> timer;  // memory: the sweep; redis: the start-up deadline
 
@@ -145,22 +146,24 @@ struct backend_holder {
   }
 };
 
+std::unique_ptr<redis::store> make_store(const ratelimit::redis_store_settings& s, asio::io_context& ioc) {
+  if (!s.cluster_seeds.empty()) {
+    return std::make_unique<redis::cluster>(ioc.get_executor(), s.connection, s.cluster_seeds, s.pool_size);
+  }
+  return std::make_unique<redis::pool>(ioc.get_executor(), s.connection, s.pool_size);
+}
+
 void start_redis(backend_holder& b, const ratelimit::redis_settings& settings, asio::io_context& ioc,
                  core::health& health, std::function<void()> give_up) {
-  b.redis_main =
-      std::make_unique<redis::pool>(ioc.get_executor(), settings.main.connection, settings.main.pool_size);
-  if (settings.per_second) {
-    b.redis_per_second = std::make_unique<redis::pool>(ioc.get_executor(), settings.per_second->connection,
-                                                       settings.per_second->pool_size);
-  }
+  b.redis_main = make_store(settings.main, ioc);
+  if (settings.per_second) b.redis_per_second = make_store(*settings.per_second, ioc);
   b.redis =
       std::make_unique<ratelimit::backends::redis::redis_backend>(*b.redis_main, b.redis_per_second.get());
   // Healthy once every store has been reached; with REDIS_HEALTH_CHECK_ACTIVE_CONNECTION, only while each has
   // a live connection.
   auto component = health.add_component("redis", false);
-  auto update = [&b, &health, component, follow = settings.health_check_active_connection](std::size_t) {
-    bool up = b.redis_main->connected_count() > 0 &&
-              (!b.redis_per_second || b.redis_per_second->connected_count() > 0);
+  auto update = [&b, &health, component, follow = settings.health_check_active_connection] {
+    bool up = b.redis_main->up() && (!b.redis_per_second || b.redis_per_second->up());
     if (up || follow) health.set(component, up);
   };
   core::log_info("connecting to redis on ", settings.main.connection.address, " with pool size ",
@@ -170,7 +173,7 @@ void start_redis(backend_holder& b, const ratelimit::redis_settings& settings, a
   if (settings.startup_max_elapsed.count() > 0) {
     b.timer = std::make_unique<asio::steady_timer>(ioc, settings.startup_max_elapsed);
     b.timer->async_wait([&b, give_up = std::move(give_up), settings](const boost::system::error_code& ec) {
-      if (ec || b.redis_main->connected_count() > 0) return;
+      if (ec || b.redis_main->up()) return;
       core::log_error("timed out waiting for Redis connection to ", settings.main.connection.address,
                       " after ", settings.startup_max_elapsed.count(), "ms: ", b.redis_main->last_error());
       give_up();

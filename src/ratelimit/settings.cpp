@@ -2,6 +2,7 @@
 
 #include "core/strings.hpp"
 
+#include <algorithm>
 #include <filesystem>
 
 namespace sluice::ratelimit {
@@ -40,12 +41,9 @@ redis_store_settings read_redis_store(const core::env_reader& env, const std::st
   redis_store_settings s;
   auto& c = s.connection;
   auto type = env.get_choice(prefix + "TYPE", "single", {"single", "sentinel", "cluster"}, true);
-  if (type == "cluster") {
-    throw core::settings_error(
-        core::cat(prefix, "TYPE=cluster: Redis Cluster is not supported in this build yet"));
-  }
   auto socket_type = env.get_choice(prefix + "SOCKET_TYPE", "unix", {"tcp", "unix"}, true);
-  c.unix_socket = socket_type == "unix" && type == "single";  // sentinels and their masters are always TCP
+  c.unix_socket =
+      socket_type == "unix" && type == "single";  // sentinels, masters and clusters are always TCP
   c.address = env.get_string(prefix + "URL", default_url);
   if (type == "sentinel") {
     auto parts = split_list(c.address);
@@ -59,6 +57,14 @@ redis_store_settings read_redis_store(const core::env_reader& env, const std::st
     sentinel.master_name = parts.front();
     sentinel.sentinels.assign(parts.begin() + 1, parts.end());
     split_auth(env.get_string(prefix + "SENTINEL_AUTH", ""), sentinel.username, sentinel.password);
+  } else if (type == "cluster") {
+    s.cluster_seeds = split_list(c.address);
+    if (s.cluster_seeds.empty() || std::ranges::any_of(s.cluster_seeds, [](const auto& n) {
+          return n.rfind(':') == std::string::npos;
+        })) {
+      throw core::settings_error(core::cat("invalid value '", c.address, "' for ", prefix,
+                                           "URL: expected host:port,host:port,... (the cluster's nodes)"));
+    }
   } else if (!c.unix_socket && c.address.rfind(':') == std::string::npos) {
     throw core::settings_error(core::cat("invalid value '", c.address, "' for ", prefix,
                                          "URL: expected host:port (", prefix, "SOCKET_TYPE is tcp)"));

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/env.hpp"
 #include "ratelimit/limiter/limiter.hpp"
@@ -19,6 +20,7 @@ namespace sluice::ratelimit {
 struct redis_store_settings {
   redis::connection_config connection;
   std::size_t pool_size = 10;
+  std::vector<std::string> cluster_seeds;  // REDIS_TYPE=cluster: the nodes in REDIS_URL
 };
 
 struct redis_settings {

@@ -1,5 +1,6 @@
 #include "redis/pool.hpp"
 
+#include "core/strings.hpp"
 #include "redis/error.hpp"
 
 namespace sluice::redis {
@@ -17,12 +18,20 @@ pool::pool(boost::asio::any_io_executor ex, const connection_config& config, std
   }
 }
 
+pool::~pool() {
+  stop();
+}
+
 void pool::start(observer on_change) {
   if (watch_) watch_->start();
   for (auto& c : connections_) {
     c->start([this, on_change](bool up) {
-      std::size_t now = up ? connected_.fetch_add(1) + 1 : connected_.fetch_sub(1) - 1;
-      if (on_change) on_change(now);
+      if (up) {
+        connected_.fetch_add(1);
+      } else {
+        connected_.fetch_sub(1);
+      }
+      if (on_change) on_change();
     });
   }
 }
@@ -32,7 +41,7 @@ void pool::stop() {
   for (auto& c : connections_) c->stop();
 }
 
-void pool::exec(std::shared_ptr<pending_request> request) {
+void pool::exec(std::shared_ptr<pending_request> request, std::string_view) {
   const std::size_t n = connections_.size();
   const std::size_t start = next_.fetch_add(1, std::memory_order_relaxed);
   for (std::size_t i = 0; i < n; ++i) {
@@ -43,6 +52,16 @@ void pool::exec(std::shared_ptr<pending_request> request) {
     request->done = nullptr;
     done(error::not_connected, {});
   }
+}
+
+std::string pool::describe(boost::system::error_code ec) const {
+  if (ec == error::not_connected) {
+    auto last = last_error();
+    return last.empty() ? std::string("Redis is not connected") : core::cat("Redis is unavailable: ", last);
+  }
+  const auto& c = config();
+  if (c.sentinel) return core::cat("Redis master '", c.sentinel->master_name, "': ", ec.message());
+  return core::cat("Redis at ", c.address, ": ", ec.message());
 }
 
 std::string pool::last_error() const {

@@ -1,7 +1,7 @@
 #pragma once
-// A fixed set of pipelined connections to one Redis (REDIS_POOL_SIZE): requests are spread round-robin over
-// the connections that are up. With none up, a request fails at once with error::not_connected — its `done`
-// is then called inline, on the caller's thread.
+// A fixed set of pipelined connections to one Redis (REDIS_POOL_SIZE), directly or behind sentinels: requests
+// are spread round-robin over the connections that are up. With none up, a request fails at once with
+// error::not_connected — its `done` is then called inline, on the caller's thread.
 
 #include <atomic>
 #include <boost/asio/any_io_executor.hpp>
@@ -11,20 +11,24 @@
 
 #include "redis/connection.hpp"
 #include "redis/sentinel_watch.hpp"
+#include "redis/store.hpp"
 
 namespace sluice::redis {
 
-class pool {
+class pool final : public store {
  public:
-  // Called with the number of connections up, on every change.
-  using observer = std::function<void(std::size_t connected)>;
-
   pool(boost::asio::any_io_executor ex, const connection_config& config, std::size_t size);
-  void start(observer on_change = {});
-  void stop();
-  void exec(std::shared_ptr<pending_request> request);
+  ~pool() override;
+
+  void start(observer on_change) override;
+  void stop() override;
+  void exec(std::shared_ptr<pending_request> request, std::string_view key = {}) override;
+  bool one_key_per_request() const override { return false; }
+  bool up() const override { return connected_count() > 0; }
+  std::string describe(boost::system::error_code ec) const override;
+  std::string last_error() const override;
+
   std::size_t connected_count() const { return connected_.load(std::memory_order_acquire); }
-  std::string last_error() const;
   const connection_config& config() const { return connections_.front()->config(); }
 
  private:

@@ -1479,3 +1479,234 @@ class SentinelSetup:
     def __exit__(self, *exc):
         self.close()
         return False
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Redis Cluster: masters sharing the 16384 hash slots
+
+CLUSTER_SLOTS = 16384
+
+
+def _crc16_table():
+    table = []
+    for i in range(256):
+        crc = i << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021) if crc & 0x8000 else crc << 1
+        table.append(crc & 0xFFFF)
+    return table
+
+
+_CRC16 = _crc16_table()
+
+
+def key_slot(key):
+    """The hash slot of `key` computed locally (CRC16/XMODEM mod 16384, hash tags honoured), as CLUSTER KEYSLOT
+    answers: for searching many keys without asking Redis."""
+    data = key.encode('utf-8') if isinstance(key, str) else key
+    start = data.find(b'{')
+    if start >= 0:
+        end = data.find(b'}', start + 1)
+        if end > start + 1:
+            data = data[start + 1:end]
+    crc = 0
+    for b in data:
+        crc = ((crc << 8) & 0xFFFF) ^ _CRC16[((crc >> 8) ^ b) & 0xFF]
+    return crc % CLUSTER_SLOTS
+
+
+def free_cluster_ports(n):
+    """n distinct free loopback ports below 55536 whose cluster bus port (port + 10000) is free too."""
+    out = []
+    for _ in range(500):
+        if len(out) == n:
+            return out
+        p = free_port()
+        if p > 65535 - 10000 or p in out or p + 10000 in out or p - 10000 in out:
+            continue
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            s.bind(('127.0.0.1', p + 10000))
+        except OSError:
+            continue
+        finally:
+            s.close()
+        out.append(p)
+    raise AssertionError('could not find %d free ports with free cluster bus ports' % n)
+
+
+class ClusterSetup:
+    """`masters` RedisServers in cluster mode (--cluster-enabled yes, each with its nodes.conf in its own temporary
+    directory, --cluster-node-timeout `node_timeout` ms, --cluster-require-full-coverage no so the other masters keep
+    serving their slots while one is down), joined with `redis-cli --cluster create ... --cluster-replicas 0`;
+    __init__ waits until every node says cluster_state:ok and all agree on who owns every slot.
+    `nodes` are the RedisServers, in port order of creation (redis-cli gives the first one slots 0-5460, ...).
+    A context manager; close() stops everything."""
+
+    def __init__(self, masters=3, node_timeout=2000):
+        self.nodes = []
+        self._ids = {}
+        try:
+            for port in free_cluster_ports(masters):
+                r = RedisServer(port=port, start=False)
+                self.nodes.append(r)
+                r.extra_args += ['--cluster-enabled', 'yes',
+                                 '--cluster-config-file', os.path.join(r.tmp, 'nodes.conf'),
+                                 '--cluster-node-timeout', str(node_timeout),
+                                 '--cluster-require-full-coverage', 'no']
+                r.start()
+            out = subprocess.run([REDIS_CLI, '--cluster', 'create'] + [r.address() for r in self.nodes]
+                                 + ['--cluster-replicas', '0', '--cluster-yes'],
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 timeout=60, env=base_env())
+            if out.returncode != 0:
+                raise AssertionError('redis-cli --cluster create failed (%d): %s'
+                                     % (out.returncode, out.stdout.decode('utf-8', 'replace')))
+            self.wait_ready()
+        except BaseException:
+            self.close()
+            raise
+
+    # -- state --------------------------------------------------------------------------------------------------
+
+    def running(self):
+        return [r for r in self.nodes if r.running()]
+
+    def node_id(self, redis):
+        """CLUSTER MYID of one node (remembered: it survives restarts, it is in nodes.conf)."""
+        if redis.port not in self._ids:
+            self._ids[redis.port] = redis.command('CLUSTER', 'MYID')
+        return self._ids[redis.port]
+
+    def server(self, address):
+        """The RedisServer at 'host:port'."""
+        for r in self.nodes:
+            if r.address() == address:
+                return r
+        raise AssertionError('no node of the cluster at %s' % address)
+
+    def slot_map(self, redis=None):
+        """CLUSTER SLOTS as one node (the first running one unless `redis`) sees it -> sorted list of
+        (first slot, last slot, 'host:port' of the master)."""
+        redis = redis or self.running()[0]
+        return sorted((int(r[0]), int(r[1]), '%s:%s' % (r[2][0], r[2][1])) for r in redis.command('CLUSTER', 'SLOTS'))
+
+    def slot(self, key):
+        """CLUSTER KEYSLOT key."""
+        return int(self.running()[0].command('CLUSTER', 'KEYSLOT', key))
+
+    def owner_of_slot(self, slot, redis=None):
+        for first, last, address in self.slot_map(redis):
+            if first <= slot <= last:
+                return self.server(address)
+        raise AssertionError('slot %d is not served (slot map %r)' % (slot, self.slot_map(redis)))
+
+    def owner(self, key):
+        """The RedisServer (master) that owns the slot of `key`."""
+        return self.owner_of_slot(self.slot(key))
+
+    def get(self, redis, key):
+        """GET key on that node, after ASKING (so a node importing the key's slot answers too). None when absent;
+        RedisError (-MOVED) when the node neither owns nor imports the slot."""
+        redis.command('ASKING')
+        return redis.command('GET', key)
+
+    def pttl(self, redis, key):
+        redis.command('ASKING')
+        return redis.command('PTTL', key)
+
+    def command_stats(self, redis):
+        """INFO commandstats of one node -> {'incrby': (calls, rejected_calls), ...}; a command redirected with
+        -MOVED or -ASK counts as rejected, not as a call."""
+        out = {}
+        for k, v in redis.info('commandstats').items():
+            if k.startswith('cmdstat_'):
+                fields = dict(f.split('=', 1) for f in v.split(',') if '=' in f)
+                out[k[len('cmdstat_'):]] = (int(fields.get('calls', 0)), int(fields.get('rejected_calls', 0)))
+        return out
+
+    def cluster_info(self, redis):
+        return dict(line.split(':', 1) for line in redis.command('CLUSTER', 'INFO').splitlines() if ':' in line)
+
+    def wait_ready(self, timeout=30.0):
+        """Every running node says cluster_state:ok, knows an owner for every slot, and they all agree."""
+
+        def ready():
+            maps = []
+            for r in self.running():
+                if self.cluster_info(r).get('cluster_state') != 'ok':
+                    return False
+                m = self.slot_map(r)
+                if sum(last - first + 1 for first, last, _ in m) != CLUSTER_SLOTS:
+                    return False
+                maps.append(m)
+            return all(m == maps[0] for m in maps)
+
+        wait_until(ready, timeout=timeout, interval=0.1, message='the cluster ready on every node',
+                   describe=self.describe)
+
+    def describe(self):
+        out = []
+        for r in self.nodes:
+            if not r.running():
+                out.append('node %d: not running' % r.port)
+                continue
+            try:
+                out.append('node %d: %s; slots %r' % (r.port, self.cluster_info(r).get('cluster_state'),
+                                                      self.slot_map(r)))
+                out.append(r.command('CLUSTER', 'NODES'))
+            except (OSError, RedisError) as e:
+                out.append('node %d: %r' % (r.port, e))
+        return '\n'.join(out)
+
+    # -- changes ------------------------------------------------------------------------------------------------
+
+    def begin_migration(self, slot, target):
+        """Moves the keys of `slot` to `target` (a RedisServer) the way redis-cli --cluster reshard does, but stops
+        before the slot changes owner: target IMPORTING, source MIGRATING, every key MIGRATEd. From now on the
+        source answers -ASK for keys it no longer has. -> the source RedisServer."""
+        source = self.owner_of_slot(slot)
+        if source is target:
+            raise AssertionError('slot %d is already on %s' % (slot, target.address()))
+        target.command('CLUSTER', 'SETSLOT', slot, 'IMPORTING', self.node_id(source))
+        source.command('CLUSTER', 'SETSLOT', slot, 'MIGRATING', self.node_id(target))
+        while True:
+            keys = source.command('CLUSTER', 'GETKEYSINSLOT', slot, 100)
+            if not keys:
+                return source
+            source.command('MIGRATE', '127.0.0.1', target.port, '', 0, 5000, 'KEYS', *keys)
+
+    def finish_migration(self, slot, target):
+        """CLUSTER SETSLOT <slot> NODE <target> on the target, then on every other running node; waits until they
+        all agree."""
+        target_id = self.node_id(target)
+        for r in [target] + [n for n in self.running() if n is not target]:
+            r.command('CLUSTER', 'SETSLOT', slot, 'NODE', target_id)
+        wait_until(lambda: all(self.owner_of_slot(slot, r) is target for r in self.running()), timeout=10.0,
+                   message='every node to name %s as the owner of slot %d' % (target.address(), slot),
+                   describe=self.describe)
+
+    def move_slot(self, slot, target):
+        """begin_migration + finish_migration. -> the former owner."""
+        source = self.begin_migration(slot, target)
+        self.finish_migration(slot, target)
+        return source
+
+    # -- settings for sluice ------------------------------------------------------------------------------------
+
+    def sluice_env(self, seeds=None):
+        """REDIS_TYPE=cluster, REDIS_SOCKET_TYPE=tcp, REDIS_URL=<seeds> ('host:port' list; by default the first
+        node only: sluice must discover the others from its slot map)."""
+        return {'REDIS_TYPE': 'cluster', 'REDIS_SOCKET_TYPE': 'tcp',
+                'REDIS_URL': ','.join(seeds if seeds is not None else [self.nodes[0].address()])}
+
+    def close(self):
+        for r in self.nodes:
+            r.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False

@@ -858,17 +858,6 @@ class StartUp(RedisCase):
             self.assertIsNone(s.wait_exit(1.5), s.log_tail())  # still running past the deadline
             self.assertOk(s, 'grpc', 'o', [[('k', 'up')]])
 
-    def test_unsupported_settings(self):
-        cases = [('REDIS_TYPE', 'cluster')]
-        for name, value in cases:
-            with self.subTest(setting=name, value=value):
-                with Sluice(rules={'o.yaml': OUTAGE_RULES}, wait_ready=False,
-                            env=redis_env(REDIS_SOCKET_TYPE='tcp', REDIS_URL='127.0.0.1:1', **{name: value})) as s:
-                    rc = s.wait_exit(10)
-                    self.assertIsNotNone(rc, '%s=%s: the server started anyway' % (name, value))
-                    self.assertEqual(rc, 1, s.log())
-                    self.assertIn(name, s.log())
-
     def test_redis_started_after_sluice(self):
         port = harness.free_port()
         with Sluice(rules={'o.yaml': OUTAGE_RULES},

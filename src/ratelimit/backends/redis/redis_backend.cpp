@@ -15,18 +15,22 @@ namespace rd = sluice::redis;
 
 namespace {
 
-// What one decision waits for: one pipeline per store involved (0 = main, 1 = per second), finished in any
+// What one decision waits for: its requests (one per store, or one per key on a cluster), finished in any
 // order, on any thread.
 struct batch {
   batch(limiter::completion& d, std::span<std::uint64_t> r, bool incr)
       : done(d), results(r), increment(incr) {}
 
+  struct part {
+    rd::store* store;
+    boost::container::small_vector<std::size_t, 4> indexes;  // which ops it answers, in reply order
+  };
+
   limiter::completion& done;
   std::span<std::uint64_t> results;
   bool increment;
-  rd::pool* stores[2] = {nullptr, nullptr};
-  boost::container::small_vector<std::size_t, 4> indexes[2];  // which ops each store answers, in reply order
-  std::atomic<int> outstanding{0};
+  boost::container::small_vector<part, 2> parts;
+  std::atomic<std::size_t> outstanding{0};
   std::mutex mutex;
   std::optional<std::string> error;
 
@@ -34,7 +38,7 @@ struct batch {
     std::lock_guard lock(mutex);
     if (!error) error = std::move(message);
   }
-  void on_replies(int which, boost::system::error_code ec, const std::vector<rd::value>& replies);
+  void on_replies(std::size_t which, boost::system::error_code ec, const std::vector<rd::value>& replies);
   void finish_one() {
     if (outstanding.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
     if (error) {
@@ -52,16 +56,6 @@ std::string_view to_text(char (&buf)[24], std::uint64_t v) {
   return {buf, static_cast<std::size_t>(end - buf)};
 }
 
-std::string describe(boost::system::error_code ec, const rd::pool& store) {
-  if (ec == rd::error::not_connected) {
-    auto last = store.last_error();
-    return last.empty() ? std::string("Redis is not connected") : core::cat("Redis is unavailable: ", last);
-  }
-  const auto& config = store.config();
-  if (config.sentinel) return core::cat("Redis master '", config.sentinel->master_name, "': ", ec.message());
-  return core::cat("Redis at ", config.address, ": ", ec.message());
-}
-
 // Reads INCRBY's integer, or GET's bulk string (nil = 0).
 std::optional<std::uint64_t> counter_value(const rd::value& v) {
   if (v.type == rd::value::kind::integer && v.integer >= 0) return static_cast<std::uint64_t>(v.integer);
@@ -76,16 +70,17 @@ std::optional<std::uint64_t> counter_value(const rd::value& v) {
 
 }  // namespace
 
-void batch::on_replies(int which, boost::system::error_code ec, const std::vector<rd::value>& replies) {
-  if (ec) return fail(describe(ec, *stores[which]));
+void batch::on_replies(std::size_t which, boost::system::error_code ec,
+                       const std::vector<rd::value>& replies) {
+  const auto& p = parts[which];
+  if (ec) return fail(p.store->describe(ec));
   const std::size_t stride = increment ? 2 : 1;  // INCRBY's reply, then EXPIRE's
-  const auto& wanted = indexes[which];
-  for (std::size_t k = 0; k < wanted.size(); ++k) {
+  for (std::size_t k = 0; k < p.indexes.size(); ++k) {
     const auto& reply = replies[k * stride];
     if (reply.is_error()) return fail(core::cat("Redis error: ", reply.text));
     auto v = counter_value(reply);
     if (!v) return fail("Redis returned a value that is not a counter");
-    results[wanted[k]] = *v;
+    results[p.indexes[k]] = *v;
   }
 }
 
@@ -103,17 +98,22 @@ void redis_backend::run(bool increment, std::span<const limiter::counter_op> ops
                         std::span<std::uint64_t> results, limiter::completion& done) {
   if (ops.empty()) return done.complete(nullptr);
   auto* state = new batch(done, results, increment);
-  state->stores[0] = &main_;
-  state->stores[1] = per_second_;
+  // Group the ops: per store, or per key where the store routes each key on its own.
+  std::size_t store_part[2] = {SIZE_MAX, SIZE_MAX};
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    state->indexes[ops[i].per_second && per_second_ != nullptr ? 1 : 0].push_back(i);
+    const int which = ops[i].per_second && per_second_ != nullptr ? 1 : 0;
+    rd::store* store = which == 1 ? per_second_ : &main_;
+    if (store->one_key_per_request() || store_part[which] == SIZE_MAX) {
+      store_part[which] = state->parts.size();
+      state->parts.push_back({store, {}});
+    }
+    state->parts[store_part[which]].indexes.push_back(i);
   }
-  std::shared_ptr<rd::pending_request> requests[2];
-  for (int which = 0; which < 2; ++which) {
-    if (state->indexes[which].empty()) continue;
+  boost::container::small_vector<std::shared_ptr<rd::pending_request>, 2> requests;
+  for (std::size_t which = 0; which < state->parts.size(); ++which) {
     rd::request encoded;
     char a[24], b[24];
-    for (auto i : state->indexes[which]) {
+    for (auto i : state->parts[which].indexes) {
       if (increment) {
         encoded.push({"INCRBY", ops[i].key, to_text(a, ops[i].increment)});
         encoded.push({"EXPIRE", ops[i].key, to_text(b, ops[i].ttl_seconds)});
@@ -121,18 +121,21 @@ void redis_backend::run(bool increment, std::span<const limiter::counter_op> ops
         encoded.push({"GET", ops[i].key});
       }
     }
-    auto& r = requests[which] = std::make_shared<rd::pending_request>();
+    auto& r = requests.emplace_back(std::make_shared<rd::pending_request>());
     r->expected_replies = encoded.expected_replies();
     r->payload = encoded.release_payload();
     r->done = [state, which](boost::system::error_code ec, std::vector<rd::value>&& replies) {
       state->on_replies(which, ec, replies);
       state->finish_one();
     };
-    state->outstanding.fetch_add(1, std::memory_order_relaxed);
   }
-  // Only now: a store may complete inline (none connected), and the state must be fully built by then.
-  for (int which = 0; which < 2; ++which) {
-    if (requests[which]) state->stores[which]->exec(std::move(requests[which]));
+  state->outstanding = requests.size();
+  // Only now: a store may complete inline (nothing reachable), and the state must be fully built by then. The
+  // routing keys are read before sending: the last completion deletes the state.
+  boost::container::small_vector<std::pair<rd::store*, std::string_view>, 2> targets;
+  for (const auto& p : state->parts) targets.emplace_back(p.store, ops[p.indexes.front()].key);
+  for (std::size_t which = 0; which < requests.size(); ++which) {
+    targets[which].first->exec(std::move(requests[which]), targets[which].second);
   }
 }
 

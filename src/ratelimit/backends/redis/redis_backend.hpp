@@ -1,18 +1,19 @@
 #pragma once
 // BACKEND_TYPE=redis: counters in Redis with upstream's commands, so Sluice and envoyproxy/ratelimit can
-// share one Redis: per key INCRBY <key> <hits> then EXPIRE <key> <unit + jitter>, all keys of a decision in
-// one pipeline per store; GET for STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT. With a per-second store
-// (REDIS_PERSECOND), keys of SECOND limits go there and the two pipelines run in parallel.
+// share one Redis: per key INCRBY <key> <hits> then EXPIRE <key> <unit + jitter>; GET for
+// STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT. All keys of a decision go in one pipeline per store — or, on a
+// Redis Cluster, one request per key (INCRBY and EXPIRE together), each to its node, all in parallel. With a
+// per-second store (REDIS_PERSECOND), keys of SECOND limits go there.
 
 #include "ratelimit/limiter/backend.hpp"
-#include "redis/pool.hpp"
+#include "redis/store.hpp"
 
 namespace sluice::ratelimit::backends::redis {
 
 class redis_backend final : public limiter::backend {
  public:
   // `per_second` may be null: then every key goes to `main`.
-  redis_backend(sluice::redis::pool& main, sluice::redis::pool* per_second)
+  redis_backend(sluice::redis::store& main, sluice::redis::store* per_second)
       : main_(main), per_second_(per_second) {}
 
   void increment(std::span<const limiter::counter_op> ops, std::span<std::uint64_t> results,
@@ -24,8 +25,8 @@ class redis_backend final : public limiter::backend {
   void run(bool increment, std::span<const limiter::counter_op> ops, std::span<std::uint64_t> results,
            limiter::completion& done);
 
-  sluice::redis::pool& main_;
-  sluice::redis::pool* per_second_;
+  sluice::redis::store& main_;
+  sluice::redis::store* per_second_;
 };
 
 }  // namespace sluice::ratelimit::backends::redis
