@@ -30,6 +30,26 @@ std::string redirect_target(const value& reply, std::string_view kind) {
   return space == std::string::npos ? std::string() : reply.text.substr(space + 1);
 }
 
+// The same commands, each preceded by ASKING. `payload` is one of our own requests: RESP arrays of bulk
+// strings.
+std::string with_asking(const std::string& payload) {
+  class request asking;
+  asking.push({"ASKING"});
+  const std::string prefix = asking.release_payload();
+  std::string out;
+  std::string_view rest = payload;
+  while (!rest.empty()) {
+    value command;
+    std::size_t consumed = 0;
+    std::string problem;
+    if (parse_reply(rest, consumed, command, problem) != parse_status::complete) break;
+    out += prefix;
+    out.append(rest.substr(0, consumed));
+    rest.remove_prefix(consumed);
+  }
+  return out;
+}
+
 }  // namespace
 
 struct cluster::state : std::enable_shared_from_this<state> {
@@ -155,15 +175,18 @@ void cluster::state::send(std::shared_ptr<pending_request> request, std::string 
   std::string payload = request->payload;
   std::size_t expected = request->expected_replies;
   if (asking) {
-    class request prefix;
-    prefix.push({"ASKING"});
-    request->payload = prefix.release_payload() + request->payload;
-    request->expected_replies += 1;
+    // Redis forgets ASKING after one command: every command of the request needs its own.
+    request->payload = with_asking(request->payload);
+    request->expected_replies *= 2;
   }
   request->done = [self = shared_from_this(), inner = std::move(inner), payload = std::move(payload),
                    expected, key = std::move(key), redirects,
                    asking](error_code ec, std::vector<value>&& replies) mutable {
-    if (asking && !ec && !replies.empty()) replies.erase(replies.begin());  // ASKING's +OK
+    if (asking && !ec) {  // drop ASKING's +OK before each reply
+      std::vector<value> kept;
+      for (std::size_t i = 1; i < replies.size(); i += 2) kept.push_back(std::move(replies[i]));
+      replies = std::move(kept);
+    }
     if (!ec && !replies.empty() && redirects < max_redirects) {
       auto moved = redirect_target(replies.front(), "MOVED ");
       auto ask = moved.empty() ? redirect_target(replies.front(), "ASK ") : std::string();

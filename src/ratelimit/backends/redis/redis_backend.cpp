@@ -78,6 +78,10 @@ void batch::on_replies(std::size_t which, boost::system::error_code ec,
   for (std::size_t k = 0; k < p.indexes.size(); ++k) {
     const auto& reply = replies[k * stride];
     if (reply.is_error()) return fail(core::cat("Redis error: ", reply.text));
+    // A counter without its EXPIRE would never go away: that is a failure too.
+    if (increment && replies[k * stride + 1].is_error()) {
+      return fail(core::cat("Redis error: ", replies[k * stride + 1].text));
+    }
     auto v = counter_value(reply);
     if (!v) return fail("Redis returned a value that is not a counter");
     results[p.indexes[k]] = *v;
