@@ -470,6 +470,48 @@ descriptors:
 """
 
 
+class PipelineTuning(RedisCase):
+    """REDIS_PIPELINE_WINDOW holds each write back to gather more commands; REDIS_PIPELINE_LIMIT caps a write."""
+
+    def setUp(self):
+        harness.avoid_window_edge('HOUR')
+
+    def test_window_delays_each_write(self):
+        with RedisServer() as redis, Sluice(rules={'t.yaml': SIMPLE_RULES},
+                                            env=redis_env(redis, REDIS_POOL_SIZE='1',
+                                                          REDIS_PIPELINE_WINDOW='80ms')) as sluice:
+            wait_healthy(sluice)
+            for i, t in enumerate(TRANSPORTS):
+                start = time.monotonic()
+                d = sluice.decide(t, 't', [[('k', 'window')]])
+                elapsed = time.monotonic() - start
+                self.assertEqual(d.statuses[0].remaining, 99 - i, d)
+                self.assertGreaterEqual(elapsed, 0.075, '%s decision did not wait for the window' % t)
+                self.assertLess(elapsed, FAST)
+
+    def test_limit_and_window_with_concurrent_decisions(self):
+        with RedisServer() as redis, Sluice(rules={'t.yaml': SIMPLE_RULES},
+                                            env=redis_env(redis, REDIS_POOL_SIZE='1', REDIS_PIPELINE_LIMIT='2',
+                                                          REDIS_PIPELINE_WINDOW='1ms')) as sluice:
+            wait_healthy(sluice)
+            errors = []
+
+            def worker(n):
+                for _ in range(10):
+                    outcome, detail, _ = attempt(sluice, TRANSPORTS[n % 2], 't', [[('k', 'limit')]])
+                    if outcome != 'ok':
+                        errors.append(detail)
+
+            threads = [threading.Thread(target=worker, args=(n,)) for n in range(6)]
+            for th in threads:
+                th.start()
+            for th in threads:
+                th.join(30)
+            self.assertEqual(errors, [])
+            key = self.assertOneKey(redis, 't_k_limit', 'HOUR', time.time() - 60, time.time())
+            self.assertEqual(redis.get(key), '60')
+
+
 class PerSecondStore(RedisCase):
     def test_second_keys_go_to_the_per_second_store(self):
         # the per-second store over a unix socket with a password, the main one over TCP
