@@ -353,6 +353,14 @@ def grpc_health(port, service='ratelimit', timeout=3.0):
 # One decision, normalized so the same assertions hold for both transports
 
 
+def remove_tmp(path):
+    """Removes a test's temporary directory, or keeps it (and says where) when SLUICE_E2E_KEEP is set."""
+    if KEEP:
+        sys.stderr.write('sluice e2e: kept %s\n' % path)
+    else:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 class Status:
     __slots__ = ('code', 'limit', 'name', 'remaining', 'reset')
 
@@ -607,10 +615,7 @@ class Sluice:
                 if f is not None:
                     f.close()
             self._stderr = self._stdout = None
-            if KEEP:
-                sys.stderr.write('sluice e2e: kept %s\n' % self.tmp)
-            else:
-                shutil.rmtree(self.tmp, ignore_errors=True)
+            remove_tmp(self.tmp)
 
     def __enter__(self):
         return self
@@ -847,10 +852,7 @@ class TlsCerts:
                 'auth_clients': auth_clients, 'client_cert': self.client, 'client_key': self.client_key}
 
     def close(self):
-        if KEEP:
-            sys.stderr.write('sluice e2e: kept %s\n' % self.dir)
-        else:
-            shutil.rmtree(self.dir, ignore_errors=True)
+        remove_tmp(self.dir)
 
     def __enter__(self):
         return self
@@ -892,10 +894,7 @@ class _RedisProcess:
             if self._log is not None:
                 self._log.close()
                 self._log = None
-            if KEEP:
-                sys.stderr.write('sluice e2e: kept %s\n' % self.tmp)
-            else:
-                shutil.rmtree(self.tmp, ignore_errors=True)
+            remove_tmp(self.tmp)
 
     def __enter__(self):
         return self
