@@ -41,6 +41,12 @@ std::string cat(const Args&... args) {
   return out;
 }
 
+// "host:port", with an IPv6 host in brackets: "[::1]:8081".
+template <typename Port>
+std::string host_port(std::string_view host, const Port& port) {
+  return host.find(':') == std::string_view::npos ? cat(host, ":", port) : cat("[", host, "]:", port);
+}
+
 // Parses a whole decimal unsigned integer; false on any stray character or overflow.
 template <std::unsigned_integral T>
 bool parse_unsigned(std::string_view s, T& out) {

@@ -150,8 +150,7 @@ void cluster::state::apply_map(const value& reply, const std::string& asked) {
       if (master.type != value::kind::array || master.elements.size() < 2) continue;
       std::string host = master.elements[0].text;
       if (host.empty() || host == "?") host = asked.substr(0, asked.rfind(':'));
-      auto address = core::cat(host.find(':') == std::string::npos ? host : "[" + host + "]", ":",
-                               master.elements[1].integer);
+      auto address = core::host_port(host, master.elements[1].integer);
       pool* p = &node_locked(address);
       auto first = static_cast<std::size_t>(std::max<std::int64_t>(range.elements[0].integer, 0));
       auto last =

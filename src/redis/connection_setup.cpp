@@ -107,8 +107,7 @@ asio::awaitable<error_code> connection::impl::find_master(std::string& address, 
       const value& where = replies.back();
       if (where.type == value::kind::array && where.elements.size() == 2) {
         const auto& ip = where.elements[0].text;
-        address =
-            core::cat(ip.find(':') == std::string::npos ? ip : "[" + ip + "]", ":", where.elements[1].text);
+        address = core::host_port(ip, where.elements[1].text);
         co_return error_code{};
       }
       problem = where.is_error() ? where.text : core::cat("does not know master '", s.master_name, "'");

@@ -24,8 +24,7 @@ void server::add_service(::grpc::Service* service) {
 
 std::string server::address() const {
   if (!options_.unix_socket.empty()) return "unix:" + options_.unix_socket;
-  bool ipv6 = options_.host.find(':') != std::string::npos;
-  return ipv6 ? core::cat("[", options_.host, "]:", bound_port_) : core::cat(options_.host, ":", bound_port_);
+  return core::host_port(options_.host, bound_port_);
 }
 
 void server::start() {
@@ -39,9 +38,7 @@ void server::start() {
   if (!options_.unix_socket.empty()) {
     listen = "unix:" + options_.unix_socket;
   } else {
-    bool ipv6 = options_.host.find(':') != std::string::npos;
-    listen = ipv6 ? core::cat("[", options_.host, "]:", options_.port)
-                  : core::cat(options_.host, ":", options_.port);
+    listen = core::host_port(options_.host, options_.port);
   }
   builder.AddListeningPort(listen, ::grpc::InsecureServerCredentials(), &bound_port_);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,

@@ -59,11 +59,6 @@ void log_unexpected(std::string_view what, std::exception_ptr e) {
   }
 }
 
-std::string describe(std::string_view host, std::uint16_t port) {
-  bool v6 = host.find(':') != std::string_view::npos;
-  return v6 ? core::cat("[", host, "]:", port) : core::cat(host, ":", port);
-}
-
 class session;
 
 // The shared state behind server: acceptor, options, routes and the set of live sessions. Sessions hold a
@@ -153,8 +148,8 @@ tcp::endpoint listener::resolve() const {
   auto results = resolver.resolve(options_.host, std::to_string(options_.port),
                                   tcp::resolver::passive | tcp::resolver::address_configured, ec);
   if (ec)
-    throw std::system_error(ec,
-                            core::cat("cannot listen for HTTP on ", describe(options_.host, options_.port)));
+    throw std::system_error(
+        ec, core::cat("cannot listen for HTTP on ", core::host_port(options_.host, options_.port)));
   return results.begin()->endpoint();
 }
 
@@ -169,8 +164,8 @@ tcp::endpoint listener::listen() {
   if (ec) {
     error_code ignored;
     acceptor_.close(ignored);
-    throw std::system_error(ec,
-                            core::cat("cannot listen for HTTP on ", describe(options_.host, options_.port)));
+    throw std::system_error(
+        ec, core::cat("cannot listen for HTTP on ", core::host_port(options_.host, options_.port)));
   }
   return endpoint;
 }
