@@ -28,7 +28,7 @@ template <std::integral T>
 void append(std::string& out, T v) {
   char buf[24];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, end);
+  out.append(buf, static_cast<std::size_t>(end - buf));
 }
 void append(std::string& out, double v);
 }  // namespace detail

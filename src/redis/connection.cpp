@@ -1,3 +1,5 @@
+#include <cstring>
+
 #include "redis/connection_impl.hpp"
 
 namespace sluice::redis {
@@ -16,19 +18,32 @@ void fail(const std::shared_ptr<pending_request>& request, error_code ec) {
 }  // namespace
 
 asio::awaitable<void> connection::impl::reader() {
+  // read_buffer keeps its size (growing only for a reply larger than it): resizing a std::string per read
+  // would zero-fill the whole read chunk every time. Bytes [read_begin, read_end) are received but not yet
+  // parsed.
+  std::size_t read_begin = 0, read_end = 0;
+  if (read_buffer.size() < read_chunk) read_buffer.resize(read_chunk);
   for (;;) {
-    std::size_t old_size = read_buffer.size();
-    read_buffer.resize(old_size + read_chunk);
-    auto [ec, n] = co_await read_some(asio::buffer(read_buffer.data() + old_size, read_chunk));
-    read_buffer.resize(old_size + n);
+    if (read_begin == read_end) {
+      read_begin = read_end = 0;
+    } else if (read_buffer.size() - read_end < read_chunk / 4) {
+      // Little room left: move the partial reply to the front, and grow when it fills most of the buffer.
+      std::memmove(read_buffer.data(), read_buffer.data() + read_begin, read_end - read_begin);
+      read_end -= read_begin;
+      read_begin = 0;
+      if (read_buffer.size() - read_end < read_chunk / 4) read_buffer.resize(read_buffer.size() * 2);
+    }
+    auto [ec, n] =
+        co_await read_some(asio::buffer(read_buffer.data() + read_end, read_buffer.size() - read_end));
     if (ec) {
       if (!stopping)
         set_error(core::cat("connection to Redis at ", current_address, " lost: ", ec.message()));
       co_return;
     }
+    read_end += n;
     error_code protocol;
-    std::size_t consumed = requests.on_read(read_buffer, protocol);
-    read_buffer.erase(0, consumed);
+    read_begin +=
+        requests.on_read(std::string_view(read_buffer).substr(read_begin, read_end - read_begin), protocol);
     if (protocol) {
       set_error(core::cat("Redis at ", current_address, " sent something that is not RESP; reconnecting"));
       co_return;
@@ -112,7 +127,6 @@ asio::awaitable<void> connection::impl::run() {
     co_await (reader() || writer());
     set_connected(false);
     close();
-    read_buffer.clear();
     requests.on_disconnect(error::connection_lost);
     if (!stopping) {
       if (config.log_state_changes) core::log_error(last_error_text());

@@ -62,12 +62,7 @@ struct connection::impl : std::enable_shared_from_this<impl> {
   asio::steady_timer deadline_timer;
   pipeline requests;
   std::deque<std::pair<std::weak_ptr<pending_request>, clock_type::time_point>> deadlines;
-  std::string read_buffer;
-  // Requests handed over by other threads, drained by one posted handler per batch rather than one per
-  // request.
-  std::mutex incoming_mutex;
-  std::vector<std::shared_ptr<pending_request>> incoming;
-  std::vector<std::shared_ptr<pending_request>> draining;
+  std::string read_buffer;  // see reader(): its size is its capacity
   std::atomic<bool> connected{false};
   std::atomic<bool> stopping{false};
   state_observer observer;

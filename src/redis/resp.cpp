@@ -227,13 +227,12 @@ std::size_t decimal_digits(std::size_t n) {
   return digits;
 }
 
-void append_header(std::string& out, char type, std::size_t n) {
-  char buf[24];
-  buf[0] = type;
-  auto [end, ec] = std::to_chars(buf + 1, buf + sizeof buf, n);
-  *end++ = '\r';
-  *end++ = '\n';
-  out.append(buf, end);
+char* write_header(char* out, char type, std::size_t n) {
+  *out++ = type;
+  out = std::to_chars(out, out + 20, n).ptr;
+  *out++ = '\r';
+  *out++ = '\n';
+  return out;
 }
 
 }  // namespace
@@ -256,14 +255,17 @@ void request::push(std::span<const std::string_view> args) {
   if (args.empty()) return;
   std::size_t size = 3 + decimal_digits(args.size());
   for (std::string_view arg : args) size += 5 + decimal_digits(arg.size()) + arg.size();
-  if (payload_.size() + size > payload_.capacity()) {
-    payload_.reserve(std::max(payload_.size() + size, 2 * payload_.capacity()));
-  }
-  append_header(payload_, '*', args.size());
+  const std::size_t old_size = payload_.size();
+  if (old_size + size > payload_.capacity())
+    payload_.reserve(std::max(old_size + size, 2 * payload_.capacity()));
+  // Written in place: a command is encoded per counter per decision, so appending piece by piece shows up.
+  payload_.resize(old_size + size);
+  char* out = write_header(payload_.data() + old_size, '*', args.size());
   for (std::string_view arg : args) {
-    append_header(payload_, '$', arg.size());
-    payload_.append(arg);
-    payload_.append("\r\n");
+    out = write_header(out, '$', arg.size());
+    out = std::copy(arg.begin(), arg.end(), out);
+    *out++ = '\r';
+    *out++ = '\n';
   }
   ++commands_;
 }

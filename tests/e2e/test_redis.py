@@ -8,6 +8,7 @@ import socket
 import threading
 import time
 import unittest
+from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 
@@ -621,6 +622,29 @@ class StopIncrementWhenOverLimit(RedisCase):
                              (30 if self.stop_mode else 0, 30, 30), calls)
             self.assertEqual(redis.get(k2), '10' if self.stop_mode else '15')
             self.assertEqual(redis.get(k3), '15')
+
+    def test_large_replies_are_read_whole(self):
+        # The GET round trip returns whatever sits at a key: 200 KiB replies outgrow the 16 KiB read buffer and
+        # arrive in many reads; each is refused as not a counter and the replies behind them still match.
+        if not self.stop_mode:
+            self.skipTest('GET is sent only in stop mode')
+        with RedisServer() as redis, Sluice(rules={'stop.yaml': STOP_RULES}, env=redis_env(redis, **self.env)) as s:
+            wait_healthy(s)
+            harness.avoid_window_edge('HOUR')
+            for i in range(3):
+                key = key_for(f'stop_key3_big{i}', 'HOUR', time.time())
+                redis.cli('SETRANGE', key, str(200 * 1024 - 1), 'x')  # 200 KiB, zero-filled
+                redis.cli('EXPIRE', key, '3600')
+            with ThreadPoolExecutor(max_workers=8) as pool:
+                calls = [pool.submit(s.json, harness.rls_request_json('stop', [[('key3', f'big{i % 3}')]]))
+                         for i in range(6)]
+                calls += [pool.submit(s.decide, 'grpc', 'stop', [[('other', f'small{i}')]]) for i in range(20)]
+                results = [c.result() for c in calls]
+            for status, _, body in results[:6]:
+                self.assertEqual(status, 503, body)
+                self.assertIn('not a counter', body['message'])
+            for d in results[6:]:
+                self.assertEqual((d.overall, d.statuses[0].remaining), ('OK', 99), d)
 
 
 class IncrementWhenOverLimitByDefault(StopIncrementWhenOverLimit):

@@ -19,10 +19,11 @@ class object_writer {
  public:
   explicit object_writer(std::string& out) : out_(out) { out_ += '{'; }
   std::string& key(std::string_view name) {
-    out_ += first_ ? "\"" : ",\"";
+    if (!first_) out_.push_back(',');
     first_ = false;
-    out_ += name;
-    out_ += "\":";
+    out_.push_back('"');
+    out_.append(name);
+    out_.append("\":", 2);
     return out_;
   }
   void close() { out_ += '}'; }
@@ -56,8 +57,8 @@ void append_string(std::string& out, std::string_view s) {
 
 void append_uint(std::string& out, std::uint64_t v) {
   char buf[20];
-  const auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;
-  out.append(buf, end);
+  // append(pointer, size): the (first, last) overload goes through the slower replace path.
+  out.append(buf, static_cast<std::size_t>(std::to_chars(buf, buf + sizeof buf, v).ptr - buf));
 }
 
 // protojson writes a known enum value by name and an unknown one by number.
@@ -67,7 +68,7 @@ void append_enum(std::string& out, const std::array<std::string_view, N>& names,
     append_string(out, names[static_cast<std::size_t>(value)]);
   } else {
     char buf[12];
-    out.append(buf, std::to_chars(buf, buf + sizeof buf, value).ptr);
+    out.append(buf, static_cast<std::size_t>(std::to_chars(buf, buf + sizeof buf, value).ptr - buf));
   }
 }
 

@@ -19,7 +19,7 @@ void build_cache_key(std::string& out, std::string_view prefix, std::string_view
   }
   char buf[24];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, window_start);
-  out.append(buf, end);
+  out.append(buf, static_cast<std::size_t>(end - buf));
 }
 
 }  // namespace sluice::ratelimit::limiter
