@@ -231,6 +231,10 @@ int run_server() {
   grpc.start();
   health.on_change([&grpc](bool healthy) { grpc.set_serving(healthy); });
 
+  // [stats sinks] statsd / DogStatsD / stdout / Prometheus are started here.
+
+  // [debug server] DEBUG_HOST:DEBUG_PORT is started here.
+
   http.start();
   rules.watch(ioc.get_executor());
 

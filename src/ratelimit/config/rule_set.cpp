@@ -13,6 +13,18 @@ rule_stats rule_stats::make(stats::store& store, std::string_view stats_key) {
           get("within_limit"), get("shadow_mode")};
 }
 
+rule_stats rule_stats::make_bounded(stats::store& store, std::string_view domain,
+                                    std::string_view stats_key) {
+  std::string prefix = core::cat("ratelimit.service.rate_limit.", stats::sanitize_stat_name(stats_key), ".");
+  std::string overflow =
+      core::cat("ratelimit.service.rate_limit.", stats::sanitize_stat_name(domain), ".overflow.");
+  auto get = [&](std::string_view stat) {
+    return &store.get_counter_bounded(prefix + std::string(stat), overflow + std::string(stat));
+  };
+  return {get("total_hits"),   get("over_limit"), get("near_limit"), get("over_limit_with_local_cache"),
+          get("within_limit"), get("shadow_mode")};
+}
+
 const descriptor_node* rule_set::find_domain(std::string_view domain) const {
   auto it = domains_.find(domain);
   return it == domains_.end() ? nullptr : it->second.get();

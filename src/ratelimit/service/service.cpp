@@ -96,17 +96,19 @@ void request_state::resolve() {
         d.has_hits_addend() ? d.hits_addend().value() : std::max<std::uint64_t>(1, request_.hits_addend());
 
     if (domain == nullptr) {
+      // Unknown domains are client-chosen: bounded, past the bound they count into one series.
       service_.stats_
-          .get_counter(core::cat("ratelimit.service.rate_limit.",
-                                 stats::sanitize_stat_name(request_.domain()), ".domain_not_found"))
+          .get_counter_bounded(core::cat("ratelimit.service.rate_limit.",
+                                         stats::sanitize_stat_name(request_.domain()), ".domain_not_found"),
+                               "ratelimit.service.rate_limit.overflow.domain_not_found")
           .inc();
       continue;
     }
     if (d.has_limit()) {
       auto key = override_stats_key(request_.domain(), item.entries);
-      item.limit =
-          limiter::applied_limit{d.limit().requests_per_unit(), static_cast<config::unit>(d.limit().unit()),
-                                 nullptr, false, config::rule_stats::make(service_.stats_, key)};
+      item.limit = limiter::applied_limit{
+          d.limit().requests_per_unit(), static_cast<config::unit>(d.limit().unit()), nullptr, false,
+          config::rule_stats::make_bounded(service_.stats_, request_.domain(), key)};
       continue;
     }
     auto m = rules_->get_limit(*domain, item.entries);
@@ -120,7 +122,8 @@ void request_state::resolve() {
     }
     item.limit = limiter::applied_limit{
         rule.requests_per_unit, rule.unit, &rule.name, m.node->shadow_mode,
-        m.stats_key ? config::rule_stats::make(service_.stats_, *m.stats_key) : m.node->stats};
+        m.stats_key ? config::rule_stats::make_bounded(service_.stats_, request_.domain(), *m.stats_key)
+                    : m.node->stats};
     item.shared_values = std::move(m.shared_values);
   }
 
