@@ -19,7 +19,9 @@
 #include "core/health.hpp"
 #include "core/log.hpp"
 #include "net/grpc/grpc_server.hpp"
+#include "net/http/debug_pages.hpp"
 #include "net/http/server.hpp"
+#include "ratelimit/api/debug_handlers.hpp"
 #include "ratelimit/api/grpc_service.hpp"
 #include "ratelimit/api/http_handlers.hpp"
 #include "ratelimit/backends/memory/memory_backend.hpp"
@@ -29,6 +31,7 @@
 #include "redis/cluster.hpp"
 #include "redis/pool.hpp"
 #include "stats/store.hpp"
+#include "stats/text_dump.hpp"
 
 namespace asio = boost::asio;
 using namespace sluice;
@@ -47,6 +50,7 @@ struct process_settings {
   bool log_json = false;
   unsigned io_threads = 1;
   net::http::server_options http;
+  net::http::server_options debug;
   net::grpc::server_options grpc;
   std::chrono::milliseconds shutdown_grace{10'000};
 };
@@ -83,6 +87,9 @@ process_settings read_process_settings(const core::env_reader& env) {
   s.grpc.max_connection_age_grace =
       to_ms(env.get_duration("GRPC_MAX_CONNECTION_AGE_GRACE", s.grpc.max_connection_age_grace));
   s.shutdown_grace = to_ms(env.get_duration("SHUTDOWN_GRACE_PERIOD", s.shutdown_grace));
+
+  s.debug.host = env.get_string("DEBUG_HOST", "0.0.0.0");
+  s.debug.port = static_cast<std::uint16_t>(env.get_uint("DEBUG_PORT", 6070, 0, 65535));
   return s;
 }
 
@@ -226,14 +233,34 @@ int run_server() {
   auto http_endpoint = http.listen();
 
   net::grpc::server grpc(proc.grpc);
-  ratelimit::api::rls_grpc_service rls(service, grpc.calls());
+  ratelimit::api::rls_grpc_service rls(service, grpc.calls(), stats);
   grpc.add_service(&rls);
   grpc.start();
   health.on_change([&grpc](bool healthy) { grpc.set_serving(healthy); });
 
   // [stats sinks] statsd / DogStatsD / stdout / Prometheus are started here.
 
-  // [debug server] DEBUG_HOST:DEBUG_PORT is started here.
+  // Debug server: upstream only logs when its listener fails, and so does Sluice.
+  auto debug_routes = std::make_shared<net::http::router>();
+  auto debug_pages = net::http::pprof_pages();
+  debug_pages.push_back(ratelimit::api::rlconfig_page(service));
+  debug_pages.push_back({"/stats", "print out stats",
+                         [&stats](const net::http::request& req) -> asio::awaitable<net::http::response> {
+                           co_return net::http::make_response(req, boost::beast::http::status::ok,
+                                                              "text/plain; charset=utf-8",
+                                                              stats::text_dump(stats));
+                         }});
+  net::http::add_debug_pages(*debug_routes, std::move(debug_pages));
+  net::http::server debug(ioc, proc.debug, debug_routes);
+  try {
+    auto debug_endpoint = debug.listen();
+    debug.start();
+    core::log_warn("Listening for debug on '",
+                   core::host_port(debug_endpoint.address().to_string(), debug_endpoint.port()), "'");
+  } catch (const std::exception& e) {
+    core::log_error("Failed to open debug listener on '", core::host_port(proc.debug.host, proc.debug.port),
+                    "': ", e.what());
+  }
 
   http.start();
   rules.watch(ioc.get_executor());
@@ -246,6 +273,7 @@ int run_server() {
       asio::post(ioc, [&] { signals.cancel(); });
       health.set(sigterm_component, false);
       http.stop();
+      debug.stop();
       rules.stop();
       // gRPC's Shutdown blocks until in-flight calls finish, and those may finish on this io_context; the
       // backend stops after them.

@@ -475,6 +475,7 @@ class Sluice:
         self.proc = None
         self.http_port = None
         self.grpc_port = None
+        self.debug_port = None
         self.returncode = None
         self._stderr = None
         self._stdout = None
@@ -534,6 +535,8 @@ class Sluice:
             'PORT': str(self.http_port),
             'GRPC_HOST': '127.0.0.1',
             'GRPC_PORT': str(self.grpc_port),
+            'DEBUG_HOST': '127.0.0.1',
+            'DEBUG_PORT': str(self.debug_port),
             'LOG_LEVEL': 'info',
         })
         if self.layout == 'directory':
@@ -546,7 +549,7 @@ class Sluice:
 
     def start(self, wait_ready=True):
         for attempt in range(3):
-            self.http_port, self.grpc_port = free_ports(2)
+            self.http_port, self.grpc_port, self.debug_port = free_ports(3)
             self._stderr = open(os.path.join(self.tmp, 'stderr.log'), 'w+b')
             self._stdout = open(os.path.join(self.tmp, 'stdout.log'), 'w+b')
             self.proc = spawn([SLUICE_BIN], self.env(), self._stdout, self._stderr)

@@ -63,7 +63,8 @@ void router::add(std::string path, handler h) {
 const handler* router::find(std::string_view path) const {
   if (auto query = path.find('?'); query != std::string_view::npos) path = path.substr(0, query);
   auto it = routes_.find(path);
-  return it == routes_.end() ? nullptr : &it->second;
+  if (it != routes_.end()) return &it->second;
+  return fallback_ ? &fallback_ : nullptr;
 }
 
 response json_error(const request& req, bhttp::status status, std::string_view message) {

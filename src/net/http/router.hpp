@@ -19,7 +19,9 @@ using handler = std::function<boost::asio::awaitable<response>(const request&)>;
 class router {
  public:
   void add(std::string path, handler h);
-  // Null when no route matches (the server then answers 404 with a JSON error).
+  // Answers every path no route matches (the debug server lists its paths there, as upstream's does).
+  void set_fallback(handler h) { fallback_ = std::move(h); }
+  // Null when no route matches and there is no fallback (the server then answers 404 with a JSON error).
   const handler* find(std::string_view path) const;
 
  private:
@@ -29,6 +31,7 @@ class router {
     std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
   };
   std::unordered_map<std::string, handler, path_hash, std::equal_to<>> routes_;
+  handler fallback_;
 };
 
 // A response with a JSON body {"code": status, "message": message}.

@@ -7,13 +7,17 @@
 #include "net/grpc/call_tracker.hpp"
 #include "ratelimit/service/service.hpp"
 #include "rls.grpc.pb.h"
+#include "stats/store.hpp"
 
 namespace sluice::ratelimit::api {
 
 class rls_grpc_service final : public envoy::service::ratelimit::v3::RateLimitService::CallbackService {
  public:
-  rls_grpc_service(service::rate_limit_service& service, net::grpc::call_tracker& calls)
-      : service_(service), calls_(calls) {
+  rls_grpc_service(service::rate_limit_service& service, net::grpc::call_tracker& calls, stats::store& stats)
+      : service_(service),
+        calls_(calls),
+        total_requests_(stats.get_counter("ratelimit_server.ShouldRateLimit.total_requests")),
+        response_time_(stats.get_timer("ratelimit_server.ShouldRateLimit.response_time")) {
     SetMessageAllocatorFor_ShouldRateLimit(&allocator_);
   }
 
@@ -24,6 +28,9 @@ class rls_grpc_service final : public envoy::service::ratelimit::v3::RateLimitSe
  private:
   service::rate_limit_service& service_;
   net::grpc::call_tracker& calls_;
+  // upstream's gRPC metrics interceptor: every call, and its time in milliseconds.
+  stats::counter& total_requests_;
+  stats::timer& response_time_;
   net::grpc::arena_allocator<service::rls_request, service::rls_response> allocator_;
 };
 

@@ -1,0 +1,82 @@
+#include "core/profiler.hpp"
+
+#include <gperftools/heap-profiler.h>
+#include <gperftools/profiler.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "core/strings.hpp"
+
+namespace sluice::core {
+
+namespace asio = boost::asio;
+
+namespace {
+
+std::atomic<bool> cpu_busy{false};
+std::atomic<bool> heap_busy{false};
+
+// Clears a busy flag however the coroutine leaves.
+struct busy_guard {
+  std::atomic<bool>& flag;
+  ~busy_guard() { flag.store(false); }
+};
+
+asio::awaitable<void> sleep_for(std::chrono::seconds duration) {
+  asio::steady_timer timer(co_await asio::this_coro::executor, duration);
+  co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+}
+
+std::optional<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream out;
+  out << in.rdbuf();
+  return std::move(out).str();
+}
+
+}  // namespace
+
+asio::awaitable<profile_result> cpu_profile(std::chrono::seconds duration) {
+  if (cpu_busy.exchange(true)) co_return profile_result{std::nullopt, "a CPU profile is already being taken"};
+  busy_guard guard{cpu_busy};
+  char path[] = "/tmp/sluice-cpu-XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0) co_return profile_result{std::nullopt, "cannot create a temporary file for the CPU profile"};
+  close(fd);
+  if (ProfilerStart(path) == 0) {
+    std::remove(path);
+    co_return profile_result{std::nullopt, "gperftools could not start the CPU profiler"};
+  }
+  co_await sleep_for(duration);
+  ProfilerStop();
+  auto data = read_file(path);
+  std::remove(path);
+  if (!data) co_return profile_result{std::nullopt, "the CPU profile could not be read back"};
+  co_return profile_result{std::move(data), {}};
+}
+
+asio::awaitable<profile_result> heap_profile(std::chrono::seconds duration) {
+  if (heap_busy.exchange(true) || IsHeapProfilerRunning() != 0)
+    co_return profile_result{std::nullopt, "a heap profile is already being taken"};
+  busy_guard guard{heap_busy};
+  // The prefix is only used for automatic dumps, which are off (the intervals below are zero by default).
+  HeapProfilerStart("/tmp/sluice-heap");
+  co_await sleep_for(duration);
+  std::unique_ptr<char, decltype(&std::free)> text(GetHeapProfile(), &std::free);
+  HeapProfilerStop();
+  if (!text) co_return profile_result{std::nullopt, "gperftools returned no heap profile"};
+  co_return profile_result{std::string(text.get()), {}};
+}
+
+}  // namespace sluice::core

@@ -1,0 +1,95 @@
+#include "net/http/debug_pages.hpp"
+
+#include <algorithm>
+#include <boost/beast/http/status.hpp>
+#include <charconv>
+#include <memory>
+
+#include "core/profiler.hpp"
+#include "core/strings.hpp"
+
+namespace sluice::net::http {
+
+namespace bhttp = boost::beast::http;
+
+namespace {
+
+constexpr std::uint64_t max_profile_seconds = 300;
+
+// The value of `name` in the target's query string ("?seconds=5"), if present.
+std::optional<std::string_view> query_param(std::string_view target, std::string_view name) {
+  const auto q = target.find('?');
+  if (q == std::string_view::npos) return std::nullopt;
+  std::string_view rest = target.substr(q + 1);
+  while (!rest.empty()) {
+    const auto amp = rest.find('&');
+    std::string_view pair = rest.substr(0, amp);
+    rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+    const auto eq = pair.find('=');
+    if (pair.substr(0, eq) == name) return eq == std::string_view::npos ? "" : pair.substr(eq + 1);
+  }
+  return std::nullopt;
+}
+
+// Profiles a window of `seconds` (query parameter, else `def`), answering 400 on a bad value and 409 while
+// another profile of the same kind runs.
+handler profile_page(std::uint64_t def,
+                     boost::asio::awaitable<core::profile_result> (*take)(std::chrono::seconds)) {
+  return [def, take](const request& req) -> boost::asio::awaitable<response> {
+    std::uint64_t seconds = def;
+    if (auto text = query_param(req.target(), "seconds")) {
+      auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), seconds);
+      if (ec != std::errc() || end != text->data() + text->size() || seconds == 0 ||
+          seconds > max_profile_seconds) {
+        co_return json_error(req, bhttp::status::bad_request,
+                             core::cat("invalid seconds '", *text, "': expected 1 to ", max_profile_seconds));
+      }
+    }
+    auto result = co_await take(std::chrono::seconds(seconds));
+    if (!result.data) co_return json_error(req, bhttp::status::conflict, result.error);
+    auto res = make_response(req, bhttp::status::ok, "application/octet-stream", std::move(*result.data));
+    res.set(bhttp::field::content_disposition, "attachment; filename=\"profile\"");
+    co_return res;
+  };
+}
+
+response listing(const request& req, const std::vector<std::pair<std::string, std::string>>& index) {
+  std::string body;
+  for (const auto& [path, help] : index) body += core::cat(path, ": ", help, "\n");
+  return make_response(req, bhttp::status::ok, "text/plain; charset=utf-8", std::move(body));
+}
+
+}  // namespace
+
+std::vector<debug_page> pprof_pages() {
+  std::vector<debug_page> pages;
+  pages.push_back({"/debug/pprof/", "root of various pprof endpoints. hit for help.",
+                   [](const request& req) -> boost::asio::awaitable<response> {
+                     co_return make_response(
+                         req, bhttp::status::ok, "text/plain; charset=utf-8",
+                         "/debug/pprof/profile?seconds=N: CPU profile of N seconds (default 30)\n"
+                         "/debug/pprof/heap?seconds=N: allocations made in N seconds (default 10) and still "
+                         "live at its end\n"
+                         "Read them with google-pprof (Debian package google-perftools): "
+                         "google-pprof -top /path/to/sluice profile\n");
+                   }});
+  pages.push_back({"/debug/pprof/profile", "CPU profiling endpoint", profile_page(30, &core::cpu_profile)});
+  pages.push_back({"/debug/pprof/heap", "heap profiling endpoint", profile_page(10, &core::heap_profile)});
+  return pages;
+}
+
+void add_debug_pages(router& routes, std::vector<debug_page> pages) {
+  std::sort(pages.begin(), pages.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
+  auto index = std::make_shared<std::vector<std::pair<std::string, std::string>>>();
+  for (auto& page : pages) {
+    index->emplace_back(page.path, page.help);
+    routes.add(page.path, std::move(page.handle));
+  }
+  handler list = [index](const request& req) -> boost::asio::awaitable<response> {
+    co_return listing(req, *index);
+  };
+  routes.add("/", list);
+  routes.set_fallback(std::move(list));
+}
+
+}  // namespace sluice::net::http

@@ -1,0 +1,15 @@
+#include "ratelimit/api/debug_handlers.hpp"
+
+namespace sluice::ratelimit::api {
+
+net::http::debug_page rlconfig_page(const service::rate_limit_service& service) {
+  return {"/rlconfig", "print out the currently loaded configuration for debugging",
+          [&service](const net::http::request& req) -> boost::asio::awaitable<net::http::response> {
+            auto rules = service.rules();
+            co_return net::http::make_response(req, boost::beast::http::status::ok,
+                                               "text/plain; charset=utf-8",
+                                               rules ? rules->dump() : std::string());
+          }};
+}
+
+}  // namespace sluice::ratelimit::api

@@ -1,0 +1,12 @@
+#pragma once
+// The rate limit service's debug page: /rlconfig, the loaded rules in upstream's line format (reference
+// §2.6).
+
+#include "net/http/debug_pages.hpp"
+#include "ratelimit/service/service.hpp"
+
+namespace sluice::ratelimit::api {
+
+net::http::debug_page rlconfig_page(const service::rate_limit_service& service);
+
+}  // namespace sluice::ratelimit::api

@@ -1,0 +1,176 @@
+"""The debug server on DEBUG_HOST:DEBUG_PORT (reference §7.4, §2.6; issue 4): the path listing, /rlconfig,
+/stats, and CPU and heap profiles that Debian's google-pprof reads."""
+
+import os
+import socket
+import subprocess
+import threading
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+import harness
+from harness import Sluice
+
+RULES = """
+domain: dbg
+descriptors:
+  - key: k
+    rate_limit: {unit: minute, requests_per_unit: 2}
+  - key: user
+    descriptors:
+      - key: action
+        value: upload
+        rate_limit: {unit: hour, requests_per_unit: 20}
+        shadow_mode: true
+  - key: free
+    rate_limit: {unlimited: true}
+"""
+
+LISTING = ('/debug/pprof/: root of various pprof endpoints. hit for help.\n'
+           '/debug/pprof/heap: heap profiling endpoint\n'
+           '/debug/pprof/profile: CPU profiling endpoint\n'
+           '/rlconfig: print out the currently loaded configuration for debugging\n'
+           '/stats: print out stats\n')
+
+
+def fetch(port, path, timeout=30.0):
+    """-> (status, content type, body bytes)."""
+    try:
+        with urllib.request.urlopen('http://127.0.0.1:%d%s' % (port, path), timeout=timeout) as r:
+            return r.status, r.headers.get('content-type', ''), r.read()
+    except urllib.error.HTTPError as e:
+        body = e.read()
+        e.close()
+        return e.code, e.headers.get('content-type', ''), body
+
+
+def stats_of(port):
+    _, _, body = fetch(port, '/stats')
+    values = {}
+    for line in body.decode().splitlines():
+        name, _, value = line.partition(': ')
+        values[name] = value
+    return values
+
+
+class DebugServer(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.s = Sluice(rules={'dbg.yaml': RULES})
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.s.close()
+
+    def test_root_and_unknown_paths_list_the_pages(self):
+        for path in ('/', '/nope', '/debug/vars'):
+            with self.subTest(path=path):
+                status, ctype, body = fetch(self.s.debug_port, path)
+                self.assertEqual((status, body.decode()), (200, LISTING))
+                self.assertTrue(ctype.startswith('text/plain'), ctype)
+        self.assertIn("Listening for debug on '127.0.0.1:%d'" % self.s.debug_port, self.s.log())
+
+    def test_rlconfig_in_upstream_format(self):
+        status, _, body = fetch(self.s.debug_port, '/rlconfig')
+        self.assertEqual(status, 200)
+        self.assertEqual(body.decode().splitlines(), [
+            'dbg.free: unit=UNKNOWN requests_per_unit=0, shadow_mode: false, quota_mode: false',
+            'dbg.k: unit=MINUTE requests_per_unit=2, shadow_mode: false, quota_mode: false',
+            'dbg.user.action_upload: unit=HOUR requests_per_unit=20, shadow_mode: true, quota_mode: false',
+        ])
+
+    def test_stats_show_current_values(self):
+        harness.avoid_window_edge('MINUTE', 3)
+        before = stats_of(self.s.debug_port)
+        for transport in ('grpc', 'json', 'grpc'):
+            self.s.decide(transport, 'dbg', [[('k', 'stats')]])
+        after = stats_of(self.s.debug_port)
+
+        def delta(name):
+            return int(after[name]) - int(before.get(name, '0'))
+
+        self.assertEqual(delta('ratelimit.service.rate_limit.dbg.k.total_hits'), 3)
+        self.assertEqual(delta('ratelimit.service.rate_limit.dbg.k.over_limit'), 1)
+        self.assertEqual(delta('ratelimit.service.rate_limit.dbg.k.within_limit'), 2)
+        self.assertEqual(after['ratelimit.service.config_load_success'], '1')
+        # upstream's gRPC interceptor stats: the two gRPC calls (not /json)
+        self.assertEqual(delta('ratelimit_server.ShouldRateLimit.total_requests'), 2)
+        count = after['ratelimit_server.ShouldRateLimit.response_time'].split()[0]
+        self.assertGreaterEqual(int(count.split('=')[1]), 2, after)
+
+    def test_cpu_profile_is_read_by_google_pprof(self):
+        stop = threading.Event()
+
+        def load():
+            while not stop.is_set():
+                self.s.decide('json', 'dbg', [[('free', 'x')]])
+
+        worker = threading.Thread(target=load)
+        worker.start()
+        try:
+            status, ctype, body = fetch(self.s.debug_port, '/debug/pprof/profile?seconds=2')
+        finally:
+            stop.set()
+            worker.join()
+        self.assertEqual((status, ctype), (200, 'application/octet-stream'), body[:200])
+        text = self.pprof(body)
+        self.assertRegex(text, r'Total: \d+ samples')
+
+    def test_heap_profile_is_read_by_google_pprof(self):
+        status, _, body = fetch(self.s.debug_port, '/debug/pprof/heap?seconds=1')
+        self.assertEqual(status, 200, body[:200])
+        self.assertTrue(body.startswith(b'heap profile:'), body[:100])
+        self.assertRegex(self.pprof(body), r'Total: [\d.]+ [KM]?B')
+
+    def test_one_cpu_profile_at_a_time(self):
+        results = []
+        first = threading.Thread(target=lambda: results.append(fetch(self.s.debug_port,
+                                                                     '/debug/pprof/profile?seconds=2')))
+        first.start()
+        time.sleep(0.5)
+        status, _, body = fetch(self.s.debug_port, '/debug/pprof/profile?seconds=1')
+        first.join()
+        self.assertEqual(status, 409, body)
+        self.assertIn(b'already being taken', body)
+        self.assertEqual(results[0][0], 200)
+
+    def test_bad_seconds(self):
+        for value in ('x', '0', '301', '-1', '2s'):
+            with self.subTest(seconds=value):
+                status, ctype, body = fetch(self.s.debug_port, '/debug/pprof/profile?seconds=' + value)
+                self.assertEqual(status, 400, body)
+                self.assertIn(b"invalid seconds '" + value.encode() + b"'", body)
+                self.assertIn('json', ctype)
+
+    def pprof(self, profile):
+        path = os.path.join(self.s.tmp, 'profile.%d' % time.monotonic_ns())
+        with open(path, 'wb') as f:
+            f.write(profile)
+        r = subprocess.run(['google-pprof', '--text', harness.SLUICE_BIN, path], capture_output=True, text=True,
+                           timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout
+
+
+class DebugListener(unittest.TestCase):
+    def test_port_in_use_is_logged_and_the_server_runs(self):
+        taken = socket.socket()
+        taken.bind(('127.0.0.1', 0))
+        taken.listen()
+        try:
+            with Sluice(rules={'dbg.yaml': RULES}, env={'DEBUG_PORT': str(taken.getsockname()[1])}) as s:
+                self.assertEqual(s.decide('grpc', 'dbg', [[('k', 'in-use')]]).overall, 'OK')
+                self.assertIn('Failed to open debug listener', s.log())
+        finally:
+            taken.close()
+
+    def test_bad_debug_port(self):
+        with Sluice(rules={'dbg.yaml': RULES}, env={'DEBUG_PORT': '70000'}, wait_ready=False) as s:
+            self.assertEqual(s.wait_exit(10), 1, s.log())
+            self.assertIn('DEBUG_PORT', s.log())
+
+
+if __name__ == '__main__':
+    unittest.main()
