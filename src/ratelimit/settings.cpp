@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 
 namespace sluice::ratelimit {
 
@@ -35,6 +36,42 @@ std::vector<std::string> split_list(const std::string& list) {
   return parts;
 }
 
+// "redis://[user[:password]@]host:port[/db]" (and rediss:// for TLS), which upstream's client also accepts.
+struct redis_url {
+  std::string address, userinfo;
+  bool tls = false;
+};
+std::optional<redis_url> parse_redis_url(std::string_view text) {
+  redis_url u;
+  if (text.starts_with("redis://")) {
+    text.remove_prefix(8);
+  } else if (text.starts_with("rediss://")) {
+    text.remove_prefix(9);
+    u.tls = true;
+  } else {
+    return std::nullopt;
+  }
+  if (auto at = text.rfind('@'); at != std::string_view::npos) {
+    u.userinfo = text.substr(0, at);
+    text.remove_prefix(at + 1);
+  }
+  u.address = text.substr(0, text.find('/'));
+  return u;
+}
+
+// upstream's MaskCredentialsInUrl: what an error message may show of a URL list.
+std::string masked(std::string_view urls) {
+  std::string out;
+  for (const auto& part : split_list(std::string(urls))) {
+    if (!out.empty()) out += ',';
+    const auto at = part.rfind('@');
+    out += part.starts_with("redis") && at != std::string::npos
+               ? core::cat(part.substr(0, part.find("://") + 3), "*****@", part.substr(at + 1))
+               : part;
+  }
+  return out;
+}
+
 // REDIS_<...> or REDIS_PERSECOND_<...>: upstream's names and defaults (reference §1.7).
 redis_store_settings read_redis_store(const core::env_reader& env, const std::string& prefix,
                                       std::string_view default_url) {
@@ -44,12 +81,25 @@ redis_store_settings read_redis_store(const core::env_reader& env, const std::st
   auto socket_type = env.get_choice(prefix + "SOCKET_TYPE", "unix", {"tcp", "unix"}, true);
   c.unix_socket =
       socket_type == "unix" && type == "single";  // sentinels, masters and clusters are always TCP
-  c.address = env.get_string(prefix + "URL", default_url);
+  // URLs are reduced to host:port here, so no credential in them reaches a log line or an error message.
+  const std::string raw_url = env.get_string(prefix + "URL", default_url);
+  std::string url_auth;
+  bool url_tls = false;
+  c.address.clear();
+  for (const auto& entry : split_list(raw_url)) {
+    if (!c.address.empty()) c.address += ',';
+    auto url = parse_redis_url(entry);
+    c.address += url ? url->address : entry;
+    if (url && type == "single") {
+      url_auth = url->userinfo;
+      url_tls = url->tls;
+    }
+  }
   if (type == "sentinel") {
     auto parts = split_list(c.address);
     if (parts.size() < 2) {
       throw core::settings_error(
-          core::cat("invalid value '", c.address, "' for ", prefix,
+          core::cat("invalid value '", masked(raw_url), "' for ", prefix,
                     "URL: Expected master name and a list of urls for the sentinels, in the "
                     "format: <redis master name>,<sentinel1>,...,<sentineln>"));
     }
@@ -62,18 +112,19 @@ redis_store_settings read_redis_store(const core::env_reader& env, const std::st
     if (s.cluster_seeds.empty() || std::ranges::any_of(s.cluster_seeds, [](const auto& n) {
           return n.rfind(':') == std::string::npos;
         })) {
-      throw core::settings_error(core::cat("invalid value '", c.address, "' for ", prefix,
+      throw core::settings_error(core::cat("invalid value '", masked(raw_url), "' for ", prefix,
                                            "URL: expected host:port,host:port,... (the cluster's nodes)"));
     }
   } else if (!c.unix_socket && c.address.rfind(':') == std::string::npos) {
-    throw core::settings_error(core::cat("invalid value '", c.address, "' for ", prefix,
+    throw core::settings_error(core::cat("invalid value '", masked(raw_url), "' for ", prefix,
                                          "URL: expected host:port (", prefix, "SOCKET_TYPE is tcp)"));
   }
   s.pool_size = env.get_uint(prefix + "POOL_SIZE", s.pool_size, 1, 1024);
-  split_auth(env.get_string(prefix + "AUTH", ""), c.username, c.password);
+  // REDIS_AUTH wins over credentials in the URL.
+  split_auth(env.get_string(prefix + "AUTH", url_auth), c.username, c.password);
   // The TLS files are shared by both stores, as upstream's REDIS_TLS_* are.
   auto& tls = c.tls;
-  tls.enabled = env.get_bool(prefix + "TLS", false);
+  tls.enabled = env.get_bool(prefix + "TLS", url_tls);
   tls.ca_file = env.get_string("REDIS_TLS_CACERT", "");
   tls.cert_file = env.get_string("REDIS_TLS_CLIENT_CERT", "");
   tls.key_file = env.get_string("REDIS_TLS_CLIENT_KEY", "");

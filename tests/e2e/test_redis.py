@@ -414,6 +414,23 @@ class Transports(RedisCase):
             wait_healthy(sluice)
             self.check_counts(redis, sluice, 'password')
 
+    def test_credentials_in_a_redis_url_are_used_and_never_logged(self):
+        with RedisServer(requirepass='not-for-sluice', user=('sluice', 'url-s3cret')) as redis, \
+                Sluice(rules={'t.yaml': SIMPLE_RULES},
+                       env=redis_env(REDIS_SOCKET_TYPE='tcp', REDIS_URL='redis://sluice:url-s3cret@%s/0' % redis.address(),
+                                     LOG_LEVEL='debug')) as sluice:
+            wait_healthy(sluice)
+            self.check_counts(redis, sluice, 'url')
+            self.assertEqual([c.get('user') for c in self.sluice_clients(redis)][:1], ['sluice'])
+            self.assertIn('connecting to redis on %s' % redis.address(), sluice.log())
+            self.assertNotIn('url-s3cret', sluice.log())
+        # a URL that is not usable is refused naming the setting, with the credentials masked
+        with Sluice(rules={'t.yaml': SIMPLE_RULES}, wait_ready=False,
+                    env=redis_env(REDIS_TYPE='cluster', REDIS_URL='redis://u:hidden-pw@nohost')) as s:
+            self.assertEqual(s.wait_exit(10), 1, s.log())
+            self.assertIn("invalid value 'redis://*****@nohost' for REDIS_URL", s.log())
+            self.assertNotIn('hidden-pw', s.log())
+
     def test_acl_user_and_password(self):
         # the default user has another password, so only a login as `sluice` works; the password contains ':'
         # (REDIS_AUTH is split at the first one)
