@@ -274,6 +274,18 @@ std::string cluster::describe(error_code ec) const {
   return core::cat("Redis Cluster: ", ec.message());
 }
 
+connection_stats cluster::stats() const {
+  std::lock_guard lock(state_->mutex);
+  connection_stats total;
+  for (const auto& [_, p] : state_->nodes) {
+    const auto s = p->stats();
+    total.active += s.active;
+    total.opened += s.opened;
+    total.closed_locally += s.closed_locally;
+  }
+  return total;
+}
+
 std::string cluster::last_error() const {
   std::lock_guard lock(state_->mutex);
   if (!state_->have_map) {

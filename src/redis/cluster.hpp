@@ -31,6 +31,7 @@ class cluster final : public store {
   bool up() const override;
   std::string describe(boost::system::error_code ec) const override;
   std::string last_error() const override;
+  connection_stats stats() const override;
 
  private:
   struct state;

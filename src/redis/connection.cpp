@@ -45,6 +45,7 @@ asio::awaitable<void> connection::impl::reader() {
     read_begin +=
         requests.on_read(std::string_view(read_buffer).substr(read_begin, read_end - read_begin), protocol);
     if (protocol) {
+      closing_locally = true;
       set_error(core::cat("Redis at ", current_address, " sent something that is not RESP; reconnecting"));
       co_return;
     }
@@ -125,6 +126,8 @@ asio::awaitable<void> connection::impl::run() {
     set_connected(true);
     wake_writer.cancel();
     co_await (reader() || writer());
+    if (closing_locally || stopping) closed_locally.fetch_add(1, std::memory_order_relaxed);
+    closing_locally = false;
     set_connected(false);
     close();
     requests.on_disconnect(error::connection_lost);
@@ -147,6 +150,7 @@ void connection::impl::exec(std::shared_ptr<pending_request> request) {
         if (r.is_error() && r.text.starts_with("READONLY")) {
           self->set_error(core::cat("Redis at ", self->current_address, " is no longer the master"));
           error_code ignored;
+          self->closing_locally = true;
           self->socket.close(ignored);
           break;
         }
@@ -197,8 +201,16 @@ void connection::exec(std::shared_ptr<pending_request> request) {
 void connection::reconnect() {
   asio::post(impl_->strand, [self = impl_] {
     error_code ignored;
-    if (self->connected) self->socket.close(ignored);
+    if (self->connected) {
+      self->closing_locally = true;
+      self->socket.close(ignored);
+    }
   });
+}
+
+connection::counts connection::connection_counts() const {
+  return {impl_->opened.load(std::memory_order_relaxed),
+          impl_->closed_locally.load(std::memory_order_relaxed)};
 }
 
 bool connection::connected() const {

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -66,6 +67,11 @@ class connection : public std::enable_shared_from_this<connection> {
   // Thread-safe. `request->done` is called exactly once, on this connection's strand.
   void exec(std::shared_ptr<pending_request> request);
   bool connected() const;
+  struct counts {
+    std::uint64_t opened = 0;          // connections established
+    std::uint64_t closed_locally = 0;  // closed by this side (stop, reconnect, READONLY, protocol error)
+  };
+  counts connection_counts() const;
   // Drops the current connection (if any); the next one starts afresh (behind sentinels: asks them again).
   void reconnect();
   // The last connection error, for logs and messages ("" while connected).

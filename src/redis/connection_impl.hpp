@@ -65,6 +65,10 @@ struct connection::impl : std::enable_shared_from_this<impl> {
   std::string read_buffer;  // see reader(): its size is its capacity
   std::atomic<bool> connected{false};
   std::atomic<bool> stopping{false};
+  // upstream's pool stats cx_total and cx_local_close; `closing_locally` marks a close this side chose.
+  std::atomic<std::uint64_t> opened{0};
+  std::atomic<std::uint64_t> closed_locally{0};
+  bool closing_locally = false;
   state_observer observer;
   mutable std::mutex error_mutex;
   std::string last_error;
@@ -72,6 +76,7 @@ struct connection::impl : std::enable_shared_from_this<impl> {
   std::string current_address;  // config.address, or the master the sentinels named
 
   void set_connected(bool now) {
+    if (now) opened.fetch_add(1, std::memory_order_relaxed);
     if (connected.exchange(now) != now && observer) observer(now);
   }
   std::string last_error_text() const {

@@ -76,7 +76,8 @@ std::size_t pipeline::on_read(std::string_view data, boost::system::error_code& 
     }
     pos += consumed;
     const std::shared_ptr<pending_request> front = queue_.front();
-    if (front->replies.empty()) front->replies.reserve(front->expected_replies);  // one allocation per request
+    if (front->replies.empty())
+      front->replies.reserve(front->expected_replies);  // one allocation per request
     front->replies.push_back(std::move(scratch_));
     if (front->replies.size() < front->expected_replies) continue;
     // Popped before `done` runs: it may enqueue, cancel or fail requests.

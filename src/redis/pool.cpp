@@ -64,6 +64,16 @@ std::string pool::describe(boost::system::error_code ec) const {
   return core::cat("Redis at ", c.address, ": ", ec.message());
 }
 
+connection_stats pool::stats() const {
+  connection_stats s{connected_count(), 0, 0};
+  for (const auto& c : connections_) {
+    const auto counts = c->connection_counts();
+    s.opened += counts.opened;
+    s.closed_locally += counts.closed_locally;
+  }
+  return s;
+}
+
 std::string pool::last_error() const {
   for (const auto& c : connections_) {
     if (auto e = c->last_error(); !e.empty()) return e;

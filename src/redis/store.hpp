@@ -3,6 +3,7 @@
 // Users such as the rate limit backend talk to this interface and never to a concrete topology.
 
 #include <boost/system/error_code.hpp>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -11,6 +12,13 @@
 #include "redis/pipeline.hpp"
 
 namespace sluice::redis {
+
+// upstream's pool stats (ratelimit.redis_pool.*): cx_active, cx_total, cx_local_close.
+struct connection_stats {
+  std::size_t active = 0;
+  std::uint64_t opened = 0;
+  std::uint64_t closed_locally = 0;
+};
 
 class store {
  public:
@@ -31,6 +39,7 @@ class store {
   virtual std::string describe(boost::system::error_code ec) const = 0;
   // Why the store is down ("" when nothing is known).
   virtual std::string last_error() const = 0;
+  virtual connection_stats stats() const = 0;
 };
 
 }  // namespace sluice::redis
