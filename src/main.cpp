@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "core/env.hpp"
@@ -30,6 +31,9 @@
 #include "ratelimit/settings.hpp"
 #include "redis/cluster.hpp"
 #include "redis/pool.hpp"
+#include "stats/prometheus_setup.hpp"
+#include "stats/sink_factory.hpp"
+#include "stats/sink_settings.hpp"
 #include "stats/store.hpp"
 #include "stats/text_dump.hpp"
 
@@ -160,6 +164,24 @@ std::unique_ptr<redis::store> make_store(const ratelimit::redis_store_settings& 
   return std::make_unique<redis::pool>(ioc.get_executor(), s.connection, s.pool_size);
 }
 
+// upstream's pool stats: gauge <prefix>cx_active, counters <prefix>cx_total and <prefix>cx_local_close.
+void add_pool_stats(stats::store& stats, const redis::store& store, const std::string& prefix) {
+  struct last_counts {
+    std::uint64_t opened = 0, closed_locally = 0;
+  };
+  auto& active = stats.get_gauge(prefix + "cx_active");
+  auto& opened = stats.get_counter(prefix + "cx_total");
+  auto& closed = stats.get_counter(prefix + "cx_local_close");
+  stats.add_generator([&store, &active, &opened, &closed, last = last_counts{}]() mutable {
+    const auto now = store.stats();
+    active.set(static_cast<std::int64_t>(now.active));
+    // A cluster node that left the map takes its counts with it: never count backwards.
+    if (now.opened > last.opened) opened.add(now.opened - last.opened);
+    if (now.closed_locally > last.closed_locally) closed.add(now.closed_locally - last.closed_locally);
+    last = {now.opened, now.closed_locally};
+  });
+}
+
 void start_redis(backend_holder& b, const ratelimit::redis_settings& settings, asio::io_context& ioc,
                  core::health& health, std::function<void()> give_up) {
   b.redis_main = make_store(settings.main, ioc);
@@ -192,9 +214,12 @@ int run_server() {
   core::env_reader env;
   auto proc = read_process_settings(env);
   auto rl = ratelimit::read_module_settings(env);
+  auto stats_settings = stats::read_sink_settings(env);
   core::log_init(proc.log_level, proc.log_json);
 
-  stats::store stats;
+  stats::store stats(stats_settings.max_dynamic_series);
+  // Checked before anything starts: a bad mapping file or PROMETHEUS_ADDR exits 1 at once.
+  auto prometheus = stats::make_prometheus_exporter(stats_settings, stats);
   core::system_clock clock;
   core::health health;
   auto sigterm_component = health.add_component("sigterm", true);
@@ -214,10 +239,14 @@ int run_server() {
       exit_code = 1;
       shutdown();
     });
+    add_pool_stats(stats, *backend.redis_main, "ratelimit.redis_pool.");
+    if (backend.redis_per_second)
+      add_pool_stats(stats, *backend.redis_per_second, "ratelimit.redis_per_second_pool.");
   }
   ratelimit::limiter::limiter limiter(rl.limiter, clock);
   ratelimit::service::rate_limit_service service(rl.service, limiter, backend.get(), stats);
   ratelimit::service::rules_source rules(rl.rules, service, stats, health);
+  core::log_info("Waiting for initial ratelimit config update event");
   if (auto error = rules.load(); error && !rl.force_start_without_initial_config) {
     core::log_error(
         "cannot start without rate limit rules (set FORCE_START_WITHOUT_INITIAL_CONFIG=true to start "
@@ -225,6 +254,8 @@ int run_server() {
         *error);
     backend.stop();
     return 1;
+  } else if (!error) {
+    core::log_info("Successfully loaded the initial ratelimit configs");
   }
 
   auto routes = std::make_shared<net::http::router>();
@@ -232,13 +263,45 @@ int run_server() {
   net::http::server http(ioc, proc.http, routes);
   auto http_endpoint = http.listen();
 
+  // Prometheus: its own listener on PROMETHEUS_ADDR; every scrape renders the store.
+  std::optional<net::http::server> prometheus_http;
+  asio::ip::tcp::endpoint prometheus_endpoint;
+  if (prometheus) {
+    stats.set_timer_observer(prometheus.get());
+    auto prometheus_routes = std::make_shared<net::http::router>();
+    prometheus_routes->add(
+        stats_settings.prometheus_path,
+        [&exporter = *prometheus](const net::http::request& req) -> asio::awaitable<net::http::response> {
+          co_return net::http::make_response(req, boost::beast::http::status::ok,
+                                             stats::prometheus_exporter::content_type, exporter.render());
+        });
+    auto address = stats::parse_prometheus_addr(stats_settings.prometheus_addr);
+    auto options = proc.http;
+    options.host = address.host;
+    options.port = address.port;
+    prometheus_http.emplace(ioc, options, prometheus_routes);
+    try {
+      prometheus_endpoint = prometheus_http->listen();
+    } catch (const std::system_error& e) {
+      throw core::settings_error(core::cat("PROMETHEUS_ADDR: ", e.what()));  // exit 1, saying which listener
+    }
+  }
+
   net::grpc::server grpc(proc.grpc);
   ratelimit::api::rls_grpc_service rls(service, grpc.calls(), stats);
   grpc.add_service(&rls);
   grpc.start();
   health.on_change([&grpc](bool healthy) { grpc.set_serving(healthy); });
 
-  // [stats sinks] statsd / DogStatsD / stdout / Prometheus are started here.
+  // statsd, DogStatsD or stdout, flushed on the sink's own thread; declared after everything that records
+  // stats, so it stops before them.
+  auto line_sink = stats::start_line_sink(stats_settings, stats);
+  if (prometheus_http) {
+    prometheus_http->start();
+    core::log_warn("Listening for Prometheus on '",
+                   core::host_port(prometheus_endpoint.address().to_string(), prometheus_endpoint.port()),
+                   "'");
+  }
 
   // Debug server: upstream only logs when its listener fails, and so does Sluice.
   auto debug_routes = std::make_shared<net::http::router>();
@@ -274,6 +337,7 @@ int run_server() {
       health.set(sigterm_component, false);
       http.stop();
       debug.stop();
+      if (prometheus_http) prometheus_http->stop();
       rules.stop();
       // gRPC's Shutdown blocks until in-flight calls finish, and those may finish on this io_context; the
       // backend stops after them.

@@ -154,6 +154,32 @@ class DebugServer(unittest.TestCase):
         return r.stdout
 
 
+DETAILED = """
+domain: many
+descriptors:
+  - key: user
+    detailed_metric: true
+    rate_limit: {unit: hour, requests_per_unit: 100}
+"""
+
+
+class BoundedStats(unittest.TestCase):
+    def test_request_built_names_stop_at_the_bound(self):
+        # each detailed_metric value makes 6 series; a bound of 12 holds two values, the rest overflow
+        with Sluice(rules={'many.yaml': DETAILED}, env={'STATS_MAX_DYNAMIC_SERIES': '12'}) as s:
+            for i in range(5):
+                s.decide('grpc', 'many', [[('user', 'u%d' % i)]])
+            s.decide('grpc', 'many', [[('user', 'u0')]])
+            s.decide('json', 'unknown-domain', [[('user', 'x')]])
+            stats = stats_of(s.debug_port)
+            hits = {k: v for k, v in stats.items() if k.endswith('.total_hits')}
+            self.assertEqual(hits, {'ratelimit.service.rate_limit.many.user.total_hits': '0',  # the rule's own
+                                    'ratelimit.service.rate_limit.many.user_u0.total_hits': '2',
+                                    'ratelimit.service.rate_limit.many.user_u1.total_hits': '1',
+                                    'ratelimit.service.rate_limit.many.overflow.total_hits': '3'})
+            self.assertEqual(stats['ratelimit.service.rate_limit.overflow.domain_not_found'], '1')
+
+
 class DebugListener(unittest.TestCase):
     def test_port_in_use_is_logged_and_the_server_runs(self):
         taken = socket.socket()

@@ -148,6 +148,20 @@ class LogFormats(unittest.TestCase):
         self.assertEqual(len(listening), 1)
         self.assertEqual(listening[0]['level'], 'warning')
 
+    def test_start_up_lines(self):
+        # reference §7.6: the lines operators grep for, in this order (the stats lines anywhere before serving)
+        with Sluice(rules={'life.yaml': RULES}, env={'LOG_LEVEL': 'info'}) as server:
+            messages = [m.group(1) for m in re.finditer(r'msg="([^"]*)"', server.log())]
+        wanted = ['Waiting for initial ratelimit config update event',
+                  'Successfully loaded the initial ratelimit configs',
+                  "Listening for debug on '127.0.0.1:%d'" % server.debug_port,
+                  "Listening for HTTP on '127.0.0.1:%d'" % server.http_port,
+                  "Listening for gRPC on '127.0.0.1:%d'" % server.grpc_port]
+        positions = [messages.index(w) for w in wanted]
+        self.assertEqual(positions, sorted(positions), messages)
+        self.assertIn('Stats initialized for statsd', messages)
+        self.assertIn('Stats flush interval: 10s', messages)
+
     def test_log_level_filters(self):
         with Sluice(rules={'life.yaml': RULES}, env={'LOG_LEVEL': 'error'}) as server:
             log = server.log()

@@ -774,6 +774,19 @@ class Outage(RedisCase):
         wait_healthy(s, timeout=5.0)
         self.wait_serving(s, 'h')
 
+    def test_pool_stats(self):
+        # upstream's ratelimit.redis_pool.* on the debug server's /stats: connections up, opened, closed by us
+        def pool_stats():
+            _, _, body = harness.http_get(s.debug_port, '/stats')
+            lines = dict(line.split(': ', 1) for line in body.splitlines())
+            return tuple(int(lines['ratelimit.redis_pool.' + n]) for n in ('cx_active', 'cx_total', 'cx_local_close'))
+
+        s = self.start_sluice(REDIS_POOL_SIZE='3')
+        harness.wait_until(lambda: pool_stats() == (3, 3, 0), message='3 connections', describe=pool_stats)
+        self.redis.cli('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes')  # closed by Redis, not by Sluice
+        harness.wait_until(lambda: pool_stats() == (3, 6, 0), message='3 connections opened again',
+                           describe=pool_stats)
+
     def test_requests_in_flight_across_kill_and_restart(self):
         s = self.start_sluice(REDIS_POOL_SIZE='4')
         load = DecisionLoad(s, 'o')
