@@ -83,6 +83,10 @@ process_settings read_process_settings(const core::env_reader& env) {
   s.http.max_body_bytes = env.get_uint("HTTP_MAX_BODY_BYTES", s.http.max_body_bytes, 1024, 64 << 20);
   s.http.idle_timeout = to_ms(env.get_duration("HTTP_IDLE_TIMEOUT", s.http.idle_timeout));
   s.http.read_timeout = to_ms(env.get_duration("HTTP_READ_TIMEOUT", s.http.read_timeout));
+  s.http.tls_cert_file = env.get_string("HTTP_SERVER_TLS_CERT", "");
+  s.http.tls_key_file = env.get_string("HTTP_SERVER_TLS_KEY", "");
+  if (s.http.tls_cert_file.empty() != s.http.tls_key_file.empty())
+    throw core::settings_error("HTTP_SERVER_TLS_CERT and HTTP_SERVER_TLS_KEY must be set together");
 
   s.grpc.host = env.get_string("GRPC_HOST", "0.0.0.0");
   s.grpc.port = static_cast<std::uint16_t>(env.get_uint("GRPC_PORT", 8081, 0, 65535));
@@ -279,6 +283,8 @@ int run_server() {
     auto options = proc.http;
     options.host = address.host;
     options.port = address.port;
+    options.tls_cert_file.clear();  // HTTPS is for the API listener only, as upstream serves metrics
+    options.tls_key_file.clear();
     prometheus_http.emplace(ioc, options, prometheus_routes);
     try {
       prometheus_endpoint = prometheus_http->listen();

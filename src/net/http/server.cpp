@@ -5,6 +5,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -14,6 +15,7 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/write.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 #include <exception>
 #include <mutex>
 #include <optional>
@@ -22,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/file_watch.hpp"
 #include "core/log.hpp"
 #include "core/strings.hpp"
 
@@ -41,6 +44,8 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 using strand_type = asio::strand<asio::io_context::executor_type>;
 using socket_type = tcp::socket::rebind_executor<strand_type>::other;
 using stream_type = beast::basic_stream<tcp, strand_type>;
+using tls_stream_type = beast::ssl_stream<stream_type>;
+using tls_context = asio::ssl::context;
 // Reads ask for at most this much; a small POST arrives in one read.
 constexpr std::size_t max_read_bytes = 64 * 1024;
 constexpr std::size_t initial_buffer_bytes = 4 * 1024;
@@ -59,7 +64,31 @@ void log_unexpected(std::string_view what, std::exception_ptr e) {
   }
 }
 
-class session;
+class session_base;
+
+// The TLS context of HTTP_SERVER_TLS_CERT / _KEY. Throws std::runtime_error naming the file that cannot be
+// used.
+std::shared_ptr<tls_context> load_tls(const server_options& o) {
+  auto ctx = std::make_shared<tls_context>(tls_context::tls_server);
+  ctx->set_options(tls_context::default_workarounds | tls_context::no_sslv2 | tls_context::no_sslv3 |
+                   tls_context::no_tlsv1 | tls_context::no_tlsv1_1 | tls_context::single_dh_use);
+  error_code ec;
+  ctx->use_certificate_chain_file(o.tls_cert_file, ec);
+  if (ec)
+    throw std::runtime_error(
+        core::cat("HTTP_SERVER_TLS_CERT: cannot use '", o.tls_cert_file, "': ", ec.message()));
+  ctx->use_private_key_file(o.tls_key_file, tls_context::pem, ec);
+  if (ec)
+    throw std::runtime_error(
+        core::cat("HTTP_SERVER_TLS_KEY: cannot use '", o.tls_key_file, "': ", ec.message()));
+  return ctx;
+}
+
+std::string parent_directory(const std::string& path) {
+  const auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
 
 // The shared state behind server: acceptor, options, routes and the set of live sessions. Sessions hold a
 // shared_ptr to it, so it outlives the server object while connections finish.
@@ -82,14 +111,16 @@ class listener : public std::enable_shared_from_this<listener> {
   const server_options& options() const { return options_; }
   const router& routes() const { return *routes_; }
   bool stopping() const { return stopping_.load(std::memory_order_acquire); }
+  // The current TLS context (null without TLS); each new connection takes the one current when it arrives.
+  std::shared_ptr<tls_context> tls() const { return std::atomic_load(&tls_); }
   // False once stopping: the caller drops the connection.
-  bool add(session* s) {
+  bool add(session_base* s) {
     std::lock_guard lock(mutex_);
     if (stopping_.load(std::memory_order_relaxed)) return false;
     sessions_.insert(s);
     return true;
   }
-  void remove(session* s) {
+  void remove(session_base* s) {
     std::lock_guard lock(mutex_);
     sessions_.erase(s);
   }
@@ -97,44 +128,70 @@ class listener : public std::enable_shared_from_this<listener> {
  private:
   tcp::endpoint resolve() const;
   asio::awaitable<void> accept_loop();
+  void reload_tls();
+  // Starts serving a new connection; `ctx` (TLS only) lives as long as the connection.
+  template <typename Session>
+  void spawn(std::shared_ptr<Session> s, std::shared_ptr<tls_context> ctx) {
+    if (!add(s.get())) return;
+    auto ex = s->executor();
+    asio::co_spawn(
+        ex, [s = std::move(s), ctx = std::move(ctx)] { return s->serve(); },
+        [](std::exception_ptr e) { log_unexpected("HTTP session failed", e); });
+  }
 
   asio::io_context& ioc_;
   const server_options options_;
   const std::shared_ptr<const router> routes_;
   tcp::acceptor acceptor_;  // on its own strand: stop() closes it from any thread via post
   mutable std::mutex mutex_;
-  std::unordered_set<session*> sessions_;
+  std::unordered_set<session_base*> sessions_;
   std::atomic<bool> stopping_{false};
+  std::shared_ptr<tls_context> tls_;
+  std::unique_ptr<core::file_watch> tls_watch_;  // certificates are reloaded when their files change
 };
 
-// One connection: a coroutine serving requests in turn, confined to the strand of its socket.
-class session : public std::enable_shared_from_this<session> {
+// What the listener needs of a connection, whatever its stream.
+class session_base {
  public:
-  session(std::shared_ptr<listener> owner, socket_type socket)
-      : owner_(std::move(owner)), stream_(std::move(socket)) {
+  virtual ~session_base() = default;
+  virtual std::shared_ptr<session_base> lock() = 0;
+  virtual strand_type executor() = 0;
+  virtual void stop() = 0;
+};
+
+// One connection: a coroutine serving requests in turn, confined to the strand of its socket. `Stream` is the
+// plain TCP stream or TLS over it.
+template <typename Stream>
+class session final : public session_base, public std::enable_shared_from_this<session<Stream>> {
+ public:
+  template <typename... StreamArgs>
+  session(std::shared_ptr<listener> owner, StreamArgs&&... args)
+      : owner_(std::move(owner)), stream_(std::forward<StreamArgs>(args)...) {
     buffer_.reserve(initial_buffer_bytes);
   }
-  ~session() { owner_->remove(this); }
+  ~session() override { owner_->remove(this); }
   session(const session&) = delete;
   session& operator=(const session&) = delete;
 
-  strand_type executor() { return stream_.get_executor(); }
+  std::shared_ptr<session_base> lock() override { return this->weak_from_this().lock(); }
+  strand_type executor() override { return beast::get_lowest_layer(stream_).get_executor(); }
   asio::awaitable<void> serve();
   // Runs on the session's strand. An idle connection closes now; a busy one notices owner_->stopping().
-  void stop() {
-    if (idle_) stream_.socket().cancel();
+  void stop() override {
+    if (idle_) beast::get_lowest_layer(stream_).socket().cancel();
   }
 
  private:
   using parser_type = bhttp::request_parser<bhttp::string_body>;
 
+  stream_type& lowest() { return beast::get_lowest_layer(stream_); }
   std::optional<response> parse_error_response(const error_code& ec, const parser_type& parser) const;
   asio::awaitable<error_code> read_request(parser_type& parser);
   asio::awaitable<response> dispatch(const request& req);
   asio::awaitable<void> close(bool linger);
 
   std::shared_ptr<listener> owner_;
-  stream_type stream_;
+  Stream stream_;
   beast::flat_buffer buffer_;  // reused for every request on the connection
   bool idle_ = false;          // waiting for the first byte of a request
 };
@@ -153,7 +210,17 @@ tcp::endpoint listener::resolve() const {
   return results.begin()->endpoint();
 }
 
+void listener::reload_tls() {
+  try {
+    std::atomic_store(&tls_, load_tls(options_));
+    core::log_warn("reloaded the HTTP server certificate from ", options_.tls_cert_file);
+  } catch (const std::exception& e) {
+    core::log_error(e.what(), " (keeping the previous certificate)");
+  }
+}
+
 tcp::endpoint listener::listen() {
+  if (!options_.tls_cert_file.empty()) tls_ = load_tls(options_);
   tcp::endpoint endpoint = resolve();
   error_code ec;
   acceptor_.open(endpoint.protocol(), ec);
@@ -171,21 +238,30 @@ tcp::endpoint listener::listen() {
 }
 
 void listener::start() {
+  if (tls_) {
+    std::vector<core::file_watch::target> targets{{parent_directory(options_.tls_cert_file), std::nullopt}};
+    if (auto key_dir = parent_directory(options_.tls_key_file); key_dir != targets.front().directory)
+      targets.push_back({key_dir, std::nullopt});
+    tls_watch_ = std::make_unique<core::file_watch>(acceptor_.get_executor(), std::move(targets),
+                                                    std::chrono::milliseconds(100), [this] { reload_tls(); });
+    tls_watch_->start();
+  }
   asio::co_spawn(
       acceptor_.get_executor(), [self = shared_from_this()] { return self->accept_loop(); },
       [](std::exception_ptr e) { log_unexpected("HTTP accept loop failed", e); });
 }
 
 void listener::stop() {
-  std::vector<std::shared_ptr<session>> live;
+  if (tls_watch_) tls_watch_->stop();
+  std::vector<std::shared_ptr<session_base>> live;
   {
     std::lock_guard lock(mutex_);
     stopping_.store(true, std::memory_order_release);
     live.reserve(sessions_.size());
     // A session being destroyed is still in the set (its destructor waits for the mutex) but cannot be
     // locked.
-    for (session* s : sessions_)
-      if (auto p = s->weak_from_this().lock()) live.push_back(std::move(p));
+    for (session_base* s : sessions_)
+      if (auto p = s->lock()) live.push_back(std::move(p));
   }
   asio::post(acceptor_.get_executor(), [self = shared_from_this()] {
     error_code ignored;
@@ -210,17 +286,25 @@ asio::awaitable<void> listener::accept_loop() {
     }
     error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
-    auto s = std::make_shared<session>(shared_from_this(), std::move(socket));
-    if (!add(s.get())) continue;
-    auto ex = s->executor();
-    asio::co_spawn(
-        ex, [s = std::move(s)] { return s->serve(); },
-        [](std::exception_ptr e) { log_unexpected("HTTP session failed", e); });
+    if (auto ctx = tls()) {
+      spawn(std::make_shared<session<tls_stream_type>>(shared_from_this(), std::move(socket), *ctx), ctx);
+    } else {
+      spawn(std::make_shared<session<stream_type>>(shared_from_this(), std::move(socket)), nullptr);
+    }
   }
 }
 
-asio::awaitable<void> session::serve() {
+template <typename Stream>
+asio::awaitable<void> session<Stream>::serve() {
   const server_options& opts = owner_->options();
+  if constexpr (std::is_same_v<Stream, tls_stream_type>) {
+    lowest().expires_after(opts.read_timeout);
+    auto [ec] = co_await stream_.async_handshake(asio::ssl::stream_base::server, use_tuple);
+    if (ec) {  // not TLS, or a failed handshake: nothing to answer
+      lowest().close();
+      co_return;
+    }
+  }
   bool linger = false;
   std::optional<parser_type> parser;
   while (!owner_->stopping()) {
@@ -231,7 +315,7 @@ asio::awaitable<void> session::serve() {
     if (error_code ec = co_await read_request(*parser)) {
       auto error = parse_error_response(ec, *parser);
       if (!error) break;  // end of stream, timeout, reset or stop(): close silently
-      stream_.expires_after(opts.read_timeout);
+      lowest().expires_after(opts.read_timeout);
       co_await bhttp::async_write(stream_, *error, use_tuple);
       linger = true;
       break;
@@ -240,7 +324,7 @@ asio::awaitable<void> session::serve() {
     const request& req = parser->get();
     response res = co_await dispatch(req);
     if (!req.keep_alive() || owner_->stopping()) res.keep_alive(false);
-    stream_.expires_after(opts.read_timeout);  // the handler's time must not eat into the write's
+    lowest().expires_after(opts.read_timeout);  // the handler's time must not eat into the write's
     auto [ec, written] = co_await bhttp::async_write(stream_, res, use_tuple);
     if (ec || res.need_eof()) break;
   }
@@ -250,14 +334,15 @@ asio::awaitable<void> session::serve() {
 // Beast's async_read, inlined: parsing what the buffer already holds needs no I/O (async_read would post a
 // completion for that), and the timeout can switch from idle to read when the first byte of a request
 // arrives.
-asio::awaitable<error_code> session::read_request(parser_type& parser) {
+template <typename Stream>
+asio::awaitable<error_code> session<Stream>::read_request(parser_type& parser) {
   const server_options& opts = owner_->options();
   bool started = false;
   for (;;) {
     if (buffer_.size() != 0) {
       if (!started) {
         // The whole request, however it trickles in, must arrive within read_timeout.
-        stream_.expires_after(opts.read_timeout);
+        lowest().expires_after(opts.read_timeout);
         started = true;
       }
       error_code ec;
@@ -270,7 +355,7 @@ asio::awaitable<error_code> session::read_request(parser_type& parser) {
     if (!started) {
       // Nothing of this request yet: the connection is idle and stop() may close it.
       idle_ = true;
-      stream_.expires_after(opts.idle_timeout);
+      lowest().expires_after(opts.idle_timeout);
     }
     auto [ec, n] = co_await stream_.async_read_some(
         buffer_.prepare(beast::read_size(buffer_, max_read_bytes)), use_tuple);
@@ -287,7 +372,9 @@ asio::awaitable<error_code> session::read_request(parser_type& parser) {
   }
 }
 
-std::optional<response> session::parse_error_response(const error_code& ec, const parser_type& parser) const {
+template <typename Stream>
+std::optional<response> session<Stream>::parse_error_response(const error_code& ec,
+                                                              const parser_type& parser) const {
   const server_options& opts = owner_->options();
   // The request line may be incomplete; answer as HTTP/1.1 unless the header was read.
   request fallback;
@@ -309,7 +396,8 @@ std::optional<response> session::parse_error_response(const error_code& ec, cons
   return res;
 }
 
-asio::awaitable<response> session::dispatch(const request& req) {
+template <typename Stream>
+asio::awaitable<response> session<Stream>::dispatch(const request& req) {
   std::string_view target = req.target();
   const handler* h = owner_->routes().find(target);
   if (!h) {
@@ -331,18 +419,23 @@ asio::awaitable<response> session::dispatch(const request& req) {
   co_return json_error(req, bhttp::status::internal_server_error, "internal error");
 }
 
-asio::awaitable<void> session::close(bool linger) {
+template <typename Stream>
+asio::awaitable<void> session<Stream>::close(bool linger) {
   error_code ignored;
-  stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  if constexpr (std::is_same_v<Stream, tls_stream_type>) {
+    lowest().expires_after(linger_timeout);
+    co_await stream_.async_shutdown(use_tuple);  // close_notify; a peer that is gone just times out
+  }
+  lowest().socket().shutdown(tcp::socket::shutdown_send, ignored);
   if (linger) {
-    stream_.expires_after(linger_timeout);
+    lowest().expires_after(linger_timeout);
     for (;;) {
       buffer_.clear();
       auto [ec, n] = co_await stream_.async_read_some(buffer_.prepare(max_read_bytes), use_tuple);
       if (ec) break;
     }
   }
-  stream_.close();
+  lowest().close();
 }
 
 }  // namespace

@@ -26,6 +26,9 @@ struct server_options {
   std::chrono::milliseconds idle_timeout{60'000};
   // How long a started request may take to arrive completely.
   std::chrono::milliseconds read_timeout{10'000};
+  // HTTPS: a PEM certificate chain and its key (both or neither); reloaded when the files change.
+  std::string tls_cert_file;
+  std::string tls_key_file;
 };
 
 class server {
