@@ -19,6 +19,8 @@
 #include "core/env.hpp"
 #include "core/health.hpp"
 #include "core/log.hpp"
+#include "echo/echo_api.hpp"
+#include "echo/settings.hpp"
 #include "net/grpc/grpc_server.hpp"
 #include "net/http/debug_pages.hpp"
 #include "net/http/server.hpp"
@@ -218,6 +220,9 @@ int run_server() {
   core::env_reader env;
   auto proc = read_process_settings(env);
   auto rl = ratelimit::read_module_settings(env);
+  // The echo API: its OpenAPI document and API key file are loaded and checked here, before anything starts.
+  auto echo_settings = echo::read_settings(env);
+  auto api_keys = echo_settings ? echo::open_api_keys(echo_settings->api_keys_file) : nullptr;
   auto stats_settings = stats::read_sink_settings(env);
   core::log_init(proc.log_level, proc.log_json);
 
@@ -264,6 +269,21 @@ int run_server() {
 
   auto routes = std::make_shared<net::http::router>();
   ratelimit::api::add_http_routes(*routes, service, health);
+  // The echo API shares the HTTP listener; undefined paths then get ESPv2's 404.
+  std::optional<auth::jwt_verifier> jwt_verifier;
+  std::optional<echo::echo_api> echo_api;
+  if (echo_settings) {
+    jwt_verifier.emplace(ioc.get_executor(), echo::jwt_options_for(*echo_settings));
+    echo_api.emplace(echo_settings->document, api_keys.get(), *jwt_verifier);
+    echo_api->add_routes(*routes);
+    routes->set_fallback([](const net::http::request& req) -> asio::awaitable<net::http::response> {
+      co_return echo::not_defined(req);
+    });
+    if (api_keys) api_keys->watch(ioc.get_executor());
+    core::log_warn("Echo API: ", echo_settings->document.operations.size(), " operations from ",
+                   echo_settings->openapi_file, "; ", api_keys ? api_keys->size() : 0, " API keys from ",
+                   echo_settings->api_keys_file);
+  }
   net::http::server http(ioc, proc.http, routes);
   auto http_endpoint = http.listen();
 
@@ -345,6 +365,7 @@ int run_server() {
       debug.stop();
       if (prometheus_http) prometheus_http->stop();
       rules.stop();
+      if (api_keys) api_keys->stop();
       // gRPC's Shutdown blocks until in-flight calls finish, and those may finish on this io_context; the
       // backend stops after them.
       stopper = std::thread([&] {

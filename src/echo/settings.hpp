@@ -1,0 +1,32 @@
+#pragma once
+// The echo API's settings, read once from the environment in main. The API is off unless ECHO_OPENAPI_FILE
+// is set; then API_KEYS_FILE is required. Anything invalid throws core::settings_error naming the variable.
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "auth/api_key_store.hpp"
+#include "auth/jwt_verifier.hpp"
+#include "core/env.hpp"
+#include "echo/openapi.hpp"
+
+namespace sluice::echo {
+
+struct settings {
+  std::string openapi_file;   // ECHO_OPENAPI_FILE
+  openapi_document document;  // its content, loaded and checked
+  std::string api_keys_file;  // API_KEYS_FILE; may be empty when no operation needs a key
+  std::string jwks_cacert;    // ECHO_JWKS_CACERT: trusted for JWKS fetches besides the system CAs
+};
+
+// nullopt when the echo API is off.
+std::optional<settings> read_settings(const core::env_reader& env);
+
+// The key store of API_KEYS_FILE (null when it is not set); a bad file throws core::settings_error
+// "API_KEYS_FILE: <file>: <error>".
+std::unique_ptr<auth::api_key_store> open_api_keys(const std::string& file);
+
+auth::jwt_options jwt_options_for(const settings& s);
+
+}  // namespace sluice::echo
