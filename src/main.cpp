@@ -1,14 +1,11 @@
-// Sluice's composition root: the only file that sees every module. It reads the settings once, picks the
-// concrete backend, wires the services to the HTTP and gRPC listeners, and runs the io_context until a
-// signal asks for a graceful stop.
+// Sluice's composition root (with backend_setup.cpp, which starts the counter store BACKEND_TYPE picks): the
+// only place that sees every module. It reads the settings once, wires the services to the HTTP and gRPC
+// listeners, the stats sinks and the debug server, and runs the io_context until a signal asks for a graceful
+// stop.
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <cstdio>
 #include <iostream>
@@ -16,6 +13,7 @@
 #include <optional>
 #include <thread>
 
+#include "backend_setup.hpp"
 #include "core/env.hpp"
 #include "core/health.hpp"
 #include "core/log.hpp"
@@ -27,12 +25,8 @@
 #include "ratelimit/api/debug_handlers.hpp"
 #include "ratelimit/api/grpc_service.hpp"
 #include "ratelimit/api/http_handlers.hpp"
-#include "ratelimit/backends/memory/memory_backend.hpp"
-#include "ratelimit/backends/redis/redis_backend.hpp"
 #include "ratelimit/config/directory.hpp"
 #include "ratelimit/settings.hpp"
-#include "redis/cluster.hpp"
-#include "redis/pool.hpp"
 #include "stats/prometheus_setup.hpp"
 #include "stats/sink_factory.hpp"
 #include "stats/sink_settings.hpp"
@@ -133,89 +127,6 @@ int check_config(int argc, char** argv) {
   return 0;
 }
 
-// Sweeps expired memory counters a few shards at a time, so no sweep holds up requests for long.
-asio::awaitable<void> sweep_loop(ratelimit::backends::memory::memory_backend& backend,
-                                 asio::steady_timer& timer) {
-  for (;;) {
-    timer.expires_after(std::chrono::milliseconds(250));
-    auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
-    if (ec) co_return;
-    backend.sweep(ratelimit::backends::memory::memory_backend::shard_count / 8);
-  }
-}
-
-// The counter store chosen by BACKEND_TYPE, with what it needs kept alive.
-struct backend_holder {
-  std::unique_ptr<ratelimit::backends::memory::memory_backend> memory;
-  std::unique_ptr<redis::store> redis_main;
-  std::unique_ptr<redis::store> redis_per_second;
-  std::unique_ptr<ratelimit::backends::redis::redis_backend> redis;
-  std::unique_ptr<asio::steady_timer> timer;  // memory: the sweep; redis: the start-up deadline
-
-  ratelimit::limiter::backend& get() {
-    if (memory) return *memory;
-    return *redis;
-  }
-  void stop() {
-    if (timer) timer->cancel();
-    if (redis_main) redis_main->stop();
-    if (redis_per_second) redis_per_second->stop();
-  }
-};
-
-std::unique_ptr<redis::store> make_store(const ratelimit::redis_store_settings& s, asio::io_context& ioc) {
-  if (!s.cluster_seeds.empty()) {
-    return std::make_unique<redis::cluster>(ioc.get_executor(), s.connection, s.cluster_seeds, s.pool_size);
-  }
-  return std::make_unique<redis::pool>(ioc.get_executor(), s.connection, s.pool_size);
-}
-
-// upstream's pool stats: gauge <prefix>cx_active, counters <prefix>cx_total and <prefix>cx_local_close.
-void add_pool_stats(stats::store& stats, const redis::store& store, const std::string& prefix) {
-  struct last_counts {
-    std::uint64_t opened = 0, closed_locally = 0;
-  };
-  auto& active = stats.get_gauge(prefix + "cx_active");
-  auto& opened = stats.get_counter(prefix + "cx_total");
-  auto& closed = stats.get_counter(prefix + "cx_local_close");
-  stats.add_generator([&store, &active, &opened, &closed, last = last_counts{}]() mutable {
-    const auto now = store.stats();
-    active.set(static_cast<std::int64_t>(now.active));
-    // A cluster node that left the map takes its counts with it: never count backwards.
-    if (now.opened > last.opened) opened.add(now.opened - last.opened);
-    if (now.closed_locally > last.closed_locally) closed.add(now.closed_locally - last.closed_locally);
-    last = {now.opened, now.closed_locally};
-  });
-}
-
-void start_redis(backend_holder& b, const ratelimit::redis_settings& settings, asio::io_context& ioc,
-                 core::health& health, std::function<void()> give_up) {
-  b.redis_main = make_store(settings.main, ioc);
-  if (settings.per_second) b.redis_per_second = make_store(*settings.per_second, ioc);
-  b.redis =
-      std::make_unique<ratelimit::backends::redis::redis_backend>(*b.redis_main, b.redis_per_second.get());
-  // Healthy once every store has been reached; with REDIS_HEALTH_CHECK_ACTIVE_CONNECTION, only while each has
-  // a live connection.
-  auto component = health.add_component("redis", false);
-  auto update = [&b, &health, component, follow = settings.health_check_active_connection] {
-    bool up = b.redis_main->up() && (!b.redis_per_second || b.redis_per_second->up());
-    if (up || follow) health.set(component, up);
-  };
-  core::log_info("connecting to redis on ", settings.main.connection.address, " with pool size ",
-                 settings.main.pool_size);
-  b.redis_main->start(update);
-  if (b.redis_per_second) b.redis_per_second->start(update);
-  if (settings.startup_max_elapsed.count() > 0) {
-    b.timer = std::make_unique<asio::steady_timer>(ioc, settings.startup_max_elapsed);
-    b.timer->async_wait([&b, give_up = std::move(give_up), settings](const boost::system::error_code& ec) {
-      if (ec || b.redis_main->up()) return;
-      core::log_error("timed out waiting for Redis connection to ", settings.main.connection.address,
-                      " after ", settings.startup_max_elapsed.count(), "ms: ", b.redis_main->last_error());
-      give_up();
-    });
-  }
-}
-
 int run_server() {
   core::env_reader env;
   auto proc = read_process_settings(env);
@@ -238,20 +149,10 @@ int run_server() {
   std::function<void()> shutdown;
 
   backend_holder backend;
-  if (rl.backend_type == "memory") {
-    backend.memory =
-        std::make_unique<ratelimit::backends::memory::memory_backend>(clock, rl.memory_max_counters);
-    backend.timer = std::make_unique<asio::steady_timer>(ioc);
-    asio::co_spawn(ioc, sweep_loop(*backend.memory, *backend.timer), asio::detached);
-  } else {
-    start_redis(backend, rl.redis, ioc, health, [&] {
-      exit_code = 1;
-      shutdown();
-    });
-    add_pool_stats(stats, *backend.redis_main, "ratelimit.redis_pool.");
-    if (backend.redis_per_second)
-      add_pool_stats(stats, *backend.redis_per_second, "ratelimit.redis_per_second_pool.");
-  }
+  start_backend(backend, rl, ioc, clock, health, stats, [&] {
+    exit_code = 1;
+    shutdown();
+  });
   ratelimit::limiter::limiter limiter(rl.limiter, clock);
   ratelimit::service::rate_limit_service service(rl.service, limiter, backend.get(), stats);
   ratelimit::service::rules_source rules(rl.rules, service, stats, health);
