@@ -175,7 +175,7 @@ int run_server() {
   std::optional<echo::echo_api> echo_api;
   if (echo_settings) {
     jwt_verifier.emplace(ioc.get_executor(), echo::jwt_options_for(*echo_settings));
-    echo_api.emplace(echo_settings->document, api_keys.get(), *jwt_verifier);
+    echo_api.emplace(echo_settings->document, api_keys.get(), *jwt_verifier, echo_settings->max_body_bytes);
     echo_api->add_routes(*routes);
     routes->set_fallback([](const net::http::request& req) -> asio::awaitable<net::http::response> {
       co_return echo::not_defined(req);

@@ -48,8 +48,9 @@ std::optional<net::http::response> check_api_key(const auth::api_key_store& keys
 
 }  // namespace
 
-echo_api::echo_api(openapi_document document, const auth::api_key_store* keys, auth::jwt_verifier& verifier)
-    : document_(std::move(document)), keys_(keys), verifier_(verifier) {
+echo_api::echo_api(openapi_document document, const auth::api_key_store* keys, auth::jwt_verifier& verifier,
+                   std::size_t max_body_bytes)
+    : document_(std::move(document)), max_body_bytes_(max_body_bytes), keys_(keys), verifier_(verifier) {
   for (const auto& op : document_.operations) by_path_[op.path].push_back(&op);
 }
 
@@ -86,7 +87,7 @@ asio::awaitable<net::http::response> echo_api::run(const operation& op, const ne
   }
   if (op.api_key)
     if (auto error = check_api_key(*keys_, req)) co_return std::move(*error);
-  if (op.kind == operation_kind::echo) co_return echo_response(req);
+  if (op.kind == operation_kind::echo) co_return echo_response(req, max_body_bytes_);
   co_return auth_info_response(req, claims ? &*claims : nullptr);
 }
 

@@ -9,6 +9,7 @@
 
 #include "auth/api_key_store.hpp"
 #include "auth/jwt_verifier.hpp"
+#include "echo/handlers.hpp"
 #include "echo/openapi.hpp"
 #include "net/http/router.hpp"
 
@@ -17,7 +18,8 @@ namespace sluice::echo {
 class echo_api {
  public:
   // `keys` (null when no operation needs a key) and `verifier` must outlive the routes.
-  echo_api(openapi_document document, const auth::api_key_store* keys, auth::jwt_verifier& verifier);
+  echo_api(openapi_document document, const auth::api_key_store* keys, auth::jwt_verifier& verifier,
+           std::size_t max_body_bytes = default_echo_max_body_bytes);
   // Routes point into this object.
   echo_api(const echo_api&) = delete;
   echo_api& operator=(const echo_api&) = delete;
@@ -33,6 +35,7 @@ class echo_api {
   boost::asio::awaitable<net::http::response> run(const operation& op, const net::http::request& req) const;
 
   openapi_document document_;
+  std::size_t max_body_bytes_;
   const auth::api_key_store* keys_;
   auth::jwt_verifier& verifier_;
   std::map<std::string, std::vector<const operation*>> by_path_;

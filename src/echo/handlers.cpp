@@ -40,8 +40,12 @@ net::http::response json_ok(const net::http::request& req, const json::object& b
 
 }  // namespace
 
-net::http::response echo_response(const net::http::request& req) {
+net::http::response echo_response(const net::http::request& req, std::size_t max_body_bytes) {
   constexpr std::string_view shape = R"(; expected a JSON object like {"message": "hello"})";
+  if (req.body().size() > max_body_bytes)
+    return net::http::json_error(
+        req, bhttp::status::bad_request,
+        core::cat("Body is larger than ", max_body_bytes, " bytes (ECHO_MAX_BODY_BYTES)", shape));
   if (req.body().empty())
     return net::http::json_error(req, bhttp::status::bad_request, core::cat("Body is empty", shape));
   boost::system::error_code ec;

@@ -22,6 +22,7 @@ std::optional<settings> read_settings(const core::env_reader& env) {
     throw core::settings_error(core::cat("API_KEYS_FILE is required: operations of ", s.openapi_file,
                                          " (ECHO_OPENAPI_FILE) need an API key"));
   s.jwks_cacert = env.get_string("ECHO_JWKS_CACERT", "");
+  s.max_body_bytes = env.get_uint("ECHO_MAX_BODY_BYTES", s.max_body_bytes, 1, 64 << 20);
   if (!s.jwks_cacert.empty() && ::access(s.jwks_cacert.c_str(), R_OK) != 0)
     throw core::settings_error(core::cat("ECHO_JWKS_CACERT: cannot read '", s.jwks_cacert, "'"));
   return s;

@@ -18,6 +18,7 @@ struct settings {
   openapi_document document;  // its content, loaded and checked
   std::string api_keys_file;  // API_KEYS_FILE; may be empty when no operation needs a key
   std::string jwks_cacert;    // ECHO_JWKS_CACERT: trusted for JWKS fetches besides the system CAs
+  std::size_t max_body_bytes = 64 * 1024;  // ECHO_MAX_BODY_BYTES: a larger /echo body is a 400
 };
 
 // nullopt when the echo API is off.

@@ -106,6 +106,15 @@ class Echo(Checks):
                 self.assertTrue(body['message'].startswith('Body was not valid JSON: '), body)
                 self.assertTrue(body['message'].endswith(SHAPE), body)
 
+    def test_body_over_the_echo_limit(self):
+        # ECHO_MAX_BODY_BYTES (64 KiB by default) answers 400; HTTP_MAX_BODY_BYTES (1 MiB), checked by the server
+        # before any route, answers 413
+        self.assertEqual(request('/echo?key=good-key', {'message': 'x' * (65536 - 20)})[0], 200)
+        self.assertError(request('/echo?key=good-key', {'message': 'x' * 65536}), 400,
+                         'Body is larger than 65536 bytes (ECHO_MAX_BODY_BYTES)' + SHAPE)
+        code, _, body = request('/echo?key=good-key', {'message': 'x' * (1 << 20)})
+        self.assertEqual((code, body['message']), (413, 'request body is larger than 1048576 bytes'))
+
     def test_body_is_checked_after_the_key(self):
         self.assertError(request('/echo', 'not json', method='POST'), 401, KEY_MISSING)
 
@@ -315,6 +324,13 @@ class Settings(unittest.TestCase):
         with Sluice() as s:
             code, _, body = harness.post_json(s.http_port, {'message': 'm'}, path='/echo?key=good-key')
             self.assertEqual((code, body), (404, {'code': 404, 'message': 'no route for POST /echo'}))
+
+    def test_bad_echo_max_body_bytes(self):
+        for value in ('0', 'lots', str(65 << 20)):
+            with self.subTest(value=value):
+                log = self.start_failing({'ECHO_OPENAPI_FILE': OPENAPI, 'ECHO_MAX_BODY_BYTES': value,
+                                          'API_KEYS_FILE': os.path.join(harness.REPO, 'etc', 'echo', 'api_keys.yaml')})
+                self.assertIn("for ECHO_MAX_BODY_BYTES", log)
 
     def test_api_keys_file_is_required(self):
         log = self.start_failing({'ECHO_OPENAPI_FILE': OPENAPI})
