@@ -3,16 +3,13 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <stdexcept>
 
 #include "auth/api_key_file.hpp"
 #include "core/log.hpp"
+#include "core/read_file.hpp"
 #include "core/strings.hpp"
 
 namespace sluice::auth {
@@ -32,21 +29,6 @@ std::array<unsigned char, 32> digest_of(std::string_view key) {
     throw std::runtime_error("SHA-256 is not available from OpenSSL");
   }
   return out;
-}
-
-std::optional<std::string> read_file(const std::string& path, std::string& error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = core::cat("cannot read the file: ", std::strerror(errno));
-    return std::nullopt;
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) {
-    error = "cannot read the file";
-    return std::nullopt;
-  }
-  return std::move(text).str();
 }
 
 }  // namespace
@@ -83,7 +65,8 @@ std::optional<std::string> api_key_store::reload() {
 std::optional<std::string> api_key_store::load(bool initial) {
   std::lock_guard lock(reload_mutex_);
   std::string error;
-  auto text = read_file(file_, error);
+  auto text = core::read_file(file_, error);
+  if (!text) error = core::cat("cannot read the file: ", error);
   if (text && !initial && *text == loaded_text_)
     return std::nullopt;  // another file of the directory changed
   api_key_file parsed;

@@ -1,4 +1,5 @@
 #include "auth/jwks_fetcher.hpp"
+#include "core/read_file.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -10,8 +11,6 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 
 #include "core/strings.hpp"
@@ -55,13 +54,12 @@ bool parse_https(std::string_view uri, https_target& out) {
 }
 
 // Offline use only: a small local file read once per cache period, so the blocking read is acceptable.
-fetch_result read_file(std::string_view path) {
-  std::ifstream in{std::string(path), std::ios::binary};
-  if (!in) return {{}, core::cat("cannot open ", path)};
-  std::ostringstream body;
-  body << in.rdbuf();
-  if (body.str().size() > body_limit) return {{}, core::cat(path, " is larger than ", body_limit, " bytes")};
-  return {body.str(), {}};
+fetch_result read_local(std::string_view path) {
+  std::string error;
+  auto body = core::read_file(std::string(path), error);
+  if (!body) return {{}, core::cat("cannot open ", path, ": ", error)};
+  if (body->size() > body_limit) return {{}, core::cat(path, " is larger than ", body_limit, " bytes")};
+  return {std::move(*body), {}};
 }
 
 asio::awaitable<fetch_result> get_https(https_target target, std::shared_ptr<asio::ssl::context> tls,
@@ -139,7 +137,7 @@ asio::awaitable<fetch_result> fetch_jwks(std::string uri, std::shared_ptr<asio::
                                          std::chrono::milliseconds timeout) {
   constexpr std::string_view file_scheme = "file://";
   if (std::string_view(uri).starts_with(file_scheme))
-    co_return read_file(std::string_view(uri).substr(file_scheme.size()));
+    co_return read_local(std::string_view(uri).substr(file_scheme.size()));
   https_target target;
   if (!parse_https(uri, target))
     co_return fetch_result{{}, core::cat("unsupported JWKS URI ", uri, " (https:// or file:// only)")};

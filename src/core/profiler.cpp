@@ -11,10 +11,9 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
-#include <sstream>
 
+#include "core/read_file.hpp"
 #include "core/strings.hpp"
 
 namespace sluice::core {
@@ -37,14 +36,6 @@ asio::awaitable<void> sleep_for(std::chrono::seconds duration) {
   co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
 }
 
-std::optional<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream out;
-  out << in.rdbuf();
-  return std::move(out).str();
-}
-
 }  // namespace
 
 asio::awaitable<profile_result> cpu_profile(std::chrono::seconds duration) {
@@ -60,7 +51,8 @@ asio::awaitable<profile_result> cpu_profile(std::chrono::seconds duration) {
   }
   co_await sleep_for(duration);
   ProfilerStop();
-  auto data = read_file(path);
+  std::string ignored;
+  auto data = read_file(path, ignored);
   std::remove(path);
   if (!data) co_return profile_result{std::nullopt, "the CPU profile could not be read back"};
   co_return profile_result{std::move(data), {}};

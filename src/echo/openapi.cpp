@@ -4,12 +4,9 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <set>
-#include <sstream>
 
+#include "core/read_file.hpp"
 #include "core/strings.hpp"
 #include "echo/openapi_security.hpp"
 
@@ -114,12 +111,11 @@ openapi_document parse_openapi(std::string_view yaml_text) {
 }
 
 openapi_document load_openapi_file(const std::string& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw openapi_error(core::cat(file, ": cannot read the file: ", std::strerror(errno)));
-  std::ostringstream text;
-  text << in.rdbuf();
+  std::string error;
+  auto text = core::read_file(file, error);
+  if (!text) throw openapi_error(core::cat(file, ": cannot read the file: ", error));
   try {
-    return parse_openapi(text.str());
+    return parse_openapi(*text);
   } catch (const openapi_error& e) {
     throw openapi_error(core::cat(file, ": ", e.what()));
   }

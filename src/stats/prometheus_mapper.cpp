@@ -1,12 +1,9 @@
 #include "stats/prometheus_mapper.hpp"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "core/env.hpp"
 #include "core/log.hpp"
+#include "core/read_file.hpp"
 #include "stats/prometheus_rules.hpp"
 #include "stats/prometheus_text.hpp"
 
@@ -99,14 +96,12 @@ prometheus_mapper prometheus_mapper::builtin(bool response_time_as_milliseconds)
 }
 
 prometheus_mapper prometheus_mapper::from_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw core::settings_error(
-        core::cat("PROMETHEUS_MAPPER_YAML: cannot read '", path, "': ", std::strerror(errno)));
-  std::ostringstream text;
-  text << in.rdbuf();
+  std::string error;
+  auto text = core::read_file(path, error);
+  if (!text)
+    throw core::settings_error(core::cat("PROMETHEUS_MAPPER_YAML: cannot read '", path, "': ", error));
   try {
-    auto mapper = parse(text.str());
+    auto mapper = parse(*text);
     for (const auto& w : mapper.warnings()) core::log_warn("PROMETHEUS_MAPPER_YAML '", path, "': ", w);
     return mapper;
   } catch (const std::runtime_error& e) {

@@ -2,10 +2,9 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "core/log.hpp"
+#include "core/read_file.hpp"
 #include "core/strings.hpp"
 
 namespace sluice::ratelimit::config {
@@ -49,16 +48,15 @@ read_result read_rule_files(const std::string& directory, const std::string& nam
       continue;
     }
     if (!it->is_regular_file(ec)) continue;
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream content;
-    if (in.is_open()) content << in.rdbuf();
-    if (!in.is_open() || in.bad()) {
+    std::string ignored;
+    auto content = core::read_file(path.string(), ignored);
+    if (!content) {
       result.error = core::cat("cannot read rule file ", path.string());
       return result;
     }
     std::string relative = path.lexically_relative(directory).string();
     std::ranges::replace(relative, '/', '.');
-    result.files.push_back({name_prefix + relative, std::move(content).str()});
+    result.files.push_back({name_prefix + relative, std::move(*content)});
   }
   std::ranges::sort(result.files, {}, &config_file::name);
   return result;
