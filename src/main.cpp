@@ -19,6 +19,8 @@
 #include "core/log.hpp"
 #include "echo/echo_api.hpp"
 #include "echo/settings.hpp"
+#include "holidays/holidays_api.hpp"
+#include "holidays/settings.hpp"
 #include "net/grpc/grpc_server.hpp"
 #include "net/http/debug_pages.hpp"
 #include "net/http/server.hpp"
@@ -133,7 +135,12 @@ int run_server() {
   auto rl = ratelimit::read_module_settings(env);
   // The echo API: its OpenAPI document and API key file are loaded and checked here, before anything starts.
   auto echo_settings = echo::read_settings(env);
-  auto api_keys = echo_settings ? echo::open_api_keys(echo_settings->api_keys_file) : nullptr;
+  auto holidays_settings = holidays::read_settings(env);
+  // One key store (API_KEYS_FILE) serves both APIs.
+  auto api_keys = echo_settings || holidays_settings
+                      ? auth::open_api_keys(echo_settings ? echo_settings->api_keys_file
+                                                          : holidays_settings->api_keys_file)
+                      : nullptr;
   auto stats_settings = stats::read_sink_settings(env);
   core::log_init(proc.log_level, proc.log_json);
 
@@ -141,6 +148,14 @@ int run_server() {
   // Checked before anything starts: a bad mapping file or PROMETHEUS_ADDR exits 1 at once.
   auto prometheus = stats::make_prometheus_exporter(stats_settings, stats);
   core::system_clock clock;
+  std::optional<holidays::holiday_list> holiday_list;
+  if (holidays_settings) {
+    try {
+      holiday_list.emplace(holidays_settings->csv_file, clock);
+    } catch (const std::runtime_error& e) {
+      throw core::settings_error(core::cat("HOLIDAYS_CSV: ", e.what()));
+    }
+  }
   core::health health;
   auto sigterm_component = health.add_component("sigterm", true);
   asio::io_context ioc(static_cast<int>(proc.io_threads));
@@ -180,11 +195,19 @@ int run_server() {
     routes->set_fallback([](const net::http::request& req) -> asio::awaitable<net::http::response> {
       co_return echo::not_defined(req);
     });
-    if (api_keys) api_keys->watch(ioc.get_executor());
     core::log_warn("Echo API: ", echo_settings->document.operations.size(), " operations from ",
                    echo_settings->openapi_file, "; ", api_keys ? api_keys->size() : 0, " API keys from ",
                    echo_settings->api_keys_file);
   }
+  std::optional<holidays::holidays_api> holidays_api;
+  if (holiday_list) {
+    holidays_api.emplace(*holiday_list, api_keys.get(), holidays_settings->require_key, clock);
+    holidays_api->add_routes(*routes);
+    holiday_list->watch(ioc.get_executor());
+    core::log_warn("Holidays API: ", holiday_list->current()->holidays.size(), " holidays from ",
+                   holiday_list->source(), holidays_settings->require_key ? "; API keys required" : "");
+  }
+  if (api_keys) api_keys->watch(ioc.get_executor());
   net::http::server http(ioc, proc.http, routes);
   auto http_endpoint = http.listen();
 
@@ -267,6 +290,7 @@ int run_server() {
       if (prometheus_http) prometheus_http->stop();
       rules.stop();
       if (api_keys) api_keys->stop();
+      if (holiday_list) holiday_list->stop();
       // gRPC's Shutdown blocks until in-flight calls finish, and those may finish on this io_context; the
       // backend stops after them.
       stopper = std::thread([&] {

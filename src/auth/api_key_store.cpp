@@ -3,13 +3,13 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
-#include <filesystem>
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 
 #include "auth/api_key_file.hpp"
+#include "core/env.hpp"
 #include "core/log.hpp"
-#include "core/read_file.hpp"
 #include "core/strings.hpp"
 
 namespace sluice::auth {
@@ -34,13 +34,8 @@ std::array<unsigned char, 32> digest_of(std::string_view key) {
 }  // namespace
 
 api_key_store::api_key_store(std::string file)
-    : file_(std::move(file)), table_(std::make_shared<const table>()) {
-  if (auto error = load(true)) throw std::runtime_error(*error);
-}
-
-api_key_store::~api_key_store() {
-  stop();
-}
+    : table_(std::make_shared<const table>()),
+      file_(std::move(file), [this](const std::string& text) { return apply(text); }) {}
 
 key_check api_key_store::lookup(std::string_view key) const {
   const auto digest = digest_of(key);
@@ -55,30 +50,14 @@ key_check api_key_store::lookup(std::string_view key) const {
     found = (i & mask) | (found & ~mask);
   }
   if (found == keys.size()) return {};
-  return {keys[found].enabled ? key_state::valid : key_state::disabled, keys[found].name};
+  std::uint64_t id = 0;
+  std::memcpy(&id, digest.data(), sizeof id);
+  return {keys[found].enabled ? key_state::valid : key_state::disabled, keys[found].name, id};
 }
 
-std::optional<std::string> api_key_store::reload() {
-  return load(false);
-}
-
-std::optional<std::string> api_key_store::load(bool initial) {
-  std::lock_guard lock(reload_mutex_);
-  std::string error;
-  auto text = core::read_file(file_, error);
-  if (!text) error = core::cat("cannot read the file: ", error);
-  if (text && !initial && *text == loaded_text_)
-    return std::nullopt;  // another file of the directory changed
-  api_key_file parsed;
-  if (text) {
-    parsed = parse_api_key_file(*text);
-    error = parsed.error;
-  }
-  if (!error.empty()) {
-    error = core::cat(file_, ": ", error);
-    if (!initial) core::log_error(error, " (keeping the ", size(), " API keys loaded before)");
-    return error;
-  }
+std::optional<std::string> api_key_store::apply(const std::string& text) {
+  auto parsed = parse_api_key_file(text);
+  if (!parsed.error.empty()) return parsed.error;
   auto fresh = std::make_shared<table>();
   fresh->reserve(parsed.keys.size());
   std::size_t enabled = 0;
@@ -87,21 +66,17 @@ std::optional<std::string> api_key_store::load(bool initial) {
     enabled += k.enabled ? 1 : 0;
   }
   table_.store(std::move(fresh));
-  loaded_text_ = std::move(*text);
-  core::log_info(file_, ": loaded ", parsed.keys.size(), " API keys (", enabled, " enabled)");
+  core::log_info(file(), ": loaded ", parsed.keys.size(), " API keys (", enabled, " enabled)");
   return std::nullopt;
 }
 
-void api_key_store::watch(boost::asio::any_io_executor ex, std::chrono::milliseconds debounce) {
-  std::filesystem::path path = std::filesystem::absolute(file_);
-  std::vector<core::file_watch::target> targets{{path.parent_path().string(), std::nullopt}};
-  watch_ =
-      std::make_unique<core::file_watch>(std::move(ex), std::move(targets), debounce, [this] { reload(); });
-  watch_->start();
-}
-
-void api_key_store::stop() {
-  if (watch_) watch_->stop();
+std::unique_ptr<api_key_store> open_api_keys(const std::string& file) {
+  if (file.empty()) return nullptr;
+  try {
+    return std::make_unique<api_key_store>(file);
+  } catch (const std::runtime_error& e) {
+    throw core::settings_error(core::cat("API_KEYS_FILE: ", e.what()));
+  }
 }
 
 }  // namespace sluice::auth

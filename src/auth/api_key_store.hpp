@@ -8,14 +8,14 @@
 #include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <chrono>
+#include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "core/file_watch.hpp"
+#include "core/watched_file.hpp"
 
 namespace sluice::auth {
 
@@ -23,29 +23,30 @@ enum class key_state { unknown, disabled, valid };
 
 struct key_check {
   key_state state = key_state::unknown;
-  std::string name;  // the key's name when known
+  std::string name;      // the key's name when known
+  std::uint64_t id = 0;  // when known: the same for the same key across reloads (from its digest)
 };
 
 class api_key_store {
  public:
   // Loads `file`; throws std::runtime_error "<file>: <what is wrong>".
   explicit api_key_store(std::string file);
-  ~api_key_store();
   api_key_store(const api_key_store&) = delete;
   api_key_store& operator=(const api_key_store&) = delete;
 
   // Thread-safe.
   key_check lookup(std::string_view key) const;
   std::size_t size() const { return table_.load()->size(); }
-  const std::string& file() const { return file_; }
+  const std::string& file() const { return file_.path(); }
 
   // Re-reads the file; on error keeps the current keys and returns (and logs) "<file>: <error>".
-  std::optional<std::string> reload();
-  // Reloads after each burst of changes in the file's directory (editors and Kubernetes ConfigMaps replace
-  // the file by a rename or a symlink swap, so the directory is watched, not the file).
+  std::optional<std::string> reload() { return file_.reload(); }
+  // Reloads after each burst of changes in the file's directory.
   void watch(boost::asio::any_io_executor ex,
-             std::chrono::milliseconds debounce = std::chrono::milliseconds(100));
-  void stop();
+             std::chrono::milliseconds debounce = std::chrono::milliseconds(100)) {
+    file_.watch(std::move(ex), debounce);
+  }
+  void stop() { file_.stop(); }
 
  private:
   struct entry {
@@ -55,14 +56,15 @@ class api_key_store {
   };
   using table = std::vector<entry>;
 
-  // Reads and swaps in the file's keys; the error (with the file name) otherwise.
-  std::optional<std::string> load(bool initial);
+  // Parses the file's text and swaps in its keys; what is wrong otherwise.
+  std::optional<std::string> apply(const std::string& text);
 
-  std::string file_;
   std::atomic<std::shared_ptr<const table>> table_;
-  std::mutex reload_mutex_;
-  std::string loaded_text_;  // what the current table came from: unchanged files are not reloaded
-  std::unique_ptr<core::file_watch> watch_;
+  core::watched_file file_;  // after table_: constructing it applies the file
 };
+
+// The store of API_KEYS_FILE, shared by the echo and holidays APIs (null when the setting is empty); a bad
+// file throws core::settings_error "API_KEYS_FILE: <file>: <error>".
+std::unique_ptr<api_key_store> open_api_keys(const std::string& file);
 
 }  // namespace sluice::auth

@@ -1,6 +1,33 @@
 #include "core/strings.hpp"
 
-namespace sluice::core::detail {
+namespace sluice::core {
+
+std::size_t utf8_sequence(std::string_view s, std::size_t i) {
+  auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  unsigned char c = byte(i);
+  if (c < 0x80) return 1;
+  std::size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // range of the second byte, narrower for some leads
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) lo = 0xA0;  // overlong
+    if (c == 0xED) hi = 0x9F;  // surrogates
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) lo = 0x90;  // overlong
+    if (c == 0xF4) hi = 0x8F;  // above U+10FFFF
+  } else {
+    return 0;
+  }
+  if (s.size() - i < n || byte(i + 1) < lo || byte(i + 1) > hi) return 0;
+  for (std::size_t k = 2; k < n; ++k)
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+  return n;
+}
+
+namespace detail {
 
 void append(std::string& out, double v) {
   char buf[32];
@@ -8,4 +35,6 @@ void append(std::string& out, double v) {
   out.append(buf, static_cast<std::size_t>(end - buf));
 }
 
-}  // namespace sluice::core::detail
+}  // namespace detail
+
+}  // namespace sluice::core

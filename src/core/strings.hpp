@@ -41,6 +41,12 @@ std::string cat(const Args&... args) {
   return out;
 }
 
+// Appends strings and numbers to `out` without a temporary: append_to(body, "count ", 3).
+template <typename... Args>
+void append_to(std::string& out, const Args&... args) {
+  (detail::append(out, args), ...);
+}
+
 // "host:port", with an IPv6 host in brackets: "[::1]:8081".
 template <typename Port>
 std::string host_port(std::string_view host, const Port& port) {
@@ -54,5 +60,8 @@ bool parse_unsigned(std::string_view s, T& out) {
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
   return ec == std::errc{} && ptr == s.data() + s.size();
 }
+
+// Length of the well-formed UTF-8 sequence starting at s[i] (RFC 3629), 0 if there is none.
+std::size_t utf8_sequence(std::string_view s, std::size_t i);
 
 }  // namespace sluice::core

@@ -11,9 +11,6 @@
 
 namespace sluice::echo {
 
-// The percent-decoded value of the first `name` parameter in the query of `target`.
-std::optional<std::string> query_param(std::string_view target, std::string_view name);
-
 // An Authorization header without the Bearer scheme does not count (ESPv2 then reports "Jwt is missing").
 std::optional<std::string> bearer_token(const net::http::request& req);
 

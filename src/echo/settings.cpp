@@ -28,15 +28,6 @@ std::optional<settings> read_settings(const core::env_reader& env) {
   return s;
 }
 
-std::unique_ptr<auth::api_key_store> open_api_keys(const std::string& file) {
-  if (file.empty()) return nullptr;
-  try {
-    return std::make_unique<auth::api_key_store>(file);
-  } catch (const std::runtime_error& e) {
-    throw core::settings_error(core::cat("API_KEYS_FILE: ", e.what()));
-  }
-}
-
 auth::jwt_options jwt_options_for(const settings& s) {
   auth::jwt_options options;
   options.service_name = s.document.service_name;

@@ -24,10 +24,6 @@ struct settings {
 // nullopt when the echo API is off.
 std::optional<settings> read_settings(const core::env_reader& env);
 
-// The key store of API_KEYS_FILE (null when it is not set); a bad file throws core::settings_error
-// "API_KEYS_FILE: <file>: <error>".
-std::unique_ptr<auth::api_key_store> open_api_keys(const std::string& file);
-
 auth::jwt_options jwt_options_for(const settings& s);
 
 }  // namespace sluice::echo

@@ -7,6 +7,7 @@
 
 #include "core/profiler.hpp"
 #include "core/strings.hpp"
+#include "net/http/query.hpp"
 
 namespace sluice::net::http {
 
@@ -15,21 +16,6 @@ namespace bhttp = boost::beast::http;
 namespace {
 
 constexpr std::uint64_t max_profile_seconds = 300;
-
-// The value of `name` in the target's query string ("?seconds=5"), if present.
-std::optional<std::string_view> query_param(std::string_view target, std::string_view name) {
-  const auto q = target.find('?');
-  if (q == std::string_view::npos) return std::nullopt;
-  std::string_view rest = target.substr(q + 1);
-  while (!rest.empty()) {
-    const auto amp = rest.find('&');
-    std::string_view pair = rest.substr(0, amp);
-    rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
-    const auto eq = pair.find('=');
-    if (pair.substr(0, eq) == name) return eq == std::string_view::npos ? "" : pair.substr(eq + 1);
-  }
-  return std::nullopt;
-}
 
 // Profiles a window of `seconds` (query parameter, else `def`), answering 400 on a bad value and 409 while
 // another profile of the same kind runs.

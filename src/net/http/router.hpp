@@ -1,5 +1,5 @@
 #pragma once
-// Exact-path routing table: path -> handler coroutine. One place builds error bodies, so every module answers
+// Routing table: exact path -> handler coroutine, then path prefixes (longest first), then a fallback. One place builds error bodies, so every module answers
 // errors the same way: {"code": <status>, "message": "<what is wrong>"}.
 
 #include <boost/asio/awaitable.hpp>
@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace sluice::net::http {
 
@@ -19,6 +21,9 @@ using handler = std::function<boost::asio::awaitable<response>(const request&)>;
 class router {
  public:
   void add(std::string path, handler h);
+  // Answers every path that starts with `prefix` and has no exact route (a path parameter such as the
+  // format of /events/holidays.{format}).
+  void add_prefix(std::string prefix, handler h);
   // Answers every path no route matches (the debug server lists its paths there, as upstream's does).
   void set_fallback(handler h) { fallback_ = std::move(h); }
   // Null when no route matches and there is no fallback (the server then answers 404 with a JSON error).
@@ -31,6 +36,7 @@ class router {
     std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
   };
   std::unordered_map<std::string, handler, path_hash, std::equal_to<>> routes_;
+  std::vector<std::pair<std::string, handler>> prefixes_;  // longest first
   handler fallback_;
 };
 

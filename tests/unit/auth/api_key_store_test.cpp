@@ -4,7 +4,6 @@
 #include "auth/api_key_store.hpp"
 
 #include <doctest/doctest.h>
-#include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
 #include <chrono>
@@ -14,6 +13,7 @@
 #include <string>
 #include <system_error>
 
+#include "../temp_dir.hpp"
 #include "auth/api_key_file.hpp"
 
 namespace {
@@ -22,27 +22,12 @@ namespace fs = std::filesystem;
 using namespace sluice::auth;
 using namespace std::chrono_literals;
 
+// The key file in its own directory (the store watches the directory).
 struct temp_file {
-  fs::path dir;
+  sluice::testing::temp_dir dir{"sluice-api-keys"};
   fs::path path;
-  explicit temp_file(const std::string& content) {
-    std::string pattern = "/tmp/sluice-api-keys-XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr)
-      throw std::system_error(errno, std::generic_category(), "mkdtemp");
-    dir = pattern;
-    path = dir / "keys.yaml";
-    write(content);
-  }
-  ~temp_file() {
-    std::error_code ignored;
-    fs::remove_all(dir, ignored);
-  }
-  void write(const std::string& content) const {
-    // Replaced by a rename, as editors and ConfigMaps do: a reader never sees half a file.
-    fs::path tmp = dir / ".keys.tmp";
-    std::ofstream(tmp) << content;
-    fs::rename(tmp, path);
-  }
+  explicit temp_file(const std::string& content) : path(dir.write("keys.yaml", content)) {}
+  void write(const std::string& content) const { dir.write("keys.yaml", content); }
 };
 
 std::string error_of(const std::string& text) {
@@ -106,11 +91,11 @@ TEST_CASE("api key store: a bad file at start-up names the file") {
     CHECK(std::string(e.what()).starts_with(f.path.string() + ": not valid YAML"));
   }
   try {
-    api_key_store store((f.dir / "missing.yaml").string());
+    api_key_store store((f.dir.path / "missing.yaml").string());
     FAIL("no exception");
   } catch (const std::runtime_error& e) {
     CHECK(std::string(e.what()) ==
-          (f.dir / "missing.yaml").string() + ": cannot read the file: No such file or directory");
+          (f.dir.path / "missing.yaml").string() + ": cannot read the file: No such file or directory");
   }
 }
 

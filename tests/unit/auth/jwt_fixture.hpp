@@ -22,6 +22,7 @@
 #include <string>
 #include <system_error>
 
+#include "../temp_dir.hpp"
 #include "auth/jwt_verifier.hpp"
 #include "core/strings.hpp"
 
@@ -166,22 +167,11 @@ inline std::string claims(std::string_view extra = "", std::int64_t exp_offset =
                            "}");
 }
 
-struct temp_dir {
-  std::filesystem::path path;
-  temp_dir() {
-    std::string pattern = "/tmp/sluice-jwt-XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr)
-      throw std::system_error(errno, std::generic_category(), "mkdtemp");
-    path = pattern;
-  }
-  ~temp_dir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path, ignored);
-  }
+struct temp_dir : sluice::testing::temp_dir {
+  temp_dir() : sluice::testing::temp_dir("sluice-jwt") {}
   // Writes `text` to `name` and returns its file:// URI.
   std::string write(const std::string& name, const std::string& text) const {
-    std::ofstream(path / name) << text;
-    return "file://" + (path / name).string();
+    return "file://" + sluice::testing::temp_dir::write(name, text).string();
   }
 };
 

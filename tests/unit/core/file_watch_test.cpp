@@ -21,6 +21,8 @@
 #include <system_error>
 #include <thread>
 
+#include "../temp_dir.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -28,20 +30,8 @@ using namespace std::chrono_literals;
 using sluice::core::file_watch;
 using clock_type = std::chrono::steady_clock;
 
-struct temp_dir {
-  fs::path path;
-  temp_dir() {
-    std::string pattern = "/tmp/sluice-file-watch-XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr)
-      throw std::system_error(errno, std::generic_category(), "mkdtemp");
-    path = pattern;
-  }
-  ~temp_dir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-  temp_dir(const temp_dir&) = delete;
-  temp_dir& operator=(const temp_dir&) = delete;
+struct temp_dir : sluice::testing::temp_dir {
+  temp_dir() : sluice::testing::temp_dir("sluice-file-watch") {}
 };
 
 void write_file(const fs::path& p, const std::string& content = "x") {

@@ -7,6 +7,7 @@
 
 #include "echo/credentials.hpp"
 #include "echo/handlers.hpp"
+#include "net/http/query.hpp"
 
 namespace {
 
@@ -26,12 +27,12 @@ std::string message_of(const net::http::response& res) {
 }  // namespace
 
 TEST_CASE("credentials: query parameters are found by exact name and percent-decoded") {
-  CHECK(echo::query_param("/echo?key=abc", "key") == "abc");
-  CHECK(echo::query_param("/echo?x=1&key=a%2Bb%3d&key=second", "key") == "a+b=");
-  CHECK(echo::query_param("/echo?apikey=1", "key") == std::nullopt);
-  CHECK(echo::query_param("/echo?key", "key") == "");
-  CHECK(echo::query_param("/echo?key=%zz%4", "key") == "%zz%4");
-  CHECK(echo::query_param("/echo", "key") == std::nullopt);
+  CHECK(net::http::query_param("/echo?key=abc", "key") == "abc");
+  CHECK(net::http::query_param("/echo?x=1&key=a%2Bb%3d&key=second", "key") == "a+b=");
+  CHECK(net::http::query_param("/echo?apikey=1", "key") == std::nullopt);
+  CHECK(net::http::query_param("/echo?key", "key") == "");
+  CHECK(net::http::query_param("/echo?key=%zz%4", "key") == "%zz%4");
+  CHECK(net::http::query_param("/echo", "key") == std::nullopt);
 }
 
 TEST_CASE("credentials: API key from key, then api_key, then x-api-key") {

@@ -40,7 +40,7 @@ TEST_CASE("echo settings: the document is loaded; the options carry the service 
   auto options = echo::jwt_options_for(*s);
   CHECK(options.service_name == "echo-api.endpoints.YOUR-PROJECT-ID.cloud.goog");
   CHECK(options.extra_ca_file == keys);
-  CHECK(echo::open_api_keys(keys)->size() == 1);
+  CHECK(auth::open_api_keys(keys)->size() == 1);
 }
 
 TEST_CASE("echo settings: errors name the variable") {
@@ -53,7 +53,7 @@ TEST_CASE("echo settings: errors name the variable") {
                   {"ECHO_JWKS_CACERT", "/nonexistent.pem"}}) ==
         "ECHO_JWKS_CACERT: cannot read '/nonexistent.pem'");
   try {
-    echo::open_api_keys("/nonexistent-keys.yaml");
+    auth::open_api_keys("/nonexistent-keys.yaml");
     FAIL("no exception");
   } catch (const core::settings_error& e) {
     CHECK(std::string(e.what()) ==

@@ -165,6 +165,32 @@ TEST_CASE("router matches the exact path and ignores the query") {
   CHECK(routes.find("") == nullptr);
 }
 
+TEST_CASE("router: exact routes first, then the longest matching prefix, then the fallback") {
+  router routes;
+  auto answer = [](std::string body) {
+    return [body](const request& req) -> asio::awaitable<response> {
+      co_return make_response(req, bhttp::status::ok, "text/plain", body);
+    };
+  };
+  routes.add("/events/holidays.json", answer("exact"));
+  routes.add_prefix("/events/", answer("short"));
+  routes.add_prefix("/events/holidays", answer("long"));
+  const sluice::net::http::handler* exact = routes.find("/events/holidays.json?key=1");
+  const sluice::net::http::handler* long_prefix = routes.find("/events/holidays.csv");
+  const sluice::net::http::handler* short_prefix = routes.find("/events/other");
+  REQUIRE(exact != nullptr);
+  REQUIRE(long_prefix != nullptr);
+  REQUIRE(short_prefix != nullptr);
+  CHECK(exact != long_prefix);
+  CHECK(long_prefix != short_prefix);
+  CHECK(routes.find("/events/holidays?callback=x") == long_prefix);
+  CHECK(routes.find("/event") == nullptr);
+  routes.set_fallback(answer("fallback"));
+  const sluice::net::http::handler* fallback = routes.find("/event");
+  REQUIRE(fallback != nullptr);
+  CHECK(fallback != short_prefix);
+}
+
 TEST_CASE("json_error escapes the message and keeps it valid UTF-8") {
   request req{bhttp::verb::get, "/", 11};
   response res = json_error(req, bhttp::status::bad_request, "say \"hi\"\\\n\x01 caf\xc3\xa9 \xff\xc3");

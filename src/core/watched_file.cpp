@@ -1,0 +1,55 @@
+#include "core/watched_file.hpp"
+
+#include <filesystem>
+#include <stdexcept>
+
+#include "core/log.hpp"
+#include "core/read_file.hpp"
+#include "core/strings.hpp"
+
+namespace sluice::core {
+
+watched_file::watched_file(std::string path, apply_fn apply) : path_(std::move(path)), apply_(std::move(apply)) {
+  if (auto error = load(true)) throw std::runtime_error(*error);
+}
+
+watched_file::~watched_file() {
+  stop();
+}
+
+std::optional<std::string> watched_file::reload() {
+  return load(false);
+}
+
+std::optional<std::string> watched_file::load(bool initial) {
+  std::lock_guard lock(mutex_);
+  std::string error;
+  auto text = read_file(path_, error);
+  if (!text) {
+    error = cat("cannot read the file: ", error);
+  } else if (!initial && *text == applied_text_) {
+    return std::nullopt;  // another file of the directory changed
+  } else if (auto refused = apply_(*text)) {
+    error = std::move(*refused);
+  }
+  if (!error.empty()) {
+    error = cat(path_, ": ", error);
+    if (!initial) log_error(error, " (keeping what was loaded before)");
+    return error;
+  }
+  applied_text_ = std::move(*text);
+  return std::nullopt;
+}
+
+void watched_file::watch(boost::asio::any_io_executor ex, std::chrono::milliseconds debounce) {
+  std::filesystem::path path = std::filesystem::absolute(path_);
+  std::vector<file_watch::target> targets{{path.parent_path().string(), std::nullopt}};
+  watch_ = std::make_unique<file_watch>(std::move(ex), std::move(targets), debounce, [this] { reload(); });
+  watch_->start();
+}
+
+void watched_file::stop() {
+  if (watch_) watch_->stop();
+}
+
+}  // namespace sluice::core
