@@ -9,7 +9,8 @@
 
 namespace sluice::core {
 
-watched_file::watched_file(std::string path, apply_fn apply) : path_(std::move(path)), apply_(std::move(apply)) {
+watched_file::watched_file(std::string path, apply_fn apply)
+    : path_(std::move(path)), apply_(std::move(apply)) {
   if (auto error = load(true)) throw std::runtime_error(*error);
 }
 

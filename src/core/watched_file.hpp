@@ -1,7 +1,7 @@
 #pragma once
 // A file whose content is applied at start and again after each burst of changes in its directory (editors
-// and Kubernetes ConfigMaps replace a file by a rename or a symlink swap, so the directory is watched, not the
-// file). A text equal to the one applied last is skipped; a text the owner refuses is logged and changes
+// and Kubernetes ConfigMaps replace a file by a rename or a symlink swap, so the directory is watched, not
+// the file). A text equal to the one applied last is skipped; a text the owner refuses is logged and changes
 // nothing, so a broken edit keeps serving what was loaded before. Used by the API key store and the holiday
 // list.
 

@@ -159,8 +159,9 @@ holiday_csv parse_holiday_csv(std::string_view text) {
     *at = i;
   }
   if (!name_at || !date_at) {
-    out.error = core::cat("line ", header.line, ": the header needs a name (or holiday) and a date column, got '",
-                          std::string_view(text.substr(0, text.find_first_of("\r\n"))), "'");
+    out.error =
+        core::cat("line ", header.line, ": the header needs a name (or holiday) and a date column, got '",
+                  std::string_view(text.substr(0, text.find_first_of("\r\n"))), "'");
     return out;
   }
   csv_record record;

@@ -86,7 +86,8 @@ void holidays_api::add_routes(net::http::router& routes) const {
     co_return respond(req);
   };
   // The documented formats by exact path; any other suffix (a format the API does not have) by prefix.
-  for (std::string_view suffix : {".json", ".xml", ".ics"}) routes.add(core::cat(method_path, suffix), handler);
+  for (std::string_view suffix : {".json", ".xml", ".ics"})
+    routes.add(core::cat(method_path, suffix), handler);
   routes.add_prefix(std::string(method_path), handler);
 }
 
@@ -98,7 +99,8 @@ net::http::response holidays_api::respond(const net::http::request& req) const {
 
   if (req.method() != bhttp::verb::get) {
     m.status = 405;
-    std::string message = core::cat("Method ", std::string_view(req.method_string()), " is not allowed; use GET");
+    std::string message =
+        core::cat("Method ", std::string_view(req.method_string()), " is not allowed; use GET");
     m.message = message;
     auto res = envelope(req, f, m, f == format::xml ? xml_no_data : json_no_data, std::nullopt);
     res.set(bhttp::field::allow, "GET");
@@ -117,8 +119,7 @@ net::http::response holidays_api::respond(const net::http::request& req) const {
   auto fail = [&](unsigned status, std::string_view message, bool wrap) {
     m.status = status;
     m.message = message;
-    return envelope(req, f, m, f == format::xml ? xml_no_data : json_no_data,
-                    wrap ? callback : std::nullopt);
+    return envelope(req, f, m, f == format::xml ? xml_no_data : json_no_data, wrap ? callback : std::nullopt);
   };
   if (callback && !is_callback_name(*callback)) return fail(400, bad_callback, false);
   if (f == format::unknown) return fail(501, invalid_method, false);

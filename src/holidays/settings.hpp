@@ -10,8 +10,8 @@
 namespace sluice::holidays {
 
 struct settings {
-  std::string csv_file;      // HOLIDAYS_CSV; empty: the built-in copy of etc/holidays/holidays.csv
-  bool require_key = false;  // HOLIDAYS_REQUIRE_KEY: check ?key= against API_KEYS_FILE
+  std::string csv_file;       // HOLIDAYS_CSV; empty: the built-in copy of etc/holidays/holidays.csv
+  bool require_key = false;   // HOLIDAYS_REQUIRE_KEY: check ?key= against API_KEYS_FILE
   std::string api_keys_file;  // API_KEYS_FILE; required when keys are
 };
 

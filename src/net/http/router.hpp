@@ -1,6 +1,7 @@
 #pragma once
-// Routing table: exact path -> handler coroutine, then path prefixes (longest first), then a fallback. One place builds error bodies, so every module answers
-// errors the same way: {"code": <status>, "message": "<what is wrong>"}.
+// Routing table: exact path -> handler coroutine, then path prefixes (longest first), then a fallback. One
+// place builds error bodies, so every module answers errors the same way: {"code": <status>, "message":
+// "<what is wrong>"}.
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/beast/http/message.hpp>

@@ -24,7 +24,8 @@ constexpr std::string_view keys_yaml =
 struct fixture {
   testing::temp_dir dir{"sluice-holidays"};
   core::fake_clock clock{1795345730};
-  std::filesystem::path csv = dir.write("holidays.csv", "name,date\nNew Year's Day,2012-01-02\nFamily Day,\n");
+  std::filesystem::path csv =
+      dir.write("holidays.csv", "name,date\nNew Year's Day,2012-01-02\nFamily Day,\n");
   holiday_list list{csv.string(), clock};
   auth::api_key_store keys{dir.write("keys.yaml", std::string(keys_yaml)).string()};
 
@@ -97,7 +98,8 @@ TEST_CASE("holidays api: JSONP wraps the envelope; a callback that is not an ide
   CHECK(res[bhttp::field::content_type] == "application/javascript; charset=utf-8");
   CHECK(res.body().starts_with("app.on_Holidays$({\n  \"meta\":{"));
   CHECK(res.body().ends_with("\n})"));
-  for (std::string bad : std::vector<std::string>{"alert(1)", "a-b", "a..b", "a.", ".a", "1abc", "", "a%20b", std::string(129, 'a')}) {
+  for (std::string bad : std::vector<std::string>{"alert(1)", "a-b", "a..b", "a.", ".a", "1abc", "", "a%20b",
+                                                  std::string(129, 'a')}) {
     auto rejected = f.get(api, "/events/holidays.json?callback=" + bad);
     CHECK(rejected.result() == bhttp::status::bad_request);
     CHECK(rejected[bhttp::field::content_type] == "application/json; charset=utf-8");
@@ -135,7 +137,8 @@ TEST_CASE("holidays api: meta.requests counts each valid key's requests") {
   fixture f;
   holidays_api api(f.list, &f.keys, true, f.clock);
   CHECK(requests_of(f.get(api, "/events/holidays.json?key=good")) == 1);
-  CHECK(f.get(api, "/events/holidays.xml?key=good").body().find("<requests>2</requests>") != std::string::npos);
+  CHECK(f.get(api, "/events/holidays.xml?key=good").body().find("<requests>2</requests>") !=
+        std::string::npos);
   CHECK(requests_of(f.get(api, "/events/holidays.json?key=other")) == 1);
   CHECK(requests_of(f.get(api, "/events/holidays.json?key=good")) == 3);
   // Keys not required: a valid key is still counted, anything else is served as anonymous.
@@ -203,6 +206,5 @@ TEST_CASE("holidays settings: on by default; keys required need API_KEYS_FILE") 
   } catch (const core::settings_error& e) {
     CHECK(std::string(e.what()) == "API_KEYS_FILE is required when HOLIDAYS_REQUIRE_KEY=true");
   }
-  CHECK(read_settings(env({{"HOLIDAYS_REQUIRE_KEY", "1"}, {"API_KEYS_FILE", "k.yaml"}}))
-            ->require_key);
+  CHECK(read_settings(env({{"HOLIDAYS_REQUIRE_KEY", "1"}, {"API_KEYS_FILE", "k.yaml"}}))->require_key);
 }

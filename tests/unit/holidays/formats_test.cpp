@@ -124,8 +124,10 @@ TEST_CASE("xml envelope: meta in the json order, one item per holiday, escaped t
 }
 
 TEST_CASE("ics: one all-day event per dated holiday, CRLF lines, a DTSTAMP in UTC") {
-  std::string ics = ics_calendar({{"Additional Day", "2012-12-31"}, {"No date", std::nullopt},
-                                  {std::nullopt, "2016-02-28"}, {"Leap", "2016-02-29"}},
+  std::string ics = ics_calendar({{"Additional Day", "2012-12-31"},
+                                  {"No date", std::nullopt},
+                                  {std::nullopt, "2016-02-28"},
+                                  {"Leap", "2016-02-29"}},
                                  1795345730);  // 2026-11-22T11:08:50Z
   auto lines = ics_lines(ics);
   REQUIRE(lines.size() > 4);
