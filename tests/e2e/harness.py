@@ -595,6 +595,14 @@ class Sluice:
         except subprocess.TimeoutExpired:
             return None
 
+    @classmethod
+    def failed_start(cls, test, env, timeout=10.0):
+        """Starts Sluice with `env`, expecting it to stop by itself with exit code 1. -> its log."""
+        s = cls(env=env, wait_ready=False)
+        test.addCleanup(s.close)
+        test.assertEqual(s.wait_exit(timeout), 1, s.log())
+        return s.log()
+
     def stop(self, timeout=10.0):
         """SIGTERM, wait (SIGKILL after timeout). -> exit code."""
         if self.proc is None:

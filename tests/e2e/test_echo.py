@@ -314,11 +314,7 @@ class KeyFileReload(Checks):
 
 class Settings(unittest.TestCase):
     def start_failing(self, env):
-        s = Sluice(env=env, wait_ready=False)
-        self.addCleanup(s.close)
-        rc = s.wait_exit(10)
-        self.assertEqual(rc, 1, s.log())
-        return s.log()
+        return Sluice.failed_start(self, env)
 
     def test_echo_api_is_off_by_default(self):
         with Sluice() as s:

@@ -559,11 +559,7 @@ class BadStart(unittest.TestCase):
         self.addCleanup(harness.remove_tmp, self.dir)
 
     def start_failing(self, env):
-        s = Sluice(env=env, wait_ready=False)
-        self.addCleanup(s.close)
-        rc = s.wait_exit(10)
-        self.assertEqual(rc, 1, s.log())
-        return s.log()
+        return Sluice.failed_start(self, env)
 
     def test_bad_files(self):
         cases = [
