@@ -147,6 +147,9 @@ redis_store_settings read_redis_store(const core::env_reader& env, const std::st
   c.write_window = std::chrono::duration_cast<std::chrono::microseconds>(
       env.get_duration(prefix + "PIPELINE_WINDOW", std::chrono::nanoseconds{0}));
   c.write_limit = env.get_uint(prefix + "PIPELINE_LIMIT", 0, 0, 1'000'000);
+  // Accepted and checked (upstream panics below 0); a cluster always sends the keys of different nodes in
+  // parallel, as upstream's 0 does (see README).
+  env.get_uint(prefix + "CLUSTER_PIPELINE_PARALLELISM", 1, 0, 1'000'000);
   c.connect_timeout = to_ms(env.get_duration(prefix + "TIMEOUT", std::chrono::seconds{10}));
   c.request_timeout = to_ms(env.get_duration("REDIS_OP_TIMEOUT", std::chrono::milliseconds{250}));
   if (c.request_timeout.count() <= 0) {

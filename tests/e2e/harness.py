@@ -1555,6 +1555,8 @@ class ClusterSetup:
 
     def __init__(self, masters=3, node_timeout=2000):
         self.nodes = []
+        self.replicas = []  # added by add_replica(); not in `nodes` (they own no slots), stopped by close()
+        self.node_timeout = node_timeout
         self._ids = {}
         try:
             for port in free_cluster_ports(masters):
@@ -1589,8 +1591,8 @@ class ClusterSetup:
         return self._ids[redis.port]
 
     def server(self, address):
-        """The RedisServer at 'host:port'."""
-        for r in self.nodes:
+        """The RedisServer at 'host:port' (a master, or a replica added with add_replica())."""
+        for r in self.nodes + self.replicas:
             if r.address() == address:
                 return r
         raise AssertionError('no node of the cluster at %s' % address)
@@ -1710,8 +1712,48 @@ class ClusterSetup:
         return {'REDIS_TYPE': 'cluster', 'REDIS_SOCKET_TYPE': 'tcp',
                 'REDIS_URL': ','.join(seeds if seeds is not None else [self.nodes[0].address()])}
 
+    def add_replica(self, master, timeout=30.0):
+        """A new RedisServer with the same cluster settings, joined to the cluster (CLUSTER MEET) as a replica of
+        `master` (CLUSTER REPLICATE); waits until its replication link is up, its master counts it, every running
+        master lists it as a replica of `master`, and it says cluster_state:ok. Registered in `replicas` (close()
+        stops it). -> the RedisServer."""
+        r = RedisServer(port=free_cluster_ports(1)[0], start=False)
+        self.replicas.append(r)
+        r.extra_args += ['--cluster-enabled', 'yes',
+                         '--cluster-config-file', os.path.join(r.tmp, 'nodes.conf'),
+                         '--cluster-node-timeout', str(self.node_timeout),
+                         '--cluster-require-full-coverage', 'no']
+        r.start()
+        master_id = self.node_id(master)
+        replica_id = self.node_id(r)
+        r.command('CLUSTER', 'MEET', '127.0.0.1', master.port)
+        wait_until(lambda: master_id in r.command('CLUSTER', 'NODES'), timeout=timeout, interval=0.1,
+                   message='the new node to know its master %s' % master.address(), describe=self.describe)
+        r.command('CLUSTER', 'REPLICATE', master_id)
+
+        def replicating():
+            if r.info('replication').get('master_link_status') != 'up':
+                return False
+            if int(master.info('replication').get('connected_slaves', 0)) < 1:
+                return False
+            for m in self.running():
+                line = next((l for l in m.command('CLUSTER', 'NODES').splitlines() if l.startswith(replica_id)),
+                            None)
+                if line is None or line.split()[3] != master_id or 'slave' not in line.split()[2]:
+                    return False
+            return self.cluster_info(r).get('cluster_state') == 'ok'
+
+        wait_until(replicating, timeout=timeout, interval=0.1,
+                   message='%s to replicate %s, every master agreeing' % (r.address(), master.address()),
+                   describe=lambda: '%s\n%s' % (self.describe(), r.command('CLUSTER', 'NODES')))
+        return r
+
+    def role(self, redis):
+        """INFO replication role of one node: 'master' or 'slave'."""
+        return redis.info('replication').get('role')
+
     def close(self):
-        for r in self.nodes:
+        for r in self.nodes + self.replicas:
             r.close()
 
     def __enter__(self):

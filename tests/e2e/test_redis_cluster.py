@@ -5,6 +5,7 @@ Sluice learns the slot map from a seed and sends each key's INCRBY + EXPIRE stra
 the map is updated; -ASK during a migration: ASKING on the importing node, the map is not); a killed master fails
 the decisions that need it fast while the other masters keep serving; bad REDIS_URLs are refused at start-up."""
 
+import sys
 import time
 import unittest
 
@@ -441,6 +442,131 @@ class NodeDown(ClusterCase):
         self.assertEqual([st.remaining for st in d.statuses], [LIMIT - counted - 1] * 2 + [LIMIT - 2], d)
         self.assertCounter(c, self.key('k', values[c][0]), 2)
         self.assertCounter(a, self.key('k', values[a][0]), counted + 1)
+
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A master down, its replica promoted
+
+
+class ClusterFailover(ClusterCase):
+    NODE_TIMEOUT = 1000  # ms: the replica takes over about a second or two after its master dies
+
+    def setUp(self):
+        harness.avoid_window_edge('HOUR', 60)
+        self.setup = ClusterSetup(node_timeout=self.NODE_TIMEOUT)
+        self.addCleanup(self.setup.close)
+
+    def replica_get(self, replica, key):
+        """GET key on a replica (READONLY first: it would answer -MOVED to its master otherwise)."""
+        replica.command('READONLY')
+        return replica.command('GET', key)
+
+    def promoted(self, replica, survivors, slot):
+        """The replica says role:master, and every surviving master says cluster_state:ok and names it as the owner
+        of `slot`."""
+        if self.setup.role(replica) != 'master':
+            return False
+        return all(self.setup.cluster_info(m).get('cluster_state') == 'ok'
+                   and self.setup.owner_of_slot(slot, m) is replica for m in survivors)
+
+    def test_replica_promoted_after_master_dies(self):
+        a, b, c = self.setup.nodes
+        replica = self.setup.add_replica(c)
+        s = self.start_sluice(cluster_env(self.setup, [a.address(), b.address()]))
+        values = self.pick_values('fo', per_node=2)
+        twos = self.pick_values('fotwo', per_node=2, descriptor_key='two', nodes=[c])[c]
+        two = dict(zip(TRANSPORTS, twos))  # one `two` key (2 an hour) per transport, on c
+        live = [[('k', values[a][0])], [('k', values[b][0])]]
+        kept = [[('k', values[c][0])]]  # counted twice on c before the failover, counted on after it
+        probe = [[('k', values[c][1])]]  # only after c is killed
+        c_keys = {self.key('k', values[c][0]): '2', self.key('two', two['grpc']): '1',
+                  self.key('two', two['json']): '1'}
+        for i, t in enumerate(TRANSPORTS):
+            d = self.assertOk(s, t, live + kept + [[('two', two[t])]])
+            self.assertEqual([(st.code, st.remaining) for st in d.statuses],
+                             [('OK', LIMIT - 1 - i)] * 3 + [('OK', 1)], d)
+        for key, value in c_keys.items():
+            self.assertCounter(c, key, value)
+        # the counters reached the replica
+        harness.wait_until(lambda: all(self.replica_get(replica, k) == v for k, v in c_keys.items()), timeout=10,
+                           message='the counters of c replicated to :%d' % replica.port,
+                           describe=lambda: repr({k: self.replica_get(replica, k) for k in c_keys}))
+        slot = self.setup.slot(self.key('k', values[c][1]))
+        counted = 2
+        c.kill()
+        killed = time.monotonic()
+        # until the replica takes over: c's keys fail fast, the keys of a and b are served
+        outage = []  # (seconds since the kill, transport, outcome, detail, elapsed, replica's role after it)
+        i = 0
+        while True:
+            t = TRANSPORTS[i % 2]
+            outcome, detail, elapsed = attempt(s, t, 'c', probe)
+            role = self.setup.role(replica)
+            outage.append((round(time.monotonic() - killed, 2), t, outcome, detail, round(elapsed, 3), role))
+            self.assertLess(elapsed, FAST, 'a decision for a key of the dead master took %.3fs: %r' % (elapsed,
+                                                                                                  outage[-1]))
+            if role != 'master':
+                # still a replica after the decision: nothing could have counted that key
+                self.assertEqual(outcome, 'unavailable', '%r\n%s' % (outage[-1], s.log_tail(10)))
+                self.assertIn('Redis', detail)
+            else:
+                self.assertIn(outcome, ('ok', 'unavailable'), '%r\n%s' % (outage[-1], s.log_tail(10)))
+            d = self.assertOk(s, t, live)
+            counted += 1
+            self.assertEqual([st.remaining for st in d.statuses], [LIMIT - counted] * 2, d)
+            if self.promoted(replica, [a, b], slot):
+                break
+            self.assertLess(time.monotonic() - killed, 20, 'the replica was not promoted within 20 s:\n%s\n%s'
+                            % (self.setup.describe(), replica.log()[-3000:]))
+            i += 1
+            time.sleep(0.05)
+        promoted = time.monotonic()
+        self.assertIn('unavailable', [o[2] for o in outage], 'no decision failed while c was down: %r' % outage)
+        self.assertTrue(s.running())
+        # once promoted, sluice finds the new master (its periodic CLUSTER SLOTS) and serves c's slots again
+        recovered = {}
+        for t in TRANSPORTS:
+            seen = []
+
+            def served():
+                outcome, detail, elapsed = attempt(s, t, 'c', probe)
+                seen.append((round(time.monotonic() - promoted, 2), outcome, detail, round(elapsed, 3)))
+                return outcome == 'ok'
+
+            harness.wait_until(served, timeout=10, interval=0.1,
+                               message='%s decisions for the keys of the promoted replica' % t,
+                               describe=lambda: '%r\n%s' % (seen[-3:], s.log_tail()))
+            recovered[t] = time.monotonic() - promoted
+            outage.extend((round(time.monotonic() - killed, 2), t) + o[1:] for o in seen)
+            bad = [o for o in seen if o[1] not in ('ok', 'unavailable') or o[3] >= FAST]
+            self.assertEqual(bad, [], 'slow or unexpected outcomes while sluice caught up: %r' % seen)
+            d = self.assertOk(s, t, live)
+            counted += 1
+            self.assertEqual([st.remaining for st in d.statuses], [LIMIT - counted] * 2, d)
+        probes_ok = sum(1 for o in outage if o[2] == 'ok')
+        # the counts continue from what the replica had: one more hit for each `two` key, then over the limit
+        for i, t in enumerate(TRANSPORTS):
+            d = self.assertOk(s, t, [[('two', two[t])]] + kept)
+            self.assertEqual([(st.code, st.remaining) for st in d.statuses],
+                             [('OK', 0), ('OK', LIMIT - 3 - i)], d)
+            d = self.assertOk(s, t, [[('two', two[t])]])
+            self.assertEqual([(st.code, st.remaining) for st in d.statuses], [('OVER_LIMIT', 0)], d)
+            self.assertEqual(d.overall, 'OVER_LIMIT', d)
+        d = self.assertOk(s, 'grpc', live + kept)
+        counted += 1
+        self.assertEqual([st.remaining for st in d.statuses], [LIMIT - counted] * 2 + [LIMIT - 5], d)
+        # every counter of c's slots is on the promoted replica, none on a or b; the failed decisions counted nothing
+        self.assertCounter(replica, self.key('k', values[c][0]), 5)
+        self.assertCounter(replica, self.key('two', two['grpc']), 3)
+        self.assertCounter(replica, self.key('two', two['json']), 3)
+        self.assertCounter(replica, self.key('k', values[c][1]), probes_ok)
+        self.assertCounter(a, self.key('k', values[a][0]), counted)
+        self.assertCounter(b, self.key('k', values[b][0]), counted)
+        self.assertTrue(s.running())
+        print('\nfailover: promoted %.1fs after the kill; sluice served its keys again %s after the promotion; '
+              '%d decisions failed' % (promoted - killed, ', '.join('%s %.1fs' % kv for kv in recovered.items()),
+                                      sum(1 for o in outage if o[2] != 'ok')), file=sys.stderr)
 
 
 if __name__ == '__main__':

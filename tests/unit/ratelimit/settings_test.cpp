@@ -68,4 +68,9 @@ TEST_CASE("rate limit settings: values are read, bad ones name the variable") {
                        "invalid value '1.5' for NEAR_LIMIT_RATIO: expected a number from 0 to 1",
                        core::settings_error);
   CHECK_THROWS_AS(fails("MERGE_DOMAIN_CONFIG", "yes"), core::settings_error);
+  CHECK_THROWS_WITH_AS(
+      fails("REDIS_CLUSTER_PIPELINE_PARALLELISM", "-1"),
+      "invalid value '-1' for REDIS_CLUSTER_PIPELINE_PARALLELISM: expected a whole number from 0 to 1000000",
+      core::settings_error);
+  CHECK_NOTHROW(fails("REDIS_CLUSTER_PIPELINE_PARALLELISM", "0"));
 }
