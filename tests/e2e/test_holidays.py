@@ -415,13 +415,16 @@ class Errors(Checks):
             self.assertEqual(s.healthcheck()[0], 200)
 
 
-class RequiredKeys(Checks):
+class KeyedServer(Checks):
+    """One server per class with KEYS in API_KEYS_FILE and the class's `env`."""
+    env = {}
+
     @classmethod
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix='sluice-e2e-holidays-keys-')
         keys = os.path.join(cls.dir, 'api_keys.yaml')
         write_file(keys, KEYS)
-        cls.server = Sluice(env={'HOLIDAYS_REQUIRE_KEY': 'true', 'API_KEYS_FILE': keys})
+        cls.server = Sluice(env=dict(cls.env, API_KEYS_FILE=keys))
 
     @classmethod
     def tearDownClass(cls):
@@ -430,6 +433,10 @@ class RequiredKeys(Checks):
 
     def get(self, suffix='.json', **params):
         return fetch(self.server.http_port, PATH + suffix + query(**params))
+
+
+class RequiredKeys(KeyedServer):
+    env = {'HOLIDAYS_REQUIRE_KEY': 'true'}
 
     def test_missing_key_is_511(self):
         self.assertJsonError(self.get(), 511, 'API key is required (?key=)')
@@ -487,21 +494,8 @@ class RequiredKeys(Checks):
         self.assertEqual((body['meta']['status'], body['meta']['requests']), (200, 1))
 
 
-class OptionalKeys(Checks):
-    @classmethod
-    def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix='sluice-e2e-holidays-keys-')
-        keys = os.path.join(cls.dir, 'api_keys.yaml')
-        write_file(keys, KEYS)
-        cls.server = Sluice(env={'API_KEYS_FILE': keys})
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.close()
-        harness.remove_tmp(cls.dir)
-
-    def get(self, **params):
-        return fetch(self.server.http_port, PATH + '.json' + query(**params))
+class OptionalKeys(KeyedServer):
+    """Keys not required (the default) but a key file given."""
 
     def test_no_key_or_an_unknown_key_is_served_uncounted(self):
         for params in [{}, {'key': ''}, {'key': 'nope'}, {'key': 'nope'}]:

@@ -5,7 +5,6 @@ Sluice learns the slot map from a seed and sends each key's INCRBY + EXPIRE stra
 the map is updated; -ASK during a migration: ASKING on the importing node, the map is not); a killed master fails
 the decisions that need it fast while the other masters keep serving; bad REDIS_URLs are refused at start-up."""
 
-import sys
 import time
 import unittest
 
@@ -453,7 +452,7 @@ class ClusterFailover(ClusterCase):
     NODE_TIMEOUT = 1000  # ms: the replica takes over about a second or two after its master dies
 
     def setUp(self):
-        harness.avoid_window_edge('HOUR', 60)
+        harness.avoid_window_edge('HOUR', 30)
         self.setup = ClusterSetup(node_timeout=self.NODE_TIMEOUT)
         self.addCleanup(self.setup.close)
 
@@ -564,9 +563,6 @@ class ClusterFailover(ClusterCase):
         self.assertCounter(a, self.key('k', values[a][0]), counted)
         self.assertCounter(b, self.key('k', values[b][0]), counted)
         self.assertTrue(s.running())
-        print('\nfailover: promoted %.1fs after the kill; sluice served its keys again %s after the promotion; '
-              '%d decisions failed' % (promoted - killed, ', '.join('%s %.1fs' % kv for kv in recovered.items()),
-                                      sum(1 for o in outage if o[2] != 'ok')), file=sys.stderr)
 
 
 if __name__ == '__main__':
