@@ -96,13 +96,16 @@ net::http::response holidays_api::respond(const net::http::request& req) const {
   const format f = format_of(target.substr(0, target.find('?')));
   meta m;
   m.timestamp = clock_.now_seconds();
+  auto error = [&](unsigned status, std::string_view message, const std::optional<std::string>& callback) {
+    m.status = status;
+    m.message = message;
+    return envelope(req, f, m, f == format::xml ? xml_no_data : json_no_data, callback);
+  };
 
   if (req.method() != bhttp::verb::get) {
-    m.status = 405;
-    std::string message =
-        core::cat("Method ", std::string_view(req.method_string()), " is not allowed; use GET");
-    m.message = message;
-    auto res = envelope(req, f, m, f == format::xml ? xml_no_data : json_no_data, std::nullopt);
+    auto res =
+        error(405, core::cat("Method ", std::string_view(req.method_string()), " is not allowed; use GET"),
+              std::nullopt);
     res.set(bhttp::field::allow, "GET");
     return res;
   }
@@ -116,17 +119,12 @@ net::http::response holidays_api::respond(const net::http::request& req) const {
 
   std::optional<std::string> callback;
   if (f == format::json) callback = net::http::query_param(target, "callback");
-  auto fail = [&](unsigned status, std::string_view message, bool wrap) {
-    m.status = status;
-    m.message = message;
-    return envelope(req, f, m, f == format::xml ? xml_no_data : json_no_data, wrap ? callback : std::nullopt);
-  };
-  if (callback && !is_callback_name(*callback)) return fail(400, bad_callback, false);
-  if (f == format::unknown) return fail(501, invalid_method, false);
+  if (callback && !is_callback_name(*callback)) return error(400, bad_callback, std::nullopt);
+  if (f == format::unknown) return error(501, invalid_method, std::nullopt);
   if (require_key_) {
-    if (!key) return fail(511, key_required, true);
-    if (check.state == auth::key_state::unknown) return fail(401, key_invalid, true);
-    if (check.state == auth::key_state::disabled) return fail(403, key_banned, true);
+    if (!key) return error(511, key_required, callback);
+    if (check.state == auth::key_state::unknown) return error(401, key_invalid, callback);
+    if (check.state == auth::key_state::disabled) return error(403, key_banned, callback);
   }
 
   const auto list = list_.current();
