@@ -132,6 +132,8 @@ int check_config(int argc, char** argv) {
 int run_server() {
   core::env_reader env;
   auto proc = read_process_settings(env);
+  // First, so it is destroyed last: the file watches of the API keys and the holiday list live on it.
+  asio::io_context ioc(static_cast<int>(proc.io_threads));
   auto rl = ratelimit::read_module_settings(env);
   // The echo API: its OpenAPI document and API key file are loaded and checked here, before anything starts.
   auto echo_settings = echo::read_settings(env);
@@ -158,7 +160,6 @@ int run_server() {
   }
   core::health health;
   auto sigterm_component = health.add_component("sigterm", true);
-  asio::io_context ioc(static_cast<int>(proc.io_threads));
   auto work = asio::make_work_guard(ioc);
   int exit_code = 0;
   std::function<void()> shutdown;

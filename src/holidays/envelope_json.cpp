@@ -13,8 +13,14 @@ void append_string(std::string& out, const std::optional<std::string>& value) {
     out += "null";
     return;
   }
-  // Boost.JSON escapes quotes, backslashes and control characters and keeps UTF-8 as it is.
-  out += boost::json::serialize(boost::json::string_view(*value));
+  // Boost.JSON escapes quotes, backslashes and control characters and keeps UTF-8 as it is; U+2028 and U+2029
+  // are escaped too, as JSONP bodies are JavaScript, where (before ES2019) they end a string literal.
+  std::string text = boost::json::serialize(boost::json::string_view(*value));
+  for (std::size_t at = 0; (at = text.find("\xE2\x80", at)) != std::string::npos; ++at) {
+    if (at + 2 < text.size() && (text[at + 2] == '\xA8' || text[at + 2] == '\xA9'))
+      text.replace(at, 3, text[at + 2] == '\xA8' ? "\\u2028" : "\\u2029");
+  }
+  out += text;
 }
 
 }  // namespace

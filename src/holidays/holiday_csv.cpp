@@ -115,16 +115,28 @@ std::size_t invalid_utf8_line(std::string_view text) {
   for (std::size_t i = 0; i < text.size();) {
     std::size_t n = core::utf8_sequence(text, i);
     if (n == 0) return line;
-    if (text[i] == '\n') ++line;
+    // Line ends as the record reader counts them: LF, CRLF or a lone CR.
+    if (text[i] == '\n' || (text[i] == '\r' && (i + 1 == text.size() || text[i + 1] != '\n'))) ++line;
     i += n;
   }
   return 0;
 }
 
-bool has_control_character(std::string_view s) {
-  for (char c : s)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return true;
+// A character some format cannot carry: C0 and C1 controls (XML 1.0 and iCalendar TEXT have no place for
+// them) and the noncharacters U+FFFE and U+FFFF (not XML characters). The text is valid UTF-8 here.
+bool has_unservable_character(std::string_view s) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    auto next = i + 1 < s.size() ? static_cast<unsigned char>(s[i + 1]) : 0;
+    if (c < 0x20 || c == 0x7f || (c == 0xC2 && next >= 0x80 && next <= 0x9F)) return true;
+    if (c == 0xEF && next == 0xBF && i + 2 < s.size() && static_cast<unsigned char>(s[i + 2]) >= 0xBE)
+      return true;
+  }
   return false;
+}
+
+bool is_blank(const csv_record& record) {
+  return record.fields.size() == 1 && record.fields[0].empty();
 }
 
 std::optional<std::string> null_if_empty(std::string& s) {
@@ -143,7 +155,10 @@ holiday_csv parse_holiday_csv(std::string_view text) {
   }
   record_reader reader(text);
   csv_record header;
-  if (!reader.next(header, out.error)) {
+  bool have_header = false;
+  while ((have_header = reader.next(header, out.error)) && is_blank(header)) {
+  }
+  if (!have_header) {
     if (out.error.empty()) out.error = "the file is empty (expected a header such as name,date)";
     return out;
   }
@@ -159,14 +174,15 @@ holiday_csv parse_holiday_csv(std::string_view text) {
     *at = i;
   }
   if (!name_at || !date_at) {
-    out.error =
-        core::cat("line ", header.line, ": the header needs a name (or holiday) and a date column, got '",
-                  std::string_view(text.substr(0, text.find_first_of("\r\n"))), "'");
+    std::string columns;
+    for (const auto& field : header.fields) columns += (columns.empty() ? "" : ",") + field;
+    out.error = core::cat("line ", header.line,
+                          ": the header needs a name (or holiday) and a date column, got '", columns, "'");
     return out;
   }
   csv_record record;
   while (reader.next(record, out.error)) {
-    if (record.fields.size() == 1 && record.fields[0].empty()) continue;  // a blank line
+    if (is_blank(record)) continue;
     if (record.fields.size() != header.fields.size()) {
       out.error = core::cat("line ", record.line, ": ", record.fields.size(), " fields, the header has ",
                             header.fields.size());
@@ -178,8 +194,11 @@ holiday_csv parse_holiday_csv(std::string_view text) {
       out.error = core::cat("line ", record.line, ": date '", date, "' is not a Y-m-d calendar date");
       break;
     }
-    if (has_control_character(name)) {
-      out.error = core::cat("line ", record.line, ": the name contains a control character");
+    if (has_unservable_character(name)) {
+      out.error =
+          core::cat("line ", record.line,
+                    ": the name contains a control character (or U+FFFE, U+FFFF), which json, xml and ics "
+                    "cannot all carry");
       break;
     }
     out.holidays.push_back({null_if_empty(name), null_if_empty(date)});

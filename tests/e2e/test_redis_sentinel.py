@@ -180,6 +180,9 @@ class FindingTheMaster(SentinelCase):
     def test_unknown_master_name(self):
         s = self.start_sluice(sentinel_env(self.setup, **self.setup.sluice_env(name='nosuchmaster')), healthy=False)
         wait_unhealthy(s)
+        # Unhealthy from the start: until the sentinels have answered, a decision only says Redis is not connected.
+        harness.wait_until(lambda: 'nosuchmaster' in s.log(), message='the sentinels asked for nosuchmaster',
+                           describe=s.log_tail)
         for t in TRANSPORTS:
             self.assertUnavailable(s, t, [[('k', 'x')]], mentions=['nosuchmaster'])
         self.assertTrue(s.running())

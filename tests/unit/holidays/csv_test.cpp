@@ -8,6 +8,9 @@ namespace {
 
 using namespace sluice::holidays;
 
+const std::string unservable =
+    "the name contains a control character (or U+FFFE, U+FFFF), which json, xml and ics cannot all carry";
+
 std::string error_of(std::string_view text) {
   return parse_holiday_csv(text).error;
 }
@@ -39,7 +42,7 @@ TEST_CASE("holiday csv: the data steward's date,holiday layout and extra columns
 TEST_CASE("holiday csv: quoted fields keep commas, quotes and line breaks; empty cells are null") {
   auto csv = parse_holiday_csv(
       "name,date\n\"Day, \"\"the\"\" first\",2012-01-02\n,2012-01-03\nNo date,\n\"Two\nlines\", \n");
-  REQUIRE(csv.error == "line 5: the name contains a control character");
+  REQUIRE(csv.error == "line 5: " + unservable);
   csv = parse_holiday_csv("name,date\n\"Day, \"\"the\"\" first\",2012-01-02\n,2012-01-03\n  No date  ,\n");
   REQUIRE(csv.error == "");
   REQUIRE(csv.holidays.size() == 3);
@@ -67,10 +70,26 @@ TEST_CASE("holiday csv: refusals say the line and the reason") {
   CHECK(error_of("name,date\n\"a\"b,2012-01-01\n") == "line 2: unexpected text after a closing quote");
   CHECK(error_of("name,date\na\"b,2012-01-01\n") ==
         "line 2: a quote inside an unquoted field (quote the whole field)");
-  CHECK(error_of("name,date\n\"multi\nline\",2012-01-01\nx,bad\n") ==
-        "line 2: the name contains a control character");
+  CHECK(error_of("name,date\n\"multi\nline\",2012-01-01\nx,bad\n") == "line 2: " + unservable);
   CHECK(error_of("name,date\nok,2012-01-01\n\"x\",2012-01-01\nCaf\xC3,2012-01-02\n") ==
         "line 4: not valid UTF-8");
+}
+
+TEST_CASE("holiday csv: names every format can carry; blank lines before the header") {
+  CHECK(error_of("name,date\nA\xC2\x85"
+                 "B,2012-01-01\n") == "line 2: " + unservable);  // C1 control U+0085
+  CHECK(error_of("name,date\nok,2012-01-01\nA\xEF\xBF\xBE,2012-01-01\n") ==
+        "line 3: " + unservable);                                                      // U+FFFE
+  CHECK(error_of("name,date\nCaf\xC3\xA9 \xEF\xBF\xBD \xC2\xA0,2012-01-01\n") == "");  // é, U+FFFD, NBSP
+  auto csv = parse_holiday_csv("\n\r\nname,date\nA,2012-01-01\n");
+  REQUIRE(csv.error == "");
+  CHECK(csv.holidays.size() == 1);
+  CHECK(error_of("\n\ntitle,day\n") ==
+        "line 3: the header needs a name (or holiday) and a date column, got 'title,day'");
+  // A lone CR ends a line for both the record reader and the UTF-8 check.
+  CHECK(error_of("name,date\rA,2012-01-01\rB\xFF,2012-01-02\r") == "line 3: not valid UTF-8");
+  CHECK(error_of("name,date\rA,2012-01-01\rB,2012-01-99\r") ==
+        "line 3: date '2012-01-99' is not a Y-m-d calendar date");
 }
 
 TEST_CASE("holiday csv: a record's line counts the line breaks inside earlier quoted fields") {

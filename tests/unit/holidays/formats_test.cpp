@@ -93,6 +93,18 @@ TEST_CASE("json envelope: names are escaped and UTF-8 is kept") {
                   R"(s")") != std::string::npos);
 }
 
+TEST_CASE("json envelope: U+2028 and U+2029 are escaped, as JSONP is JavaScript") {
+  auto data =
+      json_data({{"a\xE2\x80\xA8"
+                  "b\xE2\x80\xA9"
+                  "c\xE2\x80\x99"
+                  "d",
+                  "2026-01-01"}});
+  CHECK(data.find(R"("name":"a\u2028b\u2029c)"
+                  "\xE2\x80\x99"
+                  R"(d")") != std::string::npos);
+}
+
 TEST_CASE("xml envelope: meta in the json order, one item per holiday, escaped text") {
   meta m{3, 1384449847, 200, success_message};
   CHECK(xml_document(m, xml_data({{"A & B <C> 'd' \"e\"", "2012-01-02"}, {std::nullopt, "2012-01-03"}})) ==
