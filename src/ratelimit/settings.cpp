@@ -167,9 +167,17 @@ redis_settings read_redis(const core::env_reader& env) {
   r.health_check_active_connection = env.get_bool("REDIS_HEALTH_CHECK_ACTIVE_CONNECTION", false);
   r.startup_max_elapsed =
       to_ms(env.get_duration("REDIS_STARTUP_MAX_ELAPSED_TIME", std::chrono::nanoseconds{0}));
-  // Accepted for compatibility; reconnects use Sluice's own short backoff (see README).
-  env.get_duration("REDIS_STARTUP_INITIAL_INTERVAL", std::chrono::seconds{1});
-  env.get_duration("REDIS_STARTUP_MAX_INTERVAL", std::chrono::seconds{30});
+  // Upstream's backoff until the first connection; after one is lost, Sluice's own short one (see README).
+  auto startup_min = to_ms(env.get_duration("REDIS_STARTUP_INITIAL_INTERVAL", std::chrono::seconds{1}));
+  auto startup_max = to_ms(env.get_duration("REDIS_STARTUP_MAX_INTERVAL", std::chrono::seconds{30}));
+  if (startup_min.count() <= 0)
+    throw core::settings_error("invalid value for REDIS_STARTUP_INITIAL_INTERVAL: expected at least 1ms");
+  startup_max = std::max(startup_max, startup_min);
+  for (auto* store : {&r.main, r.per_second ? &*r.per_second : nullptr}) {
+    if (store == nullptr) continue;
+    store->connection.startup_min = startup_min;
+    store->connection.startup_max = startup_max;
+  }
   return r;
 }
 

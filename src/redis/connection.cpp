@@ -99,7 +99,8 @@ asio::awaitable<void> connection::impl::expire_requests() {
 asio::awaitable<void> connection::impl::run() {
   auto self = shared_from_this();
   asio::co_spawn(strand, expire_requests(), asio::detached);
-  auto backoff = config.reconnect_min;
+  auto backoff = config.startup_min;
+  bool ever_connected = false;
   std::minstd_rand rng{std::random_device{}()};
   bool reported = false;
   while (!stopping) {
@@ -116,9 +117,10 @@ asio::awaitable<void> connection::impl::run() {
       auto jittered = backoff / 2 + std::chrono::milliseconds(rng() % (backoff.count() / 2 + 1));
       backoff_timer.expires_after(jittered);
       co_await backoff_timer.async_wait(use_tuple);
-      backoff = std::min(backoff * 2, config.reconnect_max);
+      backoff = std::min(backoff * 2, ever_connected ? config.reconnect_max : config.startup_max);
       continue;
     }
+    ever_connected = true;
     backoff = config.reconnect_min;
     if (reported && config.log_state_changes) core::log_warn("connected to Redis at ", current_address);
     reported = false;

@@ -42,6 +42,10 @@ struct connection_config {
   std::string password;
   std::chrono::milliseconds connect_timeout{10'000};
   std::chrono::milliseconds request_timeout{200};  // no reply within this: the request fails
+  // Backoff between attempts (doubling, jittered to [b/2, b]): `startup_*` until the first connection is made
+  // (REDIS_STARTUP_INITIAL_INTERVAL / _MAX_INTERVAL), `reconnect_*` after a connection is lost.
+  std::chrono::milliseconds startup_min{50};
+  std::chrono::milliseconds startup_max{2'000};
   std::chrono::milliseconds reconnect_min{50};
   std::chrono::milliseconds reconnect_max{2'000};
   std::chrono::microseconds write_window{0};  // >0: wait this long before a write to gather more requests

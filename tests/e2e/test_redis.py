@@ -971,6 +971,38 @@ class StartUp(RedisCase):
                 self.assertEqual(d.statuses[0].remaining, 1, d)
                 self.assertEqual(redis.get(key_for('o_two_late', 'HOUR', time.time())), '1')
 
+    def test_startup_retry_intervals(self):
+        """Until the first connection, attempts are spaced by REDIS_STARTUP_INITIAL_INTERVAL doubling up to
+        REDIS_STARTUP_MAX_INTERVAL (each jittered to [b/2, b]), as upstream's start-up backoff."""
+        listener = socket.socket()
+        listener.bind(('127.0.0.1', 0))
+        listener.listen(16)
+        port = listener.getsockname()[1]
+        accepts = []
+
+        def refuse():  # accept and close at once: the handshake fails, Sluice retries
+            while len(accepts) < 5:
+                conn, _ = listener.accept()
+                accepts.append(time.monotonic())
+                conn.close()
+
+        threading.Thread(target=refuse, daemon=True).start()
+        try:
+            with Sluice(rules={'o.yaml': OUTAGE_RULES},
+                        env=redis_env(REDIS_SOCKET_TYPE='tcp', REDIS_URL='127.0.0.1:%d' % port, REDIS_POOL_SIZE='1',
+                                      REDIS_STARTUP_INITIAL_INTERVAL='400ms',
+                                      REDIS_STARTUP_MAX_INTERVAL='800ms')) as s:
+                harness.wait_until(lambda: len(accepts) >= 5, timeout=8, message='five connection attempts',
+                                   describe=s.log_tail)
+        finally:
+            listener.close()
+        gaps = [b - a for a, b in zip(accepts, accepts[1:])]
+        # backoff 400 ms, then 800 ms (capped): gaps in [0.2, 0.4], then [0.4, 0.8], plus scheduling slack
+        self.assertGreaterEqual(gaps[0], 0.18, gaps)
+        for gap in gaps[1:]:
+            self.assertGreaterEqual(gap, 0.38, gaps)
+            self.assertLess(gap, 1.1, gaps)
+
     def test_default_url_is_a_unix_socket(self):
         # only BACKEND_TYPE=redis: upstream's default REDIS_URL, a unix socket that does not exist here
         self.assertFalse(os.path.exists('/var/run/nutcracker/ratelimit.sock'))

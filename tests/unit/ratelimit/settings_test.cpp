@@ -25,6 +25,31 @@ TEST_CASE("rate limit settings: upstream's defaults") {
   CHECK(s.limiter.expiration_jitter_max_seconds == 300);
   CHECK(s.limiter.local_cache_size_bytes == 0);
   CHECK_FALSE(s.limiter.stop_cache_key_increment_when_overlimit);
+  CHECK(s.redis.main.connection.startup_min == std::chrono::seconds(1));
+  CHECK(s.redis.main.connection.startup_max == std::chrono::seconds(30));
+  CHECK(s.redis.main.connection.reconnect_min == std::chrono::milliseconds(50));
+}
+
+TEST_CASE(
+    "rate limit settings: REDIS_STARTUP_* intervals apply to both stores, before the first connection") {
+  auto s = ratelimit::read_module_settings(
+      core::env_reader(std::map<std::string, std::string>{{"REDIS_STARTUP_INITIAL_INTERVAL", "200ms"},
+                                                          {"REDIS_STARTUP_MAX_INTERVAL", "5s"},
+                                                          {"REDIS_PERSECOND", "true"},
+                                                          {"REDIS_PERSECOND_URL", "127.0.0.1:6380"},
+                                                          {"REDIS_PERSECOND_SOCKET_TYPE", "tcp"}}));
+  CHECK(s.redis.main.connection.startup_min == std::chrono::milliseconds(200));
+  CHECK(s.redis.main.connection.startup_max == std::chrono::seconds(5));
+  REQUIRE(s.redis.per_second);
+  CHECK(s.redis.per_second->connection.startup_min == std::chrono::milliseconds(200));
+  CHECK(s.redis.per_second->connection.startup_max == std::chrono::seconds(5));
+  auto small_max = ratelimit::read_module_settings(core::env_reader(
+      std::map<std::string, std::string>{{"REDIS_STARTUP_MAX_INTERVAL", "100ms"}}));  // below the initial 1s
+  CHECK(small_max.redis.main.connection.startup_max == std::chrono::seconds(1));
+  CHECK_THROWS_WITH_AS(
+      ratelimit::read_module_settings(
+          core::env_reader(std::map<std::string, std::string>{{"REDIS_STARTUP_INITIAL_INTERVAL", "0"}})),
+      "invalid value for REDIS_STARTUP_INITIAL_INTERVAL: expected at least 1ms", core::settings_error);
 }
 
 TEST_CASE("rate limit settings: values are read, bad ones name the variable") {
