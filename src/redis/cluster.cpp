@@ -1,5 +1,7 @@
 #include "redis/cluster.hpp"
 
+#include <algorithm>
+
 #include <array>
 #include <atomic>
 #include <boost/asio/as_tuple.hpp>
@@ -64,7 +66,10 @@ struct cluster::state : std::enable_shared_from_this<state> {
   observer on_change;
   mutable std::mutex mutex;
   std::map<std::string, std::unique_ptr<pool>> nodes;  // by "host:port"
-  std::array<pool*, cluster_slots> slots{};            // master of each slot; null until the map is known
+  // Stopped pools of nodes that left the map while unreachable (a dead master whose replica took over): kept
+  // until the cluster goes, as a request may still hold a pointer to one (it then fails as not connected).
+  std::vector<std::unique_ptr<pool>> retired;
+  std::array<pool*, cluster_slots> slots{};  // master of each slot; null until the map is known
   std::atomic<bool> have_map{false};
   std::string error;
   std::atomic<bool> refreshing{false};
@@ -74,6 +79,8 @@ struct cluster::state : std::enable_shared_from_this<state> {
   pool* any_up_locked() const;
   void refresh();
   void apply_map(const value& reply, const std::string& asked);
+  // Takes out of `nodes` the pools that own no slot, are not seeds and are down; the caller stops them.
+  std::vector<pool*> retire_unreachable_locked();
   void send(std::shared_ptr<pending_request> request, std::string key, pool* target, int redirects,
             bool asking);
   void changed() {
@@ -141,6 +148,7 @@ void cluster::state::apply_map(const value& reply, const std::string& asked) {
     return;
   }
   bool changed_map = false;
+  std::vector<pool*> gone;
   {
     std::lock_guard lock(mutex);
     std::array<pool*, cluster_slots> next{};
@@ -159,12 +167,34 @@ void cluster::state::apply_map(const value& reply, const std::string& asked) {
     }
     changed_map = !have_map || next != slots;
     slots = next;
+    gone = retire_unreachable_locked();
     if (!have_map)
       core::log_warn("Redis Cluster slot map loaded from ", asked, " (", nodes.size(), " nodes)");
     have_map = true;
     error.clear();
   }
+  for (pool* p : gone) {
+    core::log_warn("Redis Cluster: ", p->config().address,
+                   " owns no slots and cannot be reached: its connections are closed");
+    p->stop();
+  }
   if (changed_map) changed();
+}
+
+std::vector<pool*> cluster::state::retire_unreachable_locked() {
+  std::vector<pool*> gone;
+  for (auto it = nodes.begin(); it != nodes.end();) {
+    pool* p = it->second.get();
+    bool seed = std::find(seeds.begin(), seeds.end(), it->first) != seeds.end();
+    if (seed || p->up() || std::find(slots.begin(), slots.end(), p) != slots.end()) {
+      ++it;
+      continue;
+    }
+    gone.push_back(p);
+    retired.push_back(std::move(it->second));
+    it = nodes.erase(it);
+  }
+  return gone;
 }
 
 void cluster::state::send(std::shared_ptr<pending_request> request, std::string key, pool* target,

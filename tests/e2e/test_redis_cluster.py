@@ -561,6 +561,9 @@ class ClusterFailover(ClusterCase):
         self.assertCounter(replica, self.key('k', values[c][1]), probes_ok)
         self.assertCounter(a, self.key('k', values[a][0]), counted)
         self.assertCounter(b, self.key('k', values[b][0]), counted)
+        # the dead master left the map: sluice stops trying to reach it
+        harness.wait_until(lambda: '%s owns no slots and cannot be reached' % c.address() in s.log(), timeout=5,
+                           message='the dead master retired', describe=s.log_tail)
         self.assertTrue(s.running())
 
 
