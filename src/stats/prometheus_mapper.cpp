@@ -1,6 +1,5 @@
 #include "stats/prometheus_mapper.hpp"
 
-
 #include "core/env.hpp"
 #include "core/log.hpp"
 #include "core/read_file.hpp"
