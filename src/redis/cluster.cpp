@@ -1,7 +1,6 @@
 #include "redis/cluster.hpp"
 
 #include <algorithm>
-
 #include <array>
 #include <atomic>
 #include <boost/asio/as_tuple.hpp>
