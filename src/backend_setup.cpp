@@ -26,54 +26,73 @@ asio::awaitable<void> sweep_loop(ratelimit::backends::memory::memory_backend& ba
   }
 }
 
-std::unique_ptr<redis::store> make_store(const ratelimit::redis_store_settings& s, asio::io_context& ioc) {
-  if (!s.cluster_seeds.empty()) {
-    return std::make_unique<redis::cluster>(ioc.get_executor(), s.connection, s.cluster_seeds, s.pool_size);
-  }
-  return std::make_unique<redis::pool>(ioc.get_executor(), s.connection, s.pool_size);
+// REDIS_POOL_SIZE is the process's total: the workers share it out, each with at least one connection.
+std::size_t share_of(std::size_t pool_size, unsigned worker, unsigned workers) {
+  return std::max<std::size_t>(1, pool_size / workers + (worker < pool_size % workers ? 1 : 0));
 }
 
-// upstream's pool stats: gauge <prefix>cx_active, counters <prefix>cx_total and <prefix>cx_local_close.
-void add_pool_stats(stats::store& stats, const redis::store& store, const std::string& prefix) {
+std::unique_ptr<redis::store> make_store(const ratelimit::redis_store_settings& s, asio::io_context& ioc,
+                                         unsigned worker, unsigned workers) {
+  const auto size = share_of(s.pool_size, worker, workers);
+  if (!s.cluster_seeds.empty()) {
+    return std::make_unique<redis::cluster>(ioc.get_executor(), s.connection, s.cluster_seeds, size);
+  }
+  return std::make_unique<redis::pool>(ioc.get_executor(), s.connection, size);
+}
+
+// upstream's pool stats, summed over the workers: gauge <prefix>cx_active, counters <prefix>cx_total and
+// <prefix>cx_local_close.
+void add_pool_stats(stats::store& stats, std::vector<const redis::store*> stores, const std::string& prefix) {
   struct last_counts {
     std::uint64_t opened = 0, closed_locally = 0;
   };
   auto& active = stats.get_gauge(prefix + "cx_active");
   auto& opened = stats.get_counter(prefix + "cx_total");
   auto& closed = stats.get_counter(prefix + "cx_local_close");
-  stats.add_generator([&store, &active, &opened, &closed, last = last_counts{}]() mutable {
-    const auto now = store.stats();
-    active.set(static_cast<std::int64_t>(now.active));
-    // A cluster node that left the map takes its counts with it: never count backwards.
-    if (now.opened > last.opened) opened.add(now.opened - last.opened);
-    if (now.closed_locally > last.closed_locally) closed.add(now.closed_locally - last.closed_locally);
-    last = {now.opened, now.closed_locally};
-  });
+  stats.add_generator(
+      [stores = std::move(stores), &active, &opened, &closed, last = last_counts{}]() mutable {
+        redis::connection_stats now;
+        for (const auto* s : stores) {
+          const auto one = s->stats();
+          now.active += one.active;
+          now.opened += one.opened;
+          now.closed_locally += one.closed_locally;
+        }
+        active.set(static_cast<std::int64_t>(now.active));
+        // A cluster node that left the map takes its counts with it: never count backwards.
+        if (now.opened > last.opened) opened.add(now.opened - last.opened);
+        if (now.closed_locally > last.closed_locally) closed.add(now.closed_locally - last.closed_locally);
+        last = {now.opened, now.closed_locally};
+      });
 }
 
-void start_redis(backend_holder& b, const ratelimit::redis_settings& settings, asio::io_context& ioc,
-                 core::health& health, std::function<void()> give_up) {
-  b.redis_main = make_store(settings.main, ioc);
-  if (settings.per_second) b.redis_per_second = make_store(*settings.per_second, ioc);
-  b.redis =
-      std::make_unique<ratelimit::backends::redis::redis_backend>(*b.redis_main, b.redis_per_second.get());
+void start_redis(backend_holder& b, const ratelimit::redis_settings& settings, core::worker_pool& workers,
+                 asio::io_context& control, core::health& health, std::function<void()> give_up) {
+  for (unsigned i = 0; i < workers.size(); ++i) {
+    auto& w = b.redis.emplace_back();
+    w.main = make_store(settings.main, workers.context(i), i, workers.size());
+    if (settings.per_second) w.per_second = make_store(*settings.per_second, workers.context(i), i, workers.size());
+    w.backend = std::make_unique<ratelimit::backends::redis::redis_backend>(*w.main, w.per_second.get());
+  }
   // Healthy once every store has been reached; with REDIS_HEALTH_CHECK_ACTIVE_CONNECTION, only while each has
   // a live connection.
   auto component = health.add_component("redis", false);
   auto update = [&b, &health, component, follow = settings.health_check_active_connection] {
-    bool up = b.redis_main->up() && (!b.redis_per_second || b.redis_per_second->up());
+    bool up = b.redis_up();
     if (up || follow) health.set(component, up);
   };
   core::log_info("connecting to redis on ", settings.main.connection.address, " with pool size ",
-                 settings.main.pool_size);
-  b.redis_main->start(update);
-  if (b.redis_per_second) b.redis_per_second->start(update);
+                 settings.main.pool_size, " shared by ", workers.size(), " workers");
+  for (auto& w : b.redis) {
+    w.main->start(update);
+    if (w.per_second) w.per_second->start(update);
+  }
   if (settings.startup_max_elapsed.count() > 0) {
-    b.timer = std::make_unique<asio::steady_timer>(ioc, settings.startup_max_elapsed);
+    b.timer = std::make_unique<asio::steady_timer>(control, settings.startup_max_elapsed);
     b.timer->async_wait([&b, give_up = std::move(give_up), settings](const boost::system::error_code& ec) {
-      if (ec || b.redis_main->up()) return;
-      core::log_error("timed out waiting for Redis connection to ", settings.main.connection.address,
-                      " after ", settings.startup_max_elapsed.count(), "ms: ", b.redis_main->last_error());
+      if (ec || b.redis_up()) return;
+      core::log_error("timed out waiting for Redis connection to ", settings.main.connection.address, " after ",
+                      settings.startup_max_elapsed.count(), "ms: ", b.redis.front().main->last_error());
       give_up();
     });
   }
@@ -81,19 +100,39 @@ void start_redis(backend_holder& b, const ratelimit::redis_settings& settings, a
 
 }  // namespace
 
-void start_backend(backend_holder& b, const ratelimit::module_settings& settings, asio::io_context& ioc,
-                   const core::clock& clock, core::health& health, stats::store& stats,
-                   std::function<void()> give_up) {
+bool backend_holder::redis_up() const {
+  for (const auto& w : redis) {
+    if (!w.main->up() || (w.per_second && !w.per_second->up())) return false;
+  }
+  return !redis.empty();
+}
+
+void backend_holder::stop() {
+  if (timer) timer->cancel();
+  for (auto& w : redis) {
+    w.main->stop();
+    if (w.per_second) w.per_second->stop();
+  }
+}
+
+void start_backend(backend_holder& b, const ratelimit::module_settings& settings, core::worker_pool& workers,
+                   asio::io_context& control, const core::clock& clock, core::health& health,
+                   stats::store& stats, std::function<void()> give_up) {
   if (settings.backend_type == "memory") {
     b.memory =
         std::make_unique<ratelimit::backends::memory::memory_backend>(clock, settings.memory_max_counters);
-    b.timer = std::make_unique<asio::steady_timer>(ioc);
-    asio::co_spawn(ioc, sweep_loop(*b.memory, *b.timer), asio::detached);
+    b.timer = std::make_unique<asio::steady_timer>(control);
+    asio::co_spawn(control, sweep_loop(*b.memory, *b.timer), asio::detached);
     return;
   }
-  start_redis(b, settings.redis, ioc, health, std::move(give_up));
-  add_pool_stats(stats, *b.redis_main, "ratelimit.redis_pool.");
-  if (b.redis_per_second) add_pool_stats(stats, *b.redis_per_second, "ratelimit.redis_per_second_pool.");
+  start_redis(b, settings.redis, workers, control, health, std::move(give_up));
+  std::vector<const redis::store*> main, per_second;
+  for (const auto& w : b.redis) {
+    main.push_back(w.main.get());
+    if (w.per_second) per_second.push_back(w.per_second.get());
+  }
+  add_pool_stats(stats, std::move(main), "ratelimit.redis_pool.");
+  if (!per_second.empty()) add_pool_stats(stats, std::move(per_second), "ratelimit.redis_per_second_pool.");
 }
 
 }  // namespace sluice

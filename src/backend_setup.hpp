@@ -1,14 +1,18 @@
 #pragma once
 // Part of the composition root (with main.cpp): the counter store BACKEND_TYPE chooses — the memory backend
-// and its sweep, or the Redis stores with their health component and pool stats.
+// (one store shared by every worker, so counts are exact) and its sweep, or, for Redis, one set of stores per
+// worker (each worker's decisions use its own connections and pipelines), with the health component and the
+// pool stats summed over the workers.
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "core/clock.hpp"
 #include "core/health.hpp"
+#include "core/workers.hpp"
 #include "ratelimit/backends/memory/memory_backend.hpp"
 #include "ratelimit/backends/redis/redis_backend.hpp"
 #include "ratelimit/settings.hpp"
@@ -17,29 +21,32 @@
 
 namespace sluice {
 
+// One worker's Redis: its stores and the backend over them.
+struct worker_redis {
+  std::unique_ptr<redis::store> main;
+  std::unique_ptr<redis::store> per_second;
+  std::unique_ptr<ratelimit::backends::redis::redis_backend> backend;
+};
+
 // The counter store chosen by BACKEND_TYPE, with what it needs kept alive.
 struct backend_holder {
   std::unique_ptr<ratelimit::backends::memory::memory_backend> memory;
-  std::unique_ptr<redis::store> redis_main;
-  std::unique_ptr<redis::store> redis_per_second;
-  std::unique_ptr<ratelimit::backends::redis::redis_backend> redis;
+  std::vector<worker_redis> redis;                   // one per worker
   std::unique_ptr<boost::asio::steady_timer> timer;  // memory: the sweep; redis: the start-up deadline
 
-  ratelimit::limiter::backend& get() {
+  ratelimit::limiter::backend& get(unsigned worker) {
     if (memory) return *memory;
-    return *redis;
+    return *redis[worker].backend;
   }
-  void stop() {
-    if (timer) timer->cancel();
-    if (redis_main) redis_main->stop();
-    if (redis_per_second) redis_per_second->stop();
-  }
+  // Every worker's main store (and per-second store, if any) is up.
+  bool redis_up() const;
+  void stop();
 };
 
-// Starts the backend on `ioc`. With Redis, `give_up` is called when no connection is made within
-// REDIS_STARTUP_MAX_ELAPSED_TIME.
-void start_backend(backend_holder& b, const ratelimit::module_settings& settings,
-                   boost::asio::io_context& ioc, const core::clock& clock, core::health& health,
+// Starts the backend: Redis connections on the workers' io_contexts, timers on `control`. With Redis,
+// `give_up` is called when no connection is made within REDIS_STARTUP_MAX_ELAPSED_TIME.
+void start_backend(backend_holder& b, const ratelimit::module_settings& settings, core::worker_pool& workers,
+                   boost::asio::io_context& control, const core::clock& clock, core::health& health,
                    stats::store& stats, std::function<void()> give_up);
 
 }  // namespace sluice

@@ -5,25 +5,25 @@
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <cstdio>
 #include <iostream>
-#include <mutex>
-#include <optional>
+#include <memory>
 #include <thread>
+#include <vector>
 
 #include "backend_setup.hpp"
 #include "core/env.hpp"
 #include "core/health.hpp"
 #include "core/log.hpp"
-#include "echo/echo_api.hpp"
-#include "echo/settings.hpp"
-#include "holidays/holidays_api.hpp"
-#include "holidays/settings.hpp"
-#include "net/grpc/grpc_server.hpp"
+#include "core/workers.hpp"
+#include "net/grpc/health_service.hpp"
+#include "net/grpc/server.hpp"
 #include "net/http/debug_pages.hpp"
 #include "net/http/server.hpp"
+#include "process_settings.hpp"
 #include "ratelimit/api/debug_handlers.hpp"
 #include "ratelimit/api/grpc_service.hpp"
 #include "ratelimit/api/http_handlers.hpp"
@@ -34,6 +34,7 @@
 #include "stats/sink_settings.hpp"
 #include "stats/store.hpp"
 #include "stats/text_dump.hpp"
+#include "shared_apis.hpp"
 
 namespace asio = boost::asio;
 using namespace sluice;
@@ -46,58 +47,6 @@ constexpr std::string_view usage = R"(Usage:
                                 validate the rate limit rule files in DIR and exit
   sluice --help | --version
 )";
-
-struct process_settings {
-  core::log_level log_level = core::log_level::warn;
-  bool log_json = false;
-  unsigned io_threads = 1;
-  net::http::server_options http;
-  net::http::server_options debug;
-  net::grpc::server_options grpc;
-  std::chrono::milliseconds shutdown_grace{10'000};
-};
-
-std::chrono::milliseconds to_ms(std::chrono::nanoseconds d) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(d);
-}
-
-process_settings read_process_settings(const core::env_reader& env) {
-  process_settings s;
-  auto level_text = env.get_string("LOG_LEVEL", "warn");
-  auto level = core::parse_log_level(level_text);
-  if (!level) {
-    throw core::settings_error(
-        core::cat("invalid value '", level_text,
-                  "' for LOG_LEVEL: expected panic, fatal, error, warn, info, debug or trace"));
-  }
-  s.log_level = *level;
-  s.log_json = env.get_choice("LOG_FORMAT", "text", {"text", "json"}, true) == "json";
-  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  s.io_threads = static_cast<unsigned>(env.get_uint("IO_THREADS", cores, 1, 1024));
-
-  s.http.host = env.get_string("HOST", "0.0.0.0");
-  s.http.port = static_cast<std::uint16_t>(env.get_uint("PORT", 8080, 0, 65535));
-  s.http.max_header_bytes = env.get_uint("HTTP_MAX_HEADER_BYTES", s.http.max_header_bytes, 1024, 1 << 20);
-  s.http.max_body_bytes = env.get_uint("HTTP_MAX_BODY_BYTES", s.http.max_body_bytes, 1024, 64 << 20);
-  s.http.idle_timeout = to_ms(env.get_duration("HTTP_IDLE_TIMEOUT", s.http.idle_timeout));
-  s.http.read_timeout = to_ms(env.get_duration("HTTP_READ_TIMEOUT", s.http.read_timeout));
-  s.http.tls_cert_file = env.get_string("HTTP_SERVER_TLS_CERT", "");
-  s.http.tls_key_file = env.get_string("HTTP_SERVER_TLS_KEY", "");
-  if (s.http.tls_cert_file.empty() != s.http.tls_key_file.empty())
-    throw core::settings_error("HTTP_SERVER_TLS_CERT and HTTP_SERVER_TLS_KEY must be set together");
-
-  s.grpc.host = env.get_string("GRPC_HOST", "0.0.0.0");
-  s.grpc.port = static_cast<std::uint16_t>(env.get_uint("GRPC_PORT", 8081, 0, 65535));
-  s.grpc.unix_socket = env.get_string("GRPC_UDS", "");
-  s.grpc.max_connection_age = to_ms(env.get_duration("GRPC_MAX_CONNECTION_AGE", s.grpc.max_connection_age));
-  s.grpc.max_connection_age_grace =
-      to_ms(env.get_duration("GRPC_MAX_CONNECTION_AGE_GRACE", s.grpc.max_connection_age_grace));
-  s.shutdown_grace = to_ms(env.get_duration("SHUTDOWN_GRACE_PERIOD", s.shutdown_grace));
-
-  s.debug.host = env.get_string("DEBUG_HOST", "0.0.0.0");
-  s.debug.port = static_cast<std::uint16_t>(env.get_uint("DEBUG_PORT", 6070, 0, 65535));
-  return s;
-}
 
 int check_config(int argc, char** argv) {
   if (argc < 3) {
@@ -129,49 +78,169 @@ int check_config(int argc, char** argv) {
   return 0;
 }
 
+// One worker's share of the APIs: its rate limit service (its backend connections, its rules snapshot), the
+// gRPC methods and the HTTP listener on its io_context.
+struct worker_apis {
+  std::unique_ptr<ratelimit::service::rate_limit_service> service;
+  std::unique_ptr<ratelimit::api::rls_grpc_service> rls;
+  std::unique_ptr<net::grpc::health_service> grpc_health;
+  std::unique_ptr<net::http::server> http;
+};
+
+// The Prometheus listener on PROMETHEUS_ADDR (control thread); every scrape renders the store.
+std::unique_ptr<net::http::server> start_prometheus(const stats::sink_settings& settings,
+                                                    stats::prometheus_exporter& exporter,
+                                                    const net::http::server_options& http, asio::io_context& control) {
+  auto routes = std::make_shared<net::http::router>();
+  routes->add(settings.prometheus_path,
+              [&exporter](const net::http::request& req) -> asio::awaitable<net::http::response> {
+                co_return net::http::make_response(req, boost::beast::http::status::ok,
+                                                   stats::prometheus_exporter::content_type, exporter.render());
+              });
+  auto address = stats::parse_prometheus_addr(settings.prometheus_addr);
+  auto options = http;
+  options.host = address.host;
+  options.port = address.port;
+  options.tls_cert_file.clear();  // HTTPS is for the API listener only, as upstream serves metrics
+  options.tls_key_file.clear();
+  options.reuse_port = false;
+  auto server = std::make_unique<net::http::server>(control, options, routes);
+  asio::ip::tcp::endpoint endpoint;
+  try {
+    endpoint = server->listen();
+  } catch (const std::system_error& e) {
+    throw core::settings_error(core::cat("PROMETHEUS_ADDR: ", e.what()));  // exit 1, saying which listener
+  }
+  server->start();
+  core::log_warn("Listening for Prometheus on '",
+                 core::host_port(endpoint.address().to_string(), endpoint.port()), "'");
+  return server;
+}
+
+// The debug server (control thread): upstream only logs when its listener fails, and so does Sluice.
+std::unique_ptr<net::http::server> start_debug(const net::http::server_options& options,
+                                               const ratelimit::service::rules_source& rules, stats::store& stats,
+                                               asio::io_context& control) {
+  auto routes = std::make_shared<net::http::router>();
+  auto pages = net::http::pprof_pages();
+  pages.push_back(ratelimit::api::rlconfig_page(rules));
+  pages.push_back({"/stats", "print out stats",
+                   [&stats](const net::http::request& req) -> asio::awaitable<net::http::response> {
+                     co_return net::http::make_response(req, boost::beast::http::status::ok,
+                                                        "text/plain; charset=utf-8", stats::text_dump(stats));
+                   }});
+  net::http::add_debug_pages(*routes, std::move(pages));
+  auto server = std::make_unique<net::http::server>(control, options, routes);
+  try {
+    auto endpoint = server->listen();
+    server->start();
+    core::log_warn("Listening for debug on '", core::host_port(endpoint.address().to_string(), endpoint.port()),
+                   "'");
+  } catch (const std::exception& e) {
+    core::log_error("Failed to open debug listener on '", core::host_port(options.host, options.port),
+                    "': ", e.what());
+  }
+  return server;
+}
+
+std::size_t open_http(const std::vector<worker_apis>& apis) {
+  std::size_t n = 0;
+  for (const auto& w : apis) n += w.http->open_connections();
+  return n;
+}
+
+// Polls (on the control thread) until `drained` or the deadline, then runs `then`.
+void wait_for_drain(asio::steady_timer& timer, std::chrono::steady_clock::time_point deadline,
+                    std::function<bool()> drained, std::function<void()> then) {
+  if (drained() || std::chrono::steady_clock::now() >= deadline) return then();
+  timer.expires_after(std::chrono::milliseconds(20));
+  timer.async_wait([&timer, deadline, drained = std::move(drained), then = std::move(then)](
+                       const boost::system::error_code& ec) mutable {
+    if (!ec) wait_for_drain(timer, deadline, std::move(drained), std::move(then));
+  });
+}
+
+// The workers end by themselves once their backends have stopped; whatever is left after a second is
+// abandoned.
+void wait_for_workers(core::worker_pool& workers) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (workers.running() > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  workers.stop();
+}
+
+// Per worker: the service, its HTTP routes and listener (one socket per worker on the same port), its gRPC
+// methods. Returns the HTTP endpoint bound.
+asio::ip::tcp::endpoint build_workers(std::vector<worker_apis>& apis, core::worker_pool& workers,
+                                      process_settings& proc, const ratelimit::module_settings& rl,
+                                      ratelimit::limiter::limiter& limiter, backend_holder& backend,
+                                      stats::store& stats, core::health& health, shared_apis& shared,
+                                      net::grpc::server& grpc) {
+  asio::ip::tcp::endpoint http_endpoint;
+  auto http_options = proc.http;
+  http_options.reuse_port = workers.size() > 1;
+  auto& check_requests = stats.get_counter("ratelimit_server.Check.total_requests");
+  for (unsigned i = 0; i < workers.size(); ++i) {
+    auto& w = apis.emplace_back();
+    w.service = std::make_unique<ratelimit::service::rate_limit_service>(rl.service, limiter, backend.get(i), stats);
+    auto routes = std::make_shared<net::http::router>();
+    ratelimit::api::add_http_routes(*routes, *w.service, health);
+    shared.add_routes(*routes);
+    w.http = std::make_unique<net::http::server>(workers.context(i), http_options, routes);
+    http_endpoint = w.http->listen();
+    http_options.port = http_endpoint.port();  // port 0: the other workers bind the port the first got
+
+    auto methods = std::make_shared<net::grpc::method_table>();
+    w.rls = std::make_unique<ratelimit::api::rls_grpc_service>(*w.service, stats);
+    w.rls->add_to(*methods);
+    w.grpc_health = std::make_unique<net::grpc::health_service>(
+        "ratelimit", [&health] { return health.healthy(); }, [&check_requests] { check_requests.inc(); });
+    w.grpc_health->add_to(*methods);
+    grpc.add_worker(workers.context(i), std::move(methods));
+  }
+  return http_endpoint;
+}
+
 int run_server() {
   core::env_reader env;
   auto proc = read_process_settings(env);
-  // First, so it is destroyed last: the file watches of the API keys and the holiday list live on it.
-  asio::io_context ioc(static_cast<int>(proc.io_threads));
+  // First, so they are destroyed last: file watches, listeners and connections live on them.
+  asio::io_context control(1);
+  core::worker_pool workers(proc.io_threads);
   auto rl = ratelimit::read_module_settings(env);
-  // The echo API: its OpenAPI document and API key file are loaded and checked here, before anything starts.
-  auto echo_settings = echo::read_settings(env);
-  auto holidays_settings = holidays::read_settings(env);
-  // One key store (API_KEYS_FILE) serves both APIs.
-  auto api_keys = echo_settings || holidays_settings
-                      ? auth::open_api_keys(echo_settings ? echo_settings->api_keys_file
-                                                          : holidays_settings->api_keys_file)
-                      : nullptr;
   auto stats_settings = stats::read_sink_settings(env);
+  core::system_clock clock;
+  // The echo API's OpenAPI document, the API key file and the holiday list are checked before anything starts.
+  shared_apis shared(env, clock, control);
   core::log_init(proc.log_level, proc.log_json);
+  core::log_warn("Starting ", workers.size(), " workers (IO_THREADS)");
 
   stats::store stats(stats_settings.max_dynamic_series);
   // Checked before anything starts: a bad mapping file or PROMETHEUS_ADDR exits 1 at once.
   auto prometheus = stats::make_prometheus_exporter(stats_settings, stats);
-  core::system_clock clock;
-  std::optional<holidays::holiday_list> holiday_list;
-  if (holidays_settings) {
-    try {
-      holiday_list.emplace(holidays_settings->csv_file, clock);
-    } catch (const std::runtime_error& e) {
-      throw core::settings_error(core::cat("HOLIDAYS_CSV: ", e.what()));
-    }
-  }
   core::health health;
   auto sigterm_component = health.add_component("sigterm", true);
-  auto work = asio::make_work_guard(ioc);
+  auto work = asio::make_work_guard(control);
   int exit_code = 0;
   std::function<void()> shutdown;
 
   backend_holder backend;
-  start_backend(backend, rl, ioc, clock, health, stats, [&] {
+  start_backend(backend, rl, workers, control, clock, health, stats, [&] {
     exit_code = 1;
     shutdown();
   });
   ratelimit::limiter::limiter limiter(rl.limiter, clock);
-  ratelimit::service::rate_limit_service service(rl.service, limiter, backend.get(), stats);
-  ratelimit::service::rules_source rules(rl.rules, service, stats, health);
+  std::vector<worker_apis> apis;
+  net::grpc::server grpc(proc.grpc);
+  auto http_endpoint = build_workers(apis, workers, proc, rl, limiter, backend, stats, health, shared, grpc);
+  // Each worker's service gets every new snapshot on its own thread.
+  ratelimit::service::rules_source rules(
+      rl.rules,
+      [&](std::shared_ptr<const ratelimit::config::rule_set> snapshot) {
+        for (unsigned i = 0; i < workers.size(); ++i)
+          asio::post(workers.context(i), [&svc = *apis[i].service, snapshot] { svc.set_rules(snapshot); });
+      },
+      stats, health);
   core::log_info("Waiting for initial ratelimit config update event");
   if (auto error = rules.load(); error && !rl.force_start_without_initial_config) {
     core::log_error(
@@ -183,142 +252,62 @@ int run_server() {
   } else if (!error) {
     core::log_info("Successfully loaded the initial ratelimit configs");
   }
+  shared.log_started();
+  grpc.listen();
+  health.on_change([&](bool) {
+    for (unsigned i = 0; i < workers.size(); ++i)
+      asio::post(workers.context(i), [&h = *apis[i].grpc_health] { h.notify(); });
+  });
 
-  auto routes = std::make_shared<net::http::router>();
-  ratelimit::api::add_http_routes(*routes, service, health);
-  // The echo API shares the HTTP listener; undefined paths then get ESPv2's 404.
-  std::optional<auth::jwt_verifier> jwt_verifier;
-  std::optional<echo::echo_api> echo_api;
-  if (echo_settings) {
-    jwt_verifier.emplace(ioc.get_executor(), echo::jwt_options_for(*echo_settings));
-    echo_api.emplace(echo_settings->document, api_keys.get(), *jwt_verifier, echo_settings->max_body_bytes);
-    echo_api->add_routes(*routes);
-    routes->set_fallback([](const net::http::request& req) -> asio::awaitable<net::http::response> {
-      co_return echo::not_defined(req);
-    });
-    core::log_warn("Echo API: ", echo_settings->document.operations.size(), " operations from ",
-                   echo_settings->openapi_file, "; ", api_keys ? api_keys->size() : 0, " API keys from ",
-                   echo_settings->api_keys_file);
-  }
-  std::optional<holidays::holidays_api> holidays_api;
-  if (holiday_list) {
-    holidays_api.emplace(*holiday_list, api_keys.get(), holidays_settings->require_key, clock);
-    holidays_api->add_routes(*routes);
-    holiday_list->watch(ioc.get_executor());
-    core::log_warn("Holidays API: ", holiday_list->current()->holidays.size(), " holidays from ",
-                   holiday_list->source(), holidays_settings->require_key ? "; API keys required" : "");
-  }
-  if (api_keys) api_keys->watch(ioc.get_executor());
-  net::http::server http(ioc, proc.http, routes);
-  auto http_endpoint = http.listen();
-
-  // Prometheus: its own listener on PROMETHEUS_ADDR; every scrape renders the store.
-  std::optional<net::http::server> prometheus_http;
-  asio::ip::tcp::endpoint prometheus_endpoint;
+  std::unique_ptr<net::http::server> prometheus_http;
   if (prometheus) {
     stats.set_timer_observer(prometheus.get());
-    auto prometheus_routes = std::make_shared<net::http::router>();
-    prometheus_routes->add(
-        stats_settings.prometheus_path,
-        [&exporter = *prometheus](const net::http::request& req) -> asio::awaitable<net::http::response> {
-          co_return net::http::make_response(req, boost::beast::http::status::ok,
-                                             stats::prometheus_exporter::content_type, exporter.render());
-        });
-    auto address = stats::parse_prometheus_addr(stats_settings.prometheus_addr);
-    auto options = proc.http;
-    options.host = address.host;
-    options.port = address.port;
-    options.tls_cert_file.clear();  // HTTPS is for the API listener only, as upstream serves metrics
-    options.tls_key_file.clear();
-    prometheus_http.emplace(ioc, options, prometheus_routes);
-    try {
-      prometheus_endpoint = prometheus_http->listen();
-    } catch (const std::system_error& e) {
-      throw core::settings_error(core::cat("PROMETHEUS_ADDR: ", e.what()));  // exit 1, saying which listener
-    }
+    prometheus_http = start_prometheus(stats_settings, *prometheus, proc.http, control);
   }
-
-  net::grpc::server grpc(proc.grpc);
-  ratelimit::api::rls_grpc_service rls(service, grpc.calls(), stats);
-  grpc.add_service(&rls);
-  grpc.start();
-  health.on_change([&grpc](bool healthy) { grpc.set_serving(healthy); });
-
   // statsd, DogStatsD or stdout, flushed on the sink's own thread; declared after everything that records
   // stats, so it stops before them.
   auto line_sink = stats::start_line_sink(stats_settings, stats);
-  if (prometheus_http) {
-    prometheus_http->start();
-    core::log_warn("Listening for Prometheus on '",
-                   core::host_port(prometheus_endpoint.address().to_string(), prometheus_endpoint.port()),
-                   "'");
-  }
+  auto debug = start_debug(proc.debug, rules, stats, control);
 
-  // Debug server: upstream only logs when its listener fails, and so does Sluice.
-  auto debug_routes = std::make_shared<net::http::router>();
-  auto debug_pages = net::http::pprof_pages();
-  debug_pages.push_back(ratelimit::api::rlconfig_page(service));
-  debug_pages.push_back({"/stats", "print out stats",
-                         [&stats](const net::http::request& req) -> asio::awaitable<net::http::response> {
-                           co_return net::http::make_response(req, boost::beast::http::status::ok,
-                                                              "text/plain; charset=utf-8",
-                                                              stats::text_dump(stats));
-                         }});
-  net::http::add_debug_pages(*debug_routes, std::move(debug_pages));
-  net::http::server debug(ioc, proc.debug, debug_routes);
-  try {
-    auto debug_endpoint = debug.listen();
-    debug.start();
-    core::log_warn("Listening for debug on '",
-                   core::host_port(debug_endpoint.address().to_string(), debug_endpoint.port()), "'");
-  } catch (const std::exception& e) {
-    core::log_error("Failed to open debug listener on '", core::host_port(proc.debug.host, proc.debug.port),
-                    "': ", e.what());
-  }
+  workers.start();
+  for (auto& w : apis) w.http->start();
+  grpc.start(control.get_executor());
+  shared.watch(control.get_executor());
+  rules.watch(control.get_executor());
 
-  http.start();
-  rules.watch(ioc.get_executor());
-
-  std::thread stopper;
-  std::once_flag stopping;
-  asio::signal_set signals(ioc, SIGTERM, SIGINT);
+  asio::signal_set signals(control, SIGTERM, SIGINT);
+  asio::steady_timer drain_timer(control);
+  bool stopping = false;
   shutdown = [&] {
-    std::call_once(stopping, [&] {
-      asio::post(ioc, [&] { signals.cancel(); });
+    asio::post(control, [&] {
+      if (std::exchange(stopping, true)) return;
+      signals.cancel();
       health.set(sigterm_component, false);
-      http.stop();
-      debug.stop();
+      for (auto& w : apis) w.http->stop();
+      debug->stop();
       if (prometheus_http) prometheus_http->stop();
       rules.stop();
-      if (api_keys) api_keys->stop();
-      if (holiday_list) holiday_list->stop();
-      // gRPC's Shutdown blocks until in-flight calls finish, and those may finish on this io_context; the
-      // backend stops after them.
-      stopper = std::thread([&] {
-        grpc.shutdown(proc.shutdown_grace);
-        asio::post(ioc, [&] {
-          backend.stop();
-          work.reset();
-        });
-      });
+      shared.stop();
+      grpc.drain(proc.shutdown_grace);
+      wait_for_drain(drain_timer, std::chrono::steady_clock::now() + proc.shutdown_grace + std::chrono::seconds(1),
+                     [&] { return grpc.open_connections() == 0 && open_http(apis) == 0; },
+                     [&] {
+                       backend.stop();
+                       workers.release();
+                       work.reset();
+                     });
     });
   };
   signals.async_wait([&](const boost::system::error_code& ec, int signo) {
     if (ec) return;
-    core::log_warn("Received signal ", signo == SIGTERM ? "terminated" : "interrupt",
-                   ", initiating shutdown");
+    core::log_warn("Received signal ", signo == SIGTERM ? "terminated" : "interrupt", ", initiating shutdown");
     shutdown();
   });
 
-  core::log_warn("Listening for HTTP on '", http_endpoint.address().to_string(), ":", http_endpoint.port(),
-                 "'");
+  core::log_warn("Listening for HTTP on '", http_endpoint.address().to_string(), ":", http_endpoint.port(), "'");
   core::log_warn("Listening for gRPC on '", grpc.address(), "'");
-
-  std::vector<std::thread> threads;
-  for (unsigned i = 1; i < proc.io_threads; ++i) threads.emplace_back([&ioc] { ioc.run(); });
-  ioc.run();
-  for (auto& t : threads) t.join();
-  if (stopper.joinable()) stopper.join();
+  control.run();
+  wait_for_workers(workers);
   core::log_warn("Shutdown complete");
   return exit_code;
 }

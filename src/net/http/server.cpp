@@ -26,7 +26,7 @@
 
 #include "core/log.hpp"
 #include "core/strings.hpp"
-#include "net/http/server_certificate.hpp"
+#include "net/tls/server_certificate.hpp"
 #include "net/http/session.hpp"
 
 namespace sluice::net::http {
@@ -108,7 +108,7 @@ class listener : public session_owner, public std::enable_shared_from_this<liste
   mutable std::mutex mutex_;
   std::unordered_set<session_base*> sessions_;
   std::atomic<bool> stopping_{false};
-  std::unique_ptr<server_certificate> certificate_;  // with HTTPS
+  std::unique_ptr<tls::server_certificate> certificate_;  // with HTTPS
 };
 
 tcp::endpoint listener::resolve() const {
@@ -127,11 +127,18 @@ tcp::endpoint listener::resolve() const {
 
 tcp::endpoint listener::listen() {
   if (!options_.tls_cert_file.empty())
-    certificate_ = std::make_unique<server_certificate>(options_.tls_cert_file, options_.tls_key_file);
+    {
+    tls::certificate_options o;
+    o.cert_file = options_.tls_cert_file;
+    o.key_file = options_.tls_key_file;
+    certificate_ = std::make_unique<tls::server_certificate>(std::move(o));
+  }
   tcp::endpoint endpoint = resolve();
   error_code ec;
   acceptor_.open(endpoint.protocol(), ec);
   if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec && options_.reuse_port)
+    acceptor_.set_option(asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>(true), ec);
   if (!ec) acceptor_.bind(endpoint, ec);
   if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
   if (!ec) endpoint = acceptor_.local_endpoint(ec);

@@ -29,6 +29,8 @@ struct server_options {
   // HTTPS: a PEM certificate chain and its key (both or neither); reloaded when the files change.
   std::string tls_cert_file;
   std::string tls_key_file;
+  // SO_REUSEPORT: one listening socket per worker on the same port, the kernel spreading connections.
+  bool reuse_port = false;
 };
 
 class server {

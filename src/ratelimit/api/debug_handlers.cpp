@@ -2,10 +2,10 @@
 
 namespace sluice::ratelimit::api {
 
-net::http::debug_page rlconfig_page(const service::rate_limit_service& service) {
+net::http::debug_page rlconfig_page(const service::rules_source& source) {
   return {"/rlconfig", "print out the currently loaded configuration for debugging",
-          [&service](const net::http::request& req) -> boost::asio::awaitable<net::http::response> {
-            auto rules = service.rules();
+          [&source](const net::http::request& req) -> boost::asio::awaitable<net::http::response> {
+            auto rules = source.current();
             co_return net::http::make_response(req, boost::beast::http::status::ok,
                                                "text/plain; charset=utf-8",
                                                rules ? rules->dump() : std::string());

@@ -3,10 +3,10 @@
 // §2.6).
 
 #include "net/http/debug_pages.hpp"
-#include "ratelimit/service/service.hpp"
+#include "ratelimit/service/rules_source.hpp"
 
 namespace sluice::ratelimit::api {
 
-net::http::debug_page rlconfig_page(const service::rate_limit_service& service);
+net::http::debug_page rlconfig_page(const service::rules_source& source);
 
 }  // namespace sluice::ratelimit::api

@@ -1,37 +1,32 @@
 #pragma once
-// envoy.service.ratelimit.v3.RateLimitService on gRPC's callback API. The reactor is finished from wherever
-// the decision completes: inline on the gRPC thread when the backend needs no I/O (memory), from the
-// io_context otherwise — so a memory-backed decision pays no thread hop.
+// envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit on Sluice's gRPC server (net/grpc), one
+// instance per worker. A call's request and response live on one protobuf arena whose first block is part
+// of the call's state: a decision costs one allocation for all its messages. The answer goes out from
+// wherever the decision completes (inline for the memory backend, after Redis I/O otherwise), always on the
+// worker's thread.
 
-#include "net/grpc/arena_allocator.hpp"
-#include "net/grpc/call_tracker.hpp"
+#include "net/grpc/method_table.hpp"
 #include "ratelimit/service/service.hpp"
-#include "rls.grpc.pb.h"
 #include "stats/store.hpp"
 
 namespace sluice::ratelimit::api {
 
-class rls_grpc_service final : public envoy::service::ratelimit::v3::RateLimitService::CallbackService {
+class rls_grpc_service {
  public:
-  rls_grpc_service(service::rate_limit_service& service, net::grpc::call_tracker& calls, stats::store& stats)
+  rls_grpc_service(service::rate_limit_service& service, stats::store& stats)
       : service_(service),
-        calls_(calls),
         total_requests_(stats.get_counter("ratelimit_server.ShouldRateLimit.total_requests")),
-        response_time_(stats.get_timer("ratelimit_server.ShouldRateLimit.response_time")) {
-    SetMessageAllocatorFor_ShouldRateLimit(&allocator_);
-  }
+        response_time_(stats.get_timer("ratelimit_server.ShouldRateLimit.response_time")) {}
 
-  ::grpc::ServerUnaryReactor* ShouldRateLimit(::grpc::CallbackServerContext* context,
-                                              const service::rls_request* request,
-                                              service::rls_response* response) override;
+  void add_to(net::grpc::method_table& methods);
 
  private:
+  void should_rate_limit(const std::shared_ptr<net::grpc::call>& call);
+
   service::rate_limit_service& service_;
-  net::grpc::call_tracker& calls_;
   // upstream's gRPC metrics interceptor: every call, and its time in milliseconds.
   stats::counter& total_requests_;
   stats::timer& response_time_;
-  net::grpc::arena_allocator<service::rls_request, service::rls_response> allocator_;
 };
 
 }  // namespace sluice::ratelimit::api

@@ -8,10 +8,10 @@
 
 namespace sluice::ratelimit::service {
 
-rules_source::rules_source(rules_source_settings settings, rate_limit_service& service, stats::store& stats,
+rules_source::rules_source(rules_source_settings settings, publish_fn publish, stats::store& stats,
                            core::health& health)
     : settings_(std::move(settings)),
-      service_(service),
+      publish_(std::move(publish)),
       stats_(stats),
       health_(health),
       load_success_(stats.get_counter("ratelimit.service.config_load_success")),
@@ -38,7 +38,8 @@ std::optional<std::string> rules_source::load() {
   for (const auto& w : loaded.warnings) core::log_warn(w);
   for (const auto& d : loaded.rules->domain_names()) core::log_info("loaded domain: ", d);
   std::size_t domains = loaded.rules->domain_count();
-  service_.set_rules(std::move(loaded.rules));
+  current_.store(loaded.rules);
+  publish_(std::move(loaded.rules));
   load_success_.inc();
   core::log_info("Successfully loaded new configuration (", files.files.size(), " files, ", domains,
                  " domains)");

@@ -1,10 +1,13 @@
 #pragma once
-// Feeds the service its rules from the rule directory: the first load at start-up, then a hot reload after
-// each burst of file changes (core::file_watch). A reload is all-or-nothing: a bad file keeps the last good
+// Feeds the services their rules from the rule directory: the first load at start-up, then a hot reload after
+// each burst of file changes (core::file_watch). Each new snapshot is handed to `publish`, which gives it to
+// every worker's service (by a post to the worker). A reload is all-or-nothing: a bad file keeps the last good
 // rules and is logged with its name. Counts ratelimit.service.config_load_success / config_load_error and
 // drives the optional "config loaded" health component.
 
+#include <atomic>
 #include <boost/asio/any_io_executor.hpp>
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -25,19 +28,23 @@ struct rules_source_settings {
 
 class rules_source {
  public:
-  rules_source(rules_source_settings settings, rate_limit_service& service, stats::store& stats,
-               core::health& health);
+  using publish_fn = std::function<void(std::shared_ptr<const config::rule_set>)>;
+
+  rules_source(rules_source_settings settings, publish_fn publish, stats::store& stats, core::health& health);
 
   // Reads and compiles every rule file; on success the service gets the new snapshot. Returns the error, if
   // any.
   std::optional<std::string> load();
+  // The snapshot published last (null before the first good load): for the debug page. Thread-safe.
+  std::shared_ptr<const config::rule_set> current() const { return current_.load(); }
   // Starts watching for changes on the executor (call once).
   void watch(boost::asio::any_io_executor ex);
   void stop();
 
  private:
   rules_source_settings settings_;
-  rate_limit_service& service_;
+  publish_fn publish_;
+  std::atomic<std::shared_ptr<const config::rule_set>> current_;
   stats::store& stats_;
   core::health& health_;
   std::optional<std::size_t> health_component_;

@@ -242,7 +242,7 @@ void rate_limit_service::should_rate_limit(const rls_request& request, rls_respo
     done(&e);
     return;
   }
-  auto rules = rules_.load();
+  auto rules = rules_;
   if (!rules) {
     service_error_.inc();
     service_error e{error_kind::unavailable, "no rate limit configuration loaded"};

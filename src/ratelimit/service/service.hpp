@@ -4,7 +4,6 @@
 // limiter and the backend, then builds the response: statuses, overall code, RateLimit-* headers, global
 // shadow mode.
 
-#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -43,8 +42,9 @@ class rate_limit_service {
 
   rate_limit_service(settings s, limiter::limiter& limiter, limiter::backend& backend, stats::store& stats);
 
-  void set_rules(std::shared_ptr<const config::rule_set> rules) { rules_.store(std::move(rules)); }
-  std::shared_ptr<const config::rule_set> rules() const { return rules_.load(); }
+  // One service per worker: its rules are set on the worker's thread (a reload posts them there), and a
+  // decision keeps the snapshot it started with.
+  void set_rules(std::shared_ptr<const config::rule_set> rules) { rules_ = std::move(rules); }
 
   // `request` and `response` must stay valid until `done` is called.
   void should_rate_limit(const rls_request& request, rls_response& response, done_fn done);
@@ -56,7 +56,7 @@ class rate_limit_service {
   limiter::limiter& limiter_;
   limiter::backend& backend_;
   stats::store& stats_;
-  std::atomic<std::shared_ptr<const config::rule_set>> rules_;
+  std::shared_ptr<const config::rule_set> rules_;
   stats::counter& service_error_;
   stats::counter& backend_error_;
   stats::counter& global_shadow_mode_;

@@ -1,0 +1,183 @@
+#include "net/grpc/call.hpp"
+
+#include <google/protobuf/message_lite.h>
+
+#include "core/strings.hpp"
+#include "net/grpc/timeout.hpp"
+
+namespace sluice::net::grpc {
+
+namespace {
+
+using namespace std::string_view_literals;
+
+constexpr auto content_type = "application/grpc"sv;
+constexpr std::size_t prefix_bytes = 5;
+
+std::string_view status_text(status_code code, char (&buf)[4]) {
+  auto n = static_cast<unsigned>(code);
+  if (n < 10) {
+    buf[0] = static_cast<char>('0' + n);
+    return {buf, 1};
+  }
+  buf[0] = static_cast<char>('0' + n / 10);
+  buf[1] = static_cast<char>('0' + n % 10);
+  return {buf, 2};
+}
+
+}  // namespace
+
+bool call::on_header(std::string_view name, std::string_view value) {
+  if (name == ":path") {
+    handler_ = methods_.find(value);
+    if (handler_ == nullptr) path_ = value;
+  } else if (name == ":method") {
+    post_ = value == "POST";
+  } else if (name == "content-type") {
+    content_type_ = value;
+  } else if (name == "grpc-timeout") {
+    timeout_ = parse_timeout(value);
+    bad_timeout_ = !timeout_;
+  } else if (name == "grpc-encoding") {
+    if (value == "gzip") {
+      encoding_ = encoding::gzip;
+    } else if (value != "identity") {
+      bad_encoding_ = true;
+      path_ = value;  // the call fails before routing matters: reuse the field for the message
+    }
+  }
+  return true;
+}
+
+void call::on_headers_done() {
+  // gRPC's order: what HTTP says first (method, content type), then the gRPC headers, then routing.
+  if (!post_) return fail_http("405", status_code::internal, "grpc: the request method must be POST");
+  const bool grpc_type = content_type_.starts_with(content_type) &&
+                         (content_type_.size() == content_type.size() ||
+                          content_type_[content_type.size()] == '+' || content_type_[content_type.size()] == ';');
+  if (!grpc_type) {
+    return fail_http("415", status_code::internal,
+                     core::cat("invalid gRPC request content-type \"", content_type_, "\""));
+  }
+  if (bad_timeout_) return end(status_code::internal, "grpc: malformed grpc-timeout");
+  if (bad_encoding_) {
+    return end(status_code::unimplemented,
+               core::cat("grpc: Decompressor is not installed for grpc-encoding \"", path_, "\""));
+  }
+  if (handler_ == nullptr) {
+    // "/package.Service/Method": tell an unknown service from an unknown method, as grpc-go does.
+    std::string_view path = path_;
+    if (path.starts_with('/')) path.remove_prefix(1);
+    const auto slash = path.find('/');
+    const auto service = path.substr(0, slash);
+    if (slash == std::string_view::npos || !methods_.has_service(service))
+      return end(status_code::unimplemented, core::cat("unknown service ", service));
+    return end(status_code::unimplemented,
+               core::cat("unknown method ", path.substr(slash + 1), " for service ", service));
+  }
+  if (timeout_) start_deadline(*timeout_);
+}
+
+bool call::on_data(std::span<const std::uint8_t> chunk) {
+  if (done_) return true;  // answered already (an early error): the rest of the body is ignored
+  if (auto e = reader_.feed(chunk)) end(e->code, e->message);
+  return true;
+}
+
+void call::on_request_end() {
+  if (done_) return;
+  if (auto e = reader_.finish(encoding_)) return end(e->code, e->message);
+  auto self = shared_from_this();
+  try {
+    (*handler_)(self);
+  } catch (const std::exception& e) {
+    // One catch at the handler boundary: the client sees INTERNAL, never a hung call.
+    end(status_code::internal, core::cat("internal error: ", e.what()));
+  }
+}
+
+void call::on_closed(std::uint32_t) {
+  if (deadline_) deadline_->cancel();
+  cancelled();
+}
+
+void call::cancelled() {
+  if (done_) return;
+  done_ = true;
+  if (auto f = std::move(on_cancel_)) f();
+}
+
+void call::start_deadline(std::chrono::nanoseconds timeout) {
+  deadline_.emplace(executor_);
+  deadline_->expires_after(timeout);
+  deadline_->async_wait([self = weak_from_this()](boost::system::error_code ec) {
+    auto c = self.lock();
+    if (ec || !c || c->done_) return;
+    // Whatever the handler still has pending is dropped: its answer would find the call done.
+    auto f = std::move(c->on_cancel_);
+    c->end(status_code::deadline_exceeded, "Deadline Exceeded");
+    if (f) f();
+  });
+}
+
+void call::fail_http(const char* http_status, status_code code, std::string_view message) {
+  done_ = true;
+  char buf[4];
+  const auto encoded = percent_encode(message);
+  const h2::header headers[] = {{":status", http_status},
+                                {"content-type", content_type},
+                                {"grpc-status", status_text(code, buf)},
+                                {"grpc-message", encoded}};
+  respond(headers, true);
+}
+
+void call::append_message(const google::protobuf::MessageLite& m) {
+  if (!headers_sent_) {
+    headers_sent_ = true;
+    const h2::header headers[] = {{":status", "200"}, {"content-type", content_type}};
+    respond(headers, false);
+  }
+  const std::size_t size = m.ByteSizeLong();
+  auto* out = reinterpret_cast<std::uint8_t*>(reserve(prefix_bytes + size));
+  out[0] = 0;
+  out[1] = static_cast<std::uint8_t>(size >> 24);
+  out[2] = static_cast<std::uint8_t>(size >> 16);
+  out[3] = static_cast<std::uint8_t>(size >> 8);
+  out[4] = static_cast<std::uint8_t>(size);
+  m.SerializeWithCachedSizesToArray(out + prefix_bytes);
+}
+
+void call::reply(const google::protobuf::MessageLite& response) {
+  if (done_) return;
+  append_message(response);
+  end(status_code::ok, {});
+}
+
+void call::write(const google::protobuf::MessageLite& message) {
+  if (done_) return;
+  append_message(message);
+}
+
+void call::finish(status_code code, std::string_view message) {
+  if (done_) return;
+  end(code, message);
+}
+
+void call::end(status_code code, std::string_view message) {
+  done_ = true;
+  if (deadline_) deadline_->cancel();
+  char buf[4];
+  const auto status = status_text(code, buf);
+  const auto encoded = percent_encode(message);
+  if (headers_sent_) {
+    const h2::header trailers[] = {{"grpc-status", status}, {"grpc-message", encoded}};
+    stream::finish(std::span(trailers, message.empty() ? 1 : 2));
+    return;
+  }
+  // Trailers-Only: one HEADERS frame with END_STREAM.
+  const h2::header headers[] = {
+      {":status", "200"}, {"content-type", content_type}, {"grpc-status", status}, {"grpc-message", encoded}};
+  respond(std::span(headers, message.empty() ? 3 : 4), true);
+}
+
+}  // namespace sluice::net::grpc

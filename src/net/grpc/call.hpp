@@ -1,0 +1,80 @@
+#pragma once
+// One gRPC call on an HTTP/2 stream: checks the request headers (method, content-type, grpc-timeout,
+// grpc-encoding), collects the one request message, hands the call to its method's handler, and sends what
+// the handler answers as gRPC does: response headers, length-prefixed messages, then trailers with
+// grpc-status; errors before any message as one Trailers-Only HEADERS frame. After the deadline, a reset or a
+// closed connection the call is done: later answers are dropped.
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "net/grpc/message_reader.hpp"
+#include "net/grpc/method_table.hpp"
+#include "net/grpc/status.hpp"
+#include "net/h2/session.hpp"
+
+namespace google::protobuf {
+class MessageLite;
+}
+
+namespace sluice::net::grpc {
+
+struct call_limits {
+  std::size_t max_recv_message_bytes = 4 << 20;  // GRPC_MAX_RECV_MESSAGE_BYTES
+};
+
+class call final : public h2::stream, public std::enable_shared_from_this<call> {
+ public:
+  call(const method_table& methods, const call_limits& limits, boost::asio::any_io_executor ex)
+      : methods_(methods), reader_(limits.max_recv_message_bytes), executor_(std::move(ex)) {}
+
+  // For handlers.
+  std::string_view request() const { return reader_.message(); }
+  const boost::asio::any_io_executor& executor() const { return executor_; }
+  // Unary: the response message and status OK.
+  void reply(const google::protobuf::MessageLite& response);
+  // Server streaming: one more message (the response headers go out with the first).
+  void write(const google::protobuf::MessageLite& message);
+  // Ends the call with this status (OK included), after whatever was written.
+  void finish(status_code code, std::string_view message = {});
+  // Answered, cancelled, reset, or past its deadline: nothing more will be sent.
+  bool done() const { return done_; }
+  // Called once when the call ends without the handler having finished it (reset, deadline, closed).
+  void on_cancel(std::function<void()> f) { on_cancel_ = std::move(f); }
+
+ private:
+  bool on_header(std::string_view name, std::string_view value) override;
+  void on_headers_done() override;
+  bool on_data(std::span<const std::uint8_t> chunk) override;
+  void on_request_end() override;
+  void on_closed(std::uint32_t error_code) override;
+
+  void start_deadline(std::chrono::nanoseconds timeout);
+  void fail_http(const char* http_status, status_code code, std::string_view message);
+  void append_message(const google::protobuf::MessageLite& m);
+  void end(status_code code, std::string_view message);
+  void cancelled();
+
+  const method_table& methods_;
+  const handler* handler_ = nullptr;
+  message_reader reader_;
+  boost::asio::any_io_executor executor_;
+  std::optional<boost::asio::steady_timer> deadline_;
+  std::function<void()> on_cancel_;
+  std::string path_;  // only when it names no method: for the error message
+  std::string content_type_;
+  std::optional<std::chrono::nanoseconds> timeout_;
+  encoding encoding_ = encoding::identity;
+  bool post_ = false;
+  bool bad_timeout_ = false;
+  bool bad_encoding_ = false;
+  bool headers_sent_ = false;
+  bool done_ = false;
+};
+
+}  // namespace sluice::net::grpc

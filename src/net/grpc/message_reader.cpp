@@ -1,0 +1,83 @@
+#include "net/grpc/message_reader.hpp"
+
+#include <zlib.h>
+
+#include "core/strings.hpp"
+
+namespace sluice::net::grpc {
+
+namespace {
+
+constexpr std::size_t prefix_bytes = 5;
+
+call_error too_large(std::size_t length, std::size_t max) {
+  // grpc-go's wording, so clients and their logs read the same.
+  return {status_code::resource_exhausted,
+          core::cat("grpc: received message larger than max (", length, " vs. ", max, ")")};
+}
+
+}  // namespace
+
+std::size_t message_reader::declared_length() const {
+  auto b = [&](std::size_t i) { return static_cast<std::size_t>(static_cast<unsigned char>(body_[i])); };
+  return b(1) << 24 | b(2) << 16 | b(3) << 8 | b(4);
+}
+
+std::optional<call_error> message_reader::feed(std::span<const std::uint8_t> chunk) {
+  const bool had_prefix = body_.size() >= prefix_bytes;
+  body_.append(reinterpret_cast<const char*>(chunk.data()), chunk.size());
+  if (body_.size() < prefix_bytes) return std::nullopt;
+  const std::size_t length = declared_length();
+  if (!had_prefix && length > max_bytes_) return too_large(length, max_bytes_);
+  if (body_.size() > prefix_bytes + length) {
+    return call_error{status_code::internal, "grpc: a unary request carries exactly one message"};
+  }
+  return std::nullopt;
+}
+
+std::optional<call_error> message_reader::finish(encoding enc) {
+  if (body_.size() < prefix_bytes || body_.size() < prefix_bytes + declared_length()) {
+    return call_error{status_code::internal, body_.empty() ? "grpc: the request has no message"
+                                                           : "grpc: the request message is incomplete"};
+  }
+  const auto flag = static_cast<unsigned char>(body_[0]);
+  std::string_view payload = std::string_view(body_).substr(prefix_bytes);
+  if (flag == 0) {
+    message_ = payload;
+    return std::nullopt;
+  }
+  if (flag != 1) return call_error{status_code::internal, "grpc: invalid message flags"};
+  if (enc != encoding::gzip) {
+    return call_error{status_code::internal,
+                      "grpc: compressed flag set with identity or empty encoding (grpc-encoding)"};
+  }
+  if (auto e = gunzip(payload, max_bytes_, inflated_)) return e;
+  message_ = inflated_;
+  return std::nullopt;
+}
+
+std::optional<call_error> gunzip(std::string_view in, std::size_t max_bytes, std::string& out) {
+  z_stream z{};
+  if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) return call_error{status_code::internal, "grpc: zlib failed"};
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  z.avail_in = static_cast<uInt>(in.size());
+  out.clear();
+  int rv = Z_OK;
+  while (rv == Z_OK) {
+    if (out.size() > max_bytes) break;
+    const std::size_t at = out.size();
+    const std::size_t step = std::min<std::size_t>(std::max<std::size_t>(in.size() * 4, 4096), 1 << 20);
+    out.resize(at + step);
+    z.next_out = reinterpret_cast<Bytef*>(out.data() + at);
+    z.avail_out = static_cast<uInt>(step);
+    rv = inflate(&z, Z_NO_FLUSH);
+    out.resize(at + step - z.avail_out);
+    if (rv == Z_BUF_ERROR && z.avail_in == 0) break;  // truncated input
+  }
+  inflateEnd(&z);
+  if (out.size() > max_bytes) return too_large(out.size(), max_bytes);
+  if (rv != Z_STREAM_END) return call_error{status_code::internal, "grpc: failed to decompress the message"};
+  return std::nullopt;
+}
+
+}  // namespace sluice::net::grpc

@@ -1,0 +1,45 @@
+#pragma once
+// The request message of a unary or server-streaming call: gRPC's length-prefixed framing (1 byte compressed
+// flag, 4 bytes big-endian length), arriving in DATA chunks of any size. Enforces the receive limit as soon as
+// the length is known and decompresses gzip. Exactly one message is expected.
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "net/grpc/status.hpp"
+
+namespace sluice::net::grpc {
+
+struct call_error {
+  status_code code;
+  std::string message;
+};
+
+enum class encoding : std::uint8_t { identity, gzip };
+
+class message_reader {
+ public:
+  explicit message_reader(std::size_t max_bytes) : max_bytes_(max_bytes) {}
+
+  // A chunk of the request body; an error ends the call (later chunks are ignored by the caller).
+  std::optional<call_error> feed(std::span<const std::uint8_t> chunk);
+  // At the end of the request: the one message, decoded. Valid until the reader is destroyed.
+  std::optional<call_error> finish(encoding enc);
+  std::string_view message() const { return message_; }
+
+ private:
+  std::size_t declared_length() const;
+
+  std::size_t max_bytes_;
+  std::string body_;  // prefix + message as received
+  std::string inflated_;
+  std::string_view message_;
+};
+
+// gzip-decompresses `in` into `out`; more than `max_bytes` of output is RESOURCE_EXHAUSTED.
+std::optional<call_error> gunzip(std::string_view in, std::size_t max_bytes, std::string& out);
+
+}  // namespace sluice::net::grpc

@@ -1,0 +1,38 @@
+#pragma once
+// What a gRPC server serves: handlers by full method path ("/package.Service/Method", case-sensitive). A
+// handler gets the call once its request message has arrived whole, and answers it now or later (on the
+// same worker thread).
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace sluice::net::grpc {
+
+class call;
+using handler = std::function<void(const std::shared_ptr<call>&)>;
+
+class method_table {
+ public:
+  void add(std::string path, handler h) { methods_.insert_or_assign(std::move(path), std::move(h)); }
+  const handler* find(std::string_view path) const {
+    auto it = methods_.find(std::string(path));
+    return it == methods_.end() ? nullptr : &it->second;
+  }
+  // Whether any method of "package.Service" is served (to tell an unknown service from an unknown method).
+  bool has_service(std::string_view service) const {
+    for (const auto& [path, h] : methods_) {
+      if (path.size() > service.size() + 2 && std::string_view(path).substr(1, service.size()) == service &&
+          path[service.size() + 1] == '/')
+        return true;
+    }
+    return false;
+  }
+
+ private:
+  std::unordered_map<std::string, handler> methods_;
+};
+
+}  // namespace sluice::net::grpc

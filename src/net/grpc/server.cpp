@@ -1,0 +1,259 @@
+#include "net/grpc/server.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <atomic>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <unordered_set>
+
+#include "core/log.hpp"
+#include "core/strings.hpp"
+#include "net/tls/server_certificate.hpp"
+
+namespace sluice::net::grpc {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using unix_socket = asio::local::stream_protocol;
+using boost::system::error_code;
+using reuse_port = asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
+
+namespace {
+
+constexpr std::size_t read_buffer_bytes = 64 * 1024;
+// After an accept error (typically out of file descriptors): pause, and say so once per episode.
+constexpr std::chrono::milliseconds accept_backoff{100};
+
+}  // namespace
+
+// One worker's share: its listening socket, its connections and the calls on them. Only touched on the
+// worker's thread, except the atomic count.
+struct server::worker final : h2::connection_owner, std::enable_shared_from_this<worker> {
+  worker(asio::io_context& c, std::shared_ptr<const method_table> m, const server_options& o)
+      : ioc(c), methods(std::move(m)), accept_pause(c) {
+    limits.max_recv_message_bytes = o.max_recv_message_bytes;
+    connection.h2.max_concurrent_streams = o.max_concurrent_streams;
+    connection.max_age = o.max_connection_age;
+    connection.max_age_grace = o.max_connection_age_grace;
+  }
+
+  std::shared_ptr<h2::stream> open_stream(h2::session&, const asio::any_io_executor& ex) override {
+    return std::make_shared<call>(*methods, limits, ex);
+  }
+  void add(h2::connection_base* c) override {
+    connections.insert(c);
+    open.fetch_add(1, std::memory_order_relaxed);
+  }
+  void remove(h2::connection_base* c) override {
+    connections.erase(c);
+    open.fetch_sub(1, std::memory_order_relaxed);
+  }
+  std::vector<std::uint8_t>& read_buffer() override {
+    if (buffer.empty()) buffer.resize(read_buffer_bytes);
+    return buffer;
+  }
+
+  // Takes a new connection (on this worker's thread).
+  template <typename Socket>
+  void serve(Socket socket, const std::shared_ptr<asio::ssl::context>& tls) {
+    if (draining) return;
+    if (tls) {
+      using stream = asio::ssl::stream<Socket>;
+      std::make_shared<h2::connection<stream>>(shared_from_this(), connection, tls, std::move(socket), *tls)
+          ->start();
+    } else {
+      std::make_shared<h2::connection<Socket>>(shared_from_this(), connection, nullptr, std::move(socket))->start();
+    }
+  }
+
+  void drain(std::chrono::milliseconds grace) {
+    draining = true;
+    error_code ignored;
+    if (acceptor) acceptor->close(ignored);
+    accept_pause.cancel();
+    // Copied: a drain may close (and so remove) connections.
+    std::vector<h2::connection_base*> live(connections.begin(), connections.end());
+    for (auto* c : live) c->drain(grace);
+  }
+
+  asio::io_context& ioc;
+  std::shared_ptr<const method_table> methods;
+  call_limits limits;
+  h2::connection_options connection;
+  std::unordered_set<h2::connection_base*> connections;
+  std::atomic<std::size_t> open{0};
+  std::vector<std::uint8_t> buffer;
+  std::optional<tcp::acceptor> acceptor;
+  asio::steady_timer accept_pause;
+  bool draining = false;
+  bool accept_failing = false;
+};
+
+struct server::impl {
+  explicit impl(server_options o) : options(std::move(o)) {}
+
+  tcp::endpoint resolve(asio::io_context& ioc) const;
+  void listen_tcp();
+  void listen_unix();
+  template <typename Acceptor>
+  void on_accept_error(worker& w, Acceptor& acceptor, error_code ec, std::function<void()> again);
+  void accept_tcp(const std::shared_ptr<worker>& w);
+  void accept_unix();
+  std::shared_ptr<asio::ssl::context> tls() const { return certificate ? certificate->current() : nullptr; }
+
+  server_options options;
+  std::vector<std::shared_ptr<worker>> workers;
+  std::unique_ptr<tls::server_certificate> certificate;
+  std::optional<unix_socket::acceptor> unix_acceptor;  // on the first worker's io_context
+  std::size_t next_worker = 0;
+  std::uint16_t bound_port = 0;
+};
+
+tcp::endpoint server::impl::resolve(asio::io_context& ioc) const {
+  error_code ec;
+  auto address = asio::ip::make_address(options.host, ec);
+  if (!ec) return {address, options.port};
+  tcp::resolver resolver(ioc);  // start-up only: a synchronous lookup is fine
+  auto results = resolver.resolve(options.host, std::to_string(options.port),
+                                  tcp::resolver::passive | tcp::resolver::address_configured, ec);
+  if (ec || results.empty()) {
+    throw std::runtime_error(core::cat("cannot listen for gRPC on ", core::host_port(options.host, options.port),
+                                       ": ", ec ? ec.message() : "no address"));
+  }
+  return results.begin()->endpoint();
+}
+
+void server::impl::listen_tcp() {
+  auto endpoint = resolve(workers.front()->ioc);
+  for (auto& w : workers) {
+    auto& a = w->acceptor.emplace(w->ioc);
+    error_code ec;
+    a.open(endpoint.protocol(), ec);
+    if (!ec) a.set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec && workers.size() > 1) a.set_option(reuse_port(true), ec);
+    if (!ec) a.bind(endpoint, ec);
+    if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
+    if (!ec && endpoint.port() == 0) endpoint = a.local_endpoint(ec);  // the others bind the port it got
+    if (ec) {
+      throw std::runtime_error(
+          core::cat("cannot listen for gRPC on ", core::host_port(options.host, options.port), ": ", ec.message()));
+    }
+  }
+  bound_port = endpoint.port();
+}
+
+void server::impl::listen_unix() {
+  error_code ec;
+  std::filesystem::remove(options.unix_socket, ec);  // a socket file left by an earlier run
+  auto& a = unix_acceptor.emplace(workers.front()->ioc);
+  unix_socket::endpoint endpoint(options.unix_socket);
+  a.open(endpoint.protocol(), ec);
+  if (!ec) a.bind(endpoint, ec);
+  if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) throw std::runtime_error(core::cat("cannot listen for gRPC on unix:", options.unix_socket, ": ", ec.message()));
+}
+
+template <typename Acceptor>
+void server::impl::on_accept_error(worker& w, Acceptor& acceptor, error_code ec, std::function<void()> again) {
+  if (ec == asio::error::operation_aborted || !acceptor.is_open() || w.draining) return;
+  if (!w.accept_failing) core::log_warn("gRPC accept failed: ", ec.message(), " (retrying)");
+  w.accept_failing = true;
+  w.accept_pause.expires_after(accept_backoff);
+  w.accept_pause.async_wait([again = std::move(again)](error_code e) {
+    if (!e) again();
+  });
+}
+
+void server::impl::accept_tcp(const std::shared_ptr<worker>& w) {
+  w->acceptor->async_accept([this, w](error_code ec, tcp::socket socket) {
+    if (ec) return on_accept_error(*w, *w->acceptor, ec, [this, w] { accept_tcp(w); });
+    if (w->accept_failing) core::log_warn("gRPC accepts connections again");
+    w->accept_failing = false;
+    error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);
+    w->serve(std::move(socket), tls());
+    accept_tcp(w);
+  });
+}
+
+void server::impl::accept_unix() {
+  auto& target = workers[next_worker++ % workers.size()];
+  auto& first = *workers.front();
+  unix_acceptor->async_accept(target->ioc, [this, target, &first](error_code ec, unix_socket::socket socket) {
+    if (ec) return on_accept_error(first, *unix_acceptor, ec, [this] { accept_unix(); });
+    first.accept_failing = false;
+    asio::post(target->ioc, [target, s = std::move(socket), ctx = tls()]() mutable {
+      target->serve(std::move(s), ctx);
+    });
+    accept_unix();
+  });
+}
+
+server::server(server_options options) : impl_(std::make_unique<impl>(std::move(options))) {}
+
+server::~server() = default;
+
+void server::add_worker(asio::io_context& ioc, std::shared_ptr<const method_table> methods) {
+  impl_->workers.push_back(std::make_shared<worker>(ioc, std::move(methods), impl_->options));
+}
+
+void server::listen() {
+  auto& o = impl_->options;
+  if (o.use_tls) {
+    tls::certificate_options c;
+    c.cert_file = o.tls.cert_file;
+    c.key_file = o.tls.key_file;
+    c.cert_setting = "GRPC_SERVER_TLS_CERT";
+    c.key_setting = "GRPC_SERVER_TLS_KEY";
+    c.client_ca_file = o.tls.client_ca_file;
+    c.client_san = o.tls.client_san;
+    c.alpn_h2 = true;
+    c.description = "gRPC server certificate";
+    impl_->certificate = std::make_unique<tls::server_certificate>(std::move(c));
+  }
+  if (o.unix_socket.empty()) {
+    impl_->listen_tcp();
+  } else {
+    impl_->listen_unix();
+  }
+}
+
+void server::start(asio::any_io_executor control) {
+  if (impl_->certificate) impl_->certificate->watch(std::move(control));
+  if (impl_->unix_acceptor) {
+    asio::post(impl_->workers.front()->ioc, [this] { impl_->accept_unix(); });
+    return;
+  }
+  for (auto& w : impl_->workers) asio::post(w->ioc, [this, w] { impl_->accept_tcp(w); });
+}
+
+std::string server::address() const {
+  if (!impl_->options.unix_socket.empty()) return "unix:" + impl_->options.unix_socket;
+  return core::host_port(impl_->options.host, impl_->bound_port);
+}
+
+void server::drain(std::chrono::milliseconds grace) {
+  if (impl_->certificate) impl_->certificate->stop();
+  for (auto& w : impl_->workers) {
+    asio::post(w->ioc, [this, w, grace] {
+      if (w == impl_->workers.front() && impl_->unix_acceptor) {
+        error_code ignored;
+        impl_->unix_acceptor->close(ignored);
+      }
+      w->drain(grace);
+    });
+  }
+}
+
+std::size_t server::open_connections() const {
+  std::size_t n = 0;
+  for (const auto& w : impl_->workers) n += w->open.load(std::memory_order_relaxed);
+  return n;
+}
+
+}  // namespace sluice::net::grpc

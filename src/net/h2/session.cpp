@@ -1,0 +1,280 @@
+#include "net/h2/session.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+namespace sluice::net::h2 {
+
+namespace {
+
+nghttp2_nv make_nv(std::string_view name, std::string_view value) {
+  // nghttp2 takes non-const pointers but only reads them; NO_COPY_NAME/VALUE would need them to outlive the
+  // frame, which trailers and temporaries do not.
+  return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
+          reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
+          NGHTTP2_NV_FLAG_NONE};
+}
+
+constexpr std::size_t max_headers = 16;
+
+}  // namespace
+
+// nghttp2's callbacks, each finding the session through user_data.
+struct session::callbacks {
+  static session& self(void* p) { return *static_cast<session*>(p); }
+
+  static int on_begin_headers(nghttp2_session* ng, const nghttp2_frame* frame, void* p) {
+    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
+    auto& s = self(p);
+    s.header_bytes_ = 0;
+    auto st = s.factory_.open_stream(s);
+    if (!st) {
+      nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, frame->hd.stream_id, NGHTTP2_REFUSED_STREAM);
+      return 0;
+    }
+    st->session_ = &s;
+    st->id_ = frame->hd.stream_id;
+    nghttp2_session_set_stream_user_data(ng, frame->hd.stream_id, st.get());
+    s.streams_.emplace(frame->hd.stream_id, std::move(st));
+    return 0;
+  }
+
+  static int on_header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name,
+                       std::size_t namelen, const std::uint8_t* value, std::size_t valuelen, std::uint8_t,
+                       void* p) {
+    auto& s = self(p);
+    if (frame->hd.type != NGHTTP2_HEADERS) return 0;
+    auto* st = s.find(frame->hd.stream_id);
+    if (st == nullptr) return 0;  // trailers of a stream we refused, or headers we ignore
+    // HPACK's accounting: each field counts its name, value and 32 bytes.
+    s.header_bytes_ += namelen + valuelen + 32;
+    if (s.header_bytes_ > s.max_header_bytes_) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    if (frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;  // request trailers carry nothing we use
+    bool ok = st->on_header({reinterpret_cast<const char*>(name), namelen},
+                            {reinterpret_cast<const char*>(value), valuelen});
+    return ok ? 0 : NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  }
+
+  static int on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* p) {
+    auto& s = self(p);
+    auto* st = s.find(frame->hd.stream_id);
+    if (st == nullptr) return 0;
+    // Held: a callback may close (and free) the stream.
+    auto hold = s.streams_.at(frame->hd.stream_id);
+    if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
+      st->on_headers_done();
+    }
+    if ((frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
+        (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0 && st->open()) {
+      st->on_request_end();
+    }
+    return 0;
+  }
+
+  static int on_data_chunk(nghttp2_session*, std::uint8_t, std::int32_t id, const std::uint8_t* data,
+                           std::size_t len, void* p) {
+    auto* st = self(p).find(id);
+    if (st == nullptr) return 0;
+    return st->on_data({data, len}) ? 0 : NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  }
+
+  static int on_stream_close(nghttp2_session*, std::int32_t id, std::uint32_t error_code, void* p) {
+    self(p).close_stream(id, error_code);
+    return 0;
+  }
+
+  // The response body, taken from the stream's buffer; trailers go out when it is empty and finished.
+  static ssize_t read_body(nghttp2_session* ng, std::int32_t id, std::uint8_t* buf, std::size_t length,
+                           std::uint32_t* flags, nghttp2_data_source*, void* p) {
+    auto* st = self(p).find(id);
+    if (st == nullptr) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    const std::size_t left = st->out_.size() - st->out_taken_;
+    const std::size_t n = std::min(left, length);
+    std::memcpy(buf, st->out_.data() + st->out_taken_, n);
+    st->out_taken_ += n;
+    if (st->out_taken_ == st->out_.size()) {
+      st->out_.clear();
+      st->out_taken_ = 0;
+    }
+    if (n == left && st->ended_) {
+      *flags |= NGHTTP2_DATA_FLAG_EOF;
+      if (!st->trailers_.empty()) {
+        *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+        nghttp2_nv nva[max_headers];
+        std::size_t count = std::min(st->trailers_.size(), max_headers);
+        for (std::size_t i = 0; i < count; ++i) nva[i] = make_nv(st->trailers_[i].first, st->trailers_[i].second);
+        if (nghttp2_submit_trailer(ng, id, nva, count) != 0) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+      }
+      st->body_open_ = false;
+      return static_cast<ssize_t>(n);
+    }
+    if (n == 0) {
+      st->deferred_ = true;
+      return NGHTTP2_ERR_DEFERRED;
+    }
+    return static_cast<ssize_t>(n);
+  }
+};
+
+session::session(stream_factory& factory, const limits& l)
+    : factory_(factory), max_header_bytes_(l.max_header_list_bytes) {
+  nghttp2_session_callbacks* cbs = nullptr;
+  if (nghttp2_session_callbacks_new(&cbs) != 0) throw std::bad_alloc();
+  nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, callbacks::on_begin_headers);
+  nghttp2_session_callbacks_set_on_header_callback(cbs, callbacks::on_header);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, callbacks::on_frame_recv);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, callbacks::on_data_chunk);
+  nghttp2_session_callbacks_set_on_stream_close_callback(cbs, callbacks::on_stream_close);
+  nghttp2_option* opt = nullptr;
+  if (nghttp2_option_new(&opt) != 0) {
+    nghttp2_session_callbacks_del(cbs);
+    throw std::bad_alloc();
+  }
+  nghttp2_option_set_stream_reset_rate_limit(opt, l.reset_burst, l.reset_rate_per_second);
+  nghttp2_option_set_max_continuations(opt, l.max_continuations);
+  nghttp2_option_set_max_send_header_block_length(opt, 64 * 1024);
+  int rv = nghttp2_session_server_new2(&ng_, cbs, this, opt);
+  nghttp2_option_del(opt);
+  nghttp2_session_callbacks_del(cbs);
+  if (rv != 0) throw std::bad_alloc();
+
+  const nghttp2_settings_entry settings[] = {
+      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, l.max_concurrent_streams},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, l.initial_window_size},
+      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<std::uint32_t>(l.max_header_list_bytes)},
+  };
+  nghttp2_submit_settings(ng_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
+  // The connection window: large, so many streams' requests are never held up by it.
+  nghttp2_session_set_local_window_size(ng_, NGHTTP2_FLAG_NONE, 0, 16 << 20);
+}
+
+session::~session() {
+  // nghttp2_session_del calls no close callback: tell the streams still open ourselves.
+  auto open = std::move(streams_);
+  streams_.clear();
+  for (auto& [id, st] : open) {
+    st->session_ = nullptr;
+    st->on_closed(NGHTTP2_CANCEL);
+  }
+  nghttp2_session_del(ng_);
+}
+
+bool session::feed(std::span<const std::uint8_t> bytes) {
+  if (broken_) return false;
+  in_feed_ = true;
+  ssize_t rv = nghttp2_session_mem_recv(ng_, bytes.data(), bytes.size());
+  in_feed_ = false;
+  if (rv < 0) {
+    broken_ = true;
+    // What nghttp2 has already queued (a GOAWAY naming the error) still goes out.
+    if (rv != NGHTTP2_ERR_BAD_CLIENT_MAGIC) nghttp2_session_terminate_session(ng_, NGHTTP2_PROTOCOL_ERROR);
+    return false;
+  }
+  return true;
+}
+
+bool session::drain(std::string& out) {
+  for (;;) {
+    const std::uint8_t* data = nullptr;
+    ssize_t n = nghttp2_session_mem_send(ng_, &data);
+    if (n < 0) {
+      broken_ = true;
+      return false;
+    }
+    if (n == 0) return true;
+    out.append(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n));
+  }
+}
+
+bool session::finished() const {
+  return broken_ ? nghttp2_session_want_write(ng_) == 0
+                 : nghttp2_session_want_read(ng_) == 0 && nghttp2_session_want_write(ng_) == 0;
+}
+
+void session::shutdown_notice() {
+  nghttp2_submit_shutdown_notice(ng_);
+  queued();
+}
+
+void session::goaway() {
+  nghttp2_submit_goaway(ng_, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(ng_), NGHTTP2_NO_ERROR,
+                        nullptr, 0);
+  queued();
+}
+
+void session::terminate(std::uint32_t error_code) {
+  nghttp2_session_terminate_session(ng_, error_code);
+  queued();
+}
+
+void session::queued() {
+  if (!in_feed_) factory_.output_ready();
+}
+
+stream* session::find(std::int32_t id) const {
+  return static_cast<stream*>(nghttp2_session_get_stream_user_data(ng_, id));
+}
+
+void session::close_stream(std::int32_t id, std::uint32_t error_code) {
+  auto it = streams_.find(id);
+  if (it == streams_.end()) return;
+  auto st = std::move(it->second);
+  streams_.erase(it);
+  nghttp2_session_set_stream_user_data(ng_, id, nullptr);
+  st->session_ = nullptr;
+  st->on_closed(error_code);
+}
+
+void session::resume(stream& s) {
+  if (s.deferred_) {
+    s.deferred_ = false;
+    nghttp2_session_resume_data(ng_, s.id_);
+  }
+  queued();
+}
+
+void session::submit_response(stream& s, std::span<const header> headers, bool end_stream) {
+  nghttp2_nv nva[max_headers];
+  std::size_t count = std::min(headers.size(), max_headers);
+  for (std::size_t i = 0; i < count; ++i) nva[i] = make_nv(headers[i].name, headers[i].value);
+  nghttp2_data_provider body{};
+  body.read_callback = callbacks::read_body;
+  s.body_open_ = !end_stream;
+  if (nghttp2_submit_response(ng_, s.id_, nva, count, end_stream ? nullptr : &body) != 0) {
+    nghttp2_submit_rst_stream(ng_, NGHTTP2_FLAG_NONE, s.id_, NGHTTP2_INTERNAL_ERROR);
+  }
+  queued();
+}
+
+void stream::respond(std::span<const header> headers, bool end_stream) {
+  if (session_ != nullptr) session_->submit_response(*this, headers, end_stream);
+}
+
+void stream::send(std::string_view bytes) {
+  if (session_ == nullptr || !body_open_ || ended_) return;
+  out_.append(bytes);
+  session_->resume(*this);
+}
+
+char* stream::reserve(std::size_t n) {
+  const std::size_t at = out_.size();
+  out_.resize(at + n);
+  if (session_ != nullptr && body_open_ && !ended_) session_->resume(*this);
+  return out_.data() + at;
+}
+
+void stream::finish(std::span<const header> trailers) {
+  if (session_ == nullptr || !body_open_ || ended_) return;
+  for (const auto& t : trailers) trailers_.emplace_back(t.name, t.value);
+  ended_ = true;
+  session_->resume(*this);
+}
+
+void stream::reset(std::uint32_t error_code) {
+  if (session_ == nullptr) return;
+  nghttp2_submit_rst_stream(session_->ng_, NGHTTP2_FLAG_NONE, id_, error_code);
+  session_->queued();
+}
+
+}  // namespace sluice::net::h2

@@ -1,0 +1,132 @@
+#pragma once
+// The server side of one HTTP/2 connection on libnghttp2, without a socket (sans-io): bytes read from the
+// peer go in through feed(), bytes to write come out of drain(). Request streams are objects the owner
+// creates (stream_factory); they hear their headers, data and end, and answer through respond / send /
+// finish / reset. Used by the transport in net/h2/connection.hpp and, with no socket at all, by the fuzzer.
+//
+// Nothing here is thread-safe: a session and its streams live on one thread (their worker).
+
+#include <nghttp2/nghttp2.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace sluice::net::h2 {
+
+struct limits {
+  std::uint32_t max_concurrent_streams = 1024;  // SETTINGS_MAX_CONCURRENT_STREAMS (nghttp2's default: none)
+  std::uint32_t initial_window_size = 1 << 20;  // per stream, so a large request needs no WINDOW_UPDATE wait
+  std::size_t max_header_list_bytes = 16 * 1024;
+  // Rapid Reset (CVE-2023-44487): RST_STREAMs from the peer, a token bucket; past it, GOAWAY.
+  std::uint64_t reset_burst = 1000;
+  std::uint64_t reset_rate_per_second = 33;
+  std::size_t max_continuations = 8;  // CONTINUATION flood (CVE-2024-28182)
+};
+
+struct header {
+  std::string_view name;
+  std::string_view value;
+};
+
+class session;
+
+// One request stream. Owned by the session while open (and by whoever else holds it, e.g. pending work).
+class stream {
+ public:
+  virtual ~stream() = default;
+
+  // One request header (pseudo-headers included, already validated by nghttp2). False resets the stream.
+  virtual bool on_header(std::string_view name, std::string_view value) = 0;
+  // The request header block is complete.
+  virtual void on_headers_done() {}
+  // A chunk of the request body. False resets the stream.
+  virtual bool on_data(std::span<const std::uint8_t> chunk) = 0;
+  // The peer ended its side (END_STREAM).
+  virtual void on_request_end() = 0;
+  // The stream is gone (answered, reset by either side, or the connection closed): send nothing more.
+  virtual void on_closed(std::uint32_t error_code) { (void)error_code; }
+
+  std::int32_t id() const { return id_; }
+  bool open() const { return session_ != nullptr; }
+
+ protected:
+  // Answering (all no-ops once the stream is closed). `respond` sends the response headers; with
+  // `end_stream` they are the whole answer, else a body follows through send() and ends with finish().
+  void respond(std::span<const header> headers, bool end_stream);
+  // Appends to the response body; `reserve` returns a buffer of exactly n bytes to fill in place.
+  void send(std::string_view bytes);
+  char* reserve(std::size_t n);
+  void finish(std::span<const header> trailers);
+  void reset(std::uint32_t error_code);
+  session* owner() const { return session_; }
+
+ private:
+  friend class session;
+  session* session_ = nullptr;
+  std::int32_t id_ = 0;
+  std::string out_;  // response body not yet taken by nghttp2
+  std::size_t out_taken_ = 0;
+  std::vector<std::pair<std::string, std::string>> trailers_;
+  bool body_open_ = false;  // respond() was called without end_stream and finish() not yet
+  bool ended_ = false;      // finish() was called
+  bool deferred_ = false;   // nghttp2 is waiting for more body (NGHTTP2_ERR_DEFERRED)
+};
+
+class stream_factory {
+ public:
+  virtual ~stream_factory() = default;
+  // A new request stream began; returning null refuses it (RST_STREAM REFUSED_STREAM).
+  virtual std::shared_ptr<stream> open_stream(session& s) = 0;
+  // Something was queued for sending outside feed(): the owner should drain() soon (once per loop pass).
+  virtual void output_ready() = 0;
+};
+
+class session {
+ public:
+  session(stream_factory& factory, const limits& l);
+  ~session();
+  session(const session&) = delete;
+  session& operator=(const session&) = delete;
+
+  // Processes bytes from the peer. False: the connection is broken (protocol error or flood); drain() what
+  // is left (a GOAWAY) and close.
+  bool feed(std::span<const std::uint8_t> bytes);
+  // Appends everything ready to send to `out`; returns false on a fatal error.
+  bool drain(std::string& out);
+  // Neither side has anything left to say: close the connection.
+  bool finished() const;
+  std::size_t open_streams() const { return streams_.size(); }
+
+  // Graceful close: a GOAWAY announcing the end (last stream id 2^31-1), then, with goaway(), the real one.
+  void shutdown_notice();
+  void goaway();
+  // A GOAWAY with an error, then close (no more streams processed).
+  void terminate(std::uint32_t error_code);
+
+ private:
+  friend class stream;
+  struct callbacks;
+
+  void queued();  // a stream queued output outside feed()
+  void resume(stream& s);
+  void submit_response(stream& s, std::span<const header> headers, bool end_stream);
+  stream* find(std::int32_t id) const;
+  void close_stream(std::int32_t id, std::uint32_t error_code);
+
+  stream_factory& factory_;
+  nghttp2_session* ng_ = nullptr;
+  std::unordered_map<std::int32_t, std::shared_ptr<stream>> streams_;
+  std::size_t header_bytes_ = 0;  // of the header block being received
+  std::size_t max_header_bytes_;
+  bool in_feed_ = false;
+  bool broken_ = false;
+};
+
+}  // namespace sluice::net::h2
