@@ -80,6 +80,8 @@ void start_redis(backend_holder& b, const ratelimit::redis_settings& settings, c
   auto update = [&b, &health, component, follow = settings.health_check_active_connection] {
     bool up = b.redis_up();
     if (up || follow) health.set(component, up);
+    // Each worker reconnects on its own backoff: once one is through, the others need not wait theirs out.
+    if (!up) b.retry_down_stores();
   };
   core::log_info("connecting to redis on ", settings.main.connection.address, " with pool size ",
                  settings.main.pool_size, " shared by ", workers.size(), " workers");
@@ -105,6 +107,23 @@ bool backend_holder::redis_up() const {
     if (!w.main->up() || (w.per_second && !w.per_second->up())) return false;
   }
   return !redis.empty();
+}
+
+void backend_holder::retry_down_stores() {
+  std::vector<redis::store*> down;
+  bool any_up = false;
+  for (auto& w : redis) {
+    for (auto* s : {w.main.get(), w.per_second.get()}) {
+      if (s == nullptr) continue;
+      if (s->up()) {
+        any_up = true;
+      } else {
+        down.push_back(s);
+      }
+    }
+  }
+  if (any_up)
+    for (auto* s : down) s->retry_now();
 }
 
 void backend_holder::stop() {

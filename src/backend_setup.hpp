@@ -40,6 +40,8 @@ struct backend_holder {
   }
   // Every worker's main store (and per-second store, if any) is up.
   bool redis_up() const;
+  // Some stores are up and others wait to retry: those retry now.
+  void retry_down_stores();
   void stop();
 };
 

@@ -210,6 +210,10 @@ void connection::reconnect() {
   });
 }
 
+void connection::retry_now() {
+  asio::post(impl_->strand, [self = impl_] { self->backoff_timer.cancel(); });
+}
+
 connection::counts connection::connection_counts() const {
   return {impl_->opened.load(std::memory_order_relaxed),
           impl_->closed_locally.load(std::memory_order_relaxed)};

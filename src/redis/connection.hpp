@@ -78,6 +78,8 @@ class connection : public std::enable_shared_from_this<connection> {
   counts connection_counts() const;
   // Drops the current connection (if any); the next one starts afresh (behind sentinels: asks them again).
   void reconnect();
+  // While waiting to retry after a failure: retry now (another connection to the same server just succeeded).
+  void retry_now();
   // The last connection error, for logs and messages ("" while connected).
   std::string last_error() const;
   const connection_config& config() const { return config_; }

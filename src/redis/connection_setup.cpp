@@ -160,7 +160,15 @@ asio::awaitable<error_code> connection::impl::handshake(asio::steady_timer& time
   hello.push({"PING"});
   if (config.sentinel) hello.push({"ROLE"});
   std::vector<value> replies;
-  if (auto ec = co_await exchange(hello, replies, timer); ec) co_return ec;
+  if (auto ec = co_await exchange(hello, replies, timer); ec) {
+    // With TLS 1.3 a server that refuses the client certificate says so only after the client's handshake
+    // completed: the first exchange then fails.
+    if (tls && attempt_error.empty()) {
+      attempt_error = core::cat("Redis at ", current_address, " closed the connection after the TLS handshake (",
+                                ec.message(), "): was the client certificate refused?");
+    }
+    co_return ec;
+  }
   for (const auto& reply : replies) {
     if (reply.is_error()) {
       attempt_error = "Redis refused the connection: " + reply.text;

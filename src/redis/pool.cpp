@@ -54,6 +54,12 @@ void pool::exec(std::shared_ptr<pending_request> request, std::string_view) {
   }
 }
 
+void pool::retry_now() {
+  for (auto& c : connections_) {
+    if (!c->connected()) c->retry_now();
+  }
+}
+
 std::string pool::describe(boost::system::error_code ec) const {
   if (ec == error::not_connected) {
     auto last = last_error();

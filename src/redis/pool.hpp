@@ -28,6 +28,7 @@ class pool final : public store {
   std::string describe(boost::system::error_code ec) const override;
   std::string last_error() const override;
   connection_stats stats() const override;
+  void retry_now() override;
 
   std::size_t connected_count() const { return connected_.load(std::memory_order_acquire); }
   const connection_config& config() const { return connections_.front()->config(); }

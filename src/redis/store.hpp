@@ -40,6 +40,9 @@ class store {
   // Why the store is down ("" when nothing is known).
   virtual std::string last_error() const = 0;
   virtual connection_stats stats() const = 0;
+  // Connections waiting to retry after a failure retry now: another store (another worker's) has just reached
+  // the same server, so it is likely back.
+  virtual void retry_now() {}
 };
 
 }  // namespace sluice::redis

@@ -141,7 +141,9 @@ def run_sluice(args, env=None, timeout=15):
 
 
 def base_env():
-    env = {'PATH': os.environ.get('PATH', '/usr/bin:/bin')}
+    # Two workers whatever the machine, so connection counts (REDIS_POOL_SIZE is shared out among the workers)
+    # and the paths between workers are the same everywhere; tests of the default unset it.
+    env = {'PATH': os.environ.get('PATH', '/usr/bin:/bin'), 'IO_THREADS': '2'}
     for k in ('LANG', 'LC_ALL', 'TZ'):
         if k in os.environ:
             env[k] = os.environ[k]

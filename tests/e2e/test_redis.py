@@ -990,6 +990,7 @@ class StartUp(RedisCase):
         try:
             with Sluice(rules={'o.yaml': OUTAGE_RULES},
                         env=redis_env(REDIS_SOCKET_TYPE='tcp', REDIS_URL='127.0.0.1:%d' % port, REDIS_POOL_SIZE='1',
+                                      IO_THREADS='1',  # one connection: its attempts alone
                                       REDIS_STARTUP_INITIAL_INTERVAL='400ms',
                                       REDIS_STARTUP_MAX_INTERVAL='800ms')) as s:
                 harness.wait_until(lambda: len(accepts) >= 5, timeout=8, message='five connection attempts',

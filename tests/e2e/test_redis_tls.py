@@ -225,7 +225,8 @@ class MutualTls(TlsCase):
 
     def test_with_client_certificate_and_password(self):
         redis = self.redis(auth_clients='yes', user=('sluice', 'tls:pass'))
-        s = self.sluice(redis, REDIS_POOL_SIZE='1', **self.client_cert())
+        # one worker: REDIS_POOL_SIZE=1 is then one connection (each worker has at least one)
+        s = self.sluice(redis, REDIS_POOL_SIZE='1', IO_THREADS='1', **self.client_cert())
         self.assertEqual(s.extra_env['REDIS_AUTH'], 'sluice:tls:pass')
         self.check_counts(redis, s, 'mtls-auth', pool=1)
         self.assertEqual([c.get('user') for c in redis.clients()], ['sluice'])
