@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "core/env.hpp"
+#include "core/workers.hpp"
 #include "core/health.hpp"
 
 using namespace sluice::core;
@@ -55,4 +56,16 @@ TEST_CASE("health: healthy only while every component is, observers see each cha
   h.set(a, false);
   CHECK_FALSE(h.healthy());
   CHECK(seen == std::vector<bool>{true, false, true, false});
+}
+
+TEST_CASE("IO_THREADS default: a cgroup v2 cpu.max quota, rounded up") {
+  using sluice::core::cpus_of_quota;
+  CHECK(cpus_of_quota("max 100000") == 0);
+  CHECK(cpus_of_quota("100000 100000") == 1);
+  CHECK(cpus_of_quota("150000 100000") == 2);
+  CHECK(cpus_of_quota("50000 100000") == 1);
+  CHECK(cpus_of_quota("800000 100000") == 8);
+  CHECK(cpus_of_quota("") == 0);
+  CHECK(cpus_of_quota("garbage") == 0);
+  CHECK(sluice::core::usable_cpus() >= 1);
 }
