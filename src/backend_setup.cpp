@@ -71,7 +71,8 @@ void start_redis(backend_holder& b, const ratelimit::redis_settings& settings, c
   for (unsigned i = 0; i < workers.size(); ++i) {
     auto& w = b.redis.emplace_back();
     w.main = make_store(settings.main, workers.context(i), i, workers.size());
-    if (settings.per_second) w.per_second = make_store(*settings.per_second, workers.context(i), i, workers.size());
+    if (settings.per_second)
+      w.per_second = make_store(*settings.per_second, workers.context(i), i, workers.size());
     w.backend = std::make_unique<ratelimit::backends::redis::redis_backend>(*w.main, w.per_second.get());
   }
   // Healthy once every store has been reached; with REDIS_HEALTH_CHECK_ACTIVE_CONNECTION, only while each has
@@ -93,8 +94,9 @@ void start_redis(backend_holder& b, const ratelimit::redis_settings& settings, c
     b.timer = std::make_unique<asio::steady_timer>(control, settings.startup_max_elapsed);
     b.timer->async_wait([&b, give_up = std::move(give_up), settings](const boost::system::error_code& ec) {
       if (ec || b.redis_up()) return;
-      core::log_error("timed out waiting for Redis connection to ", settings.main.connection.address, " after ",
-                      settings.startup_max_elapsed.count(), "ms: ", b.redis.front().main->last_error());
+      core::log_error("timed out waiting for Redis connection to ", settings.main.connection.address,
+                      " after ", settings.startup_max_elapsed.count(),
+                      "ms: ", b.redis.front().main->last_error());
       give_up();
     });
   }

@@ -3,6 +3,7 @@
 // listeners, the stats sinks and the debug server, and runs the io_context until a signal asks for a graceful
 // stop.
 
+#include <google/protobuf/stubs/logging.h>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -29,12 +30,12 @@
 #include "ratelimit/api/http_handlers.hpp"
 #include "ratelimit/config/directory.hpp"
 #include "ratelimit/settings.hpp"
+#include "shared_apis.hpp"
 #include "stats/prometheus_setup.hpp"
 #include "stats/sink_factory.hpp"
 #include "stats/sink_settings.hpp"
 #include "stats/store.hpp"
 #include "stats/text_dump.hpp"
-#include "shared_apis.hpp"
 
 namespace asio = boost::asio;
 using namespace sluice;
@@ -78,6 +79,12 @@ int check_config(int argc, char** argv) {
   return 0;
 }
 
+// protobuf logs every request it cannot parse (invalid UTF-8 in a string field) at ERROR: a client could fill
+// the log. The caller already answers such requests with an error, so these lines are debug detail.
+void protobuf_log(google::protobuf::LogLevel, const char*, int, const std::string& message) {
+  core::log_debug("protobuf: ", message);
+}
+
 // One worker's share of the APIs: its rate limit service (its backend connections, its rules snapshot), the
 // gRPC methods and the HTTP listener on its io_context.
 struct worker_apis {
@@ -90,12 +97,14 @@ struct worker_apis {
 // The Prometheus listener on PROMETHEUS_ADDR (control thread); every scrape renders the store.
 std::unique_ptr<net::http::server> start_prometheus(const stats::sink_settings& settings,
                                                     stats::prometheus_exporter& exporter,
-                                                    const net::http::server_options& http, asio::io_context& control) {
+                                                    const net::http::server_options& http,
+                                                    asio::io_context& control) {
   auto routes = std::make_shared<net::http::router>();
   routes->add(settings.prometheus_path,
               [&exporter](const net::http::request& req) -> asio::awaitable<net::http::response> {
                 co_return net::http::make_response(req, boost::beast::http::status::ok,
-                                                   stats::prometheus_exporter::content_type, exporter.render());
+                                                   stats::prometheus_exporter::content_type,
+                                                   exporter.render());
               });
   auto address = stats::parse_prometheus_addr(settings.prometheus_addr);
   auto options = http;
@@ -119,8 +128,8 @@ std::unique_ptr<net::http::server> start_prometheus(const stats::sink_settings& 
 
 // The debug server (control thread): upstream only logs when its listener fails, and so does Sluice.
 std::unique_ptr<net::http::server> start_debug(const net::http::server_options& options,
-                                               const ratelimit::service::rules_source& rules, stats::store& stats,
-                                               asio::io_context& control) {
+                                               const ratelimit::service::rules_source& rules,
+                                               stats::store& stats, asio::io_context& control) {
   auto routes = std::make_shared<net::http::router>();
   auto pages = net::http::pprof_pages();
   pages.push_back(ratelimit::api::rlconfig_page(rules));
@@ -134,8 +143,8 @@ std::unique_ptr<net::http::server> start_debug(const net::http::server_options& 
   try {
     auto endpoint = server->listen();
     server->start();
-    core::log_warn("Listening for debug on '", core::host_port(endpoint.address().to_string(), endpoint.port()),
-                   "'");
+    core::log_warn("Listening for debug on '",
+                   core::host_port(endpoint.address().to_string(), endpoint.port()), "'");
   } catch (const std::exception& e) {
     core::log_error("Failed to open debug listener on '", core::host_port(options.host, options.port),
                     "': ", e.what());
@@ -154,8 +163,8 @@ void wait_for_drain(asio::steady_timer& timer, std::chrono::steady_clock::time_p
                     std::function<bool()> drained, std::function<void()> then) {
   if (drained() || std::chrono::steady_clock::now() >= deadline) return then();
   timer.expires_after(std::chrono::milliseconds(20));
-  timer.async_wait([&timer, deadline, drained = std::move(drained), then = std::move(then)](
-                       const boost::system::error_code& ec) mutable {
+  timer.async_wait([&timer, deadline, drained = std::move(drained),
+                    then = std::move(then)](const boost::system::error_code& ec) mutable {
     if (!ec) wait_for_drain(timer, deadline, std::move(drained), std::move(then));
   });
 }
@@ -182,7 +191,8 @@ asio::ip::tcp::endpoint build_workers(std::vector<worker_apis>& apis, core::work
   auto& check_requests = stats.get_counter("ratelimit_server.Check.total_requests");
   for (unsigned i = 0; i < workers.size(); ++i) {
     auto& w = apis.emplace_back();
-    w.service = std::make_unique<ratelimit::service::rate_limit_service>(rl.service, limiter, backend.get(i), stats);
+    w.service =
+        std::make_unique<ratelimit::service::rate_limit_service>(rl.service, limiter, backend.get(i), stats);
     auto routes = std::make_shared<net::http::router>();
     ratelimit::api::add_http_routes(*routes, *w.service, health);
     shared.add_routes(*routes);
@@ -210,9 +220,11 @@ int run_server() {
   auto rl = ratelimit::read_module_settings(env);
   auto stats_settings = stats::read_sink_settings(env);
   core::system_clock clock;
-  // The echo API's OpenAPI document, the API key file and the holiday list are checked before anything starts.
+  // The echo API's OpenAPI document, the API key file and the holiday list are checked before anything
+  // starts.
   shared_apis shared(env, clock, control);
   core::log_init(proc.log_level, proc.log_json);
+  google::protobuf::SetLogHandler(protobuf_log);
   core::log_warn("Starting ", workers.size(), " workers (IO_THREADS)");
 
   stats::store stats(stats_settings.max_dynamic_series);
@@ -289,22 +301,25 @@ int run_server() {
       rules.stop();
       shared.stop();
       grpc.drain(proc.shutdown_grace);
-      wait_for_drain(drain_timer, std::chrono::steady_clock::now() + proc.shutdown_grace + std::chrono::seconds(1),
-                     [&] { return grpc.open_connections() == 0 && open_http(apis) == 0; },
-                     [&] {
-                       backend.stop();
-                       workers.release();
-                       work.reset();
-                     });
+      wait_for_drain(
+          drain_timer, std::chrono::steady_clock::now() + proc.shutdown_grace + std::chrono::seconds(1),
+          [&] { return grpc.open_connections() == 0 && open_http(apis) == 0; },
+          [&] {
+            backend.stop();
+            workers.release();
+            work.reset();
+          });
     });
   };
   signals.async_wait([&](const boost::system::error_code& ec, int signo) {
     if (ec) return;
-    core::log_warn("Received signal ", signo == SIGTERM ? "terminated" : "interrupt", ", initiating shutdown");
+    core::log_warn("Received signal ", signo == SIGTERM ? "terminated" : "interrupt",
+                   ", initiating shutdown");
     shutdown();
   });
 
-  core::log_warn("Listening for HTTP on '", http_endpoint.address().to_string(), ":", http_endpoint.port(), "'");
+  core::log_warn("Listening for HTTP on '", http_endpoint.address().to_string(), ":", http_endpoint.port(),
+                 "'");
   core::log_warn("Listening for gRPC on '", grpc.address(), "'");
   control.run();
   wait_for_workers(workers);

@@ -29,9 +29,10 @@ void read_grpc(const core::env_reader& env, net::grpc::server_options& s) {
   s.port = static_cast<std::uint16_t>(env.get_uint("GRPC_PORT", 8081, 0, 65535));
   s.unix_socket = env.get_string("GRPC_UDS", "");
   s.max_connection_age = to_ms(env.get_duration("GRPC_MAX_CONNECTION_AGE", s.max_connection_age));
-  s.max_connection_age_grace = to_ms(env.get_duration("GRPC_MAX_CONNECTION_AGE_GRACE", s.max_connection_age_grace));
-  s.max_concurrent_streams =
-      static_cast<std::uint32_t>(env.get_uint("GRPC_MAX_CONCURRENT_STREAMS", s.max_concurrent_streams, 1, 1 << 20));
+  s.max_connection_age_grace =
+      to_ms(env.get_duration("GRPC_MAX_CONNECTION_AGE_GRACE", s.max_connection_age_grace));
+  s.max_concurrent_streams = static_cast<std::uint32_t>(
+      env.get_uint("GRPC_MAX_CONCURRENT_STREAMS", s.max_concurrent_streams, 1, 1 << 20));
   s.max_recv_message_bytes =
       env.get_uint("GRPC_MAX_RECV_MESSAGE_BYTES", s.max_recv_message_bytes, 1024, std::uint64_t{1} << 30);
   s.use_tls = env.get_bool("GRPC_SERVER_USE_TLS", false);
@@ -43,7 +44,8 @@ void read_grpc(const core::env_reader& env, net::grpc::server_options& s) {
   if (s.tls.cert_file.empty() || s.tls.key_file.empty())
     throw core::settings_error("GRPC_SERVER_USE_TLS=true needs GRPC_SERVER_TLS_CERT and GRPC_SERVER_TLS_KEY");
   if (!s.tls.client_san.empty() && s.tls.client_ca_file.empty())
-    throw core::settings_error("GRPC_CLIENT_TLS_SAN needs GRPC_CLIENT_TLS_CACERT (it checks client certificates)");
+    throw core::settings_error(
+        "GRPC_CLIENT_TLS_SAN needs GRPC_CLIENT_TLS_CACERT (it checks client certificates)");
 }
 
 }  // namespace

@@ -4,9 +4,9 @@
 // path is handed to another thread. Control work (file watches, reloads, signals, the debug and Prometheus
 // listeners) runs elsewhere, on the control io_context of main().
 
+#include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
-#include <atomic>
 #include <memory>
 #include <thread>
 #include <vector>

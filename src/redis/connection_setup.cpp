@@ -164,8 +164,9 @@ asio::awaitable<error_code> connection::impl::handshake(asio::steady_timer& time
     // With TLS 1.3 a server that refuses the client certificate says so only after the client's handshake
     // completed: the first exchange then fails.
     if (tls && attempt_error.empty()) {
-      attempt_error = core::cat("Redis at ", current_address, " closed the connection after the TLS handshake (",
-                                ec.message(), "): was the client certificate refused?");
+      attempt_error =
+          core::cat("Redis at ", current_address, " closed the connection after the TLS handshake (",
+                    ec.message(), "): was the client certificate refused?");
     }
     co_return ec;
   }

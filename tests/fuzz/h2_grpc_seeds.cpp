@@ -37,8 +37,11 @@ int main(int argc, char** argv) {
   const std::vector<seed> seeds = {
       {"unary", {{grpc, body("x")}}},
       {"hold_with_deadline", {{with({{"grpc-timeout", "1m"}}), body("hold")}}},
-      {"health_check", {{{{":path", "/grpc.health.v1.Health/Check"}, {"content-type", "application/grpc"}}, body("ratelimit")}}},
-      {"health_watch", {{{{":path", "/grpc.health.v1.Health/Watch"}, {"content-type", "application/grpc"}}, body("")}}},
+      {"health_check",
+       {{{{":path", "/grpc.health.v1.Health/Check"}, {"content-type", "application/grpc"}},
+         body("ratelimit")}}},
+      {"health_watch",
+       {{{{":path", "/grpc.health.v1.Health/Watch"}, {"content-type", "application/grpc"}}, body("")}}},
       {"unknown_method", {{{{":path", "/test.Echo/Nope"}, {"content-type", "application/grpc"}}, body("x")}}},
       {"gzip_header", {{with({{"grpc-encoding", "gzip"}}), body("x")}}},
       {"three_calls", {{grpc, body("a")}, {grpc, body(std::string(3000, 'b'))}, {grpc, body("hold")}}},

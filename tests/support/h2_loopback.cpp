@@ -32,15 +32,15 @@ std::string h2_client::frame(const std::string& payload, bool compressed) {
   return out + payload;
 }
 
-std::int32_t h2_client::request(const std::vector<std::pair<std::string, std::string>>& headers, std::string body,
-                                const std::string& method) {
+std::int32_t h2_client::request(const std::vector<std::pair<std::string, std::string>>& headers,
+                                std::string body, const std::string& method) {
   std::vector<std::pair<std::string, std::string>> all = {
       {":method", method}, {":scheme", "http"}, {":authority", "test"}};
   all.insert(all.end(), headers.begin(), headers.end());
   std::vector<nghttp2_nv> nva;
   for (auto& [n, v] : all) {
-    nva.push_back({reinterpret_cast<std::uint8_t*>(n.data()), reinterpret_cast<std::uint8_t*>(v.data()), n.size(),
-                   v.size(), NGHTTP2_NV_FLAG_NONE});
+    nva.push_back({reinterpret_cast<std::uint8_t*>(n.data()), reinterpret_cast<std::uint8_t*>(v.data()),
+                   n.size(), v.size(), NGHTTP2_NV_FLAG_NONE});
   }
   auto source = std::make_unique<body_source>();
   source->data = std::move(body);
@@ -60,7 +60,8 @@ void h2_client::reset(std::int32_t id) {
 std::string h2_client::take_output() {
   std::string out;
   const std::uint8_t* data = nullptr;
-  for (ssize_t n; (n = nghttp2_session_mem_send(ng_, &data)) > 0;) out.append(reinterpret_cast<const char*>(data), n);
+  for (ssize_t n; (n = nghttp2_session_mem_send(ng_, &data)) > 0;)
+    out.append(reinterpret_cast<const char*>(data), n);
   return out;
 }
 
@@ -98,8 +99,9 @@ int h2_client::on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, vo
   return 0;
 }
 
-int h2_client::on_header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name, std::size_t namelen,
-                         const std::uint8_t* value, std::size_t valuelen, std::uint8_t, void* p) {
+int h2_client::on_header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name,
+                         std::size_t namelen, const std::uint8_t* value, std::size_t valuelen, std::uint8_t,
+                         void* p) {
   auto& r = static_cast<h2_client*>(p)->responses_[frame->hd.stream_id];
   auto& target = r.header_blocks > 1 ? r.trailers : r.headers;
   target[std::string(reinterpret_cast<const char*>(name), namelen)] =
@@ -107,8 +109,8 @@ int h2_client::on_header(nghttp2_session*, const nghttp2_frame* frame, const std
   return 0;
 }
 
-int h2_client::on_data(nghttp2_session*, std::uint8_t, std::int32_t id, const std::uint8_t* data, std::size_t len,
-                       void* p) {
+int h2_client::on_data(nghttp2_session*, std::uint8_t, std::int32_t id, const std::uint8_t* data,
+                       std::size_t len, void* p) {
   static_cast<h2_client*>(p)->responses_[id].body.append(reinterpret_cast<const char*>(data), len);
   return 0;
 }

@@ -52,9 +52,10 @@ bool call::on_header(std::string_view name, std::string_view value) {
 void call::on_headers_done() {
   // gRPC's order: what HTTP says first (method, content type), then the gRPC headers, then routing.
   if (!post_) return fail_http("405", status_code::internal, "grpc: the request method must be POST");
-  const bool grpc_type = content_type_.starts_with(content_type) &&
-                         (content_type_.size() == content_type.size() ||
-                          content_type_[content_type.size()] == '+' || content_type_[content_type.size()] == ';');
+  const bool grpc_type =
+      content_type_.starts_with(content_type) &&
+      (content_type_.size() == content_type.size() || content_type_[content_type.size()] == '+' ||
+       content_type_[content_type.size()] == ';');
   if (!grpc_type) {
     return fail_http("415", status_code::internal,
                      core::cat("invalid gRPC request content-type \"", content_type_, "\""));

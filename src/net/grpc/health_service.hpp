@@ -16,7 +16,8 @@ namespace sluice::net::grpc {
 class health_service {
  public:
   // `healthy` reads the process health (thread-safe); `on_check` counts each Check call (stats).
-  health_service(std::string service_name, std::function<bool()> healthy, std::function<void()> on_check = {});
+  health_service(std::string service_name, std::function<bool()> healthy,
+                 std::function<void()> on_check = {});
 
   void add_to(method_table& methods);
   // The process health changed: tell every Watch on this worker (call on the worker's thread).

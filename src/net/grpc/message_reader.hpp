@@ -1,7 +1,7 @@
 #pragma once
 // The request message of a unary or server-streaming call: gRPC's length-prefixed framing (1 byte compressed
-// flag, 4 bytes big-endian length), arriving in DATA chunks of any size. Enforces the receive limit as soon as
-// the length is known and decompresses gzip. Exactly one message is expected.
+// flag, 4 bytes big-endian length), arriving in DATA chunks of any size. Enforces the receive limit as soon
+// as the length is known and decompresses gzip. Exactly one message is expected.
 
 #include <cstdint>
 #include <optional>

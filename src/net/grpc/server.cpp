@@ -1,11 +1,11 @@
 #include "net/grpc/server.hpp"
 
+#include <atomic>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <atomic>
 #include <filesystem>
 #include <optional>
 #include <stdexcept>
@@ -67,7 +67,8 @@ struct server::worker final : h2::connection_owner, std::enable_shared_from_this
       std::make_shared<h2::connection<stream>>(shared_from_this(), connection, tls, std::move(socket), *tls)
           ->start();
     } else {
-      std::make_shared<h2::connection<Socket>>(shared_from_this(), connection, nullptr, std::move(socket))->start();
+      std::make_shared<h2::connection<Socket>>(shared_from_this(), connection, nullptr, std::move(socket))
+          ->start();
     }
   }
 
@@ -122,8 +123,9 @@ tcp::endpoint server::impl::resolve(asio::io_context& ioc) const {
   auto results = resolver.resolve(options.host, std::to_string(options.port),
                                   tcp::resolver::passive | tcp::resolver::address_configured, ec);
   if (ec || results.empty()) {
-    throw std::runtime_error(core::cat("cannot listen for gRPC on ", core::host_port(options.host, options.port),
-                                       ": ", ec ? ec.message() : "no address"));
+    throw std::runtime_error(core::cat("cannot listen for gRPC on ",
+                                       core::host_port(options.host, options.port), ": ",
+                                       ec ? ec.message() : "no address"));
   }
   return results.begin()->endpoint();
 }
@@ -140,8 +142,8 @@ void server::impl::listen_tcp() {
     if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
     if (!ec && endpoint.port() == 0) endpoint = a.local_endpoint(ec);  // the others bind the port it got
     if (ec) {
-      throw std::runtime_error(
-          core::cat("cannot listen for gRPC on ", core::host_port(options.host, options.port), ": ", ec.message()));
+      throw std::runtime_error(core::cat("cannot listen for gRPC on ",
+                                         core::host_port(options.host, options.port), ": ", ec.message()));
     }
   }
   bound_port = endpoint.port();
@@ -155,11 +157,14 @@ void server::impl::listen_unix() {
   a.open(endpoint.protocol(), ec);
   if (!ec) a.bind(endpoint, ec);
   if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) throw std::runtime_error(core::cat("cannot listen for gRPC on unix:", options.unix_socket, ": ", ec.message()));
+  if (ec)
+    throw std::runtime_error(
+        core::cat("cannot listen for gRPC on unix:", options.unix_socket, ": ", ec.message()));
 }
 
 template <typename Acceptor>
-void server::impl::on_accept_error(worker& w, Acceptor& acceptor, error_code ec, std::function<void()> again) {
+void server::impl::on_accept_error(worker& w, Acceptor& acceptor, error_code ec,
+                                   std::function<void()> again) {
   if (ec == asio::error::operation_aborted || !acceptor.is_open() || w.draining) return;
   if (!w.accept_failing) core::log_warn("gRPC accept failed: ", ec.message(), " (retrying)");
   w.accept_failing = true;
@@ -187,9 +192,8 @@ void server::impl::accept_unix() {
   unix_acceptor->async_accept(target->ioc, [this, target, &first](error_code ec, unix_socket::socket socket) {
     if (ec) return on_accept_error(first, *unix_acceptor, ec, [this] { accept_unix(); });
     first.accept_failing = false;
-    asio::post(target->ioc, [target, s = std::move(socket), ctx = tls()]() mutable {
-      target->serve(std::move(s), ctx);
-    });
+    asio::post(target->ioc,
+               [target, s = std::move(socket), ctx = tls()]() mutable { target->serve(std::move(s), ctx); });
     accept_unix();
   });
 }

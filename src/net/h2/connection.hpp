@@ -128,7 +128,8 @@ class connection final : public connection_base,
       // ±10% jitter so connections made together do not all reconnect together (as grpc-go).
       thread_local std::minstd_rand rng{std::random_device{}()};
       const auto age = options_.max_age.count();
-      const auto jitter = static_cast<long long>(std::uniform_real_distribution<double>(-0.1, 0.1)(rng) * age);
+      const auto jitter =
+          static_cast<long long>(std::uniform_real_distribution<double>(-0.1, 0.1)(rng) * age);
       timer_.expires_after(std::chrono::milliseconds(age + jitter));
       timer_.async_wait([self = this->shared_from_this()](boost::system::error_code ec) {
         if (!ec) self->drain(self->options_.max_age_grace);

@@ -103,7 +103,8 @@ struct session::callbacks {
         *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
         nghttp2_nv nva[max_headers];
         std::size_t count = std::min(st->trailers_.size(), max_headers);
-        for (std::size_t i = 0; i < count; ++i) nva[i] = make_nv(st->trailers_[i].first, st->trailers_[i].second);
+        for (std::size_t i = 0; i < count; ++i)
+          nva[i] = make_nv(st->trailers_[i].first, st->trailers_[i].second);
         if (nghttp2_submit_trailer(ng, id, nva, count) != 0) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
       }
       st->body_open_ = false;
@@ -198,8 +199,8 @@ void session::shutdown_notice() {
 }
 
 void session::goaway() {
-  nghttp2_submit_goaway(ng_, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(ng_), NGHTTP2_NO_ERROR,
-                        nullptr, 0);
+  nghttp2_submit_goaway(ng_, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(ng_),
+                        NGHTTP2_NO_ERROR, nullptr, 0);
   queued();
 }
 

@@ -26,8 +26,8 @@
 
 #include "core/log.hpp"
 #include "core/strings.hpp"
-#include "net/tls/server_certificate.hpp"
 #include "net/http/session.hpp"
+#include "net/tls/server_certificate.hpp"
 
 namespace sluice::net::http {
 
@@ -126,8 +126,7 @@ tcp::endpoint listener::resolve() const {
 }
 
 tcp::endpoint listener::listen() {
-  if (!options_.tls_cert_file.empty())
-    {
+  if (!options_.tls_cert_file.empty()) {
     tls::certificate_options o;
     o.cert_file = options_.tls_cert_file;
     o.key_file = options_.tls_key_file;

@@ -49,9 +49,11 @@ std::shared_ptr<ssl::context> load(const certificate_options& o) {
                    ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 | ssl::context::single_dh_use);
   boost::system::error_code ec;
   ctx->use_certificate_chain_file(o.cert_file, ec);
-  if (ec) throw std::runtime_error(core::cat(o.cert_setting, ": cannot use '", o.cert_file, "': ", ec.message()));
+  if (ec)
+    throw std::runtime_error(core::cat(o.cert_setting, ": cannot use '", o.cert_file, "': ", ec.message()));
   ctx->use_private_key_file(o.key_file, ssl::context::pem, ec);
-  if (ec) throw std::runtime_error(core::cat(o.key_setting, ": cannot use '", o.key_file, "': ", ec.message()));
+  if (ec)
+    throw std::runtime_error(core::cat(o.key_setting, ": cannot use '", o.key_file, "': ", ec.message()));
   if (!o.client_ca_file.empty()) require_client_certificates(*ctx, o);
   if (o.alpn_h2) SSL_CTX_set_alpn_select_cb(ctx->native_handle(), select_h2, nullptr);
   return ctx;
@@ -81,8 +83,8 @@ void server_certificate::watch(boost::asio::any_io_executor ex) {
     for (const auto& t : targets) seen = seen || t.directory == dir;
     if (!seen) targets.push_back({dir, std::nullopt});
   }
-  watch_ = std::make_unique<core::file_watch>(std::move(ex), std::move(targets), std::chrono::milliseconds(100),
-                                              [this] { reload(); });
+  watch_ = std::make_unique<core::file_watch>(std::move(ex), std::move(targets),
+                                              std::chrono::milliseconds(100), [this] { reload(); });
   watch_->start();
 }
 

@@ -1,9 +1,9 @@
 #pragma once
 // Feeds the services their rules from the rule directory: the first load at start-up, then a hot reload after
 // each burst of file changes (core::file_watch). Each new snapshot is handed to `publish`, which gives it to
-// every worker's service (by a post to the worker). A reload is all-or-nothing: a bad file keeps the last good
-// rules and is logged with its name. Counts ratelimit.service.config_load_success / config_load_error and
-// drives the optional "config loaded" health component.
+// every worker's service (by a post to the worker). A reload is all-or-nothing: a bad file keeps the last
+// good rules and is logged with its name. Counts ratelimit.service.config_load_success / config_load_error
+// and drives the optional "config loaded" health component.
 
 #include <atomic>
 #include <boost/asio/any_io_executor.hpp>

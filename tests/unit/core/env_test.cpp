@@ -1,8 +1,8 @@
 #include <doctest/doctest.h>
 
 #include "core/env.hpp"
-#include "core/workers.hpp"
 #include "core/health.hpp"
+#include "core/workers.hpp"
 
 using namespace sluice::core;
 using namespace std::chrono_literals;

@@ -17,8 +17,8 @@
 #include "net/grpc/timeout.hpp"
 
 using namespace std::chrono_literals;
-using sluice::test::h2_client;
 using sluice::test::grpc_server_side;
+using sluice::test::h2_client;
 namespace sg = sluice::net::grpc;
 using health_request = ::grpc::health::v1::HealthCheckRequest;
 using health_response = ::grpc::health::v1::HealthCheckResponse;
