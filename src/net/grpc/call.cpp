@@ -34,7 +34,11 @@ bool call::on_header(std::string_view name, std::string_view value) {
   } else if (name == ":method") {
     post_ = value == "POST";
   } else if (name == "content-type") {
-    content_type_ = value;
+    // application/grpc, optionally followed by +proto, ;charset=... (the name of the message format)
+    grpc_content_type_ = value.starts_with(content_type) &&
+                         (value.size() == content_type.size() || value[content_type.size()] == '+' ||
+                          value[content_type.size()] == ';');
+    if (!grpc_content_type_) bad_content_type_ = value;
   } else if (name == "grpc-timeout") {
     timeout_ = parse_timeout(value);
     bad_timeout_ = !timeout_;
@@ -52,13 +56,9 @@ bool call::on_header(std::string_view name, std::string_view value) {
 void call::on_headers_done() {
   // gRPC's order: what HTTP says first (method, content type), then the gRPC headers, then routing.
   if (!post_) return fail_http("405", status_code::internal, "grpc: the request method must be POST");
-  const bool grpc_type =
-      content_type_.starts_with(content_type) &&
-      (content_type_.size() == content_type.size() || content_type_[content_type.size()] == '+' ||
-       content_type_[content_type.size()] == ';');
-  if (!grpc_type) {
+  if (!grpc_content_type_) {
     return fail_http("415", status_code::internal,
-                     core::cat("invalid gRPC request content-type \"", content_type_, "\""));
+                     core::cat("invalid gRPC request content-type \"", bad_content_type_, "\""));
   }
   if (bad_timeout_) return end(status_code::internal, "grpc: malformed grpc-timeout");
   if (bad_encoding_) {

@@ -66,11 +66,12 @@ class call final : public h2::stream, public std::enable_shared_from_this<call> 
   boost::asio::any_io_executor executor_;
   std::optional<boost::asio::steady_timer> deadline_;
   std::function<void()> on_cancel_;
-  std::string path_;  // only when it names no method: for the error message
-  std::string content_type_;
+  std::string path_;              // only when it names no method: for the error message
+  std::string bad_content_type_;  // only when it is not gRPC's: for the error message
   std::optional<std::chrono::nanoseconds> timeout_;
   encoding encoding_ = encoding::identity;
   bool post_ = false;
+  bool grpc_content_type_ = false;
   bool bad_timeout_ = false;
   bool bad_encoding_ = false;
   bool headers_sent_ = false;

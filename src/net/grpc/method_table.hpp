@@ -7,7 +7,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace sluice::net::grpc {
 
@@ -16,10 +17,21 @@ using handler = std::function<void(const std::shared_ptr<call>&)>;
 
 class method_table {
  public:
-  void add(std::string path, handler h) { methods_.insert_or_assign(std::move(path), std::move(h)); }
+  void add(std::string path, handler h) {
+    for (auto& [p, existing] : methods_) {
+      if (p == path) {
+        existing = std::move(h);
+        return;
+      }
+    }
+    methods_.emplace_back(std::move(path), std::move(h));
+  }
+  // A handful of methods: comparing them beats hashing a 60-byte path on every call.
   const handler* find(std::string_view path) const {
-    auto it = methods_.find(std::string(path));
-    return it == methods_.end() ? nullptr : &it->second;
+    for (const auto& [p, h] : methods_) {
+      if (p == path) return &h;
+    }
+    return nullptr;
   }
   // Whether any method of "package.Service" is served (to tell an unknown service from an unknown method).
   bool has_service(std::string_view service) const {
@@ -32,7 +44,7 @@ class method_table {
   }
 
  private:
-  std::unordered_map<std::string, handler> methods_;
+  std::vector<std::pair<std::string, handler>> methods_;
 };
 
 }  // namespace sluice::net::grpc

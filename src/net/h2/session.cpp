@@ -99,13 +99,13 @@ struct session::callbacks {
     }
     if (n == left && st->ended_) {
       *flags |= NGHTTP2_DATA_FLAG_EOF;
-      if (!st->trailers_.empty()) {
+      if (st->trailer_count_ > 0) {
         *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
-        nghttp2_nv nva[max_headers];
-        std::size_t count = std::min(st->trailers_.size(), max_headers);
-        for (std::size_t i = 0; i < count; ++i)
+        nghttp2_nv nva[stream::max_trailers];
+        for (std::size_t i = 0; i < st->trailer_count_; ++i)
           nva[i] = make_nv(st->trailers_[i].first, st->trailers_[i].second);
-        if (nghttp2_submit_trailer(ng, id, nva, count) != 0) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+        if (nghttp2_submit_trailer(ng, id, nva, st->trailer_count_) != 0)
+          return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
       }
       st->body_open_ = false;
       return static_cast<ssize_t>(n);
@@ -135,6 +135,10 @@ session::session(stream_factory& factory, const limits& l)
   nghttp2_option_set_stream_reset_rate_limit(opt, l.reset_burst, l.reset_rate_per_second);
   nghttp2_option_set_max_continuations(opt, l.max_continuations);
   nghttp2_option_set_max_send_header_block_length(opt, 64 * 1024);
+  // No RFC 7540 priority tree: gRPC clients do not use it, and keeping closed streams for it costs time and
+  // memory on every stream.
+  nghttp2_option_set_no_closed_streams(opt, 1);
+  nghttp2_option_set_no_http_messaging(opt, 1);
   int rv = nghttp2_session_server_new2(&ng_, cbs, this, opt);
   nghttp2_option_del(opt);
   nghttp2_session_callbacks_del(cbs);
@@ -144,6 +148,7 @@ session::session(stream_factory& factory, const limits& l)
       {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, l.max_concurrent_streams},
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, l.initial_window_size},
       {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<std::uint32_t>(l.max_header_list_bytes)},
+      {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1},
   };
   nghttp2_submit_settings(ng_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
   // The connection window: large, so many streams' requests are never held up by it.
@@ -267,7 +272,11 @@ char* stream::reserve(std::size_t n) {
 
 void stream::finish(std::span<const header> trailers) {
   if (session_ == nullptr || !body_open_ || ended_) return;
-  for (const auto& t : trailers) trailers_.emplace_back(t.name, t.value);
+  for (const auto& t : trailers) {
+    if (trailer_count_ == max_trailers) break;
+    trailers_[trailer_count_].first = t.name;
+    trailers_[trailer_count_++].second = t.value;
+  }
   ended_ = true;
   session_->resume(*this);
 }

@@ -8,6 +8,7 @@
 
 #include <nghttp2/nghttp2.h>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -63,6 +64,7 @@ class stream {
   // Appends to the response body; `reserve` returns a buffer of exactly n bytes to fill in place.
   void send(std::string_view bytes);
   char* reserve(std::size_t n);
+  // At most two trailers.
   void finish(std::span<const header> trailers);
   void reset(std::uint32_t error_code);
   session* owner() const { return session_; }
@@ -73,7 +75,10 @@ class stream {
   std::int32_t id_ = 0;
   std::string out_;  // response body not yet taken by nghttp2
   std::size_t out_taken_ = 0;
-  std::vector<std::pair<std::string, std::string>> trailers_;
+  // At most two trailers (grpc-status, grpc-message): inline, no allocation per response.
+  static constexpr std::size_t max_trailers = 2;
+  std::array<std::pair<std::string, std::string>, max_trailers> trailers_;
+  std::size_t trailer_count_ = 0;
   bool body_open_ = false;  // respond() was called without end_stream and finish() not yet
   bool ended_ = false;      // finish() was called
   bool deferred_ = false;   // nghttp2 is waiting for more body (NGHTTP2_ERR_DEFERRED)
