@@ -51,7 +51,10 @@ double run(shared_path& shared, unsigned threads, double seconds) {
   std::vector<std::thread> pool;
   for (unsigned t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
-      ratelimit::service::rate_limit_service service({}, shared.limiter, shared.backend, shared.stats);
+      // BENCH_OWN_BACKEND=1: a memory backend per thread, to tell its sharing apart from the rest.
+      ratelimit::backends::memory::memory_backend own{shared.clock, 1'000'000};
+      auto& backend = std::getenv("BENCH_OWN_BACKEND") ? own : shared.backend;
+      ratelimit::service::rate_limit_service service({}, shared.limiter, backend, shared.stats);
       service.set_rules(shared.rules);
       ratelimit::service::rls_request request;
       ratelimit::service::rls_response response;

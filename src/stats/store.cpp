@@ -30,7 +30,8 @@ std::size_t digit_run(std::string_view s, std::size_t pos) {
 
 counter& store::get_counter(std::string_view name) {
   auto& s = shard_of(name);
-  return find_or_create<counter>(s.mutex, s.counters, name, [] { return std::make_unique<counter>(); });
+  return find_or_create<counter>(s.mutex, s.counters, name,
+                                 [this] { return std::make_unique<counter>(cells_); });
 }
 
 gauge& store::get_gauge(std::string_view name) {
@@ -41,7 +42,7 @@ gauge& store::get_gauge(std::string_view name) {
 timer& store::get_timer(std::string_view name) {
   auto& s = shard_of(name);
   return find_or_create<timer>(s.mutex, s.timers, name,
-                               [&] { return std::make_unique<timer>(std::string(name), observer_); });
+                               [&] { return std::make_unique<timer>(std::string(name), observer_, cells_); });
 }
 
 counter& store::get_counter_bounded(std::string_view name, std::string_view overflow_name) {
@@ -52,7 +53,7 @@ counter& store::get_counter_bounded(std::string_view name, std::string_view over
     if (it != s.counters.end()) return *it->second;
     // Reserve a slot first, so concurrent creators never overshoot the bound.
     if (dynamic_.fetch_add(1, std::memory_order_relaxed) < max_dynamic_) {
-      return *s.counters.emplace(std::string(name), std::make_unique<counter>()).first->second;
+      return *s.counters.emplace(std::string(name), std::make_unique<counter>(cells_)).first->second;
     }
     dynamic_.fetch_sub(1, std::memory_order_relaxed);
   }

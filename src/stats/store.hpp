@@ -1,8 +1,9 @@
 #pragma once
 // The stats registry shared by every module: named counters, gauges and timers, created on first use and
 // never moved, so hot paths keep plain pointers to them. Sharded by name so lookups from many threads rarely
-// meet on a lock; counting is one relaxed atomic add. Sinks (statsd, DogStatsD, Prometheus, stdout) read it
-// at flush.
+// meet on a lock. Counters and timers count into per-thread cells (stats/cells.hpp), so workers counting the
+// same stat never share a cache line; their values are summed when read. Sinks (statsd, DogStatsD,
+// Prometheus, stdout) read them at flush.
 
 #include <array>
 #include <atomic>
@@ -15,17 +16,21 @@
 #include <unordered_map>
 #include <vector>
 
+#include "stats/cells.hpp"
+
 namespace sluice::stats {
 
 // Cumulative; sinks that want deltas (statsd) keep the last value they sent.
 class counter {
  public:
-  void add(std::uint64_t n) { value_.fetch_add(n, std::memory_order_relaxed); }
+  explicit counter(detail::cells& cells) : cells_(cells), cell_(cells.allocate()) {}
+  void add(std::uint64_t n) { cells_.add(cell_, n); }
   void inc() { add(1); }
-  std::uint64_t value() const { return value_.load(std::memory_order_relaxed); }
+  std::uint64_t value() const { return cells_.sum(cell_); }
 
  private:
-  std::atomic<std::uint64_t> value_{0};
+  detail::cells& cells_;
+  const std::size_t cell_;
 };
 
 class gauge {
@@ -52,26 +57,29 @@ class timer_observer {
 // active sink's business.
 class timer {
  public:
-  timer(std::string name, const std::atomic<timer_observer*>& observer)
-      : name_(std::move(name)), observer_(observer) {}
+  timer(std::string name, const std::atomic<timer_observer*>& observer, detail::cells& cells)
+      : name_(std::move(name)),
+        observer_(observer),
+        cells_(cells),
+        count_cell_(cells.allocate()),
+        sum_micros_cell_(cells.allocate()) {}
   void record(double milliseconds) {
-    count_.fetch_add(1, std::memory_order_relaxed);
-    sum_micros_.fetch_add(static_cast<std::uint64_t>(milliseconds * 1000.0), std::memory_order_relaxed);
+    cells_.add(count_cell_, 1);
+    cells_.add(sum_micros_cell_, static_cast<std::uint64_t>(milliseconds * 1000.0));
     if (auto* o = observer_.load(std::memory_order_acquire)) o->observe(*this, milliseconds);
   }
   const std::string& name() const { return name_; }
-  std::uint64_t count() const { return count_.load(std::memory_order_relaxed); }
-  double sum_milliseconds() const {
-    return static_cast<double>(sum_micros_.load(std::memory_order_relaxed)) / 1000.0;
-  }
+  std::uint64_t count() const { return cells_.sum(count_cell_); }
+  double sum_milliseconds() const { return static_cast<double>(cells_.sum(sum_micros_cell_)) / 1000.0; }
   // Per-timer state owned by the active sink (set once, under the sink's own lock).
   std::atomic<void*> sink_state{nullptr};
 
  private:
   std::string name_;
   const std::atomic<timer_observer*>& observer_;
-  std::atomic<std::uint64_t> count_{0};
-  std::atomic<std::uint64_t> sum_micros_{0};
+  detail::cells& cells_;
+  const std::size_t count_cell_;
+  const std::size_t sum_micros_cell_;
 };
 
 class store {
@@ -120,6 +128,7 @@ class store {
     return shards_[std::hash<std::string_view>{}(name) % shard_count];
   }
 
+  detail::cells cells_;  // before the stats that count into it
   std::array<shard, shard_count> shards_;
   const std::size_t max_dynamic_;
   std::atomic<std::size_t> dynamic_{0};

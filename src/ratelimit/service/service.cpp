@@ -47,12 +47,16 @@ std::string override_stats_key(std::string_view domain, std::span<const config::
 class request_state final : public limiter::completion {
  public:
   request_state(rate_limit_service& service, const rls_request& request, rls_response& response,
-                rate_limit_service::done_fn done, std::shared_ptr<const config::rule_set> rules)
+                rate_limit_service::done_fn done)
       : service_(service),
         request_(request),
         response_(response),
         done_(std::move(done)),
-        rules_(std::move(rules)) {}
+        held_(service.acquire_rules()),
+        rules_(*held_->rules) {}
+  ~request_state() { service_.release_rules(held_); }
+  request_state(const request_state&) = delete;
+  request_state& operator=(const request_state&) = delete;
 
   void resolve();
   void start();
@@ -66,7 +70,8 @@ class request_state final : public limiter::completion {
   const rls_request& request_;
   rls_response& response_;
   rate_limit_service::done_fn done_;
-  std::shared_ptr<const config::rule_set> rules_;  // keeps the rule nodes alive until done
+  rate_limit_service::held_rules* held_;  // keeps the rule nodes alive until done
+  const config::rule_set& rules_;
   boost::container::small_vector<config::entry, 8> entries_;
   limiter::small_vector<const std::string*>
       names_;  // per descriptor: the matched rule's name, for `replaces`
@@ -82,7 +87,7 @@ void request_state::resolve() {
   work_.domain = request_.domain();
   work_.items.resize(static_cast<std::size_t>(n));
   names_.assign(static_cast<std::size_t>(n), nullptr);
-  const config::descriptor_node* domain = rules_->find_domain(request_.domain());
+  const config::descriptor_node* domain = rules_.find_domain(request_.domain());
   std::unordered_set<std::string_view> replaced;
 
   for (int i = 0; i < n; ++i) {
@@ -111,7 +116,7 @@ void request_state::resolve() {
           config::rule_stats::make_bounded(service_.stats_, request_.domain(), key)};
       continue;
     }
-    auto m = rules_->get_limit(*domain, item.entries);
+    auto m = rules_.get_limit(*domain, item.entries);
     if (m.node == nullptr) continue;
     const auto& rule = *m.node->limit;
     names_[static_cast<std::size_t>(i)] = &rule.name;
@@ -235,6 +240,25 @@ rate_limit_service::rate_limit_service(settings s, limiter::limiter& limiter, li
       global_shadow_mode_(stats.get_counter("ratelimit.service.global_shadow_mode")),
       fail_open_(stats.get_counter("ratelimit.service.fail_open")) {}
 
+rate_limit_service::~rate_limit_service() {
+  // Decisions still in flight (a stop that abandoned them) keep theirs: leaked rather than freed under them.
+  if (current_ != nullptr && current_->decisions == 0) delete current_;
+}
+
+void rate_limit_service::set_rules(std::shared_ptr<const config::rule_set> rules) {
+  if (current_ != nullptr && current_->decisions == 0) delete current_;
+  current_ = new held_rules{std::move(rules), 0};
+}
+
+rate_limit_service::held_rules* rate_limit_service::acquire_rules() {
+  ++current_->decisions;
+  return current_;
+}
+
+void rate_limit_service::release_rules(held_rules* held) {
+  if (--held->decisions == 0 && held != current_) delete held;
+}
+
 void rate_limit_service::should_rate_limit(const rls_request& request, rls_response& response, done_fn done) {
   if (auto problem = validate(request)) {
     service_error_.inc();
@@ -242,14 +266,13 @@ void rate_limit_service::should_rate_limit(const rls_request& request, rls_respo
     done(&e);
     return;
   }
-  auto rules = rules_;
-  if (!rules) {
+  if (current_ == nullptr || !current_->rules) {
     service_error_.inc();
     service_error e{error_kind::unavailable, "no rate limit configuration loaded"};
     done(&e);
     return;
   }
-  auto state = std::make_unique<request_state>(*this, request, response, std::move(done), std::move(rules));
+  auto state = std::make_unique<request_state>(*this, request, response, std::move(done));
   state->resolve();
   // From here the state owns itself: complete() deletes it, possibly before start() returns.
   state.release()->start();

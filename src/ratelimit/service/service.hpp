@@ -42,9 +42,13 @@ class rate_limit_service {
 
   rate_limit_service(settings s, limiter::limiter& limiter, limiter::backend& backend, stats::store& stats);
 
-  // One service per worker: its rules are set on the worker's thread (a reload posts them there), and a
-  // decision keeps the snapshot it started with.
-  void set_rules(std::shared_ptr<const config::rule_set> rules) { rules_ = std::move(rules); }
+  ~rate_limit_service();
+  rate_limit_service(const rate_limit_service&) = delete;
+  rate_limit_service& operator=(const rate_limit_service&) = delete;
+
+  // One service per worker, used only on the worker's thread: its rules are set there (a reload posts them),
+  // and a decision keeps the snapshot it started with.
+  void set_rules(std::shared_ptr<const config::rule_set> rules);
 
   // `request` and `response` must stay valid until `done` is called.
   void should_rate_limit(const rls_request& request, rls_response& response, done_fn done);
@@ -52,11 +56,20 @@ class rate_limit_service {
  private:
   friend class request_state;
 
+  // A snapshot as this service holds it: counted without atomics (only this service's thread touches it), so
+  // decisions on different workers never share a reference count.
+  struct held_rules {
+    std::shared_ptr<const config::rule_set> rules;
+    std::size_t decisions = 0;  // in flight with these rules
+  };
+  held_rules* acquire_rules();
+  void release_rules(held_rules* held);
+
   settings settings_;
   limiter::limiter& limiter_;
   limiter::backend& backend_;
   stats::store& stats_;
-  std::shared_ptr<const config::rule_set> rules_;
+  held_rules* current_ = nullptr;  // owned; older snapshots are freed by their last decision
   stats::counter& service_error_;
   stats::counter& backend_error_;
   stats::counter& global_shadow_mode_;
