@@ -1,6 +1,8 @@
 #include "core/profiler.hpp"
 
+#ifndef SLUICE_NO_TCMALLOC
 #include <gperftools/heap-profiler.h>
+#endif
 #include <gperftools/profiler.h>
 #include <unistd.h>
 
@@ -59,6 +61,10 @@ asio::awaitable<profile_result> cpu_profile(std::chrono::seconds duration) {
 }
 
 asio::awaitable<profile_result> heap_profile(std::chrono::seconds duration) {
+#ifdef SLUICE_NO_TCMALLOC
+  (void)duration;
+  co_return profile_result{std::nullopt, "heap profiles need tcmalloc, and this build has none (-Dtcmalloc=false)"};
+#else
   if (heap_busy.exchange(true) || IsHeapProfilerRunning() != 0)
     co_return profile_result{std::nullopt, "a heap profile is already being taken"};
   busy_guard guard{heap_busy};
@@ -69,6 +75,7 @@ asio::awaitable<profile_result> heap_profile(std::chrono::seconds duration) {
   HeapProfilerStop();
   if (!text) co_return profile_result{std::nullopt, "gperftools returned no heap profile"};
   co_return profile_result{std::string(text.get()), {}};
+#endif
 }
 
 }  // namespace sluice::core
