@@ -208,8 +208,103 @@ asio::ip::tcp::endpoint build_workers(std::vector<worker_apis>& apis, core::work
     w.grpc_health->add_to(*methods);
     grpc.add_worker(workers.context(i), std::move(methods));
   }
+  // Every Health/Watch hears each change, on its own worker.
+  health.on_change([&workers, &apis](bool) {
+    for (unsigned i = 0; i < workers.size(); ++i)
+      asio::post(workers.context(i), [&h = *apis[i].grpc_health] { h.notify(); });
+  });
   return http_endpoint;
 }
+
+// A reload hands each worker's service the new snapshot, on the worker's own thread.
+ratelimit::service::rules_source::publish_fn publish_to(core::worker_pool& workers,
+                                                        std::vector<worker_apis>& apis) {
+  return [&workers, &apis](std::shared_ptr<const ratelimit::config::rule_set> snapshot) {
+    for (unsigned i = 0; i < workers.size(); ++i)
+      asio::post(workers.context(i), [&svc = *apis[i].service, snapshot] { svc.set_rules(snapshot); });
+  };
+}
+
+// The listeners and sinks of the control thread: Prometheus, the statsd/DogStatsD/stdout sink, the debug
+// server.
+struct control_listeners {
+  std::unique_ptr<net::http::server> prometheus;
+  std::unique_ptr<stats::flusher> line_sink;  // statsd, DogStatsD or stdout, flushed on its own thread
+  std::unique_ptr<net::http::server> debug;
+
+  void stop() {
+    if (debug) debug->stop();
+    if (prometheus) prometheus->stop();
+  }
+};
+
+void start_control_listeners(control_listeners& l, const process_settings& proc,
+                             const stats::sink_settings& stats_settings,
+                             stats::prometheus_exporter* prometheus,
+                             const ratelimit::service::rules_source& rules, stats::store& stats,
+                             asio::io_context& control) {
+  if (prometheus) {
+    stats.set_timer_observer(prometheus);
+    l.prometheus = start_prometheus(stats_settings, *prometheus, proc.http, control);
+  }
+  l.line_sink = stats::start_line_sink(stats_settings, stats);
+  l.debug = start_debug(proc.debug, rules, stats, control);
+}
+
+// The first load of the rules; false when Sluice must not start without them.
+bool load_initial_rules(ratelimit::service::rules_source& rules, const ratelimit::module_settings& rl) {
+  core::log_info("Waiting for initial ratelimit config update event");
+  auto error = rules.load();
+  if (!error) {
+    core::log_info("Successfully loaded the initial ratelimit configs");
+    return true;
+  }
+  if (rl.force_start_without_initial_config) return true;
+  core::log_error(
+      "cannot start without rate limit rules (set FORCE_START_WITHOUT_INITIAL_CONFIG=true to start anyway): ",
+      *error);
+  return false;
+}
+
+// What a stop does, in order, on the control thread: unhealthy, no new connections, GOAWAY on gRPC, the
+// requests in flight may finish within the grace period, then the backends and the workers stop.
+struct shutdown_plan {
+  asio::io_context& control;
+  core::worker_pool& workers;
+  core::health& health;
+  std::size_t sigterm_component;
+  std::vector<worker_apis>& apis;
+  net::grpc::server& grpc;
+  ratelimit::service::rules_source& rules;
+  shared_apis& shared;
+  control_listeners& listeners;
+  backend_holder& backend;
+  std::function<void()> release_control;  // lets the control thread's run() return
+  std::chrono::milliseconds grace;
+  asio::steady_timer timer{control};
+  bool stopping = false;
+
+  // Thread-safe.
+  void begin() {
+    asio::post(control, [this] {
+      if (std::exchange(stopping, true)) return;
+      health.set(sigterm_component, false);
+      for (auto& w : apis) w.http->stop();
+      listeners.stop();
+      rules.stop();
+      shared.stop();
+      grpc.drain(grace);
+      wait_for_drain(
+          timer, std::chrono::steady_clock::now() + grace + std::chrono::seconds(1),
+          [this] { return grpc.open_connections() == 0 && open_http(apis) == 0; },
+          [this] {
+            backend.stop();
+            workers.release();
+            release_control();
+          });
+    });
+  }
+};
 
 int run_server() {
   core::env_reader env;
@@ -245,41 +340,15 @@ int run_server() {
   std::vector<worker_apis> apis;
   net::grpc::server grpc(proc.grpc);
   auto http_endpoint = build_workers(apis, workers, proc, rl, limiter, backend, stats, health, shared, grpc);
-  // Each worker's service gets every new snapshot on its own thread.
-  ratelimit::service::rules_source rules(
-      rl.rules,
-      [&](std::shared_ptr<const ratelimit::config::rule_set> snapshot) {
-        for (unsigned i = 0; i < workers.size(); ++i)
-          asio::post(workers.context(i), [&svc = *apis[i].service, snapshot] { svc.set_rules(snapshot); });
-      },
-      stats, health);
-  core::log_info("Waiting for initial ratelimit config update event");
-  if (auto error = rules.load(); error && !rl.force_start_without_initial_config) {
-    core::log_error(
-        "cannot start without rate limit rules (set FORCE_START_WITHOUT_INITIAL_CONFIG=true to start "
-        "anyway): ",
-        *error);
+  ratelimit::service::rules_source rules(rl.rules, publish_to(workers, apis), stats, health);
+  if (!load_initial_rules(rules, rl)) {
     backend.stop();
     return 1;
-  } else if (!error) {
-    core::log_info("Successfully loaded the initial ratelimit configs");
   }
   shared.log_started();
   grpc.listen();
-  health.on_change([&](bool) {
-    for (unsigned i = 0; i < workers.size(); ++i)
-      asio::post(workers.context(i), [&h = *apis[i].grpc_health] { h.notify(); });
-  });
-
-  std::unique_ptr<net::http::server> prometheus_http;
-  if (prometheus) {
-    stats.set_timer_observer(prometheus.get());
-    prometheus_http = start_prometheus(stats_settings, *prometheus, proc.http, control);
-  }
-  // statsd, DogStatsD or stdout, flushed on the sink's own thread; declared after everything that records
-  // stats, so it stops before them.
-  auto line_sink = stats::start_line_sink(stats_settings, stats);
-  auto debug = start_debug(proc.debug, rules, stats, control);
+  control_listeners listeners;  // after everything that records stats: its sink stops first
+  start_control_listeners(listeners, proc, stats_settings, prometheus.get(), rules, stats, control);
 
   workers.start();
   for (auto& w : apis) w.http->start();
@@ -288,29 +357,22 @@ int run_server() {
   rules.watch(control.get_executor());
 
   asio::signal_set signals(control, SIGTERM, SIGINT);
-  asio::steady_timer drain_timer(control);
-  bool stopping = false;
-  shutdown = [&] {
-    asio::post(control, [&] {
-      if (std::exchange(stopping, true)) return;
-      signals.cancel();
-      health.set(sigterm_component, false);
-      for (auto& w : apis) w.http->stop();
-      debug->stop();
-      if (prometheus_http) prometheus_http->stop();
-      rules.stop();
-      shared.stop();
-      grpc.drain(proc.shutdown_grace);
-      wait_for_drain(
-          drain_timer, std::chrono::steady_clock::now() + proc.shutdown_grace + std::chrono::seconds(1),
-          [&] { return grpc.open_connections() == 0 && open_http(apis) == 0; },
-          [&] {
-            backend.stop();
-            workers.release();
-            work.reset();
-          });
-    });
-  };
+  shutdown_plan plan{control,
+                     workers,
+                     health,
+                     sigterm_component,
+                     apis,
+                     grpc,
+                     rules,
+                     shared,
+                     listeners,
+                     backend,
+                     [&] {
+                       signals.cancel();
+                       work.reset();
+                     },
+                     proc.shutdown_grace};
+  shutdown = [&plan] { plan.begin(); };
   signals.async_wait([&](const boost::system::error_code& ec, int signo) {
     if (ec) return;
     core::log_warn("Received signal ", signo == SIGTERM ? "terminated" : "interrupt",
