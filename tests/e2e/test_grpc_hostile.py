@@ -1,0 +1,133 @@
+"""Hostile HTTP/2 clients against the gRPC port (issues 11 and 12), with raw frames written by hand: HTTP/2
+Rapid Reset (CVE-2023-44487) and a CONTINUATION flood (CVE-2024-28182). The server must shut such a connection
+down, keep its memory bounded, go on serving everyone else and still stop at once on SIGTERM."""
+
+import socket
+import struct
+import time
+import unittest
+
+from harness import Sluice
+
+RULES = """
+domain: h
+descriptors:
+  - key: k
+    rate_limit: {unit: hour, requests_per_unit: 1000000}
+"""
+
+PREFACE = b'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'
+HEADERS, RST_STREAM, SETTINGS, GOAWAY, CONTINUATION = 0x1, 0x3, 0x4, 0x7, 0x9
+END_STREAM, END_HEADERS = 0x1, 0x4
+
+
+def frame(kind, flags, stream, payload=b''):
+    return struct.pack('>I', len(payload))[1:] + bytes([kind, flags]) + struct.pack('>I', stream) + payload
+
+
+def literal(name, value):
+    """An HPACK literal header field without indexing, no Huffman (names and values under 127 bytes)."""
+    return b'\x00' + bytes([len(name)]) + name + bytes([len(value)]) + value
+
+
+REQUEST_BLOCK = b''.join(literal(n, v) for n, v in [
+    (b':method', b'POST'), (b':scheme', b'http'), (b':authority', b'x'),
+    (b':path', b'/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit'),
+    (b'content-type', b'application/grpc')])
+
+
+def rss_kb(pid):
+    with open('/proc/%d/status' % pid) as f:
+        return next(int(line.split()[1]) for line in f if line.startswith('VmRSS'))
+
+
+def read_until_closed(sock, timeout):
+    """Reads until the server closes; -> (bytes read, whether a GOAWAY frame was seen)."""
+    sock.settimeout(timeout)
+    data = b''
+    try:
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except (socket.timeout, ConnectionResetError):
+        pass
+    goaway, i = False, 0
+    while i + 9 <= len(data):
+        length = int.from_bytes(data[i:i + 3], 'big')
+        goaway = goaway or data[i + 3] == GOAWAY
+        i += 9 + length
+    return data, goaway
+
+
+class HostileClients(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.s = Sluice(rules={'h.yaml': RULES})
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.s.close()
+
+    def still_serving(self):
+        self.assertEqual(self.s.grpc('h', [[('k', 'v')]]).overall_code, 1)  # OK
+        self.assertEqual(self.s.healthcheck()[0], 200)
+
+    def test_rapid_reset(self):
+        """Streams opened and reset at once, 20,000 of them: past nghttp2's reset budget (1,000, then 33/s) the
+        server sends GOAWAY and closes; memory stays flat and everyone else is served."""
+        before = rss_kb(self.s.proc.pid)
+        sock = socket.create_connection(('127.0.0.1', self.s.grpc_port))
+        burst = bytearray(PREFACE + frame(SETTINGS, 0, 0))
+        for n in range(20000):
+            stream = 2 * n + 1
+            burst += frame(HEADERS, END_HEADERS, stream, REQUEST_BLOCK) + frame(RST_STREAM, 0, stream, b'\x00\x00\x00\x08')
+        try:
+            sock.sendall(burst)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # closed by the server before it had read everything: what is wanted
+        _, goaway = read_until_closed(sock, 5)
+        sock.close()
+        self.assertTrue(goaway, 'the server should say GOAWAY before closing')
+        self.still_serving()
+        self.assertLess(rss_kb(self.s.proc.pid) - before, 50 * 1024, 'RSS grew by more than 50 MB')
+
+    def test_continuation_flood(self):
+        """One HEADERS frame followed by endless CONTINUATION frames: the connection is closed after a few."""
+        sock = socket.create_connection(('127.0.0.1', self.s.grpc_port))
+        flood = bytearray(PREFACE + frame(SETTINGS, 0, 0) + frame(HEADERS, 0, 1, REQUEST_BLOCK))
+        for _ in range(10000):
+            flood += frame(CONTINUATION, 0, 1, literal(b'x-pad', b'y' * 100))
+        try:
+            sock.sendall(flood)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        data, _ = read_until_closed(sock, 5)
+        sock.close()
+        self.assertLess(len(data), 1024 * 1024)
+        self.still_serving()
+
+    def test_stop_after_abuse(self):
+        """After hostile connections, SIGTERM still ends the process quickly."""
+        s = Sluice(rules={'h.yaml': RULES}, env={'SHUTDOWN_GRACE_PERIOD': '2s'})
+        socks = []
+        try:
+            for _ in range(3):
+                sock = socket.create_connection(('127.0.0.1', s.grpc_port))
+                # the stream stays open (no END_STREAM, no body): a call that never completes
+                sock.sendall(PREFACE + frame(SETTINGS, 0, 0) + frame(HEADERS, END_HEADERS, 1, REQUEST_BLOCK))
+                socks.append(sock)
+            start = time.monotonic()
+            s.terminate()
+            self.assertEqual(s.wait_exit(timeout=10), 0)
+            # the grace period (2 s) bounds the wait for the calls that never complete
+            self.assertLess(time.monotonic() - start, 5)
+        finally:
+            for sock in socks:
+                sock.close()
+            s.close()
+
+
+if __name__ == '__main__':
+    unittest.main()
