@@ -211,11 +211,6 @@ void session::goaway() {
   queued();
 }
 
-void session::terminate(std::uint32_t error_code) {
-  nghttp2_session_terminate_session(ng_, error_code);
-  queued();
-}
-
 void session::queued() {
   if (!in_feed_) factory_.output_ready();
 }
@@ -259,12 +254,6 @@ void stream::respond(std::span<const header> headers, bool end_stream) {
   if (session_ != nullptr) session_->submit_response(*this, headers, end_stream);
 }
 
-void stream::send(std::string_view bytes) {
-  if (session_ == nullptr || !body_open_ || ended_) return;
-  out_.append(bytes);
-  session_->resume(*this);
-}
-
 char* stream::reserve(std::size_t n) {
   const std::size_t at = out_.size();
   out_.resize(at + n);
@@ -281,12 +270,6 @@ void stream::finish(std::span<const header> trailers) {
   }
   ended_ = true;
   session_->resume(*this);
-}
-
-void stream::reset(std::uint32_t error_code) {
-  if (session_ == nullptr) return;
-  nghttp2_submit_rst_stream(session_->ng_, NGHTTP2_FLAG_NONE, id_, error_code);
-  session_->queued();
 }
 
 }  // namespace sluice::net::h2

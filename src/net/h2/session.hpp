@@ -1,8 +1,8 @@
 #pragma once
 // The server side of one HTTP/2 connection on libnghttp2, without a socket (sans-io): bytes read from the
 // peer go in through feed(), bytes to write come out of drain(). Request streams are objects the owner
-// creates (stream_factory); they hear their headers, data and end, and answer through respond / send /
-// finish / reset. Used by the transport in net/h2/connection.hpp and, with no socket at all, by the fuzzer.
+// creates (stream_factory); they hear their headers, data and end, and answer through respond / reserve /
+// finish. Used by the transport in net/h2/connection.hpp and, with no socket at all, by the fuzzer.
 //
 // Nothing here is thread-safe: a session and its streams live on one thread (their worker).
 
@@ -59,15 +59,12 @@ class stream {
 
  protected:
   // Answering (all no-ops once the stream is closed). `respond` sends the response headers; with
-  // `end_stream` they are the whole answer, else a body follows through send() and ends with finish().
+  // `end_stream` they are the whole answer, else a body follows through reserve() and ends with finish().
   void respond(std::span<const header> headers, bool end_stream);
-  // Appends to the response body; `reserve` returns a buffer of exactly n bytes to fill in place.
-  void send(std::string_view bytes);
+  // Appends n bytes to the response body and returns them, to be filled in place.
   char* reserve(std::size_t n);
   // At most two trailers.
   void finish(std::span<const header> trailers);
-  void reset(std::uint32_t error_code);
-  session* owner() const { return session_; }
 
  private:
   friend class session;
@@ -107,13 +104,10 @@ class session {
   bool drain(std::string& out);
   // Neither side has anything left to say: close the connection.
   bool finished() const;
-  std::size_t open_streams() const { return streams_.size(); }
 
   // Graceful close: a GOAWAY announcing the end (last stream id 2^31-1), then, with goaway(), the real one.
   void shutdown_notice();
   void goaway();
-  // A GOAWAY with an error, then close (no more streams processed).
-  void terminate(std::uint32_t error_code);
 
  private:
   friend class stream;
