@@ -23,14 +23,13 @@ std::string_view compact_key::view() const {
 }  // namespace detail
 
 memory_backend::memory_backend(const core::clock& clock, std::size_t max_counters)
-    : clock_(clock),
-      max_counters_(max_counters),
-      // Hashing does not spread keys perfectly evenly: give each shard some headroom over its exact share.
-      max_per_shard_(max_counters / shard_count + max_counters / shard_count / 8 + 16) {}
+    : clock_(clock), max_counters_(max_counters) {}
 
 std::size_t memory_backend::reclaim_locked(shard& s, std::int64_t now) {
-  return boost::unordered::erase_if(s.counters,
-                                    [now](const auto& kv) { return kv.second.expires_at <= now; });
+  const std::size_t removed =
+      boost::unordered::erase_if(s.counters, [now](const auto& kv) { return kv.second.expires_at <= now; });
+  if (removed > 0) live_.fetch_sub(removed, std::memory_order_relaxed);
+  return removed;
 }
 
 void memory_backend::increment(std::span<const limiter::counter_op> ops, std::span<std::uint64_t> results,
@@ -43,14 +42,21 @@ void memory_backend::increment(std::span<const limiter::counter_op> ops, std::sp
     std::unique_lock lock(s.mutex);
     auto it = s.counters.find(op.key);
     if (it == s.counters.end()) {
-      if (s.counters.size() >= max_per_shard_ && reclaim_locked(s, now) == 0) {
+      if (live_.load(std::memory_order_relaxed) >= max_counters_ && reclaim_locked(s, now) == 0) {
         lock.unlock();
-        limiter::backend_error error{core::cat("memory backend is full: ", max_counters_,
-                                               " live counters (raise MEMORY_MAX_COUNTERS)")};
-        done.complete(&error);
-        return;
+        if (!reclaim_everywhere(now)) {
+          limiter::backend_error error{core::cat("memory backend is full: ", max_counters_,
+                                                 " live counters (raise MEMORY_MAX_COUNTERS)")};
+          done.complete(&error);
+          return;
+        }
+        lock.lock();
+        it = s.counters.find(op.key);  // another thread may have made it meanwhile
       }
+    }
+    if (it == s.counters.end()) {
       it = s.counters.emplace(detail::compact_key(op.key), detail::counter_entry{0, 0}).first;
+      live_.fetch_add(1, std::memory_order_relaxed);
     } else if (it->second.expires_at <= now) {
       it->second.value = 0;  // expired but not yet swept: a fresh counter, as in Redis
     }
@@ -71,6 +77,16 @@ void memory_backend::get(std::span<const limiter::counter_op> ops, std::span<std
     results[i] = it != s.counters.end() && it->second.expires_at > now ? it->second.value : 0;
   }
   done.complete(nullptr);
+}
+
+bool memory_backend::reclaim_everywhere(std::int64_t now) {
+  // A full sweep costs a pass over every counter: at most once per second, however many requests find the
+  // store full (a client filling it with new keys must not turn each of its requests into a sweep).
+  std::int64_t last = last_full_sweep_.load(std::memory_order_relaxed);
+  if (last < now && last_full_sweep_.compare_exchange_strong(last, now, std::memory_order_relaxed)) {
+    sweep(shard_count);
+  }
+  return live_.load(std::memory_order_relaxed) < max_counters_;
 }
 
 std::size_t memory_backend::sweep(std::size_t count) {

@@ -2,12 +2,13 @@
 // BACKEND_TYPE=memory: counters in this process, with the observable behaviour of the Redis backend (same
 // keys, same fixed windows, TTL = unit + jitter refreshed on every increment). Decisions complete inline on
 // the caller's thread. Counters live in sharded open-addressing tables (one small lock per shard, no global
-// lock); expired counters are reclaimed by sweep() and whenever a full shard needs room.
+// lock); expired counters are reclaimed by sweep() and whenever the store is full. Many shards (4096), so
+// workers deciding on different keys rarely touch the same shard's cache lines.
 //
-// Memory bound: at most `max_counters` live counters (MEMORY_MAX_COUNTERS), spread over the shards. An
-// increment that needs a new counter in a full shard (after reclaiming that shard's expired counters) fails
-// with a backend_error that names the setting: the decision is answered UNAVAILABLE rather than silently not
-// counted.
+// Memory bound: at most `max_counters` live counters (MEMORY_MAX_COUNTERS), counted store-wide (only a new
+// counter touches that count). An increment that needs a new counter when the store is full (after
+// reclaiming its shard's expired counters) fails with a backend_error that names the setting: the decision is
+// answered UNAVAILABLE rather than silently not counted.
 
 #include <array>
 #include <atomic>
@@ -60,7 +61,7 @@ struct counter_entry {
 
 class memory_backend final : public limiter::backend {
  public:
-  static constexpr std::size_t shard_count = 64;
+  static constexpr std::size_t shard_count = 4096;
 
   memory_backend(const core::clock& clock, std::size_t max_counters);
 
@@ -83,12 +84,16 @@ class memory_backend final : public limiter::backend {
   };
 
   shard& shard_for(std::size_t hash) { return shards_[hash % shard_count]; }
-  static std::size_t reclaim_locked(shard& s, std::int64_t now);
+  // Drops the shard's expired counters (its lock held); returns how many.
+  std::size_t reclaim_locked(shard& s, std::int64_t now);
+  // The store is full: sweeps every shard (at most once a second); true when there is room now.
+  bool reclaim_everywhere(std::int64_t now);
 
   const core::clock& clock_;
   std::size_t max_counters_;
-  std::size_t max_per_shard_;
-  std::atomic<std::size_t> next_sweep_{0};
+  alignas(64) std::atomic<std::size_t> live_{0};  // counters in the tables, expired or not
+  alignas(64) std::atomic<std::size_t> next_sweep_{0};
+  std::atomic<std::int64_t> last_full_sweep_{0};  // Unix seconds
   std::array<shard, shard_count> shards_;
 };
 
