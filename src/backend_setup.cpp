@@ -17,11 +17,12 @@ namespace {
 
 // Sweeps expired memory counters a few shards at a time, so no sweep holds up requests for long.
 asio::awaitable<void> sweep_loop(ratelimit::backends::memory::memory_backend& backend,
-                                 asio::steady_timer& timer) {
+                                 asio::steady_timer& timer, const bool& stopped) {
   for (;;) {
     timer.expires_after(std::chrono::milliseconds(250));
     auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
-    if (ec) co_return;
+    // A stop may come after the wait ended but before this ran: the flag, not the cancel, ends the loop.
+    if (ec || stopped) co_return;
     backend.sweep(ratelimit::backends::memory::memory_backend::shard_count / 8);
   }
 }
@@ -129,6 +130,7 @@ void backend_holder::retry_down_stores() {
 }
 
 void backend_holder::stop() {
+  stopped = true;
   if (timer) timer->cancel();
   for (auto& w : redis) {
     w.main->stop();
@@ -143,7 +145,7 @@ void start_backend(backend_holder& b, const ratelimit::module_settings& settings
     b.memory =
         std::make_unique<ratelimit::backends::memory::memory_backend>(clock, settings.memory_max_counters);
     b.timer = std::make_unique<asio::steady_timer>(control);
-    asio::co_spawn(control, sweep_loop(*b.memory, *b.timer), asio::detached);
+    asio::co_spawn(control, sweep_loop(*b.memory, *b.timer, b.stopped), asio::detached);
     return;
   }
   start_redis(b, settings.redis, workers, control, health, std::move(give_up));

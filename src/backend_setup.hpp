@@ -33,6 +33,7 @@ struct backend_holder {
   std::unique_ptr<ratelimit::backends::memory::memory_backend> memory;
   std::vector<worker_redis> redis;                   // one per worker
   std::unique_ptr<boost::asio::steady_timer> timer;  // memory: the sweep; redis: the start-up deadline
+  bool stopped = false;                              // set by stop(), on the control thread
 
   ratelimit::limiter::backend& get(unsigned worker) {
     if (memory) return *memory;
@@ -42,6 +43,7 @@ struct backend_holder {
   bool redis_up() const;
   // Some stores are up and others wait to retry: those retry now.
   void retry_down_stores();
+  // On the control thread.
   void stop();
 };
 

@@ -10,6 +10,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <exception>
 #include <iostream>
 #include <memory>
 #include <thread>
@@ -351,6 +352,13 @@ int run_server() {
   start_control_listeners(listeners, proc, stats_settings, prometheus.get(), rules, stats, control);
 
   workers.start();
+  // Should what follows throw, the workers stop before the objects they use are destroyed.
+  struct stop_on_unwind {
+    core::worker_pool& workers;
+    ~stop_on_unwind() {
+      if (std::uncaught_exceptions() > 0) workers.stop();
+    }
+  } guard{workers};
   for (auto& w : apis) w.http->start();
   grpc.start(control.get_executor());
   shared.watch(control.get_executor());

@@ -93,6 +93,34 @@ class HostileClients(unittest.TestCase):
         self.still_serving()
         self.assertLess(rss_kb(self.s.proc.pid) - before, 50 * 1024, 'RSS grew by more than 50 MB')
 
+    def test_unfinished_requests(self):
+        """64 calls that each send 1 MB of a 4 MB message and never finish: the server gives the connection's
+        flow-control window back only for finished requests, so after ~16 MB the client must stop (this one
+        ignores flow control, so it is disconnected with FLOW_CONTROL_ERROR) and the server's memory does not
+        follow what it tries to send."""
+        before = rss_kb(self.s.proc.pid)
+        sock = socket.create_connection(('127.0.0.1', self.s.grpc_port))
+        sock.sendall(PREFACE + frame(SETTINGS, 0, 0))
+        sock.settimeout(3)
+        sent = 0
+        chunk = b'\0' * 16384
+        try:
+            for n in range(64):
+                stream = 2 * n + 1
+                head = b'\x00' + struct.pack('>I', 4 * 1024 * 1024)  # the gRPC prefix of a 4 MB message
+                sock.sendall(frame(HEADERS, END_HEADERS, stream, REQUEST_BLOCK) + frame(0, 0, stream, head))
+                for _ in range(64):  # 1 MB of DATA, no END_STREAM
+                    sock.sendall(frame(0, 0, stream, chunk))
+                    sent += len(chunk)
+        except (socket.timeout, ConnectionResetError, BrokenPipeError):
+            pass  # held back by flow control, or disconnected for sending past the window
+        time.sleep(0.5)
+        grown_mb = (rss_kb(self.s.proc.pid) - before) / 1024
+        sock.close()
+        self.assertLess(sent, 40 * 1024 * 1024, 'the client was never held back')
+        self.assertLess(grown_mb, 40, 'RSS grew by %.0f MB' % grown_mb)
+        self.still_serving()
+
     def test_continuation_flood(self):
         """One HEADERS frame followed by endless CONTINUATION frames: the connection is closed after a few."""
         sock = socket.create_connection(('127.0.0.1', self.s.grpc_port))

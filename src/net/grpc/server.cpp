@@ -38,6 +38,9 @@ struct server::worker final : h2::connection_owner, std::enable_shared_from_this
       : ioc(c), methods(std::move(m)), accept_pause(c) {
     limits.max_recv_message_bytes = o.max_recv_message_bytes;
     connection.h2.max_concurrent_streams = o.max_concurrent_streams;
+    // Room for the largest request and then some; it bounds what unfinished requests hold per connection.
+    connection.h2.connection_window =
+        static_cast<std::uint32_t>(std::max<std::size_t>(16 << 20, o.max_recv_message_bytes + (1 << 20)));
     connection.max_age = o.max_connection_age;
     connection.max_age_grace = o.max_connection_age_grace;
   }

@@ -67,8 +67,8 @@ class connection final : public connection_base,
   template <typename... SocketArgs>
   connection(std::shared_ptr<connection_owner> owner, const connection_options& options,
              std::shared_ptr<const void> keep, SocketArgs&&... args)
-      : socket_(std::forward<SocketArgs>(args)...),
-        keep_(std::move(keep)),
+      : keep_(std::move(keep)),
+        socket_(std::forward<SocketArgs>(args)...),
         owner_(std::move(owner)),
         options_(options),
         session_(*this, options.h2),
@@ -96,18 +96,26 @@ class connection final : public connection_base,
   }
 
   void drain(std::chrono::milliseconds grace) override {
-    if (draining_ || closed_) return;
+    if (closed_) return;
+    const auto deadline = std::chrono::steady_clock::now() + grace;
+    if (draining_) {
+      // Already draining (max age) with a longer grace: the earlier deadline wins.
+      if (deadline < close_at_) {
+        close_at_ = deadline;
+        if (goaway_sent_) close_at_deadline();
+      }
+      return;
+    }
     draining_ = true;
+    close_at_ = deadline;
     if (!serving_) return close();  // still in the TLS handshake: nothing to finish
     session_.shutdown_notice();
     timer_.expires_after(std::min<std::chrono::milliseconds>(goaway_delay, grace));
-    timer_.async_wait([self = this->shared_from_this(), grace](boost::system::error_code ec) {
+    timer_.async_wait([self = this->shared_from_this()](boost::system::error_code ec) {
       if (ec || self->closed_) return;
       self->session_.goaway();
-      self->timer_.expires_after(grace);
-      self->timer_.async_wait([self](boost::system::error_code ec2) {
-        if (!ec2) self->close();
-      });
+      self->goaway_sent_ = true;
+      self->close_at_deadline();
     });
   }
 
@@ -120,6 +128,13 @@ class connection final : public connection_base,
   }
 
  private:
+  void close_at_deadline() {
+    timer_.expires_at(close_at_);
+    timer_.async_wait([self = this->shared_from_this()](boost::system::error_code ec) {
+      if (!ec) self->close();
+    });
+  }
+
   void serve() {
     serving_ = true;
     flush();  // our SETTINGS
@@ -193,8 +208,8 @@ class connection final : public connection_base,
                              });
   }
 
+  std::shared_ptr<const void> keep_;  // before socket_: destroyed after it
   Socket socket_;
-  std::shared_ptr<const void> keep_;
   std::shared_ptr<connection_owner> owner_;
   const connection_options options_;
   session session_;
@@ -204,6 +219,8 @@ class connection final : public connection_base,
   bool writing_ = false;
   bool flush_posted_ = false;
   bool draining_ = false;
+  bool goaway_sent_ = false;
+  std::chrono::steady_clock::time_point close_at_;
   bool serving_ = false;
   bool handshake_done_ = false;
   bool closed_ = false;

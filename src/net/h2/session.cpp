@@ -25,9 +25,9 @@ struct session::callbacks {
   static session& self(void* p) { return *static_cast<session*>(p); }
 
   static int on_begin_headers(nghttp2_session* ng, const nghttp2_frame* frame, void* p) {
-    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
     auto& s = self(p);
-    s.header_bytes_ = 0;
+    s.header_bytes_ = 0;  // each block (request headers or trailers) counts on its own
+    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
     auto st = s.factory_.open_stream(s);
     if (!st) {
       nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, frame->hd.stream_id, NGHTTP2_REFUSED_STREAM);
@@ -67,15 +67,24 @@ struct session::callbacks {
     }
     if ((frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
         (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0 && st->open()) {
+      s.release_held(*st);
       st->on_request_end();
     }
     return 0;
   }
 
-  static int on_data_chunk(nghttp2_session*, std::uint8_t, std::int32_t id, const std::uint8_t* data,
+  static int on_data_chunk(nghttp2_session* ng, std::uint8_t, std::int32_t id, const std::uint8_t* data,
                            std::size_t len, void* p) {
+    // The stream's window is given back at once (one request may be larger than it); the connection's only
+    // when the request is complete, so a client cannot make the calls it leaves unfinished hold more than the
+    // connection window.
+    nghttp2_session_consume_stream(ng, id, len);
     auto* st = self(p).find(id);
-    if (st == nullptr) return 0;
+    if (st == nullptr) {
+      nghttp2_session_consume_connection(ng, len);
+      return 0;
+    }
+    st->held_bytes_ += len;
     return st->on_data({data, len}) ? 0 : NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
   }
 
@@ -141,6 +150,7 @@ session::session(stream_factory& factory, const limits& l)
   // nghttp2's HTTP semantics checks validate every header of every request (a tenth of a call's cost); a gRPC
   // call reads only :method, :path and four gRPC headers, and checks those itself.
   nghttp2_option_set_no_http_messaging(opt, 1);
+  nghttp2_option_set_no_auto_window_update(opt, 1);  // see on_data_chunk
   int rv = nghttp2_session_server_new2(&ng_, cbs, this, opt);
   nghttp2_option_del(opt);
   nghttp2_session_callbacks_del(cbs);
@@ -154,7 +164,8 @@ session::session(stream_factory& factory, const limits& l)
   };
   nghttp2_submit_settings(ng_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
   // The connection window: large, so many streams' requests are never held up by it.
-  nghttp2_session_set_local_window_size(ng_, NGHTTP2_FLAG_NONE, 0, 16 << 20);
+  nghttp2_session_set_local_window_size(ng_, NGHTTP2_FLAG_NONE, 0,
+                                        static_cast<std::int32_t>(l.connection_window));
 }
 
 session::~session() {
@@ -224,9 +235,16 @@ void session::close_stream(std::int32_t id, std::uint32_t error_code) {
   if (it == streams_.end()) return;
   auto st = std::move(it->second);
   streams_.erase(it);
+  release_held(*st);
   nghttp2_session_set_stream_user_data(ng_, id, nullptr);
   st->session_ = nullptr;
   st->on_closed(error_code);
+}
+
+void session::release_held(stream& s) {
+  if (s.held_bytes_ == 0) return;
+  nghttp2_session_consume_connection(ng_, s.held_bytes_);
+  s.held_bytes_ = 0;
 }
 
 void session::resume(stream& s) {

@@ -24,6 +24,10 @@ namespace sluice::net::h2 {
 struct limits {
   std::uint32_t max_concurrent_streams = 1024;  // SETTINGS_MAX_CONCURRENT_STREAMS (nghttp2's default: none)
   std::uint32_t initial_window_size = 1 << 20;  // per stream, so a large request needs no WINDOW_UPDATE wait
+  // The connection's receive window, which bounds the request bytes held for calls not yet complete: a
+  // stream's bytes are given back to the connection window only when its request ends (or the stream closes).
+  // Must be larger than the largest request accepted.
+  std::uint32_t connection_window = 16 << 20;
   std::size_t max_header_list_bytes = 16 * 1024;
   // Rapid Reset (CVE-2023-44487): RST_STREAMs from the peer, a token bucket; past it, GOAWAY.
   std::uint64_t reset_burst = 1000;
@@ -76,9 +80,10 @@ class stream {
   static constexpr std::size_t max_trailers = 2;
   std::array<std::pair<std::string, std::string>, max_trailers> trailers_;
   std::size_t trailer_count_ = 0;
-  bool body_open_ = false;  // respond() was called without end_stream and finish() not yet
-  bool ended_ = false;      // finish() was called
-  bool deferred_ = false;   // nghttp2 is waiting for more body (NGHTTP2_ERR_DEFERRED)
+  bool body_open_ = false;      // respond() was called without end_stream and finish() not yet
+  bool ended_ = false;          // finish() was called
+  bool deferred_ = false;       // nghttp2 is waiting for more body (NGHTTP2_ERR_DEFERRED)
+  std::size_t held_bytes_ = 0;  // request bytes not yet given back to the connection window
 };
 
 class stream_factory {
@@ -118,6 +123,7 @@ class session {
   void submit_response(stream& s, std::span<const header> headers, bool end_stream);
   stream* find(std::int32_t id) const;
   void close_stream(std::int32_t id, std::uint32_t error_code);
+  void release_held(stream& s);
 
   stream_factory& factory_;
   nghttp2_session* ng_ = nullptr;

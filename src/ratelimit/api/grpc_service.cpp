@@ -71,17 +71,23 @@ void rls_grpc_service::should_rate_limit(const std::shared_ptr<net::grpc::call>&
   auto* p = state.get();
   // The service calls `done` exactly once, possibly before should_rate_limit returns; an exception means it
   // never started (the call's handler boundary answers INTERNAL), and then the state is still ours.
-  service_.should_rate_limit(*p->request, *p->response, [this, p](const service::service_error* error) {
-    std::unique_ptr<pending> owned(p);
-    // After a deadline or a reset the call is done: the answer is dropped.
-    if (error == nullptr) {
-      owned->call->reply(*owned->response);
-    } else {
-      owned->call->finish(to_status(error->kind), error->message);
-    }
-    response_time_.record(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - owned->start).count());
-  });
+  service_.should_rate_limit(
+      *p->request, *p->response, [this, p](const service::service_error* error) noexcept {
+        std::unique_ptr<pending> owned(p);
+        try {
+          // After a deadline or a reset the call is done: the answer is dropped.
+          if (error == nullptr) {
+            owned->call->reply(*owned->response);
+          } else {
+            owned->call->finish(to_status(error->kind), error->message);
+          }
+          response_time_.record(
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - owned->start)
+                  .count());
+        } catch (...) {
+          // Out of memory while answering: the client's deadline or the connection's end finishes the call.
+        }
+      });
   (void)state.release();
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/container/small_vector.hpp>
+#include <optional>
 #include <unordered_set>
 
 #include "core/strings.hpp"
@@ -156,6 +157,8 @@ void request_state::start() {
 
 void request_state::complete(const limiter::backend_error* error) noexcept {
   std::unique_ptr<request_state> self(this);
+  // The outcome is settled first and `done` called once, after: a `done` that throws is never called again.
+  std::optional<service_error> failure;
   try {
     if (error != nullptr) {
       service_.backend_error_.inc();
@@ -164,25 +167,26 @@ void request_state::complete(const limiter::backend_error* error) noexcept {
         service_.fail_open_.inc();
         for (std::size_t i = 0; i < work_.items.size(); ++i) response_.add_statuses()->set_code(code::OK);
         response_.set_overall_code(code::OK);
-        done_(nullptr);
-        return;
+      } else {
+        failure = service_error{error_kind::unavailable, error->message};
       }
-      service_error e{error_kind::unavailable, error->message};
-      done_(&e);
-      return;
-    }
-    if (prechecking_) {
+    } else if (prechecking_) {
       prechecking_ = false;
       service_.limiter_.apply_precheck(work_);
       self.release();
       service_.backend_.increment(work_.ops, work_.values, *this);
       return;
+    } else {
+      finish();
     }
-    finish();
-    done_(nullptr);
   } catch (const std::exception& e) {
-    service_error err{error_kind::internal, core::cat("internal error: ", e.what())};
-    done_(&err);
+    failure = service_error{error_kind::internal, core::cat("internal error: ", e.what())};
+  }
+  auto done = std::move(done_);
+  try {
+    done(failure ? &*failure : nullptr);
+  } catch (...) {
+    // A completion must not throw; nothing more can be told to the caller.
   }
 }
 

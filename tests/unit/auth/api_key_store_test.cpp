@@ -118,8 +118,8 @@ TEST_CASE("api key store: reload swaps keys; a bad file keeps the old ones") {
 
 TEST_CASE("api key store: the watch reloads after a change") {
   temp_file f("keys: [{key: one}]\n");
+  boost::asio::io_context ioc;  // first: the store's file watch lives on it, so it must be destroyed last
   api_key_store store(f.path.string());
-  boost::asio::io_context ioc;
   store.watch(ioc.get_executor(), 20ms);
   f.write("keys: [{key: one, enabled: false}, {key: two}]\n");
   auto deadline = std::chrono::steady_clock::now() + 5s;
