@@ -309,11 +309,12 @@ class Resharding(ClusterCase):
         self.assertEqual(self.calls(b, 'incrby'), 2)
         self.assertEqual(self.calls(b, 'expire'), 2)
         self.assertEqual(self.calls(a, 'incrby'), 0)
-        # one -MOVED at most: after it the map names the new owner
-        self.assertLessEqual(self.rejected(a, 'incrby'), 1, self.setup.command_stats(a))
+        # one -MOVED at most per worker (each keeps its own slot map; the harness runs two): after it the map
+        # names the new owner
+        self.assertLessEqual(self.rejected(a, 'incrby'), 2, self.setup.command_stats(a))
         d = self.assertOk(self.sluice, 'grpc', [[('k', moving)]])
         self.assertEqual(d.statuses[0].remaining, LIMIT - 5, d)
-        self.assertLessEqual(self.rejected(a, 'incrby'), 1, self.setup.command_stats(a))
+        self.assertLessEqual(self.rejected(a, 'incrby'), 2, self.setup.command_stats(a))
         self.assertCounter(b, key, 5)
 
     def value_in_slot(self, tag, slot):
