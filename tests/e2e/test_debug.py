@@ -120,6 +120,8 @@ class DebugServer(unittest.TestCase):
 
     def test_heap_profile_is_read_by_google_pprof(self):
         status, _, body = fetch(self.s.debug_port, '/debug/pprof/heap?seconds=1')
+        if status == 409 and b'need tcmalloc' in body:
+            self.skipTest('a sanitizer build (-Dtcmalloc=false) has no heap profiler')
         self.assertEqual(status, 200, body[:200])
         self.assertTrue(body.startswith(b'heap profile:'), body[:100])
         self.assertRegex(self.pprof(body), r'Total: [\d.]+ [KM]?B')

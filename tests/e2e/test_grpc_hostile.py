@@ -118,7 +118,8 @@ class HostileClients(unittest.TestCase):
         grown_mb = (rss_kb(self.s.proc.pid) - before) / 1024
         sock.close()
         self.assertLess(sent, 40 * 1024 * 1024, 'the client was never held back')
-        self.assertLess(grown_mb, 40, 'RSS grew by %.0f MB' % grown_mb)
+        # the ~16 MB window, and room for a sanitizer build's overhead
+        self.assertLess(grown_mb, 64, 'RSS grew by %.0f MB' % grown_mb)
         self.still_serving()
 
     def test_continuation_flood(self):
