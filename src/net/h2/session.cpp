@@ -67,7 +67,6 @@ struct session::callbacks {
     }
     if ((frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
         (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0 && st->open()) {
-      st->request_ended_ = true;
       s.release_held(*st);
       st->on_request_end();
     }
@@ -87,17 +86,6 @@ struct session::callbacks {
     }
     st->held_bytes_ += len;
     return st->on_data({data, len}) ? 0 : NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-  }
-
-  // An answer sent before the request ended (an early error): tell the client to stop sending, without an
-  // error (RFC 9113 §8.1; grpc-go does the same). Sent after the answer, so the client has read it.
-  static int on_frame_send(nghttp2_session* ng, const nghttp2_frame* frame, void* p) {
-    if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) == 0) return 0;
-    if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
-    auto* st = self(p).find(frame->hd.stream_id);
-    if (st != nullptr && !st->request_ended_)
-      nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, frame->hd.stream_id, NGHTTP2_NO_ERROR);
-    return 0;
   }
 
   static int on_stream_close(nghttp2_session*, std::int32_t id, std::uint32_t error_code, void* p) {
@@ -148,7 +136,6 @@ session::session(stream_factory& factory, const limits& l)
   nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, callbacks::on_frame_recv);
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, callbacks::on_data_chunk);
   nghttp2_session_callbacks_set_on_stream_close_callback(cbs, callbacks::on_stream_close);
-  nghttp2_session_callbacks_set_on_frame_send_callback(cbs, callbacks::on_frame_send);
   nghttp2_option* opt = nullptr;
   if (nghttp2_option_new(&opt) != 0) {
     nghttp2_session_callbacks_del(cbs);

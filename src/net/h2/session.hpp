@@ -84,7 +84,6 @@ class stream {
   bool ended_ = false;          // finish() was called
   bool deferred_ = false;       // nghttp2 is waiting for more body (NGHTTP2_ERR_DEFERRED)
   std::size_t held_bytes_ = 0;  // request bytes not yet given back to the connection window
-  bool request_ended_ = false;  // END_STREAM received
 };
 
 class stream_factory {
