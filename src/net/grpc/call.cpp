@@ -55,15 +55,15 @@ bool call::on_header(std::string_view name, std::string_view value) {
 
 void call::on_headers_done() {
   // gRPC's order: what HTTP says first (method, content type), then the gRPC headers, then routing.
-  if (!post_) return fail_http("405", status_code::internal, "grpc: the request method must be POST");
+  if (!post_) return reject("405", status_code::internal, "grpc: the request method must be POST");
   if (!grpc_content_type_) {
-    return fail_http("415", status_code::internal,
-                     core::cat("invalid gRPC request content-type \"", bad_content_type_, "\""));
+    return reject("415", status_code::internal,
+                  core::cat("invalid gRPC request content-type \"", bad_content_type_, "\""));
   }
-  if (bad_timeout_) return end(status_code::internal, "grpc: malformed grpc-timeout");
+  if (bad_timeout_) return reject("200", status_code::internal, "grpc: malformed grpc-timeout");
   if (bad_encoding_) {
-    return end(status_code::unimplemented,
-               core::cat("grpc: Decompressor is not installed for grpc-encoding \"", path_, "\""));
+    return reject("200", status_code::unimplemented,
+                  core::cat("grpc: Decompressor is not installed for grpc-encoding \"", path_, "\""));
   }
   if (handler_ == nullptr) {
     // "/package.Service/Method": tell an unknown service from an unknown method, as grpc-go does.
@@ -72,20 +72,25 @@ void call::on_headers_done() {
     const auto slash = path.find('/');
     const auto service = path.substr(0, slash);
     if (slash == std::string_view::npos || !methods_.has_service(service))
-      return end(status_code::unimplemented, core::cat("unknown service ", service));
-    return end(status_code::unimplemented,
-               core::cat("unknown method ", path.substr(slash + 1), " for service ", service));
+      return reject("200", status_code::unimplemented, core::cat("unknown service ", service));
+    return reject("200", status_code::unimplemented,
+                  core::cat("unknown method ", path.substr(slash + 1), " for service ", service));
   }
   if (timeout_) start_deadline(*timeout_);
 }
 
 bool call::on_data(std::span<const std::uint8_t> chunk) {
-  if (done_) return true;  // answered already (an early error): the rest of the body is ignored
-  if (auto e = reader_.feed(chunk)) end(e->code, e->message);
+  if (done_ || rejection_) return true;  // the rest of the body is ignored
+  if (auto e = reader_.feed(chunk)) reject("200", e->code, std::move(e->message));
   return true;
 }
 
 void call::on_request_end() {
+  if (rejection_) {
+    auto r = std::move(*rejection_);
+    rejection_.reset();
+    return answer_rejection(r);
+  }
   if (done_) return;
   if (auto e = reader_.finish(encoding_)) return end(e->code, e->message);
   auto self = shared_from_this();
@@ -95,6 +100,28 @@ void call::on_request_end() {
     // One catch at the handler boundary: the client sees INTERNAL, never a hung call.
     end(status_code::internal, core::cat("internal error: ", e.what()));
   }
+}
+
+// A request refused before it ended is answered when it ends: an answer that ends the stream while the client
+// is still sending leaves clients unsure what to do with the rest (curl, for one, may wait or report an
+// error). The body in between is dropped (and given back to flow control as it arrives).
+void call::reject(const char* http_status, status_code code, std::string message) {
+  if (rejection_ || done_) return;
+  rejection_ = rejection{http_status, code, std::move(message)};
+}
+
+void call::answer_rejection(const rejection& r) {
+  if (done_) return;
+  if (std::string_view(r.http_status) == "200") return end(r.code, r.message);
+  done_ = true;
+  if (deadline_) deadline_->cancel();
+  char buf[4];
+  const auto encoded = percent_encode(r.message);
+  const h2::header headers[] = {{":status", r.http_status},
+                                {"content-type", content_type},
+                                {"grpc-status", status_text(r.code, buf)},
+                                {"grpc-message", encoded}};
+  respond(headers, true);
 }
 
 void call::on_closed(std::uint32_t) {
@@ -119,17 +146,6 @@ void call::start_deadline(std::chrono::nanoseconds timeout) {
     c->end(status_code::deadline_exceeded, "Deadline Exceeded");
     if (f) f();
   });
-}
-
-void call::fail_http(const char* http_status, status_code code, std::string_view message) {
-  done_ = true;
-  char buf[4];
-  const auto encoded = percent_encode(message);
-  const h2::header headers[] = {{":status", http_status},
-                                {"content-type", content_type},
-                                {"grpc-status", status_text(code, buf)},
-                                {"grpc-message", encoded}};
-  respond(headers, true);
 }
 
 void call::append_message(const google::protobuf::MessageLite& m) {

@@ -51,11 +51,18 @@ class call final : public h2::stream, public std::enable_shared_from_this<call> 
   bool on_header(std::string_view name, std::string_view value) override;
   void on_headers_done() override;
   bool on_data(std::span<const std::uint8_t> chunk) override;
+  bool keeps_body() const override { return !done_ && !rejection_; }
   void on_request_end() override;
   void on_closed(std::uint32_t error_code) override;
 
   void start_deadline(std::chrono::nanoseconds timeout);
-  void fail_http(const char* http_status, status_code code, std::string_view message);
+  struct rejection {
+    const char* http_status;  // "200" for a gRPC error, else 405 or 415
+    status_code code;
+    std::string message;
+  };
+  void reject(const char* http_status, status_code code, std::string message);
+  void answer_rejection(const rejection& r);
   void append_message(const google::protobuf::MessageLite& m);
   void end(status_code code, std::string_view message);
   void cancelled();
@@ -69,6 +76,7 @@ class call final : public h2::stream, public std::enable_shared_from_this<call> 
   std::string path_;              // only when it names no method: for the error message
   std::string bad_content_type_;  // only when it is not gRPC's: for the error message
   std::optional<std::chrono::nanoseconds> timeout_;
+  std::optional<rejection> rejection_;  // refused before the request ended: answered when it ends
   encoding encoding_ = encoding::identity;
   bool post_ = false;
   bool grpc_content_type_ = false;

@@ -85,7 +85,9 @@ struct session::callbacks {
       return 0;
     }
     st->held_bytes_ += len;
-    return st->on_data({data, len}) ? 0 : NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    const bool ok = st->on_data({data, len});
+    if (!st->keeps_body()) self(p).release_held(*st);
+    return ok ? 0 : NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
   }
 
   static int on_stream_close(nghttp2_session*, std::int32_t id, std::uint32_t error_code, void* p) {

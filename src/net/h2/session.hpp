@@ -53,6 +53,9 @@ class stream {
   virtual void on_headers_done() {}
   // A chunk of the request body. False resets the stream.
   virtual bool on_data(std::span<const std::uint8_t> chunk) = 0;
+  // Whether the stream still keeps what its body sends (a stream that drops it gives it back to flow control
+  // at once).
+  virtual bool keeps_body() const { return true; }
   // The peer ended its side (END_STREAM).
   virtual void on_request_end() = 0;
   // The stream is gone (answered, reset by either side, or the connection closed): send nothing more.
