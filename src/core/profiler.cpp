@@ -63,7 +63,8 @@ asio::awaitable<profile_result> cpu_profile(std::chrono::seconds duration) {
 asio::awaitable<profile_result> heap_profile(std::chrono::seconds duration) {
 #ifdef SLUICE_NO_TCMALLOC
   (void)duration;
-  co_return profile_result{std::nullopt, "heap profiles need tcmalloc, and this build has none (-Dtcmalloc=false)"};
+  co_return profile_result{std::nullopt,
+                           "heap profiles need tcmalloc, and this build has none (-Dtcmalloc=false)"};
 #else
   if (heap_busy.exchange(true) || IsHeapProfilerRunning() != 0)
     co_return profile_result{std::nullopt, "a heap profile is already being taken"};
