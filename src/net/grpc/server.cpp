@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <unordered_set>
 
+#include "core/listen_endpoint.hpp"
 #include "core/log.hpp"
 #include "core/strings.hpp"
 #include "net/tls/server_certificate.hpp"
@@ -21,7 +22,6 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 using unix_socket = asio::local::stream_protocol;
 using boost::system::error_code;
-using reuse_port = asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
 
 namespace {
 
@@ -120,17 +120,12 @@ struct server::impl {
 
 tcp::endpoint server::impl::resolve(asio::io_context& ioc) const {
   error_code ec;
-  auto address = asio::ip::make_address(options.host, ec);
-  if (!ec) return {address, options.port};
-  tcp::resolver resolver(ioc);  // start-up only: a synchronous lookup is fine
-  auto results = resolver.resolve(options.host, std::to_string(options.port),
-                                  tcp::resolver::passive | tcp::resolver::address_configured, ec);
-  if (ec || results.empty()) {
+  auto endpoint = core::listen_endpoint(ioc, options.host, options.port, ec);
+  if (ec) {
     throw std::runtime_error(core::cat("cannot listen for gRPC on ",
-                                       core::host_port(options.host, options.port), ": ",
-                                       ec ? ec.message() : "no address"));
+                                       core::host_port(options.host, options.port), ": ", ec.message()));
   }
-  return results.begin()->endpoint();
+  return endpoint;
 }
 
 void server::impl::listen_tcp() {
@@ -140,7 +135,7 @@ void server::impl::listen_tcp() {
     error_code ec;
     a.open(endpoint.protocol(), ec);
     if (!ec) a.set_option(asio::socket_base::reuse_address(true), ec);
-    if (!ec && workers.size() > 1) a.set_option(reuse_port(true), ec);
+    if (!ec && workers.size() > 1) a.set_option(core::reuse_port(true), ec);
     if (!ec) a.bind(endpoint, ec);
     if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
     if (!ec && endpoint.port() == 0) endpoint = a.local_endpoint(ec);  // the others bind the port it got

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/listen_endpoint.hpp"
 #include "core/log.hpp"
 #include "core/strings.hpp"
 #include "net/http/session.hpp"
@@ -113,16 +114,11 @@ class listener : public session_owner, public std::enable_shared_from_this<liste
 
 tcp::endpoint listener::resolve() const {
   error_code ec;
-  auto address = asio::ip::make_address(options_.host, ec);
-  if (!ec) return {address, options_.port};
-  // Start-up only, so a synchronous lookup is fine.
-  tcp::resolver resolver(ioc_);
-  auto results = resolver.resolve(options_.host, std::to_string(options_.port),
-                                  tcp::resolver::passive | tcp::resolver::address_configured, ec);
+  auto endpoint = core::listen_endpoint(ioc_, options_.host, options_.port, ec);
   if (ec)
     throw std::system_error(
         ec, core::cat("cannot listen for HTTP on ", core::host_port(options_.host, options_.port)));
-  return results.begin()->endpoint();
+  return endpoint;
 }
 
 tcp::endpoint listener::listen() {
@@ -136,8 +132,7 @@ tcp::endpoint listener::listen() {
   error_code ec;
   acceptor_.open(endpoint.protocol(), ec);
   if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec && options_.reuse_port)
-    acceptor_.set_option(asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>(true), ec);
+  if (!ec && options_.reuse_port) acceptor_.set_option(core::reuse_port(true), ec);
   if (!ec) acceptor_.bind(endpoint, ec);
   if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
   if (!ec) endpoint = acceptor_.local_endpoint(ec);

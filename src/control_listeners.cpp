@@ -1,0 +1,92 @@
+#include "control_listeners.hpp"
+
+#include <boost/asio/use_awaitable.hpp>
+
+#include "core/log.hpp"
+#include "core/strings.hpp"
+#include "net/http/debug_pages.hpp"
+#include "ratelimit/api/debug_handlers.hpp"
+#include "stats/prometheus_setup.hpp"
+#include "stats/sink_factory.hpp"
+#include "stats/text_dump.hpp"
+
+namespace sluice {
+
+namespace asio = boost::asio;
+
+namespace {
+
+// The Prometheus listener on PROMETHEUS_ADDR (control thread); every scrape renders the store.
+std::unique_ptr<net::http::server> start_prometheus(const stats::sink_settings& settings,
+                                                    stats::prometheus_exporter& exporter,
+                                                    const net::http::server_options& http,
+                                                    asio::io_context& control) {
+  auto routes = std::make_shared<net::http::router>();
+  routes->add(settings.prometheus_path,
+              [&exporter](const net::http::request& req) -> asio::awaitable<net::http::response> {
+                co_return net::http::make_response(req, boost::beast::http::status::ok,
+                                                   stats::prometheus_exporter::content_type,
+                                                   exporter.render());
+              });
+  auto address = stats::parse_prometheus_addr(settings.prometheus_addr);
+  auto options = http;
+  options.host = address.host;
+  options.port = address.port;
+  options.tls_cert_file.clear();  // HTTPS is for the API listener only, as upstream serves metrics
+  options.tls_key_file.clear();
+  options.reuse_port = false;
+  auto server = std::make_unique<net::http::server>(control, options, routes);
+  asio::ip::tcp::endpoint endpoint;
+  try {
+    endpoint = server->listen();
+  } catch (const std::system_error& e) {
+    throw core::settings_error(core::cat("PROMETHEUS_ADDR: ", e.what()));  // exit 1, saying which listener
+  }
+  server->start();
+  core::log_warn("Listening for Prometheus on '",
+                 core::host_port(endpoint.address().to_string(), endpoint.port()), "'");
+  return server;
+}
+
+// The debug server (control thread): upstream only logs when its listener fails, and so does Sluice.
+std::unique_ptr<net::http::server> start_debug(const net::http::server_options& options,
+                                               const ratelimit::service::rules_source& rules,
+                                               stats::store& stats, asio::io_context& control) {
+  auto routes = std::make_shared<net::http::router>();
+  auto pages = net::http::pprof_pages();
+  pages.push_back(ratelimit::api::rlconfig_page(rules));
+  pages.push_back({"/stats", "print out stats",
+                   [&stats](const net::http::request& req) -> asio::awaitable<net::http::response> {
+                     co_return net::http::make_response(req, boost::beast::http::status::ok,
+                                                        "text/plain; charset=utf-8", stats::text_dump(stats));
+                   }});
+  net::http::add_debug_pages(*routes, std::move(pages));
+  auto server = std::make_unique<net::http::server>(control, options, routes);
+  try {
+    auto endpoint = server->listen();
+    server->start();
+    core::log_warn("Listening for debug on '",
+                   core::host_port(endpoint.address().to_string(), endpoint.port()), "'");
+  } catch (const std::exception& e) {
+    core::log_error("Failed to open debug listener on '", core::host_port(options.host, options.port),
+                    "': ", e.what());
+  }
+  return server;
+}
+
+}  // namespace
+
+void start_control_listeners(control_listeners& l, const process_settings& proc,
+                             const stats::sink_settings& stats_settings,
+                             stats::prometheus_exporter* prometheus,
+                             const ratelimit::service::rules_source& rules, stats::store& stats,
+                             asio::io_context& control) {
+  if (prometheus) {
+    stats.set_timer_observer(prometheus);
+    l.prometheus = start_prometheus(stats_settings, *prometheus, proc.http, control);
+  }
+  l.line_sink = stats::start_line_sink(stats_settings, stats);
+  l.debug = start_debug(proc.debug, rules, stats, control);
+}
+
+}  // namespace sluice

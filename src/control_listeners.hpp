@@ -1,0 +1,39 @@
+#pragma once
+// Part of the composition root: what runs on the control thread besides the file watches — the Prometheus
+// listener, the statsd / DogStatsD / stdout sink and the debug server.
+
+#include <boost/asio/io_context.hpp>
+#include <memory>
+
+#include "net/http/server.hpp"
+#include "process_settings.hpp"
+#include "ratelimit/service/rules_source.hpp"
+#include "stats/flusher.hpp"
+#include "stats/prometheus_exporter.hpp"
+#include "stats/sink_settings.hpp"
+#include "stats/store.hpp"
+
+namespace sluice {
+
+// The listeners and sinks of the control thread: Prometheus, the statsd/DogStatsD/stdout sink, the debug
+// server.
+struct control_listeners {
+  std::unique_ptr<net::http::server> prometheus;
+  std::unique_ptr<stats::flusher> line_sink;  // statsd, DogStatsD or stdout, flushed on its own thread
+  std::unique_ptr<net::http::server> debug;
+
+  void stop() {
+    if (debug) debug->stop();
+    if (prometheus) prometheus->stop();
+  }
+};
+
+// Throws core::settings_error when PROMETHEUS_ADDR cannot be listened on; a debug listener that cannot be
+// opened is only logged, as upstream.
+void start_control_listeners(control_listeners& l, const process_settings& proc,
+                             const stats::sink_settings& stats_settings,
+                             stats::prometheus_exporter* prometheus,
+                             const ratelimit::service::rules_source& rules, stats::store& stats,
+                             boost::asio::io_context& control);
+
+}  // namespace sluice
