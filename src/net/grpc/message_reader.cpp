@@ -25,7 +25,7 @@ std::size_t message_reader::declared_length() const {
 
 std::optional<call_error> message_reader::feed(std::span<const std::uint8_t> chunk) {
   const bool had_prefix = body_.size() >= prefix_bytes;
-  body_.append(reinterpret_cast<const char*>(chunk.data()), chunk.size());
+  body_.insert(body_.end(), chunk.begin(), chunk.end());
   if (body_.size() < prefix_bytes) return std::nullopt;
   const std::size_t length = declared_length();
   if (!had_prefix && length > max_bytes_) return too_large(length, max_bytes_);
@@ -41,7 +41,7 @@ std::optional<call_error> message_reader::finish(encoding enc) {
                                                            : "grpc: the request message is incomplete"};
   }
   const auto flag = static_cast<unsigned char>(body_[0]);
-  std::string_view payload = std::string_view(body_).substr(prefix_bytes);
+  std::string_view payload = std::string_view(body_.data(), body_.size()).substr(prefix_bytes);
   if (flag == 0) {
     message_ = payload;
     return std::nullopt;

@@ -3,6 +3,7 @@
 // flag, 4 bytes big-endian length), arriving in DATA chunks of any size. Enforces the receive limit as soon
 // as the length is known and decompresses gzip. Exactly one message is expected.
 
+#include <boost/container/small_vector.hpp>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -34,7 +35,8 @@ class message_reader {
   std::size_t declared_length() const;
 
   std::size_t max_bytes_;
-  std::string body_;  // prefix + message as received
+  // Prefix + message as received; a typical request fits inline.
+  boost::container::small_vector<char, 192> body_;
   std::string inflated_;
   std::string_view message_;
 };

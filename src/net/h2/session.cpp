@@ -9,11 +9,11 @@ namespace sluice::net::h2 {
 namespace {
 
 nghttp2_nv make_nv(std::string_view name, std::string_view value) {
-  // nghttp2 takes non-const pointers but only reads them; NO_COPY_NAME/VALUE would need them to outlive the
-  // frame, which trailers and temporaries do not.
+  // nghttp2 takes non-const pointers but only reads them. Names are lowercase literals (see h2::header): sent
+  // without a copy or a lowercasing pass. Values may be temporaries: copied.
   return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
           reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
-          NGHTTP2_NV_FLAG_NONE};
+          NGHTTP2_NV_FLAG_NO_COPY_NAME};
 }
 
 constexpr std::size_t max_headers = 16;
@@ -33,10 +33,15 @@ struct session::callbacks {
       nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, frame->hd.stream_id, NGHTTP2_REFUSED_STREAM);
       return 0;
     }
-    st->session_ = &s;
-    st->id_ = frame->hd.stream_id;
-    nghttp2_session_set_stream_user_data(ng, frame->hd.stream_id, st.get());
-    s.streams_.emplace(frame->hd.stream_id, std::move(st));
+    stream* raw = st.get();
+    raw->session_ = &s;
+    raw->id_ = frame->hd.stream_id;
+    raw->self_ = std::move(st);
+    raw->next_ = s.open_;
+    if (s.open_ != nullptr) s.open_->prev_ = raw;
+    s.open_ = raw;
+    s.last_ = raw;
+    nghttp2_session_set_stream_user_data(ng, frame->hd.stream_id, raw);
     return 0;
   }
 
@@ -61,7 +66,7 @@ struct session::callbacks {
     auto* st = s.find(frame->hd.stream_id);
     if (st == nullptr) return 0;
     // Held: a callback may close (and free) the stream.
-    auto hold = s.streams_.at(frame->hd.stream_id);
+    auto hold = st->self_;
     if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
       st->on_headers_done();
     }
@@ -96,10 +101,9 @@ struct session::callbacks {
   }
 
   // The response body, taken from the stream's buffer; trailers go out when it is empty and finished.
-  static ssize_t read_body(nghttp2_session* ng, std::int32_t id, std::uint8_t* buf, std::size_t length,
-                           std::uint32_t* flags, nghttp2_data_source*, void* p) {
-    auto* st = self(p).find(id);
-    if (st == nullptr) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  static ssize_t read_body(nghttp2_session* ng, std::int32_t, std::uint8_t* buf, std::size_t length,
+                           std::uint32_t* flags, nghttp2_data_source* source, void*) {
+    auto* st = static_cast<stream*>(source->ptr);  // nghttp2 asks only while the stream is open
     const std::size_t left = st->out_.size() - st->out_taken_;
     const std::size_t n = std::min(left, length);
     std::memcpy(buf, st->out_.data() + st->out_taken_, n);
@@ -115,7 +119,7 @@ struct session::callbacks {
         nghttp2_nv nva[stream::max_trailers];
         for (std::size_t i = 0; i < st->trailer_count_; ++i)
           nva[i] = make_nv(st->trailers_[i].first, st->trailers_[i].second);
-        if (nghttp2_submit_trailer(ng, id, nva, st->trailer_count_) != 0)
+        if (nghttp2_submit_trailer(ng, st->id_, nva, st->trailer_count_) != 0)
           return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
       }
       st->body_open_ = false;
@@ -153,7 +157,8 @@ session::session(stream_factory& factory, const limits& l)
   // call reads only :method, :path and four gRPC headers, and checks those itself.
   nghttp2_option_set_no_http_messaging(opt, 1);
   nghttp2_option_set_no_auto_window_update(opt, 1);  // see on_data_chunk
-  int rv = nghttp2_session_server_new2(&ng_, cbs, this, opt);
+  int rv = nghttp2_session_server_new3(&ng_, cbs, this, opt, memory_.mem());
+  memory_.seal();
   nghttp2_option_del(opt);
   nghttp2_session_callbacks_del(cbs);
   if (rv != 0) throw std::bad_alloc();
@@ -172,12 +177,7 @@ session::session(stream_factory& factory, const limits& l)
 
 session::~session() {
   // nghttp2_session_del calls no close callback: tell the streams still open ourselves.
-  auto open = std::move(streams_);
-  streams_.clear();
-  for (auto& [id, st] : open) {
-    st->session_ = nullptr;
-    st->on_closed(NGHTTP2_CANCEL);
-  }
+  while (open_ != nullptr) close_stream(open_->id_, NGHTTP2_CANCEL);
   nghttp2_session_del(ng_);
 }
 
@@ -228,15 +228,21 @@ void session::queued() {
   if (!in_feed_) factory_.output_ready();
 }
 
-stream* session::find(std::int32_t id) const {
-  return static_cast<stream*>(nghttp2_session_get_stream_user_data(ng_, id));
+stream* session::find(std::int32_t id) {
+  if (last_ != nullptr && last_->id_ == id) return last_;
+  auto* st = static_cast<stream*>(nghttp2_session_get_stream_user_data(ng_, id));
+  if (st != nullptr) last_ = st;
+  return st;
 }
 
 void session::close_stream(std::int32_t id, std::uint32_t error_code) {
-  auto it = streams_.find(id);
-  if (it == streams_.end()) return;
-  auto st = std::move(it->second);
-  streams_.erase(it);
+  stream* raw = find(id);
+  if (raw == nullptr) return;
+  if (last_ == raw) last_ = nullptr;
+  (raw->prev_ != nullptr ? raw->prev_->next_ : open_) = raw->next_;
+  if (raw->next_ != nullptr) raw->next_->prev_ = raw->prev_;
+  raw->prev_ = raw->next_ = nullptr;
+  auto st = std::move(raw->self_);
   release_held(*st);
   nghttp2_session_set_stream_user_data(ng_, id, nullptr);
   st->session_ = nullptr;
@@ -262,6 +268,7 @@ void session::submit_response(stream& s, std::span<const header> headers, bool e
   std::size_t count = std::min(headers.size(), max_headers);
   for (std::size_t i = 0; i < count; ++i) nva[i] = make_nv(headers[i].name, headers[i].value);
   nghttp2_data_provider body{};
+  body.source.ptr = &s;
   body.read_callback = callbacks::read_body;
   s.body_open_ = !end_stream;
   if (nghttp2_submit_response(ng_, s.id_, nva, count, end_stream ? nullptr : &body) != 0) {
@@ -276,7 +283,7 @@ void stream::respond(std::span<const header> headers, bool end_stream) {
 
 char* stream::reserve(std::size_t n) {
   const std::size_t at = out_.size();
-  out_.resize(at + n);
+  out_.resize(at + n, boost::container::default_init);
   if (session_ != nullptr && body_open_ && !ended_) session_->resume(*this);
   return out_.data() + at;
 }

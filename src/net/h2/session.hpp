@@ -9,15 +9,17 @@
 #include <nghttp2/nghttp2.h>
 
 #include <array>
+#include <boost/container/small_vector.hpp>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "net/h2/session_memory.hpp"
 
 namespace sluice::net::h2 {
 
@@ -35,6 +37,8 @@ struct limits {
   std::size_t max_continuations = 8;  // CONTINUATION flood (CVE-2024-28182)
 };
 
+// A response header or trailer. The name must be a lowercase string that outlives the session (a literal):
+// nghttp2 sends it as is, without a copy; the value is copied.
 struct header {
   std::string_view name;
   std::string_view value;
@@ -77,7 +81,12 @@ class stream {
   friend class session;
   session* session_ = nullptr;
   std::int32_t id_ = 0;
-  std::string out_;  // response body not yet taken by nghttp2
+  // While open, the session's hold on the stream and its place in the session's list of open streams.
+  std::shared_ptr<stream> self_;
+  stream* prev_ = nullptr;
+  stream* next_ = nullptr;
+  // Response body not yet taken by nghttp2; a unary answer fits inline.
+  boost::container::small_vector<char, 128> out_;
   std::size_t out_taken_ = 0;
   // At most two trailers (grpc-status, grpc-message): inline, no allocation per response.
   static constexpr std::size_t max_trailers = 2;
@@ -124,13 +133,16 @@ class session {
   void queued();  // a stream queued output outside feed()
   void resume(stream& s);
   void submit_response(stream& s, std::span<const header> headers, bool end_stream);
-  stream* find(std::int32_t id) const;
+  stream* find(std::int32_t id);
   void close_stream(std::int32_t id, std::uint32_t error_code);
   void release_held(stream& s);
 
   stream_factory& factory_;
+  session_memory memory_;  // before ng_'s deletion in ~session: outlives it
   nghttp2_session* ng_ = nullptr;
-  std::unordered_map<std::int32_t, std::shared_ptr<stream>> streams_;
+  stream* open_ = nullptr;  // the open streams, a list through stream::prev_/next_
+  // The stream found last: a request's frames arrive together, so most lookups skip nghttp2's stream map.
+  stream* last_ = nullptr;
   std::size_t header_bytes_ = 0;  // of the header block being received
   std::size_t max_header_bytes_;
   bool in_feed_ = false;

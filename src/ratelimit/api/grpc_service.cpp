@@ -1,7 +1,5 @@
 #include "ratelimit/api/grpc_service.hpp"
 
-#include <google/protobuf/arena.h>
-
 #include <chrono>
 #include <cstddef>
 
@@ -25,35 +23,51 @@ status_code to_status(service::error_kind kind) {
   return status_code::internal;
 }
 
-// One decision in flight: the call, its messages on an arena whose first block is inline, and its start.
-class pending {
- public:
-  static constexpr std::size_t first_block_bytes = 2048;
-
-  explicit pending(std::shared_ptr<net::grpc::call> c)
-      : call(std::move(c)), start(std::chrono::steady_clock::now()), arena_(options(block_)) {
-    request = google::protobuf::Arena::CreateMessage<service::rls_request>(&arena_);
-    response = google::protobuf::Arena::CreateMessage<service::rls_response>(&arena_);
-  }
-
-  std::shared_ptr<net::grpc::call> call;
-  std::chrono::steady_clock::time_point start;
-  service::rls_request* request;
-  service::rls_response* response;
-
- private:
-  static google::protobuf::ArenaOptions options(char* block) {
-    google::protobuf::ArenaOptions o;
-    o.initial_block = block;
-    o.initial_block_size = first_block_bytes;
-    return o;
-  }
-
-  alignas(std::max_align_t) char block_[first_block_bytes];  // before arena_: it must exist first
-  google::protobuf::Arena arena_;
-};
+// Kept for reuse: enough spares for the decisions a worker has in flight at once (bounded, so a burst does
+// not pin memory), and only messages small enough that their capacity is worth keeping.
+constexpr std::size_t max_spares = 256;
+constexpr int max_spare_descriptors = 16;
 
 }  // namespace
+
+// One decision in flight: the call, its messages, and its start.
+struct rls_grpc_service::pending {
+  std::shared_ptr<net::grpc::call> call;
+  std::chrono::steady_clock::time_point start;
+  service::rls_request request;
+  service::rls_response response;
+};
+
+rls_grpc_service::rls_grpc_service(service::rate_limit_service& service, stats::store& stats)
+    : service_(service),
+      total_requests_(stats.get_counter("ratelimit_server.ShouldRateLimit.total_requests")),
+      response_time_(stats.get_timer("ratelimit_server.ShouldRateLimit.response_time")) {}
+
+rls_grpc_service::~rls_grpc_service() = default;
+
+std::unique_ptr<rls_grpc_service::pending> rls_grpc_service::take(std::shared_ptr<net::grpc::call> call) {
+  std::unique_ptr<pending> p;
+  if (spares_.empty()) {
+    p = std::make_unique<pending>();
+  } else {
+    p = std::move(spares_.back());
+    spares_.pop_back();
+  }
+  p->call = std::move(call);
+  p->start = std::chrono::steady_clock::now();
+  return p;
+}
+
+void rls_grpc_service::give_back(std::unique_ptr<pending> p) noexcept {
+  p->call.reset();
+  if (spares_.size() >= max_spares || p->request.descriptors_size() > max_spare_descriptors) return;
+  p->request.Clear();
+  p->response.Clear();
+  try {
+    spares_.push_back(std::move(p));
+  } catch (...) {  // out of memory: the state is simply freed
+  }
+}
 
 void rls_grpc_service::add_to(net::grpc::method_table& methods) {
   methods.add("/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit",
@@ -62,22 +76,23 @@ void rls_grpc_service::add_to(net::grpc::method_table& methods) {
 
 void rls_grpc_service::should_rate_limit(const std::shared_ptr<net::grpc::call>& call) {
   total_requests_.inc();
-  auto state = std::make_unique<pending>(call);
+  auto state = take(call);
   const auto body = call->request();
-  if (!state->request->ParseFromArray(body.data(), static_cast<int>(body.size()))) {
+  if (!state->request.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
     call->finish(status_code::internal, "grpc: error unmarshalling request");
+    give_back(std::move(state));
     return;
   }
   auto* p = state.get();
   // The service calls `done` exactly once, possibly before should_rate_limit returns; an exception means it
   // never started (the call's handler boundary answers INTERNAL), and then the state is still ours.
   service_.should_rate_limit(
-      *p->request, *p->response, [this, p](const service::service_error* error) noexcept {
+      p->request, p->response, [this, p](const service::service_error* error) noexcept {
         std::unique_ptr<pending> owned(p);
         try {
           // After a deadline or a reset the call is done: the answer is dropped.
           if (error == nullptr) {
-            owned->call->reply(*owned->response);
+            owned->call->reply(owned->response);
           } else {
             owned->call->finish(to_status(error->kind), error->message);
           }
@@ -87,6 +102,7 @@ void rls_grpc_service::should_rate_limit(const std::shared_ptr<net::grpc::call>&
         } catch (...) {
           // Out of memory while answering: the client's deadline or the connection's end finishes the call.
         }
+        give_back(std::move(owned));
       });
   (void)state.release();
 }
