@@ -28,27 +28,42 @@ std::string_view status_text(status_code code, char (&buf)[4]) {
 }  // namespace
 
 bool call::on_header(std::string_view name, std::string_view value) {
-  if (name == ":path") {
-    handler_ = methods_.find(value);
-    if (handler_ == nullptr) path_ = value;
-  } else if (name == ":method") {
-    post_ = value == "POST";
-  } else if (name == "content-type") {
-    // application/grpc, optionally followed by +proto, ;charset=... (the name of the message format)
-    grpc_content_type_ = value.starts_with(content_type) &&
-                         (value.size() == content_type.size() || value[content_type.size()] == '+' ||
-                          value[content_type.size()] == ';');
-    if (!grpc_content_type_) bad_content_type_ = value;
-  } else if (name == "grpc-timeout") {
-    timeout_ = parse_timeout(value);
-    bad_timeout_ = !timeout_;
-  } else if (name == "grpc-encoding") {
-    if (value == "gzip") {
-      encoding_ = encoding::gzip;
-    } else if (value != "identity") {
-      bad_encoding_ = true;
-      path_ = value;  // the call fails before routing matters: reuse the field for the message
-    }
+  // By length first: most of a request's headers (":scheme", ":authority", "te", "user-agent", ...) are
+  // not read, and most lengths name one header we read.
+  switch (name.size()) {
+    case 5:
+      if (name == ":path") {
+        handler_ = methods_.find(value);
+        if (handler_ == nullptr) path_ = value;
+      }
+      break;
+    case 7:
+      if (name == ":method") post_ = value == "POST";
+      break;
+    case 12:
+      if (name == "content-type") {
+        // application/grpc, optionally followed by +proto, ;charset=... (the name of the message format)
+        grpc_content_type_ = value.starts_with(content_type) &&
+                             (value.size() == content_type.size() || value[content_type.size()] == '+' ||
+                              value[content_type.size()] == ';');
+        if (!grpc_content_type_) bad_content_type_ = value;
+      } else if (name == "grpc-timeout") {
+        timeout_ = parse_timeout(value);
+        bad_timeout_ = !timeout_;
+      }
+      break;
+    case 13:
+      if (name == "grpc-encoding") {
+        if (value == "gzip") {
+          encoding_ = encoding::gzip;
+        } else if (value != "identity") {
+          bad_encoding_ = true;
+          path_ = value;  // the call fails before routing matters: reuse the field for the message
+        }
+      }
+      break;
+    default:
+      break;
   }
   return true;
 }

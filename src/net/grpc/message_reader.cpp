@@ -25,7 +25,8 @@ std::size_t message_reader::declared_length() const {
 
 std::optional<call_error> message_reader::feed(std::span<const std::uint8_t> chunk) {
   const bool had_prefix = body_.size() >= prefix_bytes;
-  body_.insert(body_.end(), chunk.begin(), chunk.end());
+  const auto* bytes = reinterpret_cast<const char*>(chunk.data());
+  body_.insert(body_.end(), bytes, bytes + chunk.size());
   if (body_.size() < prefix_bytes) return std::nullopt;
   const std::size_t length = declared_length();
   if (!had_prefix && length > max_bytes_) return too_large(length, max_bytes_);

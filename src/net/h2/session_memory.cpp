@@ -86,11 +86,6 @@ session_memory::~session_memory() {
   pool().give_back(region_);
 }
 
-bool session_memory::owns(const void* p) const {
-  auto* c = static_cast<const char*>(p);
-  return c >= region_ && c < region_ + region_bytes;
-}
-
 void* session_memory::allocate(std::size_t n, bool zeroed) {
   const std::size_t need = round_up(n);
   if (!sealed_ && n > 0 && need <= back_ - front_ && block_count_ < blocks_.size()) {

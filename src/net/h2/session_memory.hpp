@@ -36,7 +36,10 @@ class session_memory {
   void seal() { sealed_ = true; }
   // Bytes of the region in use (for tests).
   std::size_t used() const { return front_ + (region_bytes - back_); }
-  bool owns(const void* p) const;
+  bool owns(const void* p) const {
+    auto* c = static_cast<const char*>(p);
+    return c >= region_ && c < region_ + region_bytes;
+  }
 
  private:
   void* allocate(std::size_t n, bool zeroed);

@@ -1,5 +1,7 @@
 #include "ratelimit/config/rule_set.hpp"
 
+#include <boost/container/small_vector.hpp>
+
 #include <algorithm>
 
 #include "core/strings.hpp"
@@ -79,8 +81,7 @@ std::optional<std::string> runtime_stats_key(const descriptor_node& domain, cons
 
 match rule_set::get_limit(const descriptor_node& domain, std::span<const entry> entries) const {
   match result;
-  std::vector<level> levels;
-  levels.reserve(entries.size());
+  boost::container::small_vector<level, 8> levels;  // a typical descriptor: no allocation
   const descriptor_node* parent = &domain;
   std::string composite;
   for (std::size_t i = 0; i < entries.size(); ++i) {
