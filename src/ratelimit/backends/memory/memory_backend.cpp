@@ -23,7 +23,7 @@ std::string_view compact_key::view() const {
 }  // namespace detail
 
 memory_backend::memory_backend(const core::clock& clock, std::size_t max_counters)
-    : clock_(clock), max_counters_(max_counters) {}
+    : clock_(clock), max_counters_(max_counters), shards_(std::make_unique<shard[]>(shard_count)) {}
 
 std::size_t memory_backend::reclaim_locked(shard& s, std::int64_t now) {
   const std::size_t removed =
@@ -102,7 +102,8 @@ std::size_t memory_backend::sweep(std::size_t count) {
 
 std::size_t memory_backend::size() const {
   std::size_t n = 0;
-  for (const auto& s : shards_) {
+  for (std::size_t i = 0; i < shard_count; ++i) {
+    const auto& s = shards_[i];
     std::lock_guard lock(s.mutex);
     n += s.counters.size();
   }

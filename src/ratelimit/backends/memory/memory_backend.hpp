@@ -2,8 +2,10 @@
 // BACKEND_TYPE=memory: counters in this process, with the observable behaviour of the Redis backend (same
 // keys, same fixed windows, TTL = unit + jitter refreshed on every increment). Decisions complete inline on
 // the caller's thread. Counters live in sharded open-addressing tables (one small lock per shard, no global
-// lock); expired counters are reclaimed by sweep() and whenever the store is full. Many shards (4096), so
-// workers deciding on different keys rarely touch the same shard's cache lines.
+// lock); expired counters are reclaimed by sweep() and whenever the store is full. Many shards (32768, 4 MB),
+// so workers deciding on different keys rarely write the same shard: with 4096, a fifth of one worker's keys
+// (at 1,000 keys each) share a shard with the other's, and two workers reached about 1.65x one worker's rate
+// instead of 1.9-2.0x (scripts/bench contention, BENCHMARKS.md).
 //
 // Memory bound: at most `max_counters` live counters (MEMORY_MAX_COUNTERS), counted store-wide (only a new
 // counter touches that count). An increment that needs a new counter when the store is full (after
@@ -61,7 +63,7 @@ struct counter_entry {
 
 class memory_backend final : public limiter::backend {
  public:
-  static constexpr std::size_t shard_count = 4096;
+  static constexpr std::size_t shard_count = 32768;
 
   memory_backend(const core::clock& clock, std::size_t max_counters);
 
@@ -94,7 +96,7 @@ class memory_backend final : public limiter::backend {
   alignas(64) std::atomic<std::size_t> live_{0};  // counters in the tables, expired or not
   alignas(64) std::atomic<std::size_t> next_sweep_{0};
   std::atomic<std::int64_t> last_full_sweep_{0};  // Unix seconds
-  std::array<shard, shard_count> shards_;
+  std::unique_ptr<shard[]> shards_;               // shard_count of them, on the heap (too large for a stack)
 };
 
 }  // namespace sluice::ratelimit::backends::memory
