@@ -33,6 +33,8 @@ class pool final : public store {
   std::size_t connected_count() const { return connected_.load(std::memory_order_acquire); }
   const connection_config& config() const { return connections_.front()->config(); }
 
+  static constexpr std::size_t requests_per_turn = 128;
+
  private:
   std::vector<std::shared_ptr<connection>> connections_;
   std::unique_ptr<sentinel_watch> watch_;  // behind sentinels: follows +switch-master
