@@ -33,7 +33,7 @@ class pool final : public store {
   std::size_t connected_count() const { return connected_.load(std::memory_order_acquire); }
   const connection_config& config() const { return connections_.front()->config(); }
 
-  static constexpr std::size_t requests_per_turn = 128;
+  static constexpr std::size_t commands_per_turn = 256;
 
  private:
   std::vector<std::shared_ptr<connection>> connections_;

@@ -1,4 +1,4 @@
-// redis::pool hands consecutive requests to one connection at a time, by turns of requests_per_turn, so the
+// redis::pool hands consecutive requests to one connection at a time, by turns of commands_per_turn, so the
 // requests of one loop pass share a write. Against a fake Redis on loopback that answers PING and counts the
 // commands each connection sent.
 
@@ -99,7 +99,7 @@ void send_pings(asio::io_context& io, pool& p, int count) {
 
 }  // namespace
 
-TEST_CASE("pool: consecutive requests go through one connection, a turn of requests_per_turn at a time") {
+TEST_CASE("pool: consecutive requests go through one connection, a turn of commands_per_turn at a time") {
   asio::io_context io;
   fake_redis redis(io);
   connection_config config;
@@ -111,7 +111,7 @@ TEST_CASE("pool: consecutive requests go through one connection, a turn of reque
   while (p.connected_count() < 4 && std::chrono::steady_clock::now() < deadline)
     io.run_for(std::chrono::milliseconds(10));
   REQUIRE(p.connected_count() == 4);
-  constexpr int turn = static_cast<int>(pool::requests_per_turn);
+  constexpr int turn = static_cast<int>(pool::commands_per_turn);
 
   SUBCASE("fewer than a turn: all on one connection") {
     send_pings(io, p, turn / 2);
