@@ -28,7 +28,10 @@ memory_backend::memory_backend(const core::clock& clock, std::size_t max_counter
 std::size_t memory_backend::reclaim_locked(shard& s, std::int64_t now) {
   const std::size_t removed =
       boost::unordered::erase_if(s.counters, [now](const auto& kv) { return kv.second.expires_at <= now; });
-  if (removed > 0) live_.fetch_sub(removed, std::memory_order_relaxed);
+  if (removed > 0) {
+    live_.fetch_sub(removed, std::memory_order_relaxed);
+    s.used.store(static_cast<std::uint32_t>(s.counters.size()), std::memory_order_relaxed);
+  }
   return removed;
 }
 
@@ -57,6 +60,7 @@ void memory_backend::increment(std::span<const limiter::counter_op> ops, std::sp
     if (it == s.counters.end()) {
       it = s.counters.emplace(detail::compact_key(op.key), detail::counter_entry{0, 0}).first;
       live_.fetch_add(1, std::memory_order_relaxed);
+      s.used.store(static_cast<std::uint32_t>(s.counters.size()), std::memory_order_relaxed);
     } else if (it->second.expires_at <= now) {
       it->second.value = 0;  // expired but not yet swept: a fresh counter, as in Redis
     }
@@ -92,8 +96,11 @@ bool memory_backend::reclaim_everywhere(std::int64_t now) {
 std::size_t memory_backend::sweep(std::size_t count) {
   const std::int64_t now = clock_.now_seconds();
   std::size_t removed = 0;
-  for (std::size_t i = 0; i < count && i < shard_count; ++i) {
-    auto& s = shards_[next_sweep_.fetch_add(1, std::memory_order_relaxed) % shard_count];
+  count = std::min(count, shard_count);
+  const std::size_t first = next_sweep_.fetch_add(count, std::memory_order_relaxed);
+  for (std::size_t i = 0; i < count; ++i) {
+    auto& s = shards_[(first + i) % shard_count];
+    if (s.used.load(std::memory_order_relaxed) == 0) continue;
     std::lock_guard lock(s.mutex);
     removed += reclaim_locked(s, now);
   }

@@ -83,6 +83,8 @@ class memory_backend final : public limiter::backend {
   struct alignas(64) shard {
     mutable std::mutex mutex;
     table counters;
+    // counters.size(), written under the lock and read without it: sweeps pass over empty shards unlocked.
+    std::atomic<std::uint32_t> used{0};
   };
 
   shard& shard_for(std::size_t hash) { return shards_[hash % shard_count]; }
