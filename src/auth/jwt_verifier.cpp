@@ -1,6 +1,7 @@
 #include "auth/jwt_verifier.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include "auth/jwks_cache.hpp"
 #include "auth/jwks_fetcher.hpp"
@@ -32,6 +33,12 @@ std::string_view normalize(std::string_view s) {
 std::int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+std::int64_t saturating_add(std::int64_t a, std::int64_t b) {
+  std::int64_t sum = 0;
+  if (!__builtin_add_overflow(a, b, &sum)) return sum;
+  return b > 0 ? std::numeric_limits<std::int64_t>::max() : std::numeric_limits<std::int64_t>::min();
 }
 
 // Cache key: the token plus everything about the providers that can change the verdict.
@@ -120,9 +127,11 @@ asio::awaitable<std::variant<jwt_claims, jwt_failure>> jwt_verifier::verify(
       if (normalize(p.issuer) == normalize(jwt.issuer)) issuer_matches.push_back(&p);
   if (issuer_matches.empty()) co_return fail(401, "Jwt issuer is not configured");
 
-  const auto skew = self->options.skew.count();
-  if (jwt.exp != 0 && now > jwt.exp + skew) co_return fail(401, "Jwt is expired");
-  if (jwt.nbf != 0 && now + skew < jwt.nbf) co_return fail(401, "Jwt not yet valid");
+  const std::int64_t skew = self->options.skew.count();
+  // exp and nbf are the token's: any int64, so the sums saturate instead of overflowing.
+  const std::int64_t expires = saturating_add(jwt.exp, skew);
+  if (jwt.exp != 0 && now > expires) co_return fail(401, "Jwt is expired");
+  if (jwt.nbf != 0 && saturating_add(now, skew) < jwt.nbf) co_return fail(401, "Jwt not yet valid");
 
   std::vector<const jwt_provider*> candidates;
   for (const auto* p : issuer_matches)
@@ -138,8 +147,7 @@ asio::awaitable<std::variant<jwt_claims, jwt_failure>> jwt_verifier::verify(
     if (!failure.empty()) continue;
     jwt_claims claims{jwt.issuer, jwt.subject, jwt.email, jwt.audiences, jwt.payload_json};
     auto max_age = now + self->options.jwks_cache.count();
-    self->verified.insert(std::move(key), claims, jwt.exp != 0 ? std::min(jwt.exp + skew, max_age) : max_age,
-                          now);
+    self->verified.insert(std::move(key), claims, jwt.exp != 0 ? std::min(expires, max_age) : max_age, now);
     co_return claims;
   }
   co_return fail(401, failure);

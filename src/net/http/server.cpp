@@ -175,16 +175,20 @@ void listener::stop() {
 }
 
 asio::awaitable<void> listener::accept_loop() {
+  bool failing = false;  // in an episode of accept errors: said once when it starts, once when it ends
   for (;;) {
     auto [ec, socket] = co_await acceptor_.async_accept(asio::make_strand(ioc_), use_tuple);
     if (ec) {
       if (ec == asio::error::operation_aborted || !acceptor_.is_open()) co_return;
-      core::log_warn("HTTP accept failed: ", ec.message());
+      if (!failing) core::log_warn("HTTP accept failed: ", ec.message(), " (retrying)");
+      failing = true;
       // Typically out of file descriptors: back off instead of spinning on the error.
       asio::steady_timer pause(acceptor_.get_executor(), std::chrono::milliseconds(50));
       co_await pause.async_wait(use_tuple);
       continue;
     }
+    if (failing) core::log_warn("HTTP accepts connections again");
+    failing = false;
     error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
     if (auto ctx = tls()) {

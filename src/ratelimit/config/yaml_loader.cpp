@@ -65,9 +65,17 @@ constexpr std::array<std::string_view, 5> rate_limit_keys{"unit", "requests_per_
                                                           "replaces"};
 constexpr std::array<std::string_view, 1> replaces_keys{"name"};
 
+// YAML aliases make a small document a large tree (a 2 KB file can expand to billions of nodes), and every
+// pass over the rules walks the expanded tree: past this many nodes the file is refused, with the error Go's
+// yaml.v2 gives upstream for such a document.
+constexpr std::size_t max_expanded_nodes = 1'000'000;
+
 // upstream's second pass: every map key is a known string, lists hold maps, scalars are strings, ints or
-// bools.
-void validate_keys(const YAML::Node& node) {
+// bools. `budget`: nodes still allowed (see max_expanded_nodes).
+void validate_keys(const YAML::Node& node, std::size_t& budget) {
+  if (budget == 0)
+    throw config_error{"error loading config file: yaml: document contains excessive aliasing"};
+  --budget;
   if (node.IsMap()) {
     std::set<std::string> seen;
     for (const auto& kv : node) {
@@ -84,7 +92,7 @@ void validate_keys(const YAML::Node& node) {
       if (std::ranges::find(allowed_keys, name) == allowed_keys.end()) {
         throw config_error{core::cat("config error, unknown key '", name, "'")};
       }
-      if (name != "metadata") validate_keys(kv.second);
+      if (name != "metadata") validate_keys(kv.second, budget);
     }
   } else if (node.IsSequence()) {
     for (const auto& element : node) {
@@ -92,7 +100,7 @@ void validate_keys(const YAML::Node& node) {
         throw config_error{core::cat("config error, yaml file contains list of type other than map: ",
                                      element.IsScalar() ? element.Scalar() : "a list")};
       }
-      validate_keys(element);
+      validate_keys(element, budget);
     }
   } else if (node.IsScalar()) {
     auto kind = classify_scalar(node);
@@ -161,7 +169,8 @@ void rule_set_builder::load_file(const config_file& file) {
     throw config_error{
         "error loading config file: the top level must be a mapping with 'domain' and 'descriptors'"};
   }
-  validate_keys(root);
+  std::size_t budget = max_expanded_nodes;
+  validate_keys(root, budget);
   warn_misplaced(root, top_level_keys, "at the top level");
 
   std::string domain = scalar_string(root["domain"], "domain");

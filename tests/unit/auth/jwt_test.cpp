@@ -163,6 +163,17 @@ TEST_CASE_FIXTURE(fixture, "exp and nbf allow 60 s of clock skew") {
   CHECK(failure_of(verify(token(rsa.get(), "RS256", "rsa1", claims(nbf(30))))) == "OK");
 }
 
+TEST_CASE_FIXTURE(fixture, "exp and nbf at the ends of the int64 range: no overflow with the skew") {
+  auto with = [&](std::string_view times) {
+    auto claims = sluice::core::cat(R"({"aud":")", audience, R"(","iss":")", issuer, R"(",)", times, "}");
+    return failure_of(verify(token(rsa.get(), "RS256", "rsa1", claims)));
+  };
+  CHECK(with(R"("exp":9223372036854775807)") == "OK");  // wrapped, it read as long expired
+  CHECK(with(R"("exp":-9223372036854775808)") == "Jwt is expired");
+  CHECK(with(R"("exp":9223372036854775807,"nbf":9223372036854775807)") == "Jwt not yet valid");
+  CHECK(with(R"("exp":9223372036854775807,"nbf":-9223372036854775808)") == "OK");
+}
+
 TEST_CASE_FIXTURE(fixture, "the issuer must be one of the providers', scheme and trailing slash ignored") {
   auto with_iss = [&](std::string_view iss) {
     return sluice::core::cat(R"({"exp":)", now() + 600, R"(,"aud":")", audience, R"(","iss":")", iss,
