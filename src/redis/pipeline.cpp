@@ -67,9 +67,15 @@ std::size_t pipeline::on_read(std::string_view data, boost::system::error_code& 
       ec = error::protocol_error;
       return pos;
     }
+    // Decoded only once the scanner has seen the whole reply: not from its start again on every read.
+    if (!scanner_.ready(data.substr(pos))) break;
     std::size_t consumed = 0;
     const parse_status status = parse_reply(data.substr(pos), consumed, scratch_, parse_error_);
-    if (status == parse_status::need_more) break;
+    if (status == parse_status::need_more) {
+      scanner_.reset();  // the scanner was too quick: both look again from the start next time
+      break;
+    }
+    scanner_.reset();
     if (status == parse_status::protocol_error) {
       ec = error::protocol_error;
       return pos;
@@ -92,6 +98,7 @@ std::size_t pipeline::on_read(std::string_view data, boost::system::error_code& 
 }
 
 void pipeline::on_disconnect(boost::system::error_code ec) {
+  scanner_.reset();
   const auto last = queue_.begin() + static_cast<std::ptrdiff_t>(written_);
   std::vector<std::shared_ptr<pending_request>> failed(queue_.begin(), last);
   queue_.erase(queue_.begin(), last);
@@ -100,6 +107,7 @@ void pipeline::on_disconnect(boost::system::error_code ec) {
 }
 
 void pipeline::fail_all(boost::system::error_code ec) {
+  scanner_.reset();
   std::vector<std::shared_ptr<pending_request>> failed(queue_.begin(), queue_.end());
   queue_.clear();
   written_ = 0;

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "redis/reply_scanner.hpp"
 #include "redis/resp.hpp"
 
 namespace sluice::redis {
@@ -61,6 +62,7 @@ class pipeline {
   std::size_t written_ = 0;                             // the first `written_` entries of queue_ were written
   std::size_t unwritten_ = 0;                           // queue_.size() - written_
   std::string write_buffer_;
+  reply_scanner scanner_;  // how far the reply at the front of the read buffer has been seen
   value scratch_;
   std::string parse_error_;
   bool completing_ = false;  // prepare_write is calling `done` of requests that expect no reply

@@ -12,12 +12,9 @@ namespace {
 
 using core::cat;
 
-constexpr std::size_t max_depth = 64;
-// Redis' own default proto-max-bulk-len: a larger length is a corrupt stream, not a reply worth buffering.
-constexpr std::int64_t max_bulk_length = 512LL * 1024 * 1024;
-// Longer than any int64 in decimal: a number line without CRLF within this many bytes is malformed, so a
-// garbage stream fails at once instead of being buffered while we wait for a CRLF.
-constexpr std::size_t max_number_length = 32;
+constexpr std::size_t max_depth = resp_limits::max_depth;
+constexpr std::int64_t max_bulk_length = resp_limits::max_bulk_length;
+constexpr std::size_t max_number_length = resp_limits::max_number_length;
 // The smallest encoded value ("_\r\n"): bounds what a declared element count may make us reserve.
 constexpr std::size_t min_value_size = 3;
 

@@ -12,6 +12,16 @@
 
 namespace sluice::redis {
 
+// What the decoder accepts; past these a reply is a protocol error.
+namespace resp_limits {
+inline constexpr std::size_t max_depth = 64;  // nested aggregates
+// Redis' own default proto-max-bulk-len: a larger length is a corrupt stream, not a reply worth buffering.
+inline constexpr std::int64_t max_bulk_length = 512LL * 1024 * 1024;
+// Longer than any int64 in decimal: a number line without CRLF within this many bytes is malformed, so a
+// garbage stream fails at once instead of being buffered while we wait for a CRLF.
+inline constexpr std::size_t max_number_length = 32;
+}  // namespace resp_limits
+
 struct value {
   enum class kind : std::uint8_t { simple_string, error, integer, bulk_string, array, null };
   kind type = kind::null;

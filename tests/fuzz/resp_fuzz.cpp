@@ -1,10 +1,12 @@
 // libFuzzer: arbitrary bytes as Redis replies. Checks what must hold for any input: parse_reply consumes a
 // complete reply or nothing; the same bytes parse the same whether they come whole or a byte at a time
-// (need_more until the end, then the same reply); and a pipeline fed the bytes in pieces sized by the input
-// matches replies to requests without crashing, leaking or completing a request twice.
+// (need_more until the end, then the same reply); the reply scanner never says "not ready" where
+// parse_reply would decode a reply or report an error; and a pipeline fed the bytes in pieces sized by the
+// input matches replies to requests without crashing, leaking or completing a request twice.
 //
 // Build and run: scripts/fuzz resp [seconds]
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -12,7 +14,10 @@
 #include <string>
 #include <string_view>
 
+#include <boost/asio/error.hpp>
+
 #include "redis/pipeline.hpp"
+#include "redis/reply_scanner.hpp"
 #include "redis/resp.hpp"
 
 namespace {
@@ -48,11 +53,35 @@ void parse_whole_and_by_byte(std::string_view data) {
   }
 }
 
+// The scanner's promise: when it says "not ready", parse_reply on the same bytes says need_more. Fed the
+// input in pieces sized by the input, as the pipeline feeds it.
+void scanner_never_holds_back_a_reply(std::string_view data) {
+  reply_scanner scanner;
+  std::size_t start = 0;  // of the reply being scanned
+  std::size_t end = 0;    // of the bytes received so far
+  std::size_t step = 0;
+  while (end < data.size()) {
+    end = std::min(data.size(), end + 1 + static_cast<unsigned char>(data[step++ % data.size()]) % 32);
+    const std::string_view received = data.substr(start, end - start);
+    std::size_t consumed = 0;
+    value v;
+    std::string error;
+    if (!scanner.ready(received)) {
+      check(parse_reply(received, consumed, v, error) == parse_status::need_more);
+      continue;
+    }
+    const auto status = parse_reply(received, consumed, v, error);
+    scanner.reset();
+    if (status == parse_status::protocol_error) return;
+    if (status == parse_status::complete) start += consumed;
+  }
+}
+
 void pipeline_in_pieces(std::string_view data) {
   if (data.empty()) return;
   pipeline p;
   int completions = 0;
-  const int requests = 1 + data[0] % 8;
+  const int requests = 1 + static_cast<unsigned char>(data[0]) % 8;
   for (int i = 0; i < requests; ++i) {
     auto r = std::make_shared<pending_request>();
     r->payload = "*1\r\n$4\r\nPING\r\n";
@@ -82,6 +111,7 @@ void pipeline_in_pieces(std::string_view data) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
   parse_whole_and_by_byte(bytes);
+  scanner_never_holds_back_a_reply(bytes);
   pipeline_in_pieces(bytes);
   return 0;
 }
