@@ -1,5 +1,6 @@
 #include "redis/reply_scanner.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <limits>
 
@@ -21,9 +22,11 @@ reply_scanner::step reply_scanner::scan_one(std::string_view data) {
   if (pos_ >= data.size()) return step::need_more;
   const char type = data[pos_];
   if (std::string_view("+-,(:#_$=!*~>%|").find(type) == std::string_view::npos) return step::ask_parser;
-  const std::size_t cr = data.find('\r', pos_ + 1);
+  // An unfinished line is searched on from where the last call stopped, not from its start.
+  const std::size_t cr = data.find('\r', std::max(pos_ + 1, searched_));
   const bool numeric = type != '+' && type != '-' && type != ',' && type != '(';
   if (cr == std::string_view::npos || cr + 1 == data.size()) {
+    searched_ = cr == std::string_view::npos ? data.size() : cr;
     // A number line that runs past the decoder's limit without a CR is malformed: the parser says so.
     const std::size_t seen = data.size() - pos_ - 1;
     return numeric && seen >= resp_limits::max_number_length ? step::ask_parser : step::need_more;

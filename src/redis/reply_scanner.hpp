@@ -20,6 +20,7 @@ class reply_scanner {
   // The reply was consumed (or the stream dropped): the next call scans a new reply from its start.
   void reset() {
     pos_ = 0;
+    searched_ = 0;
     remaining_.clear();
   }
 
@@ -28,6 +29,7 @@ class reply_scanner {
   step scan_one(std::string_view data);
 
   std::size_t pos_ = 0;                   // bytes of the reply scanned, whole elements or headers only
+  std::size_t searched_ = 0;              // how far the unfinished line at pos_ was searched for its CR
   std::vector<std::uint64_t> remaining_;  // elements still due in each open aggregate, innermost last
 };
 

@@ -60,20 +60,24 @@ void scanner_never_holds_back_a_reply(std::string_view data) {
   std::size_t start = 0;  // of the reply being scanned
   std::size_t end = 0;    // of the bytes received so far
   std::size_t step = 0;
-  while (end < data.size()) {
-    end = std::min(data.size(), end + 1 + static_cast<unsigned char>(data[step++ % data.size()]) % 32);
+  for (;;) {
     const std::string_view received = data.substr(start, end - start);
     std::size_t consumed = 0;
     value v;
     std::string error;
-    if (!scanner.ready(received)) {
+    if (scanner.ready(received)) {
+      const auto status = parse_reply(received, consumed, v, error);
+      scanner.reset();
+      if (status == parse_status::protocol_error) return;
+      if (status == parse_status::complete) {
+        start += consumed;
+        continue;  // the next reply may already be here
+      }
+    } else {
       check(parse_reply(received, consumed, v, error) == parse_status::need_more);
-      continue;
     }
-    const auto status = parse_reply(received, consumed, v, error);
-    scanner.reset();
-    if (status == parse_status::protocol_error) return;
-    if (status == parse_status::complete) start += consumed;
+    if (end == data.size()) return;
+    end = std::min(data.size(), end + 1 + static_cast<unsigned char>(data[step++ % data.size()]) % 32);
   }
 }
 

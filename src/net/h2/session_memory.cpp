@@ -30,9 +30,11 @@ class region_pool {
     std::lock_guard lock(mutex_);
     if (free_.empty()) {
       const std::size_t bytes = session_memory::region_bytes * regions_per_mapping;
+      // Room for every region there will be, reserved first: give_back must not allocate.
+      free_.reserve(total_ + regions_per_mapping);
       void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (m == MAP_FAILED) throw std::bad_alloc();
-      free_.reserve(free_.size() + regions_per_mapping);
+      total_ += regions_per_mapping;
       for (std::size_t i = regions_per_mapping; i-- > 0;)
         free_.push_back(static_cast<char*>(m) + i * session_memory::region_bytes);
     }
@@ -42,14 +44,17 @@ class region_pool {
   }
 
   void give_back(char* r) noexcept {
-    madvise(r, session_memory::region_bytes, MADV_DONTNEED);
+    // Fresh zero pages again; where that is refused (locked memory), zeroed by hand: blocks count on it.
+    if (madvise(r, session_memory::region_bytes, MADV_DONTNEED) != 0)
+      std::memset(r, 0, session_memory::region_bytes);
     std::lock_guard lock(mutex_);
-    free_.push_back(r);  // capacity reserved when the region's mapping was made: no allocation
+    free_.push_back(r);  // capacity reserved for every region when its mapping was made: no allocation
   }
 
  private:
   std::mutex mutex_;
   std::vector<char*> free_;
+  std::size_t total_ = 0;  // regions in all mappings
 };
 
 region_pool& pool() {
@@ -87,7 +92,7 @@ session_memory::~session_memory() {
 }
 
 void* session_memory::allocate(std::size_t n, bool zeroed) {
-  const std::size_t need = round_up(n);
+  const std::size_t need = n <= region_bytes ? round_up(n) : region_bytes + 1;
   if (!sealed_ && n > 0 && need <= back_ - front_ && block_count_ < blocks_.size()) {
     // The front: what is written at once. The back: tables written only when streams and headers come.
     const bool front = block_count_ == 0 || (!zeroed && (n < small_block || n >= large_block));

@@ -24,9 +24,9 @@ status_code to_status(service::error_kind kind) {
 }
 
 // Kept for reuse: enough spares for the decisions a worker has in flight at once (bounded, so a burst does
-// not pin memory), and only messages small enough that their capacity is worth keeping.
+// not pin memory), and only messages of requests small enough that their capacity is worth keeping.
 constexpr std::size_t max_spares = 256;
-constexpr int max_spare_descriptors = 16;
+constexpr std::size_t max_spare_request_bytes = 4096;
 
 }  // namespace
 
@@ -59,8 +59,11 @@ std::unique_ptr<rls_grpc_service::pending> rls_grpc_service::take(std::shared_pt
 }
 
 void rls_grpc_service::give_back(std::unique_ptr<pending> p) noexcept {
+  // Only messages from small requests are kept: cleared messages keep their strings' capacity, and 256 spares
+  // of 4 MB requests would pin a gigabyte.
+  const bool small = p->call != nullptr && p->call->request().size() <= max_spare_request_bytes;
   p->call.reset();
-  if (spares_.size() >= max_spares || p->request.descriptors_size() > max_spare_descriptors) return;
+  if (!small || spares_.size() >= max_spares) return;
   p->request.Clear();
   p->response.Clear();
   try {

@@ -94,3 +94,15 @@ TEST_CASE("pipeline: a 100,000-element reply in 256-byte reads is decoded once, 
   // Decoding from the start on every read took ~5 s (5,700 reads of a reply growing to 1.5 MB).
   CHECK(took < std::chrono::seconds(1));
 }
+
+TEST_CASE("reply_scanner: a long line arriving in small pieces is searched once") {
+  reply_scanner s;
+  const std::string reply = "+" + std::string(1 << 20, 'x') + "\r\n";
+  const auto start = std::chrono::steady_clock::now();
+  std::size_t n = 0;
+  for (; n < reply.size(); n = std::min(reply.size(), n + 64))
+    CHECK_FALSE(s.ready(std::string_view(reply).substr(0, n)));
+  CHECK(s.ready(reply));
+  // From the line's start on every call: 16,000 searches of up to 1 MB.
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));
+}
