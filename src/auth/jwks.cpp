@@ -87,7 +87,11 @@ std::shared_ptr<EVP_PKEY> ec_key(const json::object& obj, key_family& family) {
   }
   auto x = member_bytes(obj, "x");
   auto y = member_bytes(obj, "y");
-  if (!x || !y || x->size() != size || y->size() != size) return nullptr;
+  if (!x || !y || x->size() > size || y->size() > size) return nullptr;
+  // RFC 7518 wants full-size coordinates, but some writers (PyJWT before 2.8, for one) drop leading zero
+  // bytes, as jwt_verify_lib tolerates: put them back.
+  x->insert(0, size - x->size(), '\0');
+  y->insert(0, size - y->size(), '\0');
   std::string point = "\x04" + *x + *y;
   param_bld_ptr bld(OSSL_PARAM_BLD_new());
   if (!bld || !OSSL_PARAM_BLD_push_utf8_string(bld.get(), OSSL_PKEY_PARAM_GROUP_NAME, group, 0) ||

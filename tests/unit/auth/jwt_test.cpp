@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include "auth/jwks.hpp"
 #include "auth/jwt_verifier.hpp"
 #include "jwt_fixture.hpp"
 
@@ -282,4 +283,27 @@ TEST_CASE_FIXTURE(fixture, "verified tokens are served from the cache") {
   std::vector<jwt_provider> p = {{"google_jwt", issuer, uri, {"someone-else"}}};
   CHECK(failure_of(verify(t, p)) == "Audiences in Jwt are not allowed");
   CHECK(failure_of(verify(t)) == "OK");
+}
+
+TEST_CASE("an EC JWK whose coordinates were written without their leading zero bytes still verifies") {
+  // About one P-256 key in 128 has an x that starts with a zero byte; PyJWT 2.6 writes it one byte short.
+  key_ptr key;
+  for (int i = 0; i < 5000 && !key; ++i) {
+    auto candidate = ec_key("P-256");
+    if (bn_param(candidate.get(), OSSL_PKEY_PARAM_EC_PUB_X).size() < 32) key = candidate;
+  }
+  REQUIRE(key);
+  const std::string short_jwk =
+      sluice::core::cat(R"({"kty":"EC","crv":"P-256","kid":"short","x":")",
+                        b64url(bn_param(key.get(), OSSL_PKEY_PARAM_EC_PUB_X)), R"(","y":")",
+                        b64url(bn_param(key.get(), OSSL_PKEY_PARAM_EC_PUB_Y)), R"("})");
+  auto parsed = sluice::auth::parse_jwks(jwks({short_jwk}));
+  REQUIRE(std::holds_alternative<sluice::auth::jwk_set>(parsed));
+  CHECK(std::get<sluice::auth::jwk_set>(parsed).keys.size() == 1);
+  // A coordinate longer than the curve's is still refused.
+  const std::string long_jwk =
+      sluice::core::cat(R"({"kty":"EC","crv":"P-256","kid":"long","x":")",
+                        b64url(std::string(1, '\1') + bn_param(key.get(), OSSL_PKEY_PARAM_EC_PUB_X, 32)),
+                        R"(","y":")", b64url(bn_param(key.get(), OSSL_PKEY_PARAM_EC_PUB_Y, 32)), R"("})");
+  CHECK(std::holds_alternative<std::string>(sluice::auth::parse_jwks(jwks({long_jwk}))));
 }
