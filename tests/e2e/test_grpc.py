@@ -453,7 +453,14 @@ class PausedRedis(unittest.TestCase):
             self.assertTrue(f.cancel())
         finally:
             self.redis.resume()
-        # the abandoned increments reach Redis once it answers again; every answer agrees with the stored count
+        # The abandoned increments reach Redis once it answers again, possibly on another worker's connection
+        # than the calls below: wait until the stored count stops moving. Then every answer agrees with it.
+        last, steady_since = None, time.monotonic()
+        while time.monotonic() - steady_since < 0.3:
+            now = self.redis.get(redis_key('dl'))
+            if now != last:
+                last, steady_since = now, time.monotonic()
+            time.sleep(0.05)
         for i in range(4):
             resp = rls_call(ch, decision('dl'))
             stored = int(self.redis.get(redis_key('dl')))
