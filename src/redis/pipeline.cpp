@@ -71,11 +71,9 @@ std::size_t pipeline::on_read(std::string_view data, boost::system::error_code& 
     if (!scanner_.ready(data.substr(pos))) break;
     std::size_t consumed = 0;
     const parse_status status = parse_reply(data.substr(pos), consumed, scratch_, parse_error_);
-    if (status == parse_status::need_more) {
-      scanner_.reset();  // the scanner was too quick: both look again from the start next time
-      break;
-    }
+    // Decoded, failed, or the scanner was too quick (then both look again from the start next time).
     scanner_.reset();
+    if (status == parse_status::need_more) break;
     if (status == parse_status::protocol_error) {
       ec = error::protocol_error;
       return pos;

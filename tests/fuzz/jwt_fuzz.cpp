@@ -12,26 +12,12 @@
 #include <string_view>
 #include <variant>
 
+#include "../support/base64url.hpp"
 #include "auth/jwt_token.hpp"
 
 namespace {
 
-std::string base64url(std::string_view in) {
-  static constexpr char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::string out;
-  std::uint32_t bits = 0;
-  int count = 0;
-  for (unsigned char c : in) {
-    bits = (bits << 8) | c;
-    count += 8;
-    while (count >= 6) {
-      count -= 6;
-      out.push_back(alphabet[(bits >> count) & 63]);
-    }
-  }
-  if (count > 0) out.push_back(alphabet[(bits << (6 - count)) & 63]);
-  return out;
-}
+using sluice::test::b64url;
 
 void parse(std::string_view token) {
   auto result = sluice::auth::parse_jwt(token);
@@ -48,12 +34,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto first = bytes.find('\xff');
   const auto second = first == std::string_view::npos ? first : bytes.find('\xff', first + 1);
   if (second != std::string_view::npos) {
-    const std::string token = base64url(bytes.substr(0, first)) + "." +
-                              base64url(bytes.substr(first + 1, second - first - 1)) + "." +
-                              base64url(bytes.substr(second + 1));
+    const std::string token = b64url(bytes.substr(0, first)) + "." +
+                              b64url(bytes.substr(first + 1, second - first - 1)) + "." +
+                              b64url(bytes.substr(second + 1));
     parse(token);
     // base64url_decode undoes base64url (unpadded).
-    const auto decoded = sluice::auth::base64url_decode(base64url(bytes));
+    const auto decoded = sluice::auth::base64url_decode(b64url(bytes));
     if (!decoded || *decoded != bytes) std::abort();
   }
   return 0;

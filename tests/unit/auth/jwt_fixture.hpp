@@ -22,6 +22,7 @@
 #include <string>
 #include <system_error>
 
+#include "../../support/base64url.hpp"
 #include "../temp_dir.hpp"
 #include "auth/jwt_verifier.hpp"
 #include "core/strings.hpp"
@@ -30,22 +31,7 @@ namespace jwt_test {
 
 using key_ptr = std::shared_ptr<EVP_PKEY>;
 
-inline std::string b64url(std::string_view in) {
-  static constexpr char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::string out;
-  std::uint32_t acc = 0;
-  int bits = 0;
-  for (unsigned char c : in) {
-    acc = (acc << 8) | c;
-    bits += 8;
-    while (bits >= 6) {
-      bits -= 6;
-      out.push_back(alphabet[(acc >> bits) & 63]);
-    }
-  }
-  if (bits > 0) out.push_back(alphabet[(acc << (6 - bits)) & 63]);
-  return out;
-}
+using sluice::test::b64url;
 
 inline key_ptr rsa_key() {
   return key_ptr(EVP_RSA_gen(2048), EVP_PKEY_free);
