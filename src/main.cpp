@@ -18,9 +18,11 @@
 
 #include "backend_setup.hpp"
 #include "control_listeners.hpp"
+#include "core/connection_limit.hpp"
 #include "core/env.hpp"
 #include "core/health.hpp"
 #include "core/log.hpp"
+#include "core/open_files.hpp"
 #include "core/workers.hpp"
 #include "net/grpc/health_service.hpp"
 #include "net/grpc/server.hpp"
@@ -96,6 +98,19 @@ std::size_t open_http(const std::vector<worker_apis>& apis) {
   std::size_t n = 0;
   for (const auto& w : apis) n += w.http->open_connections();
   return n;
+}
+
+// A listener that fails to accept (out of file descriptors) makes the process unhealthy until it accepts
+// again.
+std::function<void(bool)> report_accepting(core::health& health, std::string listener) {
+  auto component = health.add_component(std::move(listener), true);
+  return [&health, component](bool accepting) {
+    if (accepting) {
+      health.part_recovered(component);
+    } else {
+      health.part_failed(component);
+    }
+  };
 }
 
 // Polls (on the control thread) until `drained` or the deadline, then runs `then`.
@@ -222,7 +237,8 @@ struct shutdown_plan {
 
 int run_server() {
   core::env_reader env;
-  auto proc = read_process_settings(env);
+  const auto open_files = core::raise_open_file_limit();
+  auto proc = read_process_settings(env, open_files.now);
   // First, so they are destroyed last: file watches, listeners and connections live on them.
   asio::io_context control(1);
   core::worker_pool workers(proc.io_threads);
@@ -235,12 +251,19 @@ int run_server() {
   core::log_init(proc.log_level, proc.log_json);
   google::protobuf::SetLogHandler(protobuf_log);
   core::log_warn("Starting ", workers.size(), " workers (IO_THREADS)");
+  if (open_files.now != open_files.before)
+    core::log_info("Open file limit raised from ", open_files.before, " to ", open_files.now);
+  core::log_info("At most ", proc.max_connections, " client connections (MAX_CONNECTIONS)");
 
   stats::store stats(stats_settings.max_dynamic_series);
   // Checked before anything starts: a bad mapping file or PROMETHEUS_ADDR exits 1 at once.
   auto prometheus = stats::make_prometheus_exporter(stats_settings, stats);
   core::health health;
   auto sigterm_component = health.add_component("sigterm", true);
+  auto connections = std::make_shared<core::connection_limit>(proc.max_connections);
+  proc.http.connections = proc.grpc.connections = connections;
+  proc.http.on_accepting = report_accepting(health, "HTTP listener");
+  proc.grpc.on_accepting = report_accepting(health, "gRPC listener");
   auto work = asio::make_work_guard(control);
   int exit_code = 0;
   std::function<void()> shutdown;

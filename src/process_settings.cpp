@@ -1,5 +1,8 @@
 #include "process_settings.hpp"
 
+#include <limits>
+
+#include "core/open_files.hpp"
 #include "core/strings.hpp"
 #include "core/workers.hpp"
 
@@ -48,9 +51,21 @@ void read_grpc(const core::env_reader& env, net::grpc::server_options& s) {
         "GRPC_CLIENT_TLS_SAN needs GRPC_CLIENT_TLS_CACERT (it checks client certificates)");
 }
 
+std::uint64_t read_max_connections(const core::env_reader& env, std::uint64_t open_file_limit) {
+  const auto most = core::default_max_connections(open_file_limit);
+  const auto n = env.get_uint("MAX_CONNECTIONS", most, 1, std::numeric_limits<std::uint32_t>::max());
+  if (n > most) {
+    throw core::settings_error(
+        core::cat("MAX_CONNECTIONS=", n, " is more than the open file limit allows: at most ", most,
+                  " (RLIMIT_NOFILE ", open_file_limit, " less ", core::reserved_descriptors(open_file_limit),
+                  " descriptors kept for backends, listeners and files)"));
+  }
+  return n;
+}
+
 }  // namespace
 
-process_settings read_process_settings(const core::env_reader& env) {
+process_settings read_process_settings(const core::env_reader& env, std::uint64_t open_file_limit) {
   process_settings s;
   auto level_text = env.get_string("LOG_LEVEL", "warn");
   auto level = core::parse_log_level(level_text);
@@ -65,6 +80,7 @@ process_settings read_process_settings(const core::env_reader& env) {
   read_http(env, s.http);
   read_grpc(env, s.grpc);
   s.shutdown_grace = to_ms(env.get_duration("SHUTDOWN_GRACE_PERIOD", s.shutdown_grace));
+  s.max_connections = read_max_connections(env, open_file_limit);
   s.debug.host = env.get_string("DEBUG_HOST", "0.0.0.0");
   s.debug.port = static_cast<std::uint16_t>(env.get_uint("DEBUG_PORT", 6070, 0, 65535));
   return s;

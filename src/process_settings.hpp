@@ -4,6 +4,7 @@
 // the variable.
 
 #include <chrono>
+#include <cstdint>
 
 #include "core/env.hpp"
 #include "core/log.hpp"
@@ -20,8 +21,12 @@ struct process_settings {
   net::http::server_options debug;
   net::grpc::server_options grpc;
   std::chrono::milliseconds shutdown_grace{10'000};
+  // MAX_CONNECTIONS: client connections on the HTTP and gRPC listeners together; by default what the open
+  // file limit leaves after core::reserved_descriptors.
+  std::uint64_t max_connections = 0;
 };
 
-process_settings read_process_settings(const core::env_reader& env);
+// `open_file_limit`: RLIMIT_NOFILE as raised at start-up; MAX_CONNECTIONS must stay below it.
+process_settings read_process_settings(const core::env_reader& env, std::uint64_t open_file_limit);
 
 }  // namespace sluice

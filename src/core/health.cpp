@@ -6,14 +6,26 @@ namespace sluice::core {
 
 std::size_t health::add_component(std::string name, bool healthy) {
   std::lock_guard lock(mutex_);
-  components_.emplace_back(std::move(name), healthy);
+  components_.push_back({std::move(name), healthy, 0});
   recompute_locked();
   return components_.size() - 1;
 }
 
 void health::set(std::size_t component, bool healthy) {
   std::lock_guard lock(mutex_);
-  components_.at(component).second = healthy;
+  components_.at(component).healthy = healthy;
+  recompute_locked();
+}
+
+void health::part_failed(std::size_t component) {
+  std::lock_guard lock(mutex_);
+  ++components_.at(component).failing_parts;
+  recompute_locked();
+}
+
+void health::part_recovered(std::size_t component) {
+  std::lock_guard lock(mutex_);
+  --components_.at(component).failing_parts;
   recompute_locked();
 }
 
@@ -24,7 +36,8 @@ void health::on_change(observer o) {
 }
 
 void health::recompute_locked() {
-  bool now = std::ranges::all_of(components_, [](const auto& c) { return c.second; });
+  bool now =
+      std::ranges::all_of(components_, [](const entry& c) { return c.healthy && c.failing_parts == 0; });
   if (healthy_.exchange(now) != now) {
     for (auto& o : observers_) o(now);
   }

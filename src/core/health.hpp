@@ -18,14 +18,24 @@ class health {
   // Registers a component with its initial state; returns its index.
   std::size_t add_component(std::string name, bool healthy);
   void set(std::size_t component, bool healthy);
+  // For a component made of parts that fail and recover on their own (one listening socket per worker):
+  // unhealthy while any part is failing. Each part reports each change once.
+  void part_failed(std::size_t component);
+  void part_recovered(std::size_t component);
   bool healthy() const { return healthy_.load(std::memory_order_acquire); }
   void on_change(observer o);
 
  private:
   void recompute_locked();
 
+  struct entry {
+    std::string name;
+    bool healthy = true;
+    int failing_parts = 0;
+  };
+
   mutable std::mutex mutex_;
-  std::vector<std::pair<std::string, bool>> components_;
+  std::vector<entry> components_;
   std::vector<observer> observers_;
   std::atomic<bool> healthy_{true};
 };

@@ -28,6 +28,7 @@ namespace {
 constexpr std::size_t read_buffer_bytes = 64 * 1024;
 // After an accept error (typically out of file descriptors): pause, and say so once per episode.
 constexpr std::chrono::milliseconds accept_backoff{100};
+constexpr unsigned accepts_per_turn = 32;
 
 }  // namespace
 
@@ -63,14 +64,17 @@ struct server::worker final : h2::connection_owner, std::enable_shared_from_this
 
   // Takes a new connection (on this worker's thread).
   template <typename Socket>
-  void serve(Socket socket, const std::shared_ptr<asio::ssl::context>& tls) {
+  void serve(Socket socket, const std::shared_ptr<asio::ssl::context>& tls,
+             core::connection_limit::slot slot) {
     if (draining) return;
     if (tls) {
       using stream = asio::ssl::stream<Socket>;
-      std::make_shared<h2::connection<stream>>(shared_from_this(), connection, tls, std::move(socket), *tls)
+      std::make_shared<h2::connection<stream>>(shared_from_this(), connection, tls, std::move(slot),
+                                               std::move(socket), *tls)
           ->start();
     } else {
-      std::make_shared<h2::connection<Socket>>(shared_from_this(), connection, nullptr, std::move(socket))
+      std::make_shared<h2::connection<Socket>>(shared_from_this(), connection, nullptr, std::move(slot),
+                                               std::move(socket))
           ->start();
     }
   }
@@ -104,8 +108,14 @@ struct server::impl {
   tcp::endpoint resolve(asio::io_context& ioc) const;
   void listen_tcp();
   void listen_unix();
-  template <typename Acceptor>
-  void on_accept_error(worker& w, Acceptor& acceptor, error_code ec, std::function<void()> again);
+  // Accepts the connections waiting (without blocking, so that "nothing waiting" ends an episode of errors
+  // even when no client has connected since), hands each with its MAX_CONNECTIONS slot to `serve`, then
+  // arranges for `again` to run when more arrive, after a pause on an error, or soon after a full turn.
+  template <typename Acceptor, typename Serve>
+  void accept(worker& w, Acceptor& acceptor, asio::io_context& target, std::function<void()> again,
+              Serve serve);
+  // Starts or ends an episode of accept errors: said once each way, and told to on_accepting.
+  void set_failing(worker& w, bool now, const error_code& ec);
   void accept_tcp(const std::shared_ptr<worker>& w);
   void accept_unix();
   std::shared_ptr<asio::ssl::context> tls() const { return certificate ? certificate->current() : nullptr; }
@@ -138,6 +148,7 @@ void server::impl::listen_tcp() {
     if (!ec && workers.size() > 1) a.set_option(core::reuse_port(true), ec);
     if (!ec) a.bind(endpoint, ec);
     if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
+    if (!ec) a.non_blocking(true, ec);                                 // accept() never waits
     if (!ec && endpoint.port() == 0) endpoint = a.local_endpoint(ec);  // the others bind the port it got
     if (ec) {
       throw std::runtime_error(core::cat("cannot listen for gRPC on ",
@@ -155,45 +166,77 @@ void server::impl::listen_unix() {
   a.open(endpoint.protocol(), ec);
   if (!ec) a.bind(endpoint, ec);
   if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
+  if (!ec) a.non_blocking(true, ec);  // accept() never waits
   if (ec)
     throw std::runtime_error(
         core::cat("cannot listen for gRPC on unix:", options.unix_socket, ": ", ec.message()));
 }
 
-template <typename Acceptor>
-void server::impl::on_accept_error(worker& w, Acceptor& acceptor, error_code ec,
-                                   std::function<void()> again) {
-  if (ec == asio::error::operation_aborted || !acceptor.is_open() || w.draining) return;
-  if (!w.accept_failing) core::log_warn("gRPC accept failed: ", ec.message(), " (retrying)");
-  w.accept_failing = true;
-  w.accept_pause.expires_after(accept_backoff);
-  w.accept_pause.async_wait([again = std::move(again)](error_code e) {
-    if (!e) again();
-  });
+void server::impl::set_failing(worker& w, bool now, const error_code& ec) {
+  if (w.accept_failing == now) return;
+  w.accept_failing = now;
+  if (now) {
+    core::log_warn("gRPC accept failed: ", ec.message(), " (retrying)");
+  } else {
+    core::log_warn("gRPC accepts connections again");
+  }
+  if (options.on_accepting) options.on_accepting(!now);
+}
+
+template <typename Acceptor, typename Serve>
+void server::impl::accept(worker& w, Acceptor& acceptor, asio::io_context& target,
+                          std::function<void()> again, Serve serve) {
+  if (w.draining || !acceptor.is_open()) return;
+  for (unsigned i = 0; i < accepts_per_turn; ++i) {
+    error_code ec;
+    auto socket = acceptor.accept(target, ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again) {
+      set_failing(w, false, ec);  // nothing waiting, and no error: accepting works
+      acceptor.async_wait(Acceptor::wait_read, [again = std::move(again)](error_code e) {
+        if (!e) again();  // else closed by a drain
+      });
+      return;
+    }
+    if (ec) {
+      set_failing(w, true, ec);
+      w.accept_pause.expires_after(accept_backoff);
+      w.accept_pause.async_wait([again = std::move(again)](error_code e) {
+        if (!e) again();
+      });
+      return;
+    }
+    set_failing(w, false, ec);
+    if (!options.connections) {
+      serve(std::move(socket), core::connection_limit::slot());
+    } else if (auto slot = options.connections->try_acquire()) {
+      serve(std::move(socket), std::move(slot));
+    }  // else the socket closes here
+  }
+  // Through a flood of connections, let the worker's other work run now and then.
+  asio::post(w.ioc, std::move(again));
 }
 
 void server::impl::accept_tcp(const std::shared_ptr<worker>& w) {
-  w->acceptor->async_accept([this, w](error_code ec, tcp::socket socket) {
-    if (ec) return on_accept_error(*w, *w->acceptor, ec, [this, w] { accept_tcp(w); });
-    if (w->accept_failing) core::log_warn("gRPC accepts connections again");
-    w->accept_failing = false;
-    error_code ignored;
-    socket.set_option(tcp::no_delay(true), ignored);
-    w->serve(std::move(socket), tls());
-    accept_tcp(w);
-  });
+  accept(
+      *w, *w->acceptor, w->ioc, [this, w] { accept_tcp(w); },
+      [this, &worker = *w](auto accepted, core::connection_limit::slot slot) {
+        tcp::socket socket(std::move(accepted));
+        error_code ignored;
+        socket.set_option(tcp::no_delay(true), ignored);
+        worker.serve(std::move(socket), tls(), std::move(slot));
+      });
 }
 
+// One acceptor (on the first worker) hands connections to the workers in turn.
 void server::impl::accept_unix() {
-  auto& target = workers[next_worker++ % workers.size()];
-  auto& first = *workers.front();
-  unix_acceptor->async_accept(target->ioc, [this, target, &first](error_code ec, unix_socket::socket socket) {
-    if (ec) return on_accept_error(first, *unix_acceptor, ec, [this] { accept_unix(); });
-    first.accept_failing = false;
-    asio::post(target->ioc,
-               [target, s = std::move(socket), ctx = tls()]() mutable { target->serve(std::move(s), ctx); });
-    accept_unix();
-  });
+  accept(
+      *workers.front(), *unix_acceptor, workers.front()->ioc, [this] { accept_unix(); },
+      [this](auto socket, core::connection_limit::slot slot) {
+        auto& target = workers[next_worker++ % workers.size()];
+        asio::post(target->ioc,
+                   [target, s = unix_socket::socket(std::move(socket)), ctx = tls(),
+                    slot = std::move(slot)]() mutable { target->serve(std::move(s), ctx, std::move(slot)); });
+      });
 }
 
 server::server(server_options options) : impl_(std::make_unique<impl>(std::move(options))) {}

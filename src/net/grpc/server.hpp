@@ -8,10 +8,12 @@
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "core/connection_limit.hpp"
 #include "net/grpc/call.hpp"
 #include "net/grpc/method_table.hpp"
 #include "net/h2/connection.hpp"
@@ -35,6 +37,10 @@ struct server_options {
   std::size_t max_recv_message_bytes = 4 << 20;                               // GRPC_MAX_RECV_MESSAGE_BYTES
   bool use_tls = false;                                                       // GRPC_SERVER_USE_TLS
   tls_options tls;
+  // MAX_CONNECTIONS, shared with the other listeners: a connection past it is closed at once. Null: no cap.
+  std::shared_ptr<core::connection_limit> connections;
+  // Told (from a worker's thread) when one worker's accepting starts failing and when it works again.
+  std::function<void(bool accepting)> on_accepting;
 };
 
 class server {

@@ -17,6 +17,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/connection_limit.hpp"
 #include "net/h2/session.hpp"
 
 namespace sluice::net::h2 {
@@ -60,14 +61,18 @@ class connection final : public connection_base,
   static constexpr std::size_t tls_read_bytes = 16 * 1024;
   // Between the announcing GOAWAY and the real one: time for requests already sent to arrive.
   static constexpr std::chrono::milliseconds goaway_delay{100};
+  // For the TLS handshake, and then for the client's HTTP/2 preface: a client that connects and says nothing
+  // (or trickles its preface) is closed instead of holding a connection forever.
   static constexpr std::chrono::seconds handshake_timeout{10};
 
  public:
-  // `keep` lives as long as the connection (a TLS connection's context).
+  // `keep` lives as long as the connection (a TLS connection's context), and so does its MAX_CONNECTIONS
+  // slot.
   template <typename... SocketArgs>
   connection(std::shared_ptr<connection_owner> owner, const connection_options& options,
-             std::shared_ptr<const void> keep, SocketArgs&&... args)
+             std::shared_ptr<const void> keep, core::connection_limit::slot slot, SocketArgs&&... args)
       : keep_(std::move(keep)),
+        slot_(std::move(slot)),
         socket_(std::forward<SocketArgs>(args)...),
         owner_(std::move(owner)),
         options_(options),
@@ -139,6 +144,17 @@ class connection final : public connection_base,
     serving_ = true;
     flush();  // our SETTINGS
     read();
+    timer_.expires_after(handshake_timeout);
+    timer_.async_wait([self = this->shared_from_this()](boost::system::error_code ec) {
+      if (!ec && !self->session_.preface_received()) self->close();
+    });
+  }
+
+  // Once the client's preface has arrived: the connection's age starts counting.
+  void on_preface() {
+    preface_seen_ = true;
+    if (draining_) return;  // the drain owns the timer now
+    timer_.cancel();
     if (options_.max_age.count() > 0) {
       // ±10% jitter so connections made together do not all reconnect together (as grpc-go).
       thread_local std::minstd_rand rng{std::random_device{}()};
@@ -186,6 +202,7 @@ class connection final : public connection_base,
     if (closed_) return;
     if (ec) return close();  // end of stream or a broken connection: open streams are cancelled
     bool ok = session_.feed({data, n});
+    if (!preface_seen_ && session_.preface_received()) on_preface();
     flush();
     if (ok && !closed_) read();
   }
@@ -208,7 +225,8 @@ class connection final : public connection_base,
                              });
   }
 
-  std::shared_ptr<const void> keep_;  // before socket_: destroyed after it
+  std::shared_ptr<const void> keep_;   // before socket_: destroyed after it
+  core::connection_limit::slot slot_;  // released once the socket is closed
   Socket socket_;
   std::shared_ptr<connection_owner> owner_;
   const connection_options options_;
@@ -223,6 +241,7 @@ class connection final : public connection_base,
   std::chrono::steady_clock::time_point close_at_;
   bool serving_ = false;
   bool handshake_done_ = false;
+  bool preface_seen_ = false;
   bool closed_ = false;
 };
 

@@ -63,6 +63,7 @@ struct session::callbacks {
 
   static int on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* p) {
     auto& s = self(p);
+    s.preface_received_ = true;  // nghttp2 passes no frame on before the client's magic and SETTINGS
     auto* st = s.find(frame->hd.stream_id);
     if (st == nullptr) return 0;
     // Held: a callback may close (and free) the stream.

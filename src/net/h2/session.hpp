@@ -121,6 +121,8 @@ class session {
   bool drain(std::string& out);
   // Neither side has anything left to say: close the connection.
   bool finished() const;
+  // The client's connection preface (the magic and its first SETTINGS) has arrived.
+  bool preface_received() const { return preface_received_; }
 
   // Graceful close: a GOAWAY announcing the end (last stream id 2^31-1), then, with goaway(), the real one.
   void shutdown_notice();
@@ -147,6 +149,7 @@ class session {
   std::size_t max_header_bytes_;
   bool in_feed_ = false;
   bool broken_ = false;
+  bool preface_received_ = false;
 };
 
 }  // namespace sluice::net::h2

@@ -42,6 +42,7 @@ namespace {
 
 using namespace detail;
 using tls_context = asio::ssl::context;
+constexpr unsigned accepts_per_turn = 32;
 
 void log_unexpected(std::string_view what, std::exception_ptr e) {
   if (!e) return;
@@ -92,13 +93,17 @@ class listener : public session_owner, public std::enable_shared_from_this<liste
  private:
   tcp::endpoint resolve() const;
   asio::awaitable<void> accept_loop();
+  // Starts or ends an episode of accept errors: said once each way, and told to on_accepting.
+  void set_failing(bool& failing, bool now, const error_code& ec);
   // Starts serving a new connection; `ctx` (TLS only) lives as long as the connection.
+  // `slot` (MAX_CONNECTIONS) is held as long as the connection.
   template <typename Session>
-  void spawn(std::shared_ptr<Session> s, std::shared_ptr<tls_context> ctx) {
+  void spawn(std::shared_ptr<Session> s, std::shared_ptr<tls_context> ctx,
+             core::connection_limit::slot slot) {
     if (!add(s.get())) return;
     auto ex = s->executor();
     asio::co_spawn(
-        ex, [s = std::move(s), ctx = std::move(ctx)] { return s->serve(); },
+        ex, [s = std::move(s), ctx = std::move(ctx), slot = std::move(slot)] { return s->serve(); },
         [](std::exception_ptr e) { log_unexpected("HTTP session failed", e); });
   }
 
@@ -135,6 +140,7 @@ tcp::endpoint listener::listen() {
   if (!ec && options_.reuse_port) acceptor_.set_option(core::reuse_port(true), ec);
   if (!ec) acceptor_.bind(endpoint, ec);
   if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  if (!ec) acceptor_.non_blocking(true, ec);  // accept_loop accepts without waiting
   if (!ec) endpoint = acceptor_.local_endpoint(ec);
   if (ec) {
     error_code ignored;
@@ -174,29 +180,54 @@ void listener::stop() {
   }
 }
 
+// Accepts without blocking, so that "nothing waiting" is seen: after an episode of errors, that is when
+// accepting works again even if no client has connected since.
 asio::awaitable<void> listener::accept_loop() {
   bool failing = false;  // in an episode of accept errors: said once when it starts, once when it ends
-  for (;;) {
-    auto [ec, socket] = co_await acceptor_.async_accept(asio::make_strand(ioc_), use_tuple);
+  for (unsigned accepted = 0;; ++accepted) {
+    // Through a flood of connections, let the strand's other work run now and then.
+    if (accepted % accepts_per_turn == accepts_per_turn - 1)
+      co_await asio::post(acceptor_.get_executor(), use_tuple);
+    error_code ec;
+    auto socket = acceptor_.accept(asio::make_strand(ioc_), ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again) {
+      set_failing(failing, false, ec);
+      auto [wait_error] = co_await acceptor_.async_wait(tcp::acceptor::wait_read, use_tuple);
+      if (wait_error || !acceptor_.is_open()) co_return;  // closed by stop()
+      continue;
+    }
     if (ec) {
       if (ec == asio::error::operation_aborted || !acceptor_.is_open()) co_return;
-      if (!failing) core::log_warn("HTTP accept failed: ", ec.message(), " (retrying)");
-      failing = true;
+      set_failing(failing, true, ec);
       // Typically out of file descriptors: back off instead of spinning on the error.
       asio::steady_timer pause(acceptor_.get_executor(), std::chrono::milliseconds(50));
       co_await pause.async_wait(use_tuple);
       continue;
     }
-    if (failing) core::log_warn("HTTP accepts connections again");
-    failing = false;
+    set_failing(failing, false, ec);
+    core::connection_limit::slot slot;
+    if (options_.connections && !(slot = options_.connections->try_acquire())) continue;  // closes it
     error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
     if (auto ctx = tls()) {
-      spawn(std::make_shared<session<tls_stream_type>>(shared_from_this(), std::move(socket), *ctx), ctx);
+      spawn(std::make_shared<session<tls_stream_type>>(shared_from_this(), std::move(socket), *ctx), ctx,
+            std::move(slot));
     } else {
-      spawn(std::make_shared<session<stream_type>>(shared_from_this(), std::move(socket)), nullptr);
+      spawn(std::make_shared<session<stream_type>>(shared_from_this(), std::move(socket)), nullptr,
+            std::move(slot));
     }
   }
+}
+
+void listener::set_failing(bool& failing, bool now, const error_code& ec) {
+  if (failing == now) return;
+  failing = now;
+  if (now) {
+    core::log_warn("HTTP accept failed: ", ec.message(), " (retrying)");
+  } else {
+    core::log_warn("HTTP accepts connections again");
+  }
+  if (options_.on_accepting) options_.on_accepting(!now);
 }
 
 }  // namespace

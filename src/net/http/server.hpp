@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "core/connection_limit.hpp"
 #include "net/http/router.hpp"
 
 namespace sluice::net::http {
@@ -31,6 +32,10 @@ struct server_options {
   std::string tls_key_file;
   // SO_REUSEPORT: one listening socket per worker on the same port, the kernel spreading connections.
   bool reuse_port = false;
+  // MAX_CONNECTIONS, shared with the other listeners: a connection past it is closed at once. Null: no cap.
+  std::shared_ptr<core::connection_limit> connections;
+  // Told (from the listener's strand) when accepting starts failing and when it works again.
+  std::function<void(bool accepting)> on_accepting;
 };
 
 class server {
