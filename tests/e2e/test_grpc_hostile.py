@@ -1,5 +1,5 @@
 """Hostile HTTP/2 clients against the gRPC port (issues 11 and 12), with raw frames written by hand: HTTP/2
-Rapid Reset (CVE-2023-44487) and a CONTINUATION flood (CVE-2024-28182). The server must shut such a connection
+Rapid Reset (CVE-2023-44487), a CONTINUATION flood (CVE-2024-28182), SETTINGS and PING floods. The server must shut such a connection
 down, keep its memory bounded, go on serving everyone else and still stop at once on SIGTERM."""
 
 import socket
@@ -17,7 +17,7 @@ descriptors:
 """
 
 PREFACE = b'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'
-HEADERS, RST_STREAM, SETTINGS, GOAWAY, CONTINUATION = 0x1, 0x3, 0x4, 0x7, 0x9
+HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY, CONTINUATION = 0x1, 0x3, 0x4, 0x6, 0x7, 0x9
 END_STREAM, END_HEADERS = 0x1, 0x4
 
 
@@ -135,6 +135,49 @@ class HostileClients(unittest.TestCase):
         data, _ = read_until_closed(sock, 5)
         sock.close()
         self.assertLess(len(data), 1024 * 1024)
+        self.still_serving()
+
+    def flood_without_reading(self, one_frame, count):
+        """Sends `count` copies of a frame that the server must acknowledge, never reading the answers. nghttp2
+        queues at most 1,000 acknowledgements: past that the connection is dropped, so the server's memory
+        does not follow the flood. -> (RSS growth in MB, whether the server closed the connection)."""
+        before = rss_kb(self.s.proc.pid)
+        sock = socket.create_connection(('127.0.0.1', self.s.grpc_port))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # the answers back up at once
+        sock.settimeout(5)
+        closed = False
+        try:
+            sock.sendall(PREFACE + frame(SETTINGS, 0, 0))
+            for _ in range(count // 1000):
+                sock.sendall(one_frame * 1000)
+        except (socket.timeout, ConnectionResetError, BrokenPipeError):
+            closed = True
+        grown_mb = (rss_kb(self.s.proc.pid) - before) / 1024
+        if not closed:  # all sent: the server must still end the connection
+            sock.settimeout(5)
+            try:
+                while sock.recv(65536):
+                    pass
+                closed = True
+            except ConnectionResetError:
+                closed = True
+            except socket.timeout:
+                pass
+        sock.close()
+        return grown_mb, closed
+
+    def test_settings_flood(self):
+        """1,000,000 SETTINGS frames, their ACKs never read."""
+        grown_mb, closed = self.flood_without_reading(frame(SETTINGS, 0, 0, b'\x00\x04\x00\x01\x00\x00'), 1000000)
+        self.assertTrue(closed)
+        self.assertLess(grown_mb, 20, 'RSS grew by %.0f MB' % grown_mb)
+        self.still_serving()
+
+    def test_ping_flood(self):
+        """1,000,000 PINGs, their ACKs never read."""
+        grown_mb, closed = self.flood_without_reading(frame(PING, 0, 0, b'12345678'), 1000000)
+        self.assertTrue(closed)
+        self.assertLess(grown_mb, 20, 'RSS grew by %.0f MB' % grown_mb)
         self.still_serving()
 
     def test_stop_after_abuse(self):

@@ -42,9 +42,11 @@ using tls_stream_type = beast::ssl_stream<stream_type>;
 // Reads ask for at most this much; a small POST arrives in one read.
 inline constexpr std::size_t max_read_bytes = 64 * 1024;
 inline constexpr std::size_t initial_buffer_bytes = 4 * 1024;
-// After an error response the client may still be sending; drain it this long so closing does not reset the
-// connection before the client has read the response.
+// After an error response the client may still be sending; drain it this long (and at most this much: a
+// client sending a huge body gets no more of the server's time) so closing does not reset the connection
+// before the client has read the response.
 inline constexpr std::chrono::seconds linger_timeout{1};
+inline constexpr std::size_t linger_max_bytes = 1024 * 1024;
 
 class session_base;
 
@@ -239,10 +241,11 @@ asio::awaitable<void> session<Stream>::close(bool linger) {
   lowest().socket().shutdown(tcp::socket::shutdown_send, ignored);
   if (linger) {
     lowest().expires_after(linger_timeout);
-    for (;;) {
+    for (std::size_t drained = 0; drained < linger_max_bytes;) {
       buffer_.clear();
       auto [ec, n] = co_await stream_.async_read_some(buffer_.prepare(max_read_bytes), use_tuple);
       if (ec) break;
+      drained += n;
     }
   }
   lowest().close();
