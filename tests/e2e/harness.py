@@ -156,6 +156,19 @@ def base_env():
 # Small utilities
 
 
+SANITIZER_MARKERS = ('ERROR: AddressSanitizer', 'ERROR: LeakSanitizer', 'WARNING: ThreadSanitizer',
+                     'runtime error:')
+
+
+def sanitizer_report(log):
+    """The first sanitizer report in a server's log (a sanitizer build: scripts/sanitize), or ''."""
+    starts = [i for i in (log.find(m) for m in SANITIZER_MARKERS) if i >= 0]
+    if not starts:
+        return ''
+    start = log.rfind('\n', 0, min(starts)) + 1
+    return log[start:start + 6000]
+
+
 def free_ports(n=1):
     """n distinct free loopback TCP ports."""
     socks = []
@@ -625,6 +638,10 @@ class Sluice:
     def close(self):
         try:
             self.stop()
+            log_file = os.path.join(self.tmp, 'stderr.log')
+            report = sanitizer_report(self.log()) if os.path.exists(log_file) else ''  # not closed before
+            if report:
+                raise AssertionError('the server wrote a sanitizer report:\n' + report)
         finally:
             for f in (self._stderr, self._stdout):
                 if f is not None:
