@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <optional>
 #include <set>
 
 #include "core/strings.hpp"
@@ -36,8 +37,11 @@ api_key_entry parse_entry(const YAML::Node& node, std::size_t index) {
   if (!node.IsMap()) throw file_error{core::cat("keys[", index, "] must be a map with `key`", at(node))};
   api_key_entry entry;
   bool has_key = false;
+  std::set<std::string> given;  // yaml-cpp keeps a repeated field, which would silently win
   for (const auto& kv : node) {
     std::string field = kv.first.as<std::string>("");
+    if (!given.insert(field).second)
+      throw file_error{core::cat("keys[", index, "]: `", field, "` is given twice", at(kv.first))};
     if (field == "key") {
       entry.key = scalar(kv.second, "key");
       has_key = true;
@@ -62,18 +66,22 @@ api_key_file parse_api_key_file(std::string_view yaml_text) {
   try {
     YAML::Node root = YAML::Load(std::string(yaml_text));
     if (!root.IsMap()) throw file_error{"expected a map with a `keys` list at the top"};
-    YAML::Node list;
+    // Not a default YAML::Node for "none yet": that counts as defined, and assigning to a bound one rebinds
+    // the node it came from.
+    std::optional<YAML::Node> list;
     for (const auto& kv : root) {
       std::string field = kv.first.as<std::string>("");
       if (field != "keys")
         throw file_error{core::cat("unknown field `", field, "` (expected keys)", at(kv.first))};
+      if (list) throw file_error{core::cat("`keys` is given twice", at(kv.first))};
       list = kv.second;
     }
     if (!list) throw file_error{"no `keys` list"};
-    if (!list.IsSequence() && !list.IsNull()) throw file_error{core::cat("`keys` must be a list", at(list))};
+    if (!list->IsSequence() && !list->IsNull())
+      throw file_error{core::cat("`keys` must be a list", at(*list))};
     std::set<std::string_view> seen;
     std::size_t index = 0;
-    for (const auto& item : list) out.keys.push_back(parse_entry(item, index++));
+    for (const auto& item : *list) out.keys.push_back(parse_entry(item, index++));
     // Duplicates would make a lookup ambiguous (one copy enabled, one disabled).
     for (std::size_t i = 0; i < out.keys.size(); ++i)
       if (!seen.insert(out.keys[i].key).second)

@@ -19,8 +19,8 @@ struct api_key_file {
   std::string error;  // empty on success; otherwise what is wrong, with the line
 };
 
-// Rejects unknown fields, empty and duplicate keys, and non-boolean `enabled`, so a typo never silently
-// enables or disables a key.
+// Rejects unknown and repeated fields, empty and duplicate keys, and non-boolean `enabled`, so a typo never
+// silently enables or disables a key.
 api_key_file parse_api_key_file(std::string_view yaml_text);
 
 }  // namespace sluice::auth

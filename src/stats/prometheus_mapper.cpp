@@ -1,5 +1,7 @@
 #include "stats/prometheus_mapper.hpp"
 
+#include <re2/re2.h>
+
 #include "core/env.hpp"
 #include "core/log.hpp"
 #include "core/read_file.hpp"
@@ -124,10 +126,13 @@ prometheus_target prometheus_mapper::map(std::string_view stat, stat_type type) 
   }
   for (const auto& rule : rules_->regexes) {
     if (rule.only && *rule.only != type) continue;
-    std::match_results<std::string_view::const_iterator> m;
-    if (!std::regex_search(stat.begin(), stat.end(), m, *rule.regex)) continue;
+    // Searched, not anchored; group 0 is the match. A group that took no part in it is empty.
+    std::vector<re2::StringPiece> groups(1 + static_cast<std::size_t>(rule.regex->NumberOfCapturingGroups()));
+    if (!rule.regex->Match(re2::StringPiece(stat.data(), stat.size()), 0, stat.size(), re2::RE2::UNANCHORED,
+                           groups.data(), static_cast<int>(groups.size())))
+      continue;
     captures.clear();
-    for (const auto& group : m) captures.emplace_back(group.str());
+    for (const auto& group : groups) captures.emplace_back(group.data(), group.size());
     return make_target(rule, captures);
   }
   prometheus_target t;

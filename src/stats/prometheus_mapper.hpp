@@ -16,10 +16,12 @@
 //
 // Precedence is statsd_exporter's: the first glob mapping that matches wins; regex mappings (searched, not
 // anchored, as Go's FindStringSubmatchIndex) are tried in order only when no glob matches; an unmapped stat
-// keeps its own name, escaped. Regexes are ECMAScript (std::regex): the RE2 syntax of mapping files minus
-// named groups and inline flags. Observers are always histograms: `summary` is accepted and served as a
-// histogram (a warning says so). `ttl`, `honor_labels`, `glob_disable_ordering` and the summary options are
-// accepted and have no effect (Sluice's stats never expire and carry no tags of their own).
+// keeps its own name, escaped. Regexes are RE2, as Go's regexp that statsd_exporter uses: the same syntax and
+// leftmost-first matches, in time linear in the name whatever the pattern (names carry request values, and
+// std::regex backtracked exponentially on some patterns). Observers are always histograms:
+// `summary` is accepted and served as a histogram (a warning says so). `ttl`, `honor_labels`,
+// `glob_disable_ordering` and the summary options are accepted and have no effect (Sluice's stats never
+// expire and carry no tags of their own).
 
 #include <memory>
 #include <string>

@@ -1,6 +1,7 @@
 // Reads a statsd_exporter mapping file into rules, checking what statsd_exporter checks (and typos: unknown
 // keys are errors here, so a misspelt option is not silently ignored).
 
+#include <re2/re2.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -147,11 +148,11 @@ mapping_rule read_rule(const YAML::Node& node, std::size_t position, const defau
   if (match_type == "glob") {
     rule.parts = glob_parts(match, where);
   } else {
-    try {
-      rule.regex.emplace(match, std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
-      fail(where, core::cat("invalid regex: ", e.what()));
-    }
+    re2::RE2::Options options;
+    options.set_log_errors(false);
+    auto regex = std::make_shared<const re2::RE2>(match, options);
+    if (!regex->ok()) fail(where, core::cat("invalid regex: ", regex->error()));
+    rule.regex = std::move(regex);
   }
   if (node["action"]) rule.drop = choice(node["action"], where, "action", {"map", "drop"}) == "drop";
   if (node["name"]) rule.name = text(node["name"], where, "name");
@@ -168,6 +169,10 @@ mapping_rule read_rule(const YAML::Node& node, std::size_t position, const defau
       rule.labels.emplace_back(label, text(entry.second, where, "labels"));
     }
     std::ranges::sort(rule.labels);
+    // yaml-cpp keeps a repeated key; a series with the same label twice would break the whole scrape.
+    const auto twice =
+        std::ranges::adjacent_find(rule.labels, {}, &std::pair<std::string, std::string>::first);
+    if (twice != rule.labels.end()) fail(where, core::cat("label '", twice->first, "' is given twice"));
   }
   if (node["match_metric_type"]) {
     const auto t =

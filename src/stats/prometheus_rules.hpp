@@ -4,7 +4,6 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
-#include <regex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -12,13 +11,17 @@
 
 #include "stats/prometheus_mapper.hpp"
 
+namespace re2 {
+class RE2;
+}
+
 namespace sluice::stats::detail {
 
 struct mapping_rule {
-  std::size_t number = 0;           // 1-based position in the file, for messages
-  std::vector<std::string> parts;   // glob: the dot-separated parts, "*" for a capture
-  std::optional<std::regex> regex;  // set for a regex rule
-  std::optional<stat_type> only;    // match_metric_type
+  std::size_t number = 0;                 // 1-based position in the file, for messages
+  std::vector<std::string> parts;         // glob: the dot-separated parts, "*" for a capture
+  std::shared_ptr<const re2::RE2> regex;  // set for a regex rule
+  std::optional<stat_type> only;          // match_metric_type
   bool drop = false;
   std::string name;                                         // template with $n
   std::vector<std::pair<std::string, std::string>> labels;  // name -> value template, sorted by name

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <set>
+#include <vector>
 
 #include "core/log.hpp"
 #include "core/strings.hpp"
@@ -66,16 +67,69 @@ constexpr std::array<std::string_view, 5> rate_limit_keys{"unit", "requests_per_
 constexpr std::array<std::string_view, 1> replaces_keys{"name"};
 
 // YAML aliases make a small document a large tree (a 2 KB file can expand to billions of nodes), and every
-// pass over the rules walks the expanded tree: past this many nodes the file is refused, with the error Go's
-// yaml.v2 gives upstream for such a document.
+// pass over the rules walks the expanded tree. A document is refused, with the error Go's yaml.v2 gives
+// upstream, once its nodes are almost all copies made by aliases, by yaml.v2's rule (decode.go,
+// allowedAliasRatio): past 1,000 nodes and 100 copies, at most 99% copies up to 400,000 nodes, falling to 10%
+// at 4,000,000. So a bomb is refused after a few thousand nodes, and a large document without aliases is not.
+// Past max_expanded_nodes any document is refused.
 constexpr std::size_t max_expanded_nodes = 1'000'000;
+// Aliases also make a deep tree: one inside the value of its own anchor nests without end (yaml-cpp builds
+// that, where yaml.v2 refuses it), and a chain of them nests far deeper than the text. The passes over the
+// rules recurse per level, so past this depth the file is refused before one of them runs out of stack.
+constexpr std::size_t max_depth = 256;
+
+struct expansion {
+  std::size_t nodes = 0;
+  std::size_t copies = 0;  // nodes reached through an alias
+  // Where the furthest node walked so far starts in the text. The walk follows the text, and an alias repeats
+  // an anchor defined before it, so a node that starts no further than this is a copy.
+  int furthest = -1;
+  std::vector<const YAML::Node*> path;  // from the root to the node being checked
+};
+
+bool excessive_aliasing(const expansion& walk) {
+  if (walk.nodes > max_expanded_nodes) return true;
+  if (walk.copies <= 100 || walk.nodes <= 1000) return false;
+  constexpr double low = 400'000, high = 4'000'000;
+  const auto nodes = static_cast<double>(walk.nodes);
+  const double allowed = nodes <= low    ? 0.99
+                         : nodes >= high ? 0.10
+                                         : 0.99 - 0.89 * (nodes - low) / (high - low);
+  return static_cast<double>(walk.copies) / nodes > allowed;
+}
+
+// Counts one node walked, a copy or not; throws once the aliasing is excessive.
+void count(const YAML::Node& node, expansion& walk) {
+  ++walk.nodes;
+  if (node.Mark().pos <= walk.furthest) {
+    ++walk.copies;
+  } else {
+    walk.furthest = node.Mark().pos;
+  }
+  if (excessive_aliasing(walk))
+    throw config_error{"error loading config file: yaml: document contains excessive aliasing"};
+}
+
+[[noreturn]] void too_deep(const std::vector<const YAML::Node*>& path) {
+  for (std::size_t i = 0; i < path.size(); ++i) {
+    for (std::size_t j = i + 1; j < path.size(); ++j) {
+      if (path[i]->is(*path[j])) {
+        throw config_error{
+            core::cat("error loading config file: yaml: line ", path[i]->Mark().line + 1,
+                      ": anchor value contains itself (an alias inside it refers back to it)")};
+      }
+    }
+  }
+  throw config_error{
+      core::cat("error loading config file: the rules nest deeper than ", max_depth, " levels")};
+}
 
 // upstream's second pass: every map key is a known string, lists hold maps, scalars are strings, ints or
-// bools. `budget`: nodes still allowed (see max_expanded_nodes).
-void validate_keys(const YAML::Node& node, std::size_t& budget) {
-  if (budget == 0)
-    throw config_error{"error loading config file: yaml: document contains excessive aliasing"};
-  --budget;
+// bools, within the bounds on aliasing and depth above.
+void validate_keys(const YAML::Node& node, expansion& walk) {
+  count(node, walk);
+  walk.path.push_back(&node);
+  if (walk.path.size() > max_depth) too_deep(walk.path);
   if (node.IsMap()) {
     std::set<std::string> seen;
     for (const auto& kv : node) {
@@ -92,7 +146,7 @@ void validate_keys(const YAML::Node& node, std::size_t& budget) {
       if (std::ranges::find(allowed_keys, name) == allowed_keys.end()) {
         throw config_error{core::cat("config error, unknown key '", name, "'")};
       }
-      if (name != "metadata") validate_keys(kv.second, budget);
+      if (name != "metadata") validate_keys(kv.second, walk);
     }
   } else if (node.IsSequence()) {
     for (const auto& element : node) {
@@ -100,7 +154,7 @@ void validate_keys(const YAML::Node& node, std::size_t& budget) {
         throw config_error{core::cat("config error, yaml file contains list of type other than map: ",
                                      element.IsScalar() ? element.Scalar() : "a list")};
       }
-      validate_keys(element, budget);
+      validate_keys(element, walk);
     }
   } else if (node.IsScalar()) {
     auto kind = classify_scalar(node);
@@ -111,6 +165,7 @@ void validate_keys(const YAML::Node& node, std::size_t& budget) {
                     "' is not a string, an integer or a boolean (quote it to make it a string)")};
     }
   }
+  walk.path.pop_back();
 }
 
 std::string scalar_string(const YAML::Node& node, std::string_view field) {
@@ -169,8 +224,8 @@ void rule_set_builder::load_file(const config_file& file) {
     throw config_error{
         "error loading config file: the top level must be a mapping with 'domain' and 'descriptors'"};
   }
-  std::size_t budget = max_expanded_nodes;
-  validate_keys(root, budget);
+  expansion walk;
+  validate_keys(root, walk);
   warn_misplaced(root, top_level_keys, "at the top level");
 
   std::string domain = scalar_string(root["domain"], "domain");

@@ -4,7 +4,6 @@
 
 #include <array>
 #include <charconv>
-#include <regex>
 #include <string>
 #include <string_view>
 
@@ -60,6 +59,63 @@ std::optional<std::int64_t> parse_integer(std::string_view s) {
   return static_cast<std::int64_t>(v);
 }
 
+// The forms below are matched by hand, in one pass: std::regex recurses per character and overflows the stack
+// on a long scalar (a 100 KB value crashed the loader), and it is slow on the large trees aliases make.
+
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+
+// [-+]?(\.[0-9]+|[0-9][0-9_]*(\.[0-9_]*)?)([eE][-+]?[0-9]+)?
+bool is_floating(std::string_view s) {
+  std::size_t i = 0;
+  auto skip_digits = [&](bool underscores) {
+    const std::size_t start = i;
+    while (i < s.size() && (is_digit(s[i]) || (underscores && s[i] == '_'))) ++i;
+    return i > start;
+  };
+  if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    if (!skip_digits(false)) return false;
+  } else {
+    if (i == s.size() || !is_digit(s[i])) return false;
+    skip_digits(true);
+    if (i < s.size() && s[i] == '.') {
+      ++i;
+      skip_digits(true);
+    }
+  }
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
+    if (!skip_digits(false)) return false;
+  }
+  return i == s.size();
+}
+
+// [-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)
+bool is_inf_or_nan(std::string_view s) {
+  if (s == ".nan" || s == ".NaN" || s == ".NAN") return true;
+  if (!s.empty() && (s[0] == '-' || s[0] == '+')) s.remove_prefix(1);
+  return s == ".inf" || s == ".Inf" || s == ".INF";
+}
+
+// [0-9]{4}-[0-9]{1,2}-[0-9]{1,2}([Tt ].*)? where '.' is any character but a line break, as in ECMAScript.
+bool is_timestamp(std::string_view s) {
+  std::size_t i = 0;
+  auto digits = [&](std::size_t min, std::size_t max) {
+    std::size_t n = 0;
+    while (n < max && i < s.size() && is_digit(s[i])) ++i, ++n;
+    return n >= min;
+  };
+  auto dash = [&] { return i < s.size() && s[i++] == '-'; };
+  if (!digits(4, 4) || !dash() || !digits(1, 2) || !dash() || !digits(1, 2)) return false;
+  if (i == s.size()) return true;
+  if (s[i] != 'T' && s[i] != 't' && s[i] != ' ') return false;
+  return s.find_first_of("\r\n", i + 1) == std::string_view::npos;
+}
+
 }  // namespace
 
 scalar_kind classify_scalar(const YAML::Node& n) {
@@ -68,11 +124,8 @@ scalar_kind classify_scalar(const YAML::Node& n) {
   if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return scalar_kind::null;
   if (in(s, true_words) || in(s, false_words)) return scalar_kind::boolean;
   if (parse_integer(s)) return scalar_kind::integer;
-  static const std::regex floating(R"([-+]?(\.[0-9]+|[0-9][0-9_]*(\.[0-9_]*)?)([eE][-+]?[0-9]+)?)");
-  static const std::regex special(R"([-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN))");
-  if (std::regex_match(s, floating) || std::regex_match(s, special)) return scalar_kind::floating;
-  static const std::regex timestamp(R"([0-9]{4}-[0-9]{1,2}-[0-9]{1,2}([Tt ].*)?)");
-  if (std::regex_match(s, timestamp)) return scalar_kind::timestamp;
+  if (is_floating(s) || is_inf_or_nan(s)) return scalar_kind::floating;
+  if (is_timestamp(s)) return scalar_kind::timestamp;
   return scalar_kind::string;
 }
 

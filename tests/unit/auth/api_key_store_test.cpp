@@ -55,6 +55,10 @@ TEST_CASE("api key file: every error says what is wrong") {
   CHECK(error_of("") == "expected a map with a `keys` list at the top");
   CHECK(error_of("- key: a\n") == "expected a map with a `keys` list at the top");
   CHECK(error_of("other: 1\n") == "unknown field `other` (expected keys) (line 1)");
+  CHECK(error_of("{}\n") == "no `keys` list");
+  CHECK(error_of("keys: []\nkeys: [{key: a}]\n") == "`keys` is given twice (line 2)");
+  CHECK(error_of("keys:\n  - {key: a, enabled: false, enabled: true}\n") ==
+        "keys[0]: `enabled` is given twice (line 2)");
   CHECK(error_of("keys: {key: a}\n") == "`keys` must be a list (line 1)");
   CHECK(error_of("keys:\n  - a\n") == "keys[0] must be a map with `key` (line 2)");
   CHECK(error_of("keys:\n  - name: x\n") == "keys[0] has no `key` (or an empty one) (line 2)");

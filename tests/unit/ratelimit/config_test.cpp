@@ -137,6 +137,56 @@ TEST_CASE("quoted scalars are strings; plain YAML 1.1 scalars are typed as upstr
   CHECK(hex.rules->find_domain("d")->children.at("k")->limit->requests_per_unit == 16);
 }
 
+TEST_CASE("a document made almost all of alias copies is refused early, as yaml.v2 refuses it") {
+  // 233,333 nodes once expanded (under the 1,000,000 bound), all but a few of them copies: the anchors sit in
+  // metadata, which is not walked, and `replaces` only reads each entry's name.
+  std::string yaml = "domain: d\ndescriptors:\n  - key: k\n    metadata:\n      - &r0 {name: n}\n";
+  for (int i = 1; i <= 5; ++i) {
+    const std::string previous = "*r" + std::to_string(i - 1);
+    yaml += "      - &r" + std::to_string(i) + " {name: n, descriptors: [" + previous;
+    for (int j = 1; j < 10; ++j) yaml += ", " + previous;
+    yaml += "]}\n";
+  }
+  yaml += "    rate_limit: {unit: second, requests_per_unit: 1, replaces: [*r5]}\n";
+  sluice::stats::store stats;
+  CHECK(load_one(yaml, stats).error ==
+        "test.yaml: error loading config file: yaml: document contains excessive aliasing");
+  // The same anchors used once each are fine.
+  const auto once = yaml.substr(0, yaml.find("    rate_limit")) +
+                    "    rate_limit: {unit: second, requests_per_unit: 1, replaces: [*r1]}\n";
+  CHECK(load_one(once, stats).rules != nullptr);
+}
+
+TEST_CASE("plain scalars of any length are typed in one pass") {
+  // std::regex recursed once per character: 100 KB overflowed the stack.
+  sluice::stats::store stats;
+  const std::string head = "domain: d\ndescriptors:\n  - key: k\n    value: ";
+  CHECK(load_one(head + "2001-01-01T" + std::string(100'000, 'x') + "\n", stats)
+            .error.ends_with("' is not a string, an integer or a boolean (quote it to make it a string)"));
+  CHECK(load_one(head + "1" + std::string(100'000, '_') + "x\n", stats).rules != nullptr);
+  CHECK(load_one(head + "1" + std::string(100'000, '_') + ".5e3\n", stats).rules == nullptr);
+}
+
+TEST_CASE("aliases may nest rules up to 256 YAML levels deep; deeper chains are refused before any walk") {
+  // Each descriptor is an anchor holding the previous one: two YAML levels (a list, a map) per descriptor.
+  auto chain = [](int levels) {
+    std::string yaml = "domain: deep\ndescriptors:\n  - &d0 {key: k0}\n";
+    for (int i = 1; i < levels; ++i) {
+      yaml += "  - &d" + std::to_string(i) + " {key: k" + std::to_string(i) + ", descriptors: [*d" +
+              std::to_string(i - 1) + "]}\n";
+    }
+    return yaml;
+  };
+  sluice::stats::store stats;
+  auto fits = load_one(chain(127), stats);
+  REQUIRE_MESSAGE(fits.rules != nullptr, fits.error);
+  const descriptor_node* node = fits.rules->find_domain("deep");
+  for (int i = 126; i >= 0; --i) node = node->children.at("k" + std::to_string(i)).get();
+  CHECK(node->children.empty());
+  CHECK(load_one(chain(128), stats).error ==
+        "test.yaml: error loading config file: the rules nest deeper than 256 levels");
+}
+
 TEST_CASE("rule files are read recursively, skipping Kubernetes '..' entries, and named like upstream") {
   auto root = fs::temp_directory_path() / ("sluice-dir-test-" + std::to_string(::getpid()));
   fs::remove_all(root);

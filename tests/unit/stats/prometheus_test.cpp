@@ -148,6 +148,8 @@ TEST_CASE("prometheus mapper: mapping file errors say what and where") {
         "mapping #1 (match 'a.b'): '1a' is not a label name");
   CHECK(parse_error("mappings:\n  - {match: a.b, name: x, labels: {le: v}}\n") ==
         "mapping #1 (match 'a.b'): label 'le' is reserved for histogram buckets");
+  CHECK(parse_error("mappings:\n  - {match: a.b, name: x, labels: {k: $1, j: v, k: $2}}\n") ==
+        "mapping #1 (match 'a.b'): label 'k' is given twice");
   CHECK(parse_error("mappings:\n  - {match: a.b, name: x, histogram_options: {buckets: [1, 0.5]}}\n") ==
         "mapping #1 (match 'a.b'): 'buckets' must be in increasing order");
   CHECK(parse_error("mappings:\n  - {match: a.b, name: x, scale: fast}\n") ==
@@ -161,6 +163,21 @@ TEST_CASE("prometheus mapper: mapping file errors say what and where") {
   auto m = prometheus_mapper::parse("mappings:\n  - {match: a.b, name: x, timer_type: summary}\n");
   REQUIRE(m.warnings().size() == 1);
   CHECK(m.warnings()[0] == "mapping #1 (match 'a.b'): observer_type summary is served as a histogram");
+}
+
+TEST_CASE("prometheus mapper: regexes take time linear in the name, whatever the pattern or the length") {
+  // A request's domain or descriptor value ends up in a name: 100 KB of it overflowed std::regex's stack.
+  auto builtin = prometheus_mapper::builtin(false);
+  const std::string deep = "ratelimit.service.rate_limit.a.b.c.d.e.f.g.h.i.j";
+  const auto t = builtin.map(deep + std::string(100'000, 'x') + ".total_hits", stat_type::counter);
+  CHECK(t.name == "ratelimit_service_rate_limit_total_hits");
+  REQUIRE(t.labels.size() == 10);
+  CHECK(t.labels[9].first == "key_rest");
+  CHECK(t.labels[9].second.size() == 100'001);
+  // Nested quantifiers backtracked exponentially in std::regex: 2^40 steps for this name.
+  auto nested = prometheus_mapper::parse("mappings:\n  - {match: '(a*)*b', match_type: regex, name: x}\n");
+  CHECK(nested.map(std::string(40, 'a'), stat_type::counter).name == std::string(40, 'a'));
+  CHECK(nested.map(std::string(40, 'a') + "b", stat_type::counter).name == "x");
 }
 
 TEST_CASE("prometheus mapper: PROMETHEUS_MAPPER_YAML errors name the setting and the file") {
