@@ -3,6 +3,7 @@
 #include "core/strings.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <optional>
 
@@ -60,6 +61,23 @@ std::optional<redis_url> parse_redis_url(std::string_view text) {
 }
 
 // upstream's MaskCredentialsInUrl: what an error message may show of a URL list.
+// Upstream's pool may grow (CREATE) or fail (ERROR) when every connection is busy, and refuses to start with
+// either; Sluice's pipelined connections never run out, so a request always waits its turn. WAIT, and, as
+// upstream, any value it does not know, is accepted.
+void check_pool_on_empty(const core::env_reader& env, const std::string& prefix) {
+  const auto name = prefix + "POOL_ON_EMPTY_BEHAVIOR";
+  const auto value = env.get_string(name, "WAIT");
+  std::string upper = value;
+  std::ranges::transform(upper, upper.begin(),
+                         [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  if (upper == "CREATE" || upper == "ERROR") {
+    throw core::settings_error(
+        core::cat("invalid value '", value, "' for ", name,
+                  ": only WAIT is supported (Redis connections are pipelined and never "
+                  "run out: a request waits for its turn)"));
+  }
+}
+
 std::string masked(std::string_view urls) {
   std::string out;
   for (const auto& part : split_list(std::string(urls))) {
@@ -150,6 +168,7 @@ redis_store_settings read_redis_store(const core::env_reader& env, const std::st
   // Accepted and checked (upstream panics below 0); a cluster always sends the keys of different nodes in
   // parallel, as upstream's 0 does (see README).
   env.get_uint(prefix + "CLUSTER_PIPELINE_PARALLELISM", 1, 0, 1'000'000);
+  check_pool_on_empty(env, prefix);
   c.connect_timeout = to_ms(env.get_duration(prefix + "TIMEOUT", std::chrono::seconds{10}));
   c.request_timeout = to_ms(env.get_duration("REDIS_OP_TIMEOUT", std::chrono::milliseconds{250}));
   if (c.request_timeout.count() <= 0) {

@@ -98,4 +98,16 @@ TEST_CASE("rate limit settings: values are read, bad ones name the variable") {
       "invalid value '-1' for REDIS_CLUSTER_PIPELINE_PARALLELISM: expected a whole number from 0 to 1000000",
       core::settings_error);
   CHECK_NOTHROW(fails("REDIS_CLUSTER_PIPELINE_PARALLELISM", "0"));
+  // Upstream refuses to start with CREATE and ERROR (any case) and takes anything else as WAIT.
+  CHECK_THROWS_WITH_AS(
+      fails("REDIS_POOL_ON_EMPTY_BEHAVIOR", "create"),
+      "invalid value 'create' for REDIS_POOL_ON_EMPTY_BEHAVIOR: only WAIT is supported (Redis "
+      "connections are pipelined and never run out: a request waits for its turn)",
+      core::settings_error);
+  CHECK_THROWS_AS(fails("REDIS_POOL_ON_EMPTY_BEHAVIOR", "ERROR"), core::settings_error);
+  CHECK_NOTHROW(fails("REDIS_POOL_ON_EMPTY_BEHAVIOR", "WAIT"));
+  CHECK_NOTHROW(fails("REDIS_POOL_ON_EMPTY_BEHAVIOR", "block"));
+  CHECK_THROWS_AS(ratelimit::read_module_settings(core::env_reader(std::map<std::string, std::string>{
+                      {"REDIS_PERSECOND", "true"}, {"REDIS_PERSECOND_POOL_ON_EMPTY_BEHAVIOR", "Error"}})),
+                  core::settings_error);
 }
