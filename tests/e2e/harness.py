@@ -156,6 +156,41 @@ def base_env():
 # Small utilities
 
 
+def rss_kb(pid):
+    """A process's resident memory (VmRSS), in KB."""
+    with open('/proc/%d/status' % pid) as f:
+        return next(int(line.split()[1]) for line in f if line.startswith('VmRSS'))
+
+
+def read_until_closed(sock, timeout):
+    """Reads until the server closes `sock` (or resets it, or `timeout` passes); -> the bytes read."""
+    sock.settimeout(timeout)
+    data = b''
+    try:
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except (socket.timeout, ConnectionResetError):
+        pass
+    return data
+
+
+def closed_by_server(sock, timeout):
+    """Whether the server closes `sock` within `timeout` (what it sends first, like its SETTINGS, is read)."""
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            sock.settimeout(max(deadline - time.monotonic(), 0.001))
+            if sock.recv(4096) == b'':
+                return True
+    except ConnectionResetError:
+        return True
+    except socket.timeout:
+        return False
+
+
 SANITIZER_MARKERS = ('ERROR: AddressSanitizer', 'ERROR: LeakSanitizer', 'WARNING: ThreadSanitizer',
                      'runtime error:')
 

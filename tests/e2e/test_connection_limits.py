@@ -3,13 +3,12 @@ caps the client connections of the HTTP and gRPC listeners together (by default 
 after a reserve), and a client that connects to the gRPC port but never finishes its HTTP/2 preface is
 closed after 10 seconds."""
 
-import re
 import resource
 import socket
 import time
 import unittest
 
-from harness import Sluice, http_get, wait_until
+from harness import Sluice, closed_by_server, http_get, wait_until
 
 RULES = """
 domain: lim
@@ -25,20 +24,6 @@ def limits_of(pid):
         line = next(line for line in f if line.startswith('Max open files'))
     soft, hard = line.split()[3:5]
     return soft, hard
-
-
-def closed_by_server(sock, timeout):
-    """Whether the server closes `sock` within `timeout` (what it sends first, like its SETTINGS, is read)."""
-    deadline = time.monotonic() + timeout
-    try:
-        while True:
-            sock.settimeout(max(deadline - time.monotonic(), 0.001))
-            if sock.recv(4096) == b'':
-                return True
-    except ConnectionResetError:
-        return True
-    except socket.timeout:
-        return False
 
 
 class OpenFileLimit(unittest.TestCase):

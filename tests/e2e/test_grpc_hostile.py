@@ -7,7 +7,7 @@ import struct
 import time
 import unittest
 
-from harness import Sluice
+from harness import Sluice, closed_by_server, read_until_closed, rss_kb
 
 RULES = """
 domain: h
@@ -36,29 +36,14 @@ REQUEST_BLOCK = b''.join(literal(n, v) for n, v in [
     (b'content-type', b'application/grpc')])
 
 
-def rss_kb(pid):
-    with open('/proc/%d/status' % pid) as f:
-        return next(int(line.split()[1]) for line in f if line.startswith('VmRSS'))
-
-
-def read_until_closed(sock, timeout):
-    """Reads until the server closes; -> (bytes read, whether a GOAWAY frame was seen)."""
-    sock.settimeout(timeout)
-    data = b''
-    try:
-        while True:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    except (socket.timeout, ConnectionResetError):
-        pass
+def goaway_seen(data):
+    """Whether the frames in `data` (what the server sent) include a GOAWAY."""
     goaway, i = False, 0
     while i + 9 <= len(data):
         length = int.from_bytes(data[i:i + 3], 'big')
         goaway = goaway or data[i + 3] == GOAWAY
         i += 9 + length
-    return data, goaway
+    return goaway
 
 
 class HostileClients(unittest.TestCase):
@@ -87,7 +72,7 @@ class HostileClients(unittest.TestCase):
             sock.sendall(burst)
         except (BrokenPipeError, ConnectionResetError):
             pass  # closed by the server before it had read everything: what is wanted
-        _, goaway = read_until_closed(sock, 5)
+        goaway = goaway_seen(read_until_closed(sock, 5))
         sock.close()
         self.assertTrue(goaway, 'the server should say GOAWAY before closing')
         self.still_serving()
@@ -132,7 +117,7 @@ class HostileClients(unittest.TestCase):
             sock.sendall(flood)
         except (BrokenPipeError, ConnectionResetError):
             pass
-        data, _ = read_until_closed(sock, 5)
+        data = read_until_closed(sock, 5)
         sock.close()
         self.assertLess(len(data), 1024 * 1024)
         self.still_serving()
@@ -154,15 +139,7 @@ class HostileClients(unittest.TestCase):
             closed = True
         grown_mb = (rss_kb(self.s.proc.pid) - before) / 1024
         if not closed:  # all sent: the server must still end the connection
-            sock.settimeout(5)
-            try:
-                while sock.recv(65536):
-                    pass
-                closed = True
-            except ConnectionResetError:
-                closed = True
-            except socket.timeout:
-                pass
+            closed = closed_by_server(sock, 5)
         sock.close()
         return grown_mb, closed
 

@@ -9,7 +9,7 @@ import threading
 import time
 import unittest
 
-from harness import Sluice, http_get, post_json, wait_until
+from harness import Sluice, http_get, post_json, read_until_closed, rss_kb, wait_until
 
 RULES = """
 domain: hostile
@@ -17,26 +17,6 @@ descriptors:
   - key: k
     rate_limit: {unit: hour, requests_per_unit: 100000000}
 """
-
-
-def rss_kb(pid):
-    with open('/proc/%d/status' % pid) as f:
-        return next(int(line.split()[1]) for line in f if line.startswith('VmRSS'))
-
-
-def read_response(sock, timeout):
-    """Reads until the server closes or `timeout`; -> the bytes read."""
-    sock.settimeout(timeout)
-    data = b''
-    try:
-        while True:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    except (socket.timeout, ConnectionResetError):
-        pass
-    return data
 
 
 class Watchdog:
@@ -140,7 +120,7 @@ class HostileHttpClients(unittest.TestCase):
         sock = socket.create_connection(('127.0.0.1', self.s.http_port))
         sock.sendall(b'POST /json HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n'
                      b'Content-Length: 104857600\r\n\r\n' + b'{' * 65536)
-        answer = read_response(sock, 3)
+        answer = read_until_closed(sock, 3)
         sock.close()
         self.assertTrue(answer.startswith(b'HTTP/1.1 413'), answer[:200])
 
@@ -156,7 +136,7 @@ class HostileHttpClients(unittest.TestCase):
                 sent += 0x100000
         except (socket.timeout, ConnectionResetError, BrokenPipeError):
             pass
-        answer = read_response(sock, 3)
+        answer = read_until_closed(sock, 3)
         sock.close()
         self.assertLess(sent, 100 * 1024 * 1024, 'the server read the whole 100 MB')
         if answer:  # the answer may be lost to the reset of a connection closed with unread bytes
@@ -172,7 +152,7 @@ class HostileHttpClients(unittest.TestCase):
             sock.sendall(b'GET /healthcheck HTTP/1.1\r\nHost: x\r\n' + headers + b'\r\n')
         except (socket.timeout, ConnectionResetError, BrokenPipeError):
             pass
-        answer = read_response(sock, 3)
+        answer = read_until_closed(sock, 3)
         sock.close()
         if answer:
             self.assertTrue(answer.startswith(b'HTTP/1.1 431'), answer[:200])
@@ -183,7 +163,7 @@ class HostileHttpClients(unittest.TestCase):
         connection is closed."""
         sock = socket.create_connection(('127.0.0.1', self.s.http_port))
         sock.sendall(b'GET /healthcheck HTTP/1.1\r\nHost: x\r\n\r\n' + bytes(range(256)) * 64)
-        answer = read_response(sock, 3)
+        answer = read_until_closed(sock, 3)
         sock.close()
         self.assertTrue(answer.startswith(b'HTTP/1.1 200'), answer[:200])
         self.assertIn(b'HTTP/1.1 400', answer)

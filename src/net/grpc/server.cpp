@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <unordered_set>
 
+#include "core/accept_errors.hpp"
 #include "core/listen_endpoint.hpp"
 #include "core/log.hpp"
 #include "core/strings.hpp"
@@ -36,7 +37,7 @@ constexpr unsigned accepts_per_turn = 32;
 // worker's thread, except the atomic count.
 struct server::worker final : h2::connection_owner, std::enable_shared_from_this<worker> {
   worker(asio::io_context& c, std::shared_ptr<const method_table> m, const server_options& o)
-      : ioc(c), methods(std::move(m)), accept_pause(c) {
+      : ioc(c), methods(std::move(m)), accept_pause(c), accept_errors("gRPC", o.on_accepting) {
     limits.max_recv_message_bytes = o.max_recv_message_bytes;
     connection.h2.max_concurrent_streams = o.max_concurrent_streams;
     // Room for the largest request and then some; it bounds what unfinished requests hold per connection.
@@ -99,7 +100,7 @@ struct server::worker final : h2::connection_owner, std::enable_shared_from_this
   std::optional<tcp::acceptor> acceptor;
   asio::steady_timer accept_pause;
   bool draining = false;
-  bool accept_failing = false;
+  core::accept_errors accept_errors;
 };
 
 struct server::impl {
@@ -114,8 +115,6 @@ struct server::impl {
   template <typename Acceptor, typename Serve>
   void accept(worker& w, Acceptor& acceptor, asio::io_context& target, std::function<void()> again,
               Serve serve);
-  // Starts or ends an episode of accept errors: said once each way, and told to on_accepting.
-  void set_failing(worker& w, bool now, const error_code& ec);
   void accept_tcp(const std::shared_ptr<worker>& w);
   void accept_unix();
   std::shared_ptr<asio::ssl::context> tls() const { return certificate ? certificate->current() : nullptr; }
@@ -172,17 +171,6 @@ void server::impl::listen_unix() {
         core::cat("cannot listen for gRPC on unix:", options.unix_socket, ": ", ec.message()));
 }
 
-void server::impl::set_failing(worker& w, bool now, const error_code& ec) {
-  if (w.accept_failing == now) return;
-  w.accept_failing = now;
-  if (now) {
-    core::log_warn("gRPC accept failed: ", ec.message(), " (retrying)");
-  } else {
-    core::log_warn("gRPC accepts connections again");
-  }
-  if (options.on_accepting) options.on_accepting(!now);
-}
-
 template <typename Acceptor, typename Serve>
 void server::impl::accept(worker& w, Acceptor& acceptor, asio::io_context& target,
                           std::function<void()> again, Serve serve) {
@@ -191,26 +179,24 @@ void server::impl::accept(worker& w, Acceptor& acceptor, asio::io_context& targe
     error_code ec;
     auto socket = acceptor.accept(target, ec);
     if (ec == asio::error::would_block || ec == asio::error::try_again) {
-      set_failing(w, false, ec);  // nothing waiting, and no error: accepting works
+      w.accept_errors.accepting();  // nothing waiting, and no error
       acceptor.async_wait(Acceptor::wait_read, [again = std::move(again)](error_code e) {
         if (!e) again();  // else closed by a drain
       });
       return;
     }
     if (ec) {
-      set_failing(w, true, ec);
+      w.accept_errors.failed(ec);
       w.accept_pause.expires_after(accept_backoff);
       w.accept_pause.async_wait([again = std::move(again)](error_code e) {
         if (!e) again();
       });
       return;
     }
-    set_failing(w, false, ec);
-    if (!options.connections) {
-      serve(std::move(socket), core::connection_limit::slot());
-    } else if (auto slot = options.connections->try_acquire()) {
-      serve(std::move(socket), std::move(slot));
-    }  // else the socket closes here
+    w.accept_errors.accepting();
+    core::connection_limit::slot slot;
+    if (options.connections && !(slot = options.connections->try_acquire())) continue;  // closes it
+    serve(std::move(socket), std::move(slot));
   }
   // Through a flood of connections, let the worker's other work run now and then.
   asio::post(w.ioc, std::move(again));

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/accept_errors.hpp"
 #include "core/listen_endpoint.hpp"
 #include "core/log.hpp"
 #include "core/strings.hpp"
@@ -93,8 +94,6 @@ class listener : public session_owner, public std::enable_shared_from_this<liste
  private:
   tcp::endpoint resolve() const;
   asio::awaitable<void> accept_loop();
-  // Starts or ends an episode of accept errors: said once each way, and told to on_accepting.
-  void set_failing(bool& failing, bool now, const error_code& ec);
   // Starts serving a new connection; `ctx` (TLS only) lives as long as the connection.
   // `slot` (MAX_CONNECTIONS) is held as long as the connection.
   template <typename Session>
@@ -183,7 +182,7 @@ void listener::stop() {
 // Accepts without blocking, so that "nothing waiting" is seen: after an episode of errors, that is when
 // accepting works again even if no client has connected since.
 asio::awaitable<void> listener::accept_loop() {
-  bool failing = false;  // in an episode of accept errors: said once when it starts, once when it ends
+  core::accept_errors errors("HTTP", options_.on_accepting);
   for (unsigned accepted = 0;; ++accepted) {
     // Through a flood of connections, let the strand's other work run now and then.
     if (accepted % accepts_per_turn == accepts_per_turn - 1)
@@ -191,20 +190,20 @@ asio::awaitable<void> listener::accept_loop() {
     error_code ec;
     auto socket = acceptor_.accept(asio::make_strand(ioc_), ec);
     if (ec == asio::error::would_block || ec == asio::error::try_again) {
-      set_failing(failing, false, ec);
+      errors.accepting();
       auto [wait_error] = co_await acceptor_.async_wait(tcp::acceptor::wait_read, use_tuple);
       if (wait_error || !acceptor_.is_open()) co_return;  // closed by stop()
       continue;
     }
     if (ec) {
       if (ec == asio::error::operation_aborted || !acceptor_.is_open()) co_return;
-      set_failing(failing, true, ec);
+      errors.failed(ec);
       // Typically out of file descriptors: back off instead of spinning on the error.
       asio::steady_timer pause(acceptor_.get_executor(), std::chrono::milliseconds(50));
       co_await pause.async_wait(use_tuple);
       continue;
     }
-    set_failing(failing, false, ec);
+    errors.accepting();
     core::connection_limit::slot slot;
     if (options_.connections && !(slot = options_.connections->try_acquire())) continue;  // closes it
     error_code ignored;
@@ -217,17 +216,6 @@ asio::awaitable<void> listener::accept_loop() {
             std::move(slot));
     }
   }
-}
-
-void listener::set_failing(bool& failing, bool now, const error_code& ec) {
-  if (failing == now) return;
-  failing = now;
-  if (now) {
-    core::log_warn("HTTP accept failed: ", ec.message(), " (retrying)");
-  } else {
-    core::log_warn("HTTP accepts connections again");
-  }
-  if (options_.on_accepting) options_.on_accepting(!now);
 }
 
 }  // namespace
