@@ -78,6 +78,29 @@ void check_pool_on_empty(const core::env_reader& env, const std::string& prefix)
   }
 }
 
+// An HTTP field name (RFC 9110 token): Envoy refuses a header it cannot send, so refuse it at start-up.
+std::string header_name(const core::env_reader& env, const std::string& name, const std::string& fallback) {
+  auto value = env.get_string(name, fallback);
+  static constexpr std::string_view extra = "!#$%&'*+-.^_`|~";
+  const bool token = !value.empty() && std::ranges::all_of(value, [](unsigned char c) {
+    return std::isalnum(c) != 0 || extra.find(static_cast<char>(c)) != std::string_view::npos;
+  });
+  if (!token) {
+    throw core::settings_error(
+        core::cat("invalid value '", value, "' for ", name,
+                  ": expected an HTTP header name (letters, digits and !#$%&'*+-.^_`|~)"));
+  }
+  return value;
+}
+
+service::limit_header_names read_header_names(const core::env_reader& env, const std::string& prefix) {
+  service::limit_header_names names;
+  names.limit = header_name(env, prefix + "LIMIT_HEADER", names.limit);
+  names.remaining = header_name(env, prefix + "REMAINING_HEADER", names.remaining);
+  names.reset = header_name(env, prefix + "RESET_HEADER", names.reset);
+  return names;
+}
+
 std::string masked(std::string_view urls) {
   std::string out;
   for (const auto& part : split_list(std::string(urls))) {
@@ -230,11 +253,13 @@ module_settings read_module_settings(const core::env_reader& env) {
 
   auto& svc = s.service;
   svc.global_shadow_mode = env.get_bool("SHADOW_MODE", false);
+  svc.global_quota_mode = env.get_bool("QUOTA_MODE", false);
   svc.fail_open = env.get_bool("BACKEND_FAIL_OPEN", false);
   svc.response_headers_enabled = env.get_bool("LIMIT_RESPONSE_HEADERS_ENABLED", false);
-  svc.limit_header = env.get_string("LIMIT_LIMIT_HEADER", svc.limit_header);
-  svc.remaining_header = env.get_string("LIMIT_REMAINING_HEADER", svc.remaining_header);
-  svc.reset_header = env.get_string("LIMIT_RESET_HEADER", svc.reset_header);
+  svc.response_headers = read_header_names(env, "LIMIT_");
+  svc.request_headers_enabled = env.get_bool("LIMIT_REQUEST_HEADERS_ENABLED", false);
+  svc.request_headers = read_header_names(env, "LIMIT_REQUEST_");
+  svc.response_dynamic_metadata = env.get_bool("RESPONSE_DYNAMIC_METADATA", false);
 
   auto& lim = s.limiter;
   lim.near_limit_ratio = env.get_double("NEAR_LIMIT_RATIO", 0.8, 0.0, 1.0);

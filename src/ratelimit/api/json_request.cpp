@@ -35,22 +35,24 @@ enum class field : std::uint8_t {
   key,
   value,
   requests_per_unit,
-  unit
+  unit,
+  negative_hits
 };
 
 // What each field's value must be, indexed by `field`, for type errors.
-constexpr std::array<std::string_view, 11> expectations{
+constexpr std::array<std::string_view, 12> expectations{
     "",
-    "expected a string",                          // domain
-    "expected an array",                          // descriptors
-    "expected an unsigned 32-bit integer",        // request hits_addend
-    "expected an array",                          // entries
-    "expected an object",                         // limit
-    "expected an unsigned 64-bit integer",        // descriptor hits_addend (UInt64Value)
-    "expected a string",                          // key
-    "expected a string",                          // value
-    "expected an unsigned 32-bit integer",        // requests_per_unit
-    "expected a unit name or a 32-bit integer"};  // unit
+    "expected a string",                         // domain
+    "expected an array",                         // descriptors
+    "expected an unsigned 32-bit integer",       // request hits_addend
+    "expected an array",                         // entries
+    "expected an object",                        // limit
+    "expected an unsigned 64-bit integer",       // descriptor hits_addend (UInt64Value)
+    "expected a string",                         // key
+    "expected a string",                         // value
+    "expected an unsigned 32-bit integer",       // requests_per_unit
+    "expected a unit name or a 32-bit integer",  // unit
+    "expected a boolean"};                       // is_negative_hits
 
 struct field_name {
   std::string_view proto;
@@ -61,10 +63,11 @@ struct field_name {
 constexpr std::array<field_name, 3> request_fields{{{"domain", "domain", field::domain},
                                                     {"descriptors", "descriptors", field::descriptors},
                                                     {"hits_addend", "hitsAddend", field::request_hits}}};
-constexpr std::array<field_name, 3> descriptor_fields{
+constexpr std::array<field_name, 4> descriptor_fields{
     {{"entries", "entries", field::entries},
      {"limit", "limit", field::limit},
-     {"hits_addend", "hitsAddend", field::descriptor_hits}}};
+     {"hits_addend", "hitsAddend", field::descriptor_hits},
+     {"is_negative_hits", "isNegativeHits", field::negative_hits}}};
 constexpr std::array<field_name, 2> entry_fields{
     {{"key", "key", field::key}, {"value", "value", field::value}}};
 constexpr std::array<field_name, 2> limit_fields{
@@ -161,7 +164,12 @@ class request_reader {
   bool on_uint64(std::uint64_t, string_view s, error_code& ec) { return on_number(s, ec); }
   bool on_double(double, string_view s, error_code& ec) { return on_number(s, ec); }
 
-  bool on_bool(bool, error_code& ec) { return type_error(ec); }
+  bool on_bool(bool b, error_code& ec) {
+    if (field_ != field::negative_hits) return type_error(ec);
+    desc_->set_is_negative_hits(b);
+    field_ = field::none;
+    return true;
+  }
 
   bool on_null(error_code& ec) {
     if (field_ == field::none) return type_error(ec);  // null as the body or as an array element

@@ -1,7 +1,10 @@
+#include <algorithm>
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "ratelimit/api/json_codec.hpp"
 
@@ -106,6 +109,70 @@ void append_headers(object_writer& object, std::string_view name,
   out += ']';
 }
 
+// A double as Go's protojson (and encoding/json) writes it: the shortest round-trip digits, in plain notation
+// from 1e-6 up to 1e21 and in exponent notation ("1e-7", "1e+21") outside.
+void append_double(std::string& out, double v) {
+  char buf[32];
+  const double magnitude = std::fabs(v);
+  const bool exponent = magnitude != 0 && (magnitude < 1e-6 || magnitude >= 1e21);
+  auto* end = std::to_chars(buf, buf + sizeof buf, v,
+                            exponent ? std::chars_format::scientific : std::chars_format::fixed)
+                  .ptr;
+  std::string_view text(buf, static_cast<std::size_t>(end - buf));
+  // e-07 -> e-7, as Go trims the exponent's leading zero.
+  if (const auto e = text.find('e');
+      e != std::string_view::npos && text.size() - e == 4 && text[e + 2] == '0') {
+    out.append(text.substr(0, e + 2));
+    out.append(text.substr(e + 3));
+    return;
+  }
+  out.append(text);
+}
+
+void append_value(std::string& out, const google::protobuf::Value& value);
+
+void append_struct(std::string& out, const google::protobuf::Struct& object) {
+  // protobuf maps have no order; protojson sorts the keys, which also keeps the output stable.
+  std::vector<const std::string*> keys;
+  keys.reserve(static_cast<std::size_t>(object.fields_size()));
+  for (const auto& [key, value] : object.fields()) keys.push_back(&key);
+  std::ranges::sort(keys, [](const std::string* a, const std::string* b) { return *a < *b; });
+  out += '{';
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (i > 0) out += ',';
+    append_string(out, *keys[i]);
+    out += ':';
+    append_value(out, object.fields().at(*keys[i]));
+  }
+  out += '}';
+}
+
+void append_value(std::string& out, const google::protobuf::Value& value) {
+  switch (value.kind_case()) {
+    case google::protobuf::Value::kNumberValue:
+      return append_double(out, value.number_value());
+    case google::protobuf::Value::kStringValue:
+      return append_string(out, value.string_value());
+    case google::protobuf::Value::kBoolValue:
+      out += value.bool_value() ? "true" : "false";
+      return;
+    case google::protobuf::Value::kStructValue:
+      return append_struct(out, value.struct_value());
+    case google::protobuf::Value::kListValue: {
+      out += '[';
+      const auto& values = value.list_value().values();
+      for (int i = 0; i < values.size(); ++i) {
+        if (i > 0) out += ',';
+        append_value(out, values[i]);
+      }
+      out += ']';
+      return;
+    }
+    default:
+      out += "null";
+  }
+}
+
 void append_status(std::string& out, const rls_response::DescriptorStatus& status) {
   object_writer object(out);
   if (status.code() != 0) append_enum(object.key("code"), codes, status.code());
@@ -143,6 +210,8 @@ std::string response_to_json(const rls_response& response) {
   }
   append_headers(object, "responseHeadersToAdd", response.response_headers_to_add());
   append_headers(object, "requestHeadersToAdd", response.request_headers_to_add());
+  if (response.has_dynamic_metadata())
+    append_struct(object.key("dynamicMetadata"), response.dynamic_metadata());
   object.close();
   return out;
 }

@@ -11,8 +11,9 @@ namespace sluice::ratelimit::config {
 rule_stats rule_stats::make(stats::store& store, std::string_view stats_key) {
   std::string prefix = core::cat("ratelimit.service.rate_limit.", stats::sanitize_stat_name(stats_key), ".");
   auto get = [&](std::string_view stat) { return &store.get_counter(prefix + std::string(stat)); };
-  return {get("total_hits"),   get("over_limit"), get("near_limit"), get("over_limit_with_local_cache"),
-          get("within_limit"), get("shadow_mode")};
+  return {
+      get("total_hits"),   get("over_limit"),  get("near_limit"),         get("over_limit_with_local_cache"),
+      get("within_limit"), get("shadow_mode"), get("total_negative_hits")};
 }
 
 rule_stats rule_stats::make_bounded(stats::store& store, std::string_view domain,
@@ -23,8 +24,9 @@ rule_stats rule_stats::make_bounded(stats::store& store, std::string_view domain
   auto get = [&](std::string_view stat) {
     return &store.get_counter_bounded(prefix + std::string(stat), overflow + std::string(stat));
   };
-  return {get("total_hits"),   get("over_limit"), get("near_limit"), get("over_limit_with_local_cache"),
-          get("within_limit"), get("shadow_mode")};
+  return {
+      get("total_hits"),   get("over_limit"),  get("near_limit"),         get("over_limit_with_local_cache"),
+      get("within_limit"), get("shadow_mode"), get("total_negative_hits")};
 }
 
 const descriptor_node* rule_set::find_domain(std::string_view domain) const {

@@ -15,6 +15,10 @@
 #include "ratelimit/config/unit.hpp"
 #include "stats/store.hpp"
 
+namespace google::protobuf {
+class Struct;
+}
+
 namespace sluice::ratelimit::config {
 
 // The per-rule counters of upstream: ratelimit.service.rate_limit.<key>.<stat>.
@@ -25,6 +29,7 @@ struct rule_stats {
   stats::counter* over_limit_with_local_cache = nullptr;
   stats::counter* within_limit = nullptr;
   stats::counter* shadow_mode = nullptr;
+  stats::counter* total_negative_hits = nullptr;  // hits given back (is_negative_hits)
 
   static rule_stats make(stats::store& store, std::string_view stats_key);
   // For keys built from request values (detailed_metric, value_to_metric, overrides): bounded by the store's
@@ -54,6 +59,8 @@ struct descriptor_node {
   bool value_to_metric = false;
   bool share_threshold = false;
   bool quota_mode = false;
+  // `metadata`: merged into the response's dynamic_metadata when the descriptor passes. Null when absent.
+  std::shared_ptr<const google::protobuf::Struct> metadata;
   // The config path: "<domain>.<key>[_<value>]..." — the default stats key of this node.
   std::string stats_key;
   rule_stats stats;  // counters under stats_key; set when `limit` is

@@ -9,6 +9,7 @@
 
 #include "core/log.hpp"
 #include "core/strings.hpp"
+#include "ratelimit/config/yaml_metadata.hpp"
 #include "ratelimit/config/yaml_scalar.hpp"
 
 namespace sluice::ratelimit::config {
@@ -124,6 +125,19 @@ void count(const YAML::Node& node, expansion& walk) {
       core::cat("error loading config file: the rules nest deeper than ", max_depth, " levels")};
 }
 
+// Metadata holds any keys and values, but counts toward the bounds on aliasing and depth.
+void bound_metadata(const YAML::Node& node, expansion& walk) {
+  count(node, walk);
+  walk.path.push_back(&node);
+  if (walk.path.size() > max_depth) too_deep(walk.path);
+  if (node.IsMap()) {
+    for (const auto& kv : node) bound_metadata(kv.second, walk);
+  } else if (node.IsSequence()) {
+    for (const auto& element : node) bound_metadata(element, walk);
+  }
+  walk.path.pop_back();
+}
+
 // upstream's second pass: every map key is a known string, lists hold maps, scalars are strings, ints or
 // bools, within the bounds on aliasing and depth above.
 void validate_keys(const YAML::Node& node, expansion& walk) {
@@ -146,7 +160,11 @@ void validate_keys(const YAML::Node& node, expansion& walk) {
       if (std::ranges::find(allowed_keys, name) == allowed_keys.end()) {
         throw config_error{core::cat("config error, unknown key '", name, "'")};
       }
-      if (name != "metadata") validate_keys(kv.second, walk);
+      if (name == "metadata") {
+        bound_metadata(kv.second, walk);
+      } else {
+        validate_keys(kv.second, walk);
+      }
     }
   } else if (node.IsSequence()) {
     for (const auto& element : node) {
@@ -269,6 +287,13 @@ void rule_set_builder::load_descriptor(descriptor_node& parent, const YAML::Node
   node->detailed_metric = scalar_bool(yaml["detailed_metric"], "detailed_metric");
   node->value_to_metric = scalar_bool(yaml["value_to_metric"], "value_to_metric");
   node->share_threshold = scalar_bool(yaml["share_threshold"], "share_threshold");
+  if (const auto& metadata = yaml["metadata"]; metadata && !metadata.IsNull()) {
+    try {
+      node->metadata = metadata_from_yaml(metadata);
+    } catch (const std::invalid_argument& e) {
+      throw config_error{core::cat("error parsing metadata: ", e.what())};
+    }
+  }
 
   if (const auto& rl = yaml["rate_limit"]; rl && !rl.IsNull()) {
     if (!rl.IsMap()) throw config_error{"error loading config file: rate_limit: expected a mapping"};

@@ -136,6 +136,21 @@ std::optional<bool> parse_yaml_bool(const YAML::Node& n) {
   return std::nullopt;
 }
 
+std::optional<double> parse_yaml_number(const YAML::Node& n) {
+  const auto kind = classify_scalar(n);
+  if (kind == scalar_kind::integer) return static_cast<double>(*parse_integer(n.Scalar()));
+  if (kind != scalar_kind::floating || is_inf_or_nan(n.Scalar())) return std::nullopt;
+  std::string digits;
+  for (char c : n.Scalar()) {
+    if (c != '_') digits.push_back(c);
+  }
+  if (digits[0] == '+') digits.erase(0, 1);  // from_chars takes no '+'
+  double v = 0;
+  auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+  if (ec != std::errc{} || ptr != digits.data() + digits.size()) return std::nullopt;  // out of range
+  return v;
+}
+
 bool parse_yaml_uint32(const YAML::Node& n, std::uint32_t& out) {
   if (classify_scalar(n) != scalar_kind::integer) return false;
   auto v = parse_integer(n.Scalar());

@@ -15,6 +15,8 @@ enum class scalar_kind { string, null, boolean, integer, floating, timestamp };
 
 scalar_kind classify_scalar(const YAML::Node& scalar);
 std::optional<bool> parse_yaml_bool(const YAML::Node& scalar);
+// An integer or a finite float, as a double; nullopt for anything else (.inf and .nan included).
+std::optional<double> parse_yaml_number(const YAML::Node& scalar);
 // False when the scalar is not an integer in 0..4294967295.
 bool parse_yaml_uint32(const YAML::Node& scalar, std::uint32_t& out);
 

@@ -17,6 +17,9 @@ struct counter_op {
   std::uint32_t ttl_seconds =
       0;                    // window length + jitter; refreshed on every increment, as upstream's EXPIRE
   bool per_second = false;  // the limit's unit is SECOND (a dedicated per-second store may take it)
+  // Negative hits: subtract `increment` instead, never going below 0, keeping the counter's TTL; a counter
+  // that does not exist stays absent (its result is 0).
+  bool refund = false;
 };
 
 struct backend_error {
@@ -35,8 +38,9 @@ class completion {
 class backend {
  public:
   virtual ~backend() = default;
-  // Adds ops[i].increment to the counter ops[i].key (creating it) and writes the value after the increment to
-  // results[i]. The spans stay valid until done.complete() is called.
+  // Adds ops[i].increment to the counter ops[i].key (creating it), or takes it away for a refund, and writes
+  // the value after the change to results[i]; each op is atomic on its counter. The spans stay valid until
+  // done.complete() is called.
   virtual void increment(std::span<const counter_op> ops, std::span<std::uint64_t> results,
                          completion& done) = 0;
   // Writes the current value of each counter (0 when absent) to results[i]; used before incrementing when

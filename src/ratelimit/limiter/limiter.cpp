@@ -39,21 +39,31 @@ void limiter::prepare(work& w) {
     std::int64_t unit_seconds = config::unit_seconds(item.limit->unit);
     build_cache_key(item.cache_key, settings_.cache_key_prefix, w.domain, item.entries, item.shared_values,
                     window_start(w.now, unit_seconds));
+    std::uint32_t jitter =
+        settings_.expiration_jitter_max_seconds > 0 ? jitter_(settings_.expiration_jitter_max_seconds) : 0;
+    if (item.negative) {
+      // A refund goes to the store even for a key the local cache holds: it may bring the key back under.
+      item.limit->stats.total_negative_hits->add(item.hits);
+      item.op = w.ops.size();
+      w.ops.push_back({item.cache_key, item.hits, static_cast<std::uint32_t>(unit_seconds) + jitter,
+                       item.limit->unit == config::unit::second, true});
+      continue;
+    }
     item.limit->stats.total_hits->add(item.hits);
     if (local_cache_.contains(item.cache_key, w.now)) {
       item.over_via_local_cache = true;
       any_local_hit = true;
       continue;
     }
-    std::uint32_t jitter =
-        settings_.expiration_jitter_max_seconds > 0 ? jitter_(settings_.expiration_jitter_max_seconds) : 0;
     item.op = w.ops.size();
     w.ops.push_back({item.cache_key, item.hits, static_cast<std::uint32_t>(unit_seconds) + jitter,
                      item.limit->unit == config::unit::second});
   }
   // STOP mode: a key already known to be over limit means no other key of this request is consumed.
   if (settings_.stop_cache_key_increment_when_overlimit && any_local_hit) {
-    for (auto& op : w.ops) op.increment = 0;
+    for (auto& op : w.ops) {
+      if (!op.refund) op.increment = 0;
+    }
   }
   w.values.assign(w.ops.size(), 0);
 }
@@ -67,13 +77,13 @@ void limiter::apply_precheck(work& w) {
   bool any_exceeds = false;
   small_vector<bool> exceeds(w.ops.size(), false);
   for (const auto& item : w.items) {
-    if (item.op == SIZE_MAX) continue;
+    if (item.op == SIZE_MAX || item.negative) continue;
     exceeds[item.op] = w.values[item.op] + item.hits > item.limit->requests_per_unit;
     any_exceeds = any_exceeds || exceeds[item.op];
   }
   if (any_exceeds) {
     for (std::size_t i = 0; i < w.ops.size(); ++i) {
-      if (!exceeds[i]) w.ops[i].increment = 0;
+      if (!exceeds[i] && !w.ops[i].refund) w.ops[i].increment = 0;
     }
   }
   std::ranges::fill(w.values, 0);
@@ -104,6 +114,14 @@ void limiter::finish(work& w, std::span<response_status*> statuses) {
 
     const std::uint64_t h = item.hits;
     const std::uint64_t L = limit.requests_per_unit;
+    if (item.negative) {
+      // Hits given back never make a descriptor over its limit; the key may now be under it again.
+      const std::uint64_t after = w.values[item.op];
+      status.set_code(code::OK);
+      status.set_limit_remaining(after < L ? static_cast<std::uint32_t>(L - after) : 0);
+      if (after < L) local_cache_.erase(item.cache_key);
+      continue;
+    }
     bool over = false;
     std::uint64_t shadow_hits = h;
     if (item.over_via_local_cache) {

@@ -42,6 +42,7 @@ struct descriptor_work {
   std::optional<applied_limit> limit;           // nullopt: no limit, the status is plain OK
   bool unlimited = false;                       // OK with limit_remaining = UINT32_MAX, no counting
   std::uint64_t hits = 1;                       // hits_addend for this descriptor
+  bool negative = false;                        // is_negative_hits: the hits are given back
   std::span<const config::entry> entries;       // the request's entries
   std::vector<std::string_view> shared_values;  // share_threshold patterns per entry (may be empty)
   std::string cache_key;

@@ -22,21 +22,29 @@ void local_cache::erase_locked(shard& s, std::multimap<std::int64_t, std::string
   s.by_expiry.erase(it);
 }
 
+void local_cache::erase_key_locked(shard& s, std::string_view key) {
+  auto found = s.expiry.find(key);
+  if (found == s.expiry.end()) return;
+  auto range = s.by_expiry.equal_range(found->second);
+  for (auto it = range.first; it != range.second; ++it) {
+    if (it->second == key) return erase_locked(s, it);
+  }
+}
+
+void local_cache::erase(std::string_view key) {
+  if (!enabled()) return;
+  auto& s = shard_for(key);
+  std::lock_guard lock(s.mutex);
+  erase_key_locked(s, key);
+}
+
 void local_cache::insert(std::string_view key, std::int64_t expires_at, std::int64_t now) {
   if (!enabled()) return;
   std::size_t cost = key.size() + entry_overhead;
   if (cost > budget_per_shard_) return;
   auto& s = shard_for(key);
   std::lock_guard lock(s.mutex);
-  if (auto found = s.expiry.find(key); found != s.expiry.end()) {
-    auto range = s.by_expiry.equal_range(found->second);
-    for (auto it = range.first; it != range.second; ++it) {
-      if (it->second == key) {
-        erase_locked(s, it);
-        break;
-      }
-    }
-  }
+  erase_key_locked(s, key);
   // Expired entries sort first, so this drops them before any live one.
   while (s.bytes + cost > budget_per_shard_ || (!s.by_expiry.empty() && s.by_expiry.begin()->first <= now)) {
     erase_locked(s, s.by_expiry.begin());

@@ -27,6 +27,8 @@ class local_cache {
   // True if `key` was inserted and has not expired at `now`.
   bool contains(std::string_view key, std::int64_t now);
   void insert(std::string_view key, std::int64_t expires_at, std::int64_t now);
+  // A refund (negative hits) may bring the key back under its limit.
+  void erase(std::string_view key);
   std::size_t size() const;
 
  private:
@@ -39,6 +41,7 @@ class local_cache {
   static constexpr std::size_t shard_count = 32;
   shard& shard_for(std::string_view key) { return shards_[std::hash<std::string_view>{}(key) % shard_count]; }
   void erase_locked(shard& s, std::multimap<std::int64_t, std::string>::iterator it);
+  void erase_key_locked(shard& s, std::string_view key);
 
   std::size_t budget_per_shard_ = 0;
   std::array<shard, shard_count> shards_;

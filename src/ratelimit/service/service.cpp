@@ -5,6 +5,7 @@
 #include <optional>
 #include <unordered_set>
 
+#include <google/protobuf/struct.pb.h>
 #include "core/strings.hpp"
 #include "ratelimit/limiter/cache_key.hpp"
 
@@ -42,6 +43,30 @@ std::string override_stats_key(std::string_view domain, std::span<const config::
   return key;
 }
 
+// An override as Go's prototext prints it (upstream puts that text in dynamic metadata): zero fields left
+// out.
+std::string override_text(
+    const envoy::extensions::common::ratelimit::v3::RateLimitDescriptor::RateLimitOverride& o) {
+  std::string text;
+  if (o.requests_per_unit() != 0) text = core::cat("requests_per_unit:", o.requests_per_unit());
+  if (o.unit() != 0) {
+    if (!text.empty()) text += ' ';
+    text += core::cat("unit:", envoy::type::v3::RateLimitUnit_Name(o.unit()));
+  }
+  return text;
+}
+
+// Adds the fields of `from` that `into` lacks; where both hold an object, recursively.
+void merge_first_wins(google::protobuf::Struct& into, const google::protobuf::Struct& from) {
+  auto& fields = *into.mutable_fields();
+  for (const auto& [key, value] : from.fields()) {
+    auto [it, added] = fields.try_emplace(key, value);
+    if (!added && it->second.has_struct_value() && value.has_struct_value()) {
+      merge_first_wins(*it->second.mutable_struct_value(), value.struct_value());
+    }
+  }
+}
+
 }  // namespace
 
 // One decision in flight: owns everything the backend and the response need until done is called.
@@ -65,7 +90,10 @@ class request_state final : public limiter::completion {
 
  private:
   void finish();
+  bool is_quota(std::size_t i) const;
+  code::Code overall_code() const;
   void add_headers();
+  void add_dynamic_metadata();
 
   rate_limit_service& service_;
   const rls_request& request_;
@@ -74,8 +102,8 @@ class request_state final : public limiter::completion {
   rate_limit_service::held_rules* held_;  // keeps the rule nodes alive until done
   const config::rule_set& rules_;
   boost::container::small_vector<config::entry, 8> entries_;
-  limiter::small_vector<const std::string*>
-      names_;  // per descriptor: the matched rule's name, for `replaces`
+  // Per descriptor: the matched rule's node (its name, quota_mode and metadata); null without a rule.
+  limiter::small_vector<const config::descriptor_node*> nodes_;
   limiter::work work_;
   bool prechecking_ = false;
 };
@@ -87,7 +115,7 @@ void request_state::resolve() {
   entries_.reserve(total_entries);
   work_.domain = request_.domain();
   work_.items.resize(static_cast<std::size_t>(n));
-  names_.assign(static_cast<std::size_t>(n), nullptr);
+  nodes_.assign(static_cast<std::size_t>(n), nullptr);
   const config::descriptor_node* domain = rules_.find_domain(request_.domain());
   std::unordered_set<std::string_view> replaced;
 
@@ -100,6 +128,7 @@ void request_state::resolve() {
         std::span<const config::entry>(entries_).subspan(first, static_cast<std::size_t>(d.entries_size()));
     item.hits =
         d.has_hits_addend() ? d.hits_addend().value() : std::max<std::uint64_t>(1, request_.hits_addend());
+    item.negative = d.is_negative_hits();
 
     if (domain == nullptr) {
       // Unknown domains are client-chosen: bounded, past the bound they count into one series.
@@ -120,7 +149,7 @@ void request_state::resolve() {
     auto m = rules_.get_limit(*domain, item.entries);
     if (m.node == nullptr) continue;
     const auto& rule = *m.node->limit;
-    names_[static_cast<std::size_t>(i)] = &rule.name;
+    nodes_[static_cast<std::size_t>(i)] = m.node;
     for (const auto& r : rule.replaces) replaced.insert(r);
     if (rule.unlimited) {
       item.unlimited = true;
@@ -136,9 +165,11 @@ void request_state::resolve() {
   // A limit named in another matched limit's `replaces` is not enforced and not counted (reference §3.2).
   if (!replaced.empty()) {
     for (std::size_t i = 0; i < work_.items.size(); ++i) {
-      if (names_[i] != nullptr && !names_[i]->empty() && replaced.contains(*names_[i])) {
+      const auto* node = nodes_[i];
+      if (node != nullptr && !node->limit->name.empty() && replaced.contains(node->limit->name)) {
         work_.items[i].limit.reset();
         work_.items[i].unlimited = false;
+        nodes_[i] = nullptr;
       }
     }
   }
@@ -198,39 +229,104 @@ void request_state::finish() {
   for (std::size_t i = 0; i < work_.items.size(); ++i) statuses.push_back(list->Add());
   service_.limiter_.finish(work_, statuses);
 
-  bool over = std::ranges::any_of(*list, [](const auto& s) { return s.code() == code::OVER_LIMIT; });
-  response_.set_overall_code(over ? code::OVER_LIMIT : code::OK);
-  if (service_.settings_.response_headers_enabled) add_headers();
-  if (over && service_.settings_.global_shadow_mode) {
+  const auto overall = overall_code();
+  response_.set_overall_code(overall);
+  const auto& settings = service_.settings_;
+  if (settings.response_headers_enabled || settings.request_headers_enabled) add_headers();
+  if (settings.response_dynamic_metadata) add_dynamic_metadata();
+  if (overall == code::OVER_LIMIT && settings.global_shadow_mode) {
     response_.set_overall_code(code::OK);
     service_.global_shadow_mode_.inc();
   }
 }
 
+// A quota descriptor (quota_mode on its rule, or QUOTA_MODE for every descriptor) over its limit shows it in
+// its status, but does not make the request over limit on its own (reference §3.5).
+bool request_state::is_quota(std::size_t i) const {
+  return service_.settings_.global_quota_mode || (nodes_[i] != nullptr && nodes_[i]->quota_mode);
+}
+
+// OVER_LIMIT when a normal descriptor is over, or when there are quota descriptors and all of them are over.
+// Unlimited descriptors count on neither side.
+code::Code request_state::overall_code() const {
+  bool normal_over = false;
+  std::size_t quota = 0;
+  std::size_t quota_over = 0;
+  for (std::size_t i = 0; i < work_.items.size(); ++i) {
+    if (work_.items[i].unlimited) continue;
+    const bool over = response_.statuses(static_cast<int>(i)).code() == code::OVER_LIMIT;
+    if (is_quota(i)) {
+      ++quota;
+      quota_over += over ? 1 : 0;
+    } else {
+      normal_over = normal_over || over;
+    }
+  }
+  return normal_over || (quota > 0 && quota_over == quota) ? code::OVER_LIMIT : code::OK;
+}
+
 // upstream's choice (reference §6.2): the limited status with the least remaining, but the last OVER_LIMIT
-// wins.
+// of a normal (not quota) descriptor wins. The same figures go to the client (response headers) and, with
+// LIMIT_REQUEST_HEADERS_ENABLED, to the upstream service (request headers).
 void request_state::add_headers() {
   const code::DescriptorStatus* chosen = nullptr;
   std::uint32_t min_remaining = UINT32_MAX;
-  for (const auto& s : response_.statuses()) {
+  for (int i = 0; i < response_.statuses_size(); ++i) {
+    const auto& s = response_.statuses(i);
     if (s.has_current_limit() && s.limit_remaining() < min_remaining) {
       min_remaining = s.limit_remaining();
       chosen = &s;
     }
-    if (s.code() == code::OVER_LIMIT) chosen = &s;
+    if (s.code() == code::OVER_LIMIT && !is_quota(static_cast<std::size_t>(i))) chosen = &s;
   }
   if (chosen == nullptr) return;
-  const auto& settings = service_.settings_;
-  auto add = [&](const std::string& name, std::uint64_t value) {
-    auto* h = response_.add_response_headers_to_add();
-    h->set_key(name);
-    h->set_value(core::cat(value));
+  const std::int64_t unit_seconds =
+      config::unit_seconds(static_cast<config::unit>(chosen->current_limit().unit()));
+  const std::string limit = core::cat(chosen->current_limit().requests_per_unit());
+  const std::string remaining = core::cat(chosen->limit_remaining());
+  const std::string reset = core::cat(limiter::seconds_until_reset(work_.now, unit_seconds));
+  auto add = [&](auto* headers, const limit_header_names& names) {
+    for (const auto& [name, value] :
+         {std::pair{&names.limit, &limit}, {&names.remaining, &remaining}, {&names.reset, &reset}}) {
+      auto* h = headers->Add();
+      h->set_key(*name);
+      h->set_value(*value);
+    }
   };
-  std::int64_t unit_seconds = config::unit_seconds(static_cast<config::unit>(chosen->current_limit().unit()));
-  add(settings.limit_header, chosen->current_limit().requests_per_unit());
-  add(settings.remaining_header, chosen->limit_remaining());
-  add(settings.reset_header,
-      static_cast<std::uint64_t>(limiter::seconds_until_reset(work_.now, unit_seconds)));
+  const auto& settings = service_.settings_;
+  if (settings.response_headers_enabled)
+    add(response_.mutable_response_headers_to_add(), settings.response_headers);
+  if (settings.request_headers_enabled)
+    add(response_.mutable_request_headers_to_add(), settings.request_headers);
+}
+
+// RESPONSE_DYNAMIC_METADATA (reference §6.1): the request as upstream describes it, and the `metadata` of
+// every rule whose descriptor passed, merged in descriptor order (the first value of a key wins, nested
+// objects merge). Unlike upstream, a rule keeps its metadata with detailed_metric or value_to_metric, an
+// unlimited rule's metadata is included, and the rules' own objects are never modified.
+void request_state::add_dynamic_metadata() {
+  auto& fields = *response_.mutable_dynamic_metadata()->mutable_fields();
+  fields["domain"].set_string_value(request_.domain());
+  auto* descriptors = fields["descriptors"].mutable_list_value();
+  for (const auto& d : request_.descriptors()) {
+    auto& described = *descriptors->add_values()->mutable_struct_value()->mutable_fields();
+    auto* entries = described["entries"].mutable_list_value();
+    for (const auto& e : d.entries())
+      entries->add_values()->set_string_value(core::cat(e.key(), "=", e.value()));
+    if (d.has_limit()) described["limit"].set_string_value(override_text(d.limit()));
+    if (d.has_hits_addend())
+      described["hitsAddend"].set_number_value(static_cast<double>(d.hits_addend().value()));
+  }
+  if (request_.hits_addend() != 0) fields["hitsAddend"].set_number_value(request_.hits_addend());
+
+  google::protobuf::Struct merged;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    const auto* node = nodes_[i];
+    if (node == nullptr || node->metadata == nullptr) continue;
+    if (response_.statuses(static_cast<int>(i)).code() == code::OVER_LIMIT) continue;
+    merge_first_wins(merged, *node->metadata);
+  }
+  if (!merged.fields().empty()) fields["metadata"].mutable_struct_value()->Swap(&merged);
 }
 
 rate_limit_service::rate_limit_service(settings s, limiter::limiter& limiter, limiter::backend& backend,

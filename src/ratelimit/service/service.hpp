@@ -1,8 +1,8 @@
 #pragma once
 // ShouldRateLimit orchestration (upstream's service.ShouldRateLimit): validates the request, resolves each
 // descriptor against the current rule snapshot (or its limit override), applies `replaces`, drives the
-// limiter and the backend, then builds the response: statuses, overall code, RateLimit-* headers, global
-// shadow mode.
+// limiter and the backend, then builds the response: statuses, the overall code (quota mode), RateLimit-*
+// response and request headers, dynamic metadata, global shadow mode.
 
 #include <functional>
 #include <memory>
@@ -26,13 +26,22 @@ struct service_error {
   std::string message;
 };
 
+// The three RateLimit-* figures of the descriptor closest to its limit, under these names.
+struct limit_header_names {
+  std::string limit = "RateLimit-Limit";
+  std::string remaining = "RateLimit-Remaining";
+  std::string reset = "RateLimit-Reset";
+};
+
 struct settings {
-  bool global_shadow_mode = false;        // SHADOW_MODE
-  bool fail_open = false;                 // BACKEND_FAIL_OPEN: answer OK when the backend cannot count
-  bool response_headers_enabled = false;  // LIMIT_RESPONSE_HEADERS_ENABLED
-  std::string limit_header = "RateLimit-Limit";
-  std::string remaining_header = "RateLimit-Remaining";
-  std::string reset_header = "RateLimit-Reset";
+  bool global_shadow_mode = false;         // SHADOW_MODE
+  bool global_quota_mode = false;          // QUOTA_MODE: every descriptor is a quota descriptor
+  bool fail_open = false;                  // BACKEND_FAIL_OPEN: answer OK when the backend cannot count
+  bool response_headers_enabled = false;   // LIMIT_RESPONSE_HEADERS_ENABLED
+  limit_header_names response_headers;     // LIMIT_{LIMIT,REMAINING,RESET}_HEADER
+  bool request_headers_enabled = false;    // LIMIT_REQUEST_HEADERS_ENABLED
+  limit_header_names request_headers;      // LIMIT_REQUEST_{LIMIT,REMAINING,RESET}_HEADER
+  bool response_dynamic_metadata = false;  // RESPONSE_DYNAMIC_METADATA
 };
 
 class rate_limit_service {

@@ -1,5 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <google/protobuf/struct.pb.h>
+
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -138,23 +141,24 @@ TEST_CASE("quoted scalars are strings; plain YAML 1.1 scalars are typed as upstr
 }
 
 TEST_CASE("a document made almost all of alias copies is refused early, as yaml.v2 refuses it") {
-  // 233,333 nodes once expanded (under the 1,000,000 bound), all but a few of them copies: the anchors sit in
-  // metadata, which is not walked, and `replaces` only reads each entry's name.
-  std::string yaml = "domain: d\ndescriptors:\n  - key: k\n    metadata:\n      - &r0 {name: n}\n";
-  for (int i = 1; i <= 5; ++i) {
-    const std::string previous = "*r" + std::to_string(i - 1);
-    yaml += "      - &r" + std::to_string(i) + " {name: n, descriptors: [" + previous;
-    for (int j = 1; j < 10; ++j) yaml += ", " + previous;
-    yaml += "]}\n";
-  }
-  yaml += "    rate_limit: {unit: second, requests_per_unit: 1, replaces: [*r5]}\n";
+  // Anchors in metadata, each holding ten copies of the one before: 233,333 nodes once expanded (under the
+  // 1,000,000 bound), all but a few of them copies. Metadata is walked too: it becomes dynamic metadata.
+  auto document = [](int copies) {
+    std::string yaml =
+        "domain: d\ndescriptors:\n  - key: k\n    metadata:\n      anchors:\n        - &r0 {name: n}\n";
+    for (int i = 1; i <= 5; ++i) {
+      const std::string previous = "*r" + std::to_string(i - 1);
+      yaml += "        - &r" + std::to_string(i) + " {name: n, descriptors: [" + previous;
+      for (int j = 1; j < copies; ++j) yaml += ", " + previous;
+      yaml += "]}\n";
+    }
+    return yaml + "    rate_limit: {unit: second, requests_per_unit: 1, replaces: [*r5]}\n";
+  };
   sluice::stats::store stats;
-  CHECK(load_one(yaml, stats).error ==
+  CHECK(load_one(document(10), stats).error ==
         "test.yaml: error loading config file: yaml: document contains excessive aliasing");
-  // The same anchors used once each are fine.
-  const auto once = yaml.substr(0, yaml.find("    rate_limit")) +
-                    "    rate_limit: {unit: second, requests_per_unit: 1, replaces: [*r1]}\n";
-  CHECK(load_one(once, stats).rules != nullptr);
+  // The same anchors each used once are fine.
+  CHECK(load_one(document(1), stats).rules != nullptr);
 }
 
 TEST_CASE("plain scalars of any length are typed in one pass") {
@@ -215,4 +219,66 @@ TEST_CASE("rule files are read recursively, skipping Kubernetes '..' entries, an
   auto missing = read_rule_files((root / "nope").string(), "", false);
   CHECK(missing.error.starts_with("cannot read rule directory " + (root / "nope").string()));
   fs::remove_all(root);
+}
+
+TEST_CASE("metadata becomes a Struct: maps, lists, numbers, booleans, nulls and strings") {
+  sluice::stats::store stats;
+  auto loaded = load_one(R"(domain: d
+descriptors:
+  - key: k
+    metadata:
+      team: payments
+      count: 0x10
+      ratio: 1_000.5
+      enabled: yes
+      none: ~
+      when: 2024-01-02
+      quoted: "12"
+      list: [a, 1, {deep: [true]}]
+    rate_limit: {unit: second, requests_per_unit: 1}
+)",
+                         stats);
+  REQUIRE(loaded.rules != nullptr);
+  const auto* domain = loaded.rules->find_domain("d");
+  const std::array<sluice::ratelimit::config::entry, 1> request{{{"k", "v"}}};
+  const auto* node = loaded.rules->get_limit(*domain, request).node;
+  REQUIRE(node->metadata != nullptr);
+  const auto& f = node->metadata->fields();
+  CHECK(f.at("team").string_value() == "payments");
+  CHECK(f.at("count").number_value() == 16);
+  CHECK(f.at("ratio").number_value() == 1000.5);
+  CHECK(f.at("enabled").bool_value());
+  CHECK(f.at("none").has_null_value());
+  CHECK(f.at("when").string_value() == "2024-01-02");
+  CHECK(f.at("quoted").string_value() == "12");
+  CHECK(f.at("list")
+            .list_value()
+            .values(2)
+            .struct_value()
+            .fields()
+            .at("deep")
+            .list_value()
+            .values(0)
+            .bool_value());
+}
+
+TEST_CASE("bad metadata is refused naming the value") {
+  sluice::stats::store stats;
+  auto with = [&](const std::string& metadata) {
+    return load_one("domain: d\ndescriptors:\n  - key: k\n    metadata: " + metadata + "\n", stats).error;
+  };
+  CHECK(with("[1, 2]") == "test.yaml: error parsing metadata: metadata: expected a mapping");
+  CHECK(
+      with("{a: {b: .inf}}") ==
+      "test.yaml: error parsing metadata: metadata.a.b: '.inf' is not a finite number (quote it to make it a "
+      "string)");
+  CHECK(with("{a: [1, 1e999]}") ==
+        "test.yaml: error parsing metadata: metadata.a[1]: '1e999' is not a finite number (quote it to make "
+        "it a "
+        "string)");
+  CHECK(with("{[1]: x}") ==
+        "test.yaml: error parsing metadata: metadata: key '' is not a string (quote it to make it one)");
+  CHECK(with("{1: x}") ==
+        "test.yaml: error parsing metadata: metadata: key '1' is not a string (quote it to make it one)");
+  CHECK(with("&a {x: *a}").find("anchor value contains itself") != std::string::npos);
 }

@@ -129,7 +129,7 @@ TEST_CASE("hits_addend: request level (0 means 1) and the per-descriptor wrapper
 TEST_CASE("RateLimit-* headers describe the tightest limit, or the last one over limit") {
   service::settings ss;
   ss.response_headers_enabled = true;
-  ss.limit_header = "X-Limit";
+  ss.response_headers.limit = "X-Limit";
   service_fixture f(rules, {}, ss, 2222);
   auto r = f.decide(make_request("d", {{{"a", "1"}}, {{"c", "1"}}}));
   REQUIRE(r.response_headers_to_add_size() == 3);
@@ -147,4 +147,204 @@ TEST_CASE("RateLimit-* headers describe the tightest limit, or the last one over
 
   auto none = f.decide(make_request("d", {{{"listed", "1"}}}));
   CHECK(none.response_headers_to_add_size() == 0);
+}
+
+namespace {
+
+const char* const quota_rules = R"(domain: q
+descriptors:
+  - key: quota_a
+    quota_mode: true
+    rate_limit: {unit: hour, requests_per_unit: 1, name: qa}
+  - key: quota_b
+    quota_mode: true
+    rate_limit: {unit: hour, requests_per_unit: 2}
+  - key: normal
+    rate_limit: {unit: hour, requests_per_unit: 1}
+  - key: free
+    rate_limit: {unlimited: true}
+)";
+
+}  // namespace
+
+TEST_CASE("quota mode: a quota descriptor over its limit shows it, the request is over only when all are") {
+  service_fixture f(quota_rules);
+  f.decide(make_request("q", {{{"quota_a", "1"}}}));
+  // quota_a is over, quota_b is not: OK overall, with quota_a's own status OVER_LIMIT.
+  auto r = f.decide(make_request("q", {{{"quota_a", "1"}}, {{"quota_b", "1"}}, {{"free", "1"}}}));
+  CHECK(r.overall_code() == code::OK);
+  CHECK(r.statuses(0).code() == code::OVER_LIMIT);
+  CHECK(r.statuses(0).current_limit().name() == "qa");
+  CHECK(r.statuses(1).code() == code::OK);
+  // Both quota descriptors over: over limit (the unlimited one counts on neither side).
+  f.decide(make_request("q", {{{"quota_b", "1"}}}));
+  CHECK(
+      f.decide(make_request("q", {{{"quota_a", "1"}}, {{"quota_b", "1"}}, {{"free", "1"}}})).overall_code() ==
+      code::OVER_LIMIT);
+  // A normal descriptor over is over, whatever the quota descriptors say.
+  f.decide(make_request("q", {{{"normal", "1"}}}));
+  CHECK(f.decide(make_request("q", {{{"normal", "1"}}, {{"quota_a", "2"}}})).overall_code() ==
+        code::OVER_LIMIT);
+  // Only unlimited descriptors: OK.
+  CHECK(f.decide(make_request("q", {{{"free", "1"}}})).overall_code() == code::OK);
+}
+
+TEST_CASE("QUOTA_MODE: every descriptor is a quota descriptor, and one without a limit is never over") {
+  service::settings ss;
+  ss.global_quota_mode = true;
+  ss.response_headers_enabled = true;
+  service_fixture f(rules, {}, ss);
+  f.decide(make_request("d", {{{"c", "1"}}}, 3));
+  auto r = f.decide(make_request("d", {{{"c", "1"}}, {{"listed", "1"}}}));
+  CHECK(r.statuses(0).code() == code::OVER_LIMIT);
+  CHECK(r.overall_code() == code::OK);  // `listed` has no limit: a quota descriptor never over
+  // A quota descriptor over its limit does not take the RateLimit-* headers by force; the tightest still
+  // does.
+  CHECK(r.response_headers_to_add(1).value() == "0");
+  CHECK(f.decide(make_request("d", {{{"c", "1"}}})).overall_code() == code::OVER_LIMIT);
+}
+
+TEST_CASE("LIMIT_REQUEST_HEADERS_ENABLED: the figures of the response headers, for the upstream service") {
+  service::settings ss;
+  ss.request_headers_enabled = true;
+  ss.request_headers.remaining = "X-Quota-Remaining";
+  service_fixture f(rules, {}, ss, 2222);
+  auto r = f.decide(make_request("d", {{{"a", "1"}}, {{"c", "1"}}}));
+  CHECK(r.response_headers_to_add_size() == 0);
+  REQUIRE(r.request_headers_to_add_size() == 3);
+  CHECK(r.request_headers_to_add(0).key() == "RateLimit-Limit");
+  CHECK(r.request_headers_to_add(0).value() == "3");
+  CHECK(r.request_headers_to_add(1).key() == "X-Quota-Remaining");
+  CHECK(r.request_headers_to_add(1).value() == "2");
+  CHECK(r.request_headers_to_add(2).key() == "RateLimit-Reset");
+  CHECK(r.request_headers_to_add(2).value() == "58");
+
+  ss.response_headers_enabled = true;
+  service_fixture both(rules, {}, ss, 2222);
+  auto b = both.decide(make_request("d", {{{"a", "1"}}}));
+  CHECK(b.response_headers_to_add_size() == 3);
+  CHECK(b.request_headers_to_add_size() == 3);
+  CHECK(b.request_headers_to_add(1).value() == "4");
+}
+
+TEST_CASE("negative hits give back what was consumed, never below 0, and are counted") {
+  service_fixture f(rules);
+  f.decide(make_request("d", {{{"c", "1"}}}, 3));
+  CHECK(f.decide(make_request("d", {{{"c", "1"}}})).overall_code() == code::OVER_LIMIT);  // the counter is 4
+  auto refund = make_request("d", {{{"c", "1"}}}, 3);
+  refund.mutable_descriptors(0)->set_is_negative_hits(true);
+  auto r = f.decide(refund);
+  CHECK(r.overall_code() == code::OK);
+  CHECK(r.statuses(0).code() == code::OK);
+  CHECK(r.statuses(0).current_limit().requests_per_unit() == 3);
+  CHECK(r.statuses(0).duration_until_reset().seconds() > 0);
+  CHECK(r.statuses(0).limit_remaining() == 2);  // 4 - 3 = 1 used
+  CHECK(f.counter("ratelimit.service.rate_limit.d.c.total_negative_hits") == 3);
+  CHECK(f.counter("ratelimit.service.rate_limit.d.c.total_hits") == 4);
+  CHECK(f.decide(make_request("d", {{{"c", "1"}}})).statuses(0).limit_remaining() == 1);
+  // More than was consumed: the counter stops at 0.
+  refund.mutable_descriptors(0)->mutable_hits_addend()->set_value(100);
+  CHECK(f.decide(refund).statuses(0).limit_remaining() == 3);
+  CHECK(f.decide(make_request("d", {{{"c", "1"}}})).statuses(0).limit_remaining() == 2);
+  // Nothing to give back to a counter that does not exist: none is made.
+  const auto before = f.backend.size();
+  auto fresh = make_request("d", {{{"c", "never"}}});
+  fresh.mutable_descriptors(0)->set_is_negative_hits(true);
+  CHECK(f.decide(fresh).statuses(0).limit_remaining() == 3);
+  CHECK(f.backend.size() == before);
+}
+
+TEST_CASE("negative hits clear a key from the local over-limit cache once it is under its limit again") {
+  limiter::settings ls;
+  ls.local_cache_size_bytes = 1 << 20;
+  service_fixture f(rules, ls);
+  f.decide(make_request("d", {{{"c", "1"}}}, 4));
+  f.decide(make_request("d", {{{"c", "1"}}}));  // over: the key is now in the local cache
+  CHECK(f.counter("ratelimit.service.rate_limit.d.c.over_limit_with_local_cache") == 1);
+  auto refund = make_request("d", {{{"c", "1"}}}, 3);
+  refund.mutable_descriptors(0)->set_is_negative_hits(true);
+  CHECK(f.decide(refund).statuses(0).limit_remaining() == 2);  // 4 - 3 = 1 (the cached hit was not counted)
+  auto after = f.decide(make_request("d", {{{"c", "1"}}}));
+  CHECK(after.overall_code() == code::OK);
+  CHECK(after.statuses(0).limit_remaining() == 1);
+}
+
+TEST_CASE("negative hits are kept in STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT mode") {
+  limiter::settings ls;
+  ls.stop_cache_key_increment_when_overlimit = true;
+  service_fixture f(rules, ls);
+  f.decide(make_request("d", {{{"c", "1"}}}, 2));
+  auto mixed = make_request("d", {{{"c", "1"}}, {{"a", "1"}}}, 5);
+  mixed.mutable_descriptors(0)->set_is_negative_hits(true);
+  mixed.mutable_descriptors(0)->mutable_hits_addend()->set_value(1);
+  auto r = f.decide(mixed);  // nothing would exceed (`a` reaches exactly 5): both counted
+  CHECK(r.statuses(0).limit_remaining() == 2);
+  auto again = f.decide(mixed);  // `a` would now exceed: only it is counted, and the refund still happens
+  CHECK(again.statuses(1).code() == code::OVER_LIMIT);
+  CHECK(again.statuses(0).limit_remaining() == 3);
+}
+
+TEST_CASE("RESPONSE_DYNAMIC_METADATA: the request, and the merged metadata of the descriptors that passed") {
+  const char* const meta_rules = R"(domain: m
+descriptors:
+  - key: first
+    metadata: {team: payments, nested: {a: 1, keep: x}, list: [1, two, true, null]}
+    rate_limit: {unit: hour, requests_per_unit: 10}
+  - key: second
+    metadata: {team: ignored, nested: {a: 2, b: 3.5}, extra: yes}
+    detailed_metric: true
+    rate_limit: {unit: hour, requests_per_unit: 10}
+  - key: blocked
+    metadata: {blocked: true}
+    rate_limit: {unit: hour, requests_per_unit: 0}
+  - key: free
+    metadata: {free: true}
+    rate_limit: {unlimited: true}
+)";
+  service::settings ss;
+  ss.response_dynamic_metadata = true;
+  service_fixture f(meta_rules, {}, ss);
+  auto req = make_request("m", {{{"first", "1"}}, {{"second", "2"}}, {{"blocked", "3"}}, {{"free", "4"}}}, 2);
+  req.mutable_descriptors(1)->mutable_hits_addend()->set_value(0);
+  auto* limit = req.mutable_descriptors(2)->mutable_limit();
+  limit->set_requests_per_unit(0);
+  limit->set_unit(envoy::type::v3::MINUTE);
+  auto r = f.decide(req);
+  const auto& fields = r.dynamic_metadata().fields();
+  CHECK(fields.at("domain").string_value() == "m");
+  CHECK(fields.at("hitsAddend").number_value() == 2);
+  const auto& descriptors = fields.at("descriptors").list_value().values();
+  REQUIRE(descriptors.size() == 4);
+  CHECK(descriptors[0].struct_value().fields().at("entries").list_value().values(0).string_value() ==
+        "first=1");
+  CHECK(descriptors[1].struct_value().fields().at("hitsAddend").number_value() == 0);
+  CHECK(descriptors[2].struct_value().fields().at("limit").string_value() == "unit:MINUTE");
+  const auto& metadata = fields.at("metadata").struct_value().fields();
+  CHECK(metadata.at("team").string_value() == "payments");  // the first value of a key wins
+  CHECK(metadata.at("extra").bool_value());
+  CHECK(metadata.at("free").bool_value());    // unlimited rules pass too (upstream skips them)
+  CHECK_FALSE(metadata.contains("blocked"));  // over limit: not merged (the override replaced its rule)
+  const auto& nested = metadata.at("nested").struct_value().fields();
+  CHECK(nested.at("a").number_value() == 1);
+  CHECK(nested.at("b").number_value() == 3.5);  // nested objects merge; kept with detailed_metric
+  CHECK(metadata.at("list").list_value().values_size() == 4);
+
+  // Over limit: that descriptor's metadata is left out.
+  auto blocked = f.decide(make_request("m", {{{"blocked", "x"}}}));
+  CHECK(blocked.overall_code() == code::OVER_LIMIT);
+  CHECK_FALSE(blocked.dynamic_metadata().fields().contains("metadata"));
+  CHECK_FALSE(blocked.dynamic_metadata().fields().contains("hitsAddend"));
+
+  // The rules' own metadata is untouched by the merges.
+  auto only_second = f.decide(make_request("m", {{{"second", "2"}}}));
+  CHECK(only_second.dynamic_metadata()
+            .fields()
+            .at("metadata")
+            .struct_value()
+            .fields()
+            .at("team")
+            .string_value() == "ignored");
+
+  service_fixture off(meta_rules);
+  CHECK_FALSE(off.decide(req).has_dynamic_metadata());
 }

@@ -17,9 +17,15 @@ TEST_CASE("rate limit settings: upstream's defaults") {
   CHECK_FALSE(s.rules.healthy_with_at_least_one_config_loaded);
   CHECK_FALSE(s.service.global_shadow_mode);
   CHECK_FALSE(s.service.response_headers_enabled);
-  CHECK(s.service.limit_header == "RateLimit-Limit");
-  CHECK(s.service.remaining_header == "RateLimit-Remaining");
-  CHECK(s.service.reset_header == "RateLimit-Reset");
+  CHECK_FALSE(s.service.global_quota_mode);
+  CHECK_FALSE(s.service.response_dynamic_metadata);
+  CHECK_FALSE(s.service.request_headers_enabled);
+  CHECK(s.service.request_headers.limit == "RateLimit-Limit");
+  CHECK(s.service.request_headers.remaining == "RateLimit-Remaining");
+  CHECK(s.service.request_headers.reset == "RateLimit-Reset");
+  CHECK(s.service.response_headers.limit == "RateLimit-Limit");
+  CHECK(s.service.response_headers.remaining == "RateLimit-Remaining");
+  CHECK(s.service.response_headers.reset == "RateLimit-Reset");
   CHECK(s.limiter.near_limit_ratio == doctest::Approx(0.8));
   CHECK(s.limiter.cache_key_prefix.empty());
   CHECK(s.limiter.expiration_jitter_max_seconds == 300);
@@ -70,7 +76,7 @@ TEST_CASE("rate limit settings: values are read, bad ones name the variable") {
   CHECK(s.rules.layout.rules_directory() == "/etc/rl/sub/config");
   CHECK(s.rules.layout.name_prefix().empty());
   CHECK(s.service.global_shadow_mode);
-  CHECK(s.service.reset_header == "X-Reset");
+  CHECK(s.service.response_headers.reset == "X-Reset");
   CHECK(s.limiter.near_limit_ratio == doctest::Approx(0.5));
   CHECK(s.limiter.cache_key_prefix == "p:");
   CHECK(s.limiter.expiration_jitter_max_seconds == 0);
@@ -110,4 +116,34 @@ TEST_CASE("rate limit settings: values are read, bad ones name the variable") {
   CHECK_THROWS_AS(ratelimit::read_module_settings(core::env_reader(std::map<std::string, std::string>{
                       {"REDIS_PERSECOND", "true"}, {"REDIS_PERSECOND_POOL_ON_EMPTY_BEHAVIOR", "Error"}})),
                   core::settings_error);
+}
+
+TEST_CASE("rate limit settings: quota mode, dynamic metadata and request headers") {
+  auto s = ratelimit::read_module_settings(core::env_reader(
+      std::map<std::string, std::string>{{"QUOTA_MODE", "true"},
+                                         {"RESPONSE_DYNAMIC_METADATA", "true"},
+                                         {"LIMIT_REQUEST_HEADERS_ENABLED", "true"},
+                                         {"LIMIT_REQUEST_LIMIT_HEADER", "X-Quota-Limit"},
+                                         {"LIMIT_REQUEST_REMAINING_HEADER", "X-Quota-Remaining"},
+                                         {"LIMIT_REQUEST_RESET_HEADER", "X-Quota-Reset"}}));
+  CHECK(s.service.global_quota_mode);
+  CHECK(s.service.response_dynamic_metadata);
+  CHECK(s.service.request_headers_enabled);
+  CHECK(s.service.request_headers.limit == "X-Quota-Limit");
+  CHECK(s.service.request_headers.remaining == "X-Quota-Remaining");
+  CHECK(s.service.request_headers.reset == "X-Quota-Reset");
+  CHECK(s.service.response_headers.limit == "RateLimit-Limit");
+
+  auto bad = [](const char* name, const char* value) {
+    return ratelimit::read_module_settings(
+        core::env_reader(std::map<std::string, std::string>{{name, value}}));
+  };
+  CHECK_THROWS_WITH_AS(
+      bad("LIMIT_REQUEST_REMAINING_HEADER", "X Remaining"),
+      "invalid value 'X Remaining' for LIMIT_REQUEST_REMAINING_HEADER: expected an HTTP header "
+      "name (letters, digits and !#$%&'*+-.^_`|~)",
+      core::settings_error);
+  CHECK_THROWS_AS(bad("LIMIT_LIMIT_HEADER", "X-Limit:"), core::settings_error);
+  CHECK_THROWS_AS(bad("LIMIT_RESET_HEADER", "Reset\xc3\xa9"), core::settings_error);
+  CHECK_THROWS_AS(bad("QUOTA_MODE", "maybe"), core::settings_error);
 }

@@ -1,5 +1,6 @@
 #include "ratelimit/backends/memory/memory_backend.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/strings.hpp"
@@ -44,6 +45,13 @@ void memory_backend::increment(std::span<const limiter::counter_op> ops, std::sp
     auto& s = shard_for(hash);
     std::unique_lock lock(s.mutex);
     auto it = s.counters.find(op.key);
+    if (op.refund) {
+      // Nothing to give back to an absent or expired counter; never below 0; the TTL stays.
+      const bool live = it != s.counters.end() && it->second.expires_at > now;
+      if (live) it->second.value -= std::min(it->second.value, op.increment);
+      results[i] = live ? it->second.value : 0;
+      continue;
+    }
     if (it == s.counters.end()) {
       if (live_.load(std::memory_order_relaxed) >= max_counters_ && reclaim_locked(s, now) == 0) {
         lock.unlock();

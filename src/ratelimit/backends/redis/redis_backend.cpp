@@ -18,8 +18,8 @@ namespace {
 // What one decision waits for: its requests (one per store, or one per key on a cluster), finished in any
 // order, on any thread.
 struct batch {
-  batch(limiter::completion& d, std::span<std::uint64_t> r, bool incr)
-      : done(d), results(r), increment(incr) {}
+  batch(limiter::completion& d, std::span<const limiter::counter_op> o, std::span<std::uint64_t> r, bool incr)
+      : done(d), ops(o), results(r), increment(incr) {}
 
   struct part {
     rd::store* store;
@@ -27,6 +27,7 @@ struct batch {
   };
 
   limiter::completion& done;
+  std::span<const limiter::counter_op> ops;
   std::span<std::uint64_t> results;
   bool increment;
   boost::container::small_vector<part, 2> parts;
@@ -51,6 +52,13 @@ struct batch {
   }
 };
 
+// Negative hits in one atomic step: nothing to give back to an absent key, never below 0, the TTL kept
+// (DECRBY does not touch it). Sent with EVAL: refunds are rare, and Redis caches the compiled script.
+constexpr std::string_view refund_script =
+    "local v = tonumber(redis.call('GET', KEYS[1])) "
+    "if not v then return 0 end "
+    "return redis.call('DECRBY', KEYS[1], math.min(tonumber(ARGV[1]), v))";
+
 std::string_view to_text(char (&buf)[24], std::uint64_t v) {
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
   return {buf, static_cast<std::size_t>(end - buf)};
@@ -74,17 +82,18 @@ void batch::on_replies(std::size_t which, boost::system::error_code ec,
                        const std::vector<rd::value>& replies) {
   const auto& p = parts[which];
   if (ec) return fail(p.store->describe(ec));
-  const std::size_t stride = increment ? 2 : 1;  // INCRBY's reply, then EXPIRE's
-  for (std::size_t k = 0; k < p.indexes.size(); ++k) {
-    const auto& reply = replies[k * stride];
+  std::size_t next = 0;
+  for (auto index : p.indexes) {
+    const auto& reply = replies[next++];
     if (reply.is_error()) return fail(core::cat("Redis error: ", reply.text));
-    // A counter without its EXPIRE would never go away: that is a failure too.
-    if (increment && replies[k * stride + 1].is_error()) {
-      return fail(core::cat("Redis error: ", replies[k * stride + 1].text));
+    // INCRBY's reply is followed by EXPIRE's. A counter without its EXPIRE would never go away: that is a
+    // failure too.
+    if (increment && !ops[index].refund && replies[next++].is_error()) {
+      return fail(core::cat("Redis error: ", replies[next - 1].text));
     }
     auto v = counter_value(reply);
     if (!v) return fail("Redis returned a value that is not a counter");
-    results[p.indexes[k]] = *v;
+    results[index] = *v;
   }
 }
 
@@ -101,7 +110,7 @@ void redis_backend::get(std::span<const limiter::counter_op> ops, std::span<std:
 void redis_backend::run(bool increment, std::span<const limiter::counter_op> ops,
                         std::span<std::uint64_t> results, limiter::completion& done) {
   if (ops.empty()) return done.complete(nullptr);
-  auto* state = new batch(done, results, increment);
+  auto* state = new batch(done, ops, results, increment);
   // Group the ops: per store, or per key where the store routes each key on its own.
   std::size_t store_part[2] = {SIZE_MAX, SIZE_MAX};
   for (std::size_t i = 0; i < ops.size(); ++i) {
@@ -118,7 +127,9 @@ void redis_backend::run(bool increment, std::span<const limiter::counter_op> ops
     rd::request encoded;
     char a[24], b[24];
     for (auto i : state->parts[which].indexes) {
-      if (increment) {
+      if (increment && ops[i].refund) {
+        encoded.push({"EVAL", refund_script, "1", ops[i].key, to_text(a, ops[i].increment)});
+      } else if (increment) {
         encoded.push({"INCRBY", ops[i].key, to_text(a, ops[i].increment)});
         encoded.push({"EXPIRE", ops[i].key, to_text(b, ops[i].ttl_seconds)});
       } else {

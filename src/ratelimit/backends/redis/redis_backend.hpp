@@ -1,9 +1,9 @@
 #pragma once
 // BACKEND_TYPE=redis: counters in Redis with upstream's commands, so Sluice and envoyproxy/ratelimit can
 // share one Redis: per key INCRBY <key> <hits> then EXPIRE <key> <unit + jitter>; GET for
-// STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT. All keys of a decision go in one pipeline per store — or, on a
-// Redis Cluster, one request per key (INCRBY and EXPIRE together), each to its node, all in parallel. With a
-// per-second store (REDIS_PERSECOND), keys of SECOND limits go there.
+// STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT; a small EVAL script for negative hits. All keys of a decision go
+// in one pipeline per store — or, on a Redis Cluster, one request per key (INCRBY and EXPIRE together), each
+// to its node, all in parallel. With a per-second store (REDIS_PERSECOND), keys of SECOND limits go there.
 
 #include "ratelimit/limiter/backend.hpp"
 #include "redis/store.hpp"

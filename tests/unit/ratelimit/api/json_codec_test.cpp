@@ -339,3 +339,40 @@ TEST_CASE("serialize: headers, escaping and round trip") {
   CHECK(v.at("statuses").as_array()[0].at("currentLimit").at("name").as_string() == "quote\"d");
   CHECK(v.at("requestHeadersToAdd").as_array()[0].as_object().size() == 1);
 }
+
+TEST_CASE("parse: is_negative_hits per descriptor, in both spellings, booleans only") {
+  auto r = parse_ok(R"({"descriptors":[{"is_negative_hits":true},{"isNegativeHits":false},{}]})");
+  CHECK(r.descriptors(0).is_negative_hits());
+  CHECK_FALSE(r.descriptors(1).is_negative_hits());
+  CHECK_FALSE(r.descriptors(2).is_negative_hits());
+  CHECK(parse_error(R"({"descriptors":[{"isNegativeHits":"true"}]})") ==
+        "descriptors[0].isNegativeHits: expected a boolean");
+  CHECK(parse_error(R"({"descriptors":[{"is_negative_hits":1}]})") ==
+        "descriptors[0].is_negative_hits: expected a boolean");
+  CHECK(parse_error(R"({"descriptors":[{"isNegativeHits":true,"is_negative_hits":true}]})") ==
+        "descriptors[0]: duplicate field 'is_negative_hits'");
+  CHECK(parse_error(R"({"domain":true})") == "domain: expected a string");
+}
+
+TEST_CASE("serialize: dynamic metadata as protojson writes a Struct") {
+  rls_response response;
+  response.set_overall_code(rls_response::OK);
+  auto& fields = *response.mutable_dynamic_metadata()->mutable_fields();
+  fields["domain"].set_string_value("d\"q");
+  fields["b"].set_number_value(1);
+  fields["a"].set_number_value(0.5);
+  fields["big"].set_number_value(1e21);
+  fields["plain"].set_number_value(1e20);
+  fields["tiny"].set_number_value(1e-7);
+  fields["neg"].set_number_value(-3);
+  auto* list = fields["list"].mutable_list_value();
+  list->add_values()->set_bool_value(true);
+  list->add_values()->set_null_value(google::protobuf::NULL_VALUE);
+  (*list->add_values()->mutable_struct_value()->mutable_fields())["k"].set_string_value("v");
+  fields["empty"].mutable_struct_value();
+  const auto json = api::response_to_json(response);
+  CHECK(json ==
+        R"({"overallCode":"OK","dynamicMetadata":{"a":0.5,"b":1,"big":1e+21,"domain":"d\"q","empty":{},)"
+        R"("list":[true,null,{"k":"v"}],"neg":-3,"plain":100000000000000000000,"tiny":1e-7}})");
+  CHECK_NOTHROW(boost::json::parse(json));
+}
