@@ -30,6 +30,7 @@
 #include "process_settings.hpp"
 #include "ratelimit/api/grpc_service.hpp"
 #include "ratelimit/api/http_handlers.hpp"
+#include "ratelimit/client/client_cmd.hpp"
 #include "ratelimit/config/directory.hpp"
 #include "ratelimit/settings.hpp"
 #include "shared_apis.hpp"
@@ -46,6 +47,8 @@ constexpr std::string_view usage = R"(Usage:
   sluice                        start the server (configured by environment variables; see README.md)
   sluice check-config DIR [--merge-domain-config]
                                 validate the rate limit rule files in DIR and exit
+  sluice client [flags]          send one ShouldRateLimit request and print the answer
+                                (sluice client -help lists the flags)
   sluice --help | --version
 )";
 
@@ -346,6 +349,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (command == "check-config") return check_config(argc, argv);
+  if (command == "client") {
+    std::vector<std::string_view> flags(argv + 2, argv + argc);
+    return ratelimit::client::run_client(flags);
+  }
   if (!command.empty()) {
     std::cerr << "unknown command '" << command << "'\n" << usage;
     return 2;

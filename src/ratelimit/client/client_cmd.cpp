@@ -1,0 +1,129 @@
+#include "ratelimit/client/client_cmd.hpp"
+
+#include <google/protobuf/text_format.h>
+#include <google/protobuf/util/json_util.h>
+#include <grpcpp/grpcpp.h>
+
+#include <iostream>
+
+#include "core/read_file.hpp"
+#include "core/strings.hpp"
+#include "ratelimit/client/client_flags.hpp"
+#include "rls.grpc.pb.h"
+
+namespace sluice::ratelimit::client {
+
+namespace {
+
+using envoy::service::ratelimit::v3::RateLimitRequest;
+using envoy::service::ratelimit::v3::RateLimitResponse;
+using envoy::service::ratelimit::v3::RateLimitService;
+
+constexpr int exit_ok = 0;
+constexpr int exit_over_limit = 1;
+constexpr int exit_error = 2;
+
+RateLimitRequest build_request(const client_options& o) {
+  RateLimitRequest request;
+  request.set_domain(o.domain);
+  request.set_hits_addend(o.hits_addend);
+  for (const auto& pairs : o.descriptors) {
+    auto* descriptor = request.add_descriptors();
+    descriptor->set_is_negative_hits(o.negative_hits);
+    for (const auto& [key, value] : pairs) {
+      auto* entry = descriptor->add_entries();
+      entry->set_key(key);
+      entry->set_value(value);
+    }
+  }
+  return request;
+}
+
+std::string read_flag_file(std::string_view flag, const std::string& path) {
+  std::string error;
+  auto content = core::read_file(path, error);
+  if (!content) throw std::runtime_error(core::cat("-", flag, ": cannot read ", path, ": ", error));
+  return std::move(*content);
+}
+
+std::string_view code_name(grpc::StatusCode code) {
+  static constexpr std::string_view names[] = {
+      "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
+      "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+      "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
+      "DATA_LOSS", "UNAUTHENTICATED"};
+  const auto i = static_cast<std::size_t>(code);
+  return i < std::size(names) ? names[i] : "UNKNOWN";
+}
+
+std::shared_ptr<grpc::Channel> open_channel(const client_options& o) {
+  const std::string target = o.unix_socket.empty() ? o.dial_string : "unix:" + o.unix_socket;
+  grpc::ChannelArguments args;
+  if (!o.use_tls) return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  grpc::SslCredentialsOptions ssl;
+  if (!o.server_ca_file.empty()) ssl.pem_root_certs = read_flag_file("grpc-server-ca-file", o.server_ca_file);
+  if (!o.cert_file.empty()) {
+    ssl.pem_cert_chain = read_flag_file("grpc-cert-file", o.cert_file);
+    ssl.pem_private_key = read_flag_file("grpc-key-file", o.key_file);
+  }
+  if (!o.server_name.empty()) args.SetSslTargetNameOverride(o.server_name);
+  return grpc::CreateCustomChannel(target, grpc::SslCredentials(ssl), args);
+}
+
+// upstream prints every flag before calling.
+void print_flags(const client_options& o) {
+  std::cout << "Flag: --dial_string=\"" << (o.unix_socket.empty() ? o.dial_string : "unix:" + o.unix_socket)
+            << "\"\nFlag: --domain=\"" << o.domain << "\"\nFlag: --descriptors=\"";
+  for (const auto& pairs : o.descriptors) {
+    std::cout << "[ ";
+    for (const auto& [key, value] : pairs) std::cout << "<key=" << key << ", value=" << value << "> ";
+    std::cout << "] ";
+  }
+  std::cout << "\"\nFlag: --hits_addend=\"" << o.hits_addend << "\"\n";
+}
+
+}  // namespace
+
+int run_client(std::span<const std::string_view> args) {
+  auto parsed = parse_client_flags(args);
+  if (std::holds_alternative<help_requested>(parsed)) {
+    std::cout << client_usage;
+    return exit_ok;
+  }
+  if (const auto* error = std::get_if<std::string>(&parsed)) {
+    std::cerr << "sluice client: " << *error << "\n\n" << client_usage;
+    return exit_error;
+  }
+  const auto& o = std::get<client_options>(parsed);
+  try {
+    if (!o.json) print_flags(o);
+    auto stub = RateLimitService::NewStub(open_channel(o));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + o.timeout);
+    RateLimitResponse response;
+    const auto status = stub->ShouldRateLimit(&context, build_request(o), &response);
+    if (!status.ok()) {
+      std::cerr << "request error: " << code_name(status.error_code()) << ": " << status.error_message()
+                << "\n";
+      return exit_error;
+    }
+    if (o.json) {
+      std::string json;
+      google::protobuf::util::JsonPrintOptions options;
+      (void)google::protobuf::util::MessageToJsonString(response, &json, options);
+      std::cout << json << "\n";
+    } else {
+      std::string text;
+      google::protobuf::TextFormat::Printer printer;
+      printer.SetSingleLineMode(true);
+      printer.PrintToString(response, &text);
+      std::cout << "response: " << text << "\n";
+    }
+    return response.overall_code() == RateLimitResponse::OVER_LIMIT ? exit_over_limit : exit_ok;
+  } catch (const std::exception& e) {
+    std::cerr << "sluice client: " << e.what() << "\n";
+    return exit_error;
+  }
+}
+
+}  // namespace sluice::ratelimit::client

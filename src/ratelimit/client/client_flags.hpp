@@ -1,0 +1,43 @@
+#pragma once
+// The flags of `sluice client`, parsed as Go's flag package parses upstream's client_cmd: `-name value`,
+// `--name value`, `-name=value`; a boolean flag takes no value unless written `-name=false`. Sans-io, so the
+// parsing is unit-tested and fuzzed apart from the gRPC call.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace sluice::ratelimit::client {
+
+struct client_options {
+  std::string dial_string = "localhost:8081";
+  std::string unix_socket;  // -unix: dial this socket instead of dial_string
+  std::string domain;
+  // One per -descriptors flag: its key=value pairs in order.
+  std::vector<std::vector<std::pair<std::string, std::string>>> descriptors;
+  std::uint32_t hits_addend = 1;  // upstream's client always sends 1
+  bool negative_hits = false;     // every descriptor's is_negative_hits
+  bool use_tls = false;
+  std::string server_ca_file;  // empty: the system's CA certificates
+  std::string cert_file;       // client certificate and key, for mutual TLS
+  std::string key_file;
+  std::string server_name;  // the name the server's certificate must carry, when not the dial host
+  std::chrono::milliseconds timeout{5000};
+  bool json = false;  // print the response as JSON only
+};
+
+struct help_requested {};
+
+// The options, help_requested for -h/-help, or an error message naming the flag.
+std::variant<client_options, help_requested, std::string> parse_client_flags(
+    std::span<const std::string_view> args);
+
+extern const std::string_view client_usage;
+
+}  // namespace sluice::ratelimit::client
