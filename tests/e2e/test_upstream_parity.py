@@ -206,12 +206,12 @@ class QuotaAndMetadata(ParityCase):
 
         self.across(check)
 
-    def test_quota_over_beside_a_normal_descriptor_under_is_ok(self):
+    def test_normal_descriptor_under_does_not_rescue_the_only_quota(self):
         def check(c):
             c.decide([[('quota', 'beside')]])
             d = c.decide([[('quota', 'beside')], [('normal', 'beside')]])
             self.assertEqual([s.code for s in d.statuses], ['OVER_LIMIT', 'OK'], d)
-            self.assertEqual(d.overall, 'OK', d)
+            self.assertEqual(d.overall, 'OVER_LIMIT', d)
             # the over-limit quota status has the least remaining, so the headers still describe it
             self.assertBothHeaders(d, 1, 0, 'HOUR')
 
@@ -239,7 +239,7 @@ class QuotaAndMetadata(ParityCase):
     def test_unlimited_descriptors_count_on_neither_side(self):
         def check(c):
             c.decide([[('quota', 'unl')]])
-            # not a quota descriptor under its limit: the only quota is over, so the request is
+            # the unlimited descriptor is no quota under its limit: the one quota is over, so the request is too
             d = c.decide([[('quota', 'unl')], [('free', 'unl')]])
             self.assertEqual(d.overall, 'OVER_LIMIT', d)
 

@@ -1,0 +1,201 @@
+"""`sluice client` (issue 13) end to end: upstream's client_cmd flags and output, the exit status (0 OK, 1 OVER_LIMIT,
+2 error), -json, -hits_addend and -negative_hits, a unix socket, TLS and mutual TLS against a running Sluice, and a
+gRPC rate limit server the client did not come with (grpcio, in this process)."""
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+from concurrent import futures
+
+os.environ.setdefault('GRPC_VERBOSITY', 'NONE')
+
+import grpc  # noqa: E402
+
+import harness  # noqa: E402
+from harness import SLUICE_BIN, Sluice, TlsCerts, rls_pb2  # noqa: E402
+
+RULES = """
+domain: c
+descriptors:
+  - key: k
+    rate_limit: {unit: hour, requests_per_unit: 3, name: three}
+  - key: free
+    rate_limit: {unlimited: true}
+"""
+
+OK, OVER_LIMIT, ERROR = 0, 1, 2
+
+
+def run_client(*flags):
+    """(exit status, stdout, stderr) of `sluice client FLAGS...`."""
+    r = subprocess.run([SLUICE_BIN, 'client'] + list(flags), stdin=subprocess.DEVNULL, capture_output=True,
+                       timeout=30, env=harness.base_env())
+    return r.returncode, r.stdout.decode(), r.stderr.decode()
+
+
+def json_client(test, expected_status, *flags):
+    """The -json answer of a call that must exit with `expected_status`, parsed."""
+    status, out, err = run_client('-json', *flags)
+    test.assertEqual(status, expected_status, out + err)
+    return json.loads(out)
+
+
+class Plain(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.sluice = Sluice(rules={'c.yaml': RULES}, env={'BACKEND_TYPE': 'memory'})
+        cls.target = '127.0.0.1:%d' % cls.sluice.grpc_port
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.sluice.close()
+
+    def call(self, expected_status, *flags):
+        return json_client(self, expected_status, '-dial_string', self.target, '-domain', 'c', *flags)
+
+    def test_upstream_output_and_exit_status(self):
+        """Upstream's output (every flag, then the response in proto text); 0 while under the limit, 1 over it."""
+        harness.avoid_window_edge('HOUR', 5)
+        status, out, err = run_client('-dial_string', self.target, '-domain', 'c', '-descriptors', 'k=text')
+        self.assertEqual(status, OK, err)
+        self.assertIn('Flag: --dial_string="%s"\n' % self.target, out)
+        self.assertIn('Flag: --domain="c"\n', out)
+        self.assertIn('Flag: --descriptors="[ <key=k, value=text> ] "\n', out)
+        self.assertRegex(out, r'response: overall_code: OK statuses \{ code: OK current_limit \{ requests_per_unit: 3 '
+                              r'unit: HOUR name: "three" \} limit_remaining: 2 duration_until_reset \{ seconds: \d+ \}')
+        self.call(OK, '-descriptors', 'k=text', '-hits_addend', '2')
+        status, out, err = run_client('--dial_string=' + self.target, '--domain=c', '--descriptors=k=text')
+        self.assertEqual(status, OVER_LIMIT, out + err)
+        self.assertIn('response: overall_code: OVER_LIMIT', out)
+
+    def test_json_hits_and_refunds(self):
+        """-json prints only the response; -hits_addend counts; -negative_hits gives hits back."""
+        harness.avoid_window_edge('HOUR', 5)
+        r = self.call(OK, '-descriptors', 'k=json', '-descriptors', 'free=x,extra=y', '-hits_addend', '3')
+        self.assertEqual(r['overallCode'], 'OK')
+        self.assertEqual(r['statuses'][0]['currentLimit'], {'name': 'three', 'requestsPerUnit': 3, 'unit': 'HOUR'})
+        self.assertNotIn('limitRemaining', r['statuses'][0])  # 0: omitted, as protojson does
+        self.assertEqual(r['statuses'][1], {'code': 'OK'})  # free=x,extra=y matches no rule
+        self.assertEqual(self.call(OVER_LIMIT, '-descriptors', 'k=json')['overallCode'], 'OVER_LIMIT')
+        refund = self.call(OK, '-descriptors', 'k=json', '-hits_addend', '2', '-negative_hits')
+        self.assertEqual(refund['statuses'][0]['limitRemaining'], 1)  # 4 - 2 = 2 used
+        self.assertEqual(self.call(OK, '-descriptors', 'k=json')['statuses'][0].get('limitRemaining', 0), 0)
+
+    def test_errors_exit_2_with_the_reason(self):
+        for flags, message in [
+                (['-descriptors', 'k'], "invalid descriptor list 'k': expected key=value pairs"),
+                (['-nope'], 'flag provided but not defined: -nope'),
+                (['-grpc-server-ca-file', '/x'], 'TLS flags given without -grpc-use-tls'),
+                (['-dial_string', self.target, '-domain', '', '-descriptors', 'k=v'],
+                 'request error: INVALID_ARGUMENT: rate limit domain must not be empty'),
+                (['-dial_string', '127.0.0.1:%d' % harness.free_port(), '-domain', 'c', '-descriptors', 'k=v',
+                  '-timeout', '2s'], 'request error: UNAVAILABLE'),
+                (['-grpc-use-tls', '-grpc-server-ca-file', '/nonexistent/ca.pem', '-descriptors', 'k=v'],
+                 '-grpc-server-ca-file: cannot read /nonexistent/ca.pem: No such file or directory')]:
+            with self.subTest(flags=flags):
+                status, out, err = run_client(*flags)
+                self.assertEqual(status, ERROR, out + err)
+                self.assertIn(message, err)
+
+    def test_help(self):
+        status, out, _ = run_client('-help')
+        self.assertEqual(status, OK)
+        self.assertIn('Exit status: 0 OK, 1 OVER_LIMIT, 2 error.', out)
+
+
+class UnixSocket(unittest.TestCase):
+    def test_unix(self):
+        d = tempfile.mkdtemp(prefix='sluice-client-uds-')
+        self.addCleanup(shutil.rmtree, d, True)
+        path = os.path.join(d, 'rls.sock')
+        s = Sluice(rules={'c.yaml': RULES}, env={'GRPC_UDS': path})
+        self.addCleanup(s.close)
+        r = json_client(self, OK, '-unix', path, '-domain', 'c', '-descriptors', 'k=unix')
+        self.assertEqual(r['statuses'][0]['limitRemaining'], 2)
+
+
+class Tls(unittest.TestCase):
+    def setUp(self):
+        self.certs = TlsCerts()
+        self.addCleanup(self.certs.close)
+
+    def start(self, **env):
+        env.update({'GRPC_SERVER_USE_TLS': 'true', 'GRPC_SERVER_TLS_CERT': self.certs.server,
+                    'GRPC_SERVER_TLS_KEY': self.certs.server_key})
+        s = Sluice(rules={'c.yaml': RULES}, env=env)
+        self.addCleanup(s.close)
+        return s
+
+    def outcome(self, s, *flags, host='localhost'):
+        status, out, err = run_client('-json', '-dial_string', '%s:%d' % (host, s.grpc_port), '-domain', 'c',
+                                      '-descriptors', 'k=tls', '-timeout', '3s', *flags)
+        return status, err
+
+    def test_tls(self):
+        """The server is verified with the given CA (by name or IP address, or by -grpc-server-name); a plaintext
+        client or one that trusts another CA gets exit status 2."""
+        s = self.start()
+        self.assertEqual(self.outcome(s, '-grpc-use-tls', '-grpc-server-ca-file', self.certs.ca)[0], OK)
+        self.assertEqual(
+            self.outcome(s, '-grpc-use-tls', '-grpc-server-ca-file', self.certs.ca, host='127.0.0.1')[0], OK)
+        status, err = self.outcome(s, '-grpc-use-tls', '-grpc-server-ca-file', self.certs.ca,
+                                   '-grpc-server-name', 'wrong.example')
+        self.assertEqual(status, ERROR, err)
+        status, err = self.outcome(s, '-grpc-use-tls', '-grpc-server-ca-file', self.certs.other_ca)
+        self.assertEqual(status, ERROR, err)
+        self.assertIn('UNAVAILABLE', err)
+        self.assertEqual(self.outcome(s)[0], ERROR)  # plaintext to a TLS listener
+
+    def test_mutual_tls(self):
+        """GRPC_CLIENT_TLS_CACERT: only a client certificate from that CA gets through."""
+        s = self.start(GRPC_CLIENT_TLS_CACERT=self.certs.ca)
+        ca = ['-grpc-use-tls', '-grpc-server-ca-file', self.certs.ca]
+        self.assertEqual(self.outcome(s, *ca, '-grpc-cert-file', self.certs.client,
+                                      '-grpc-key-file', self.certs.client_key)[0], OK)
+        self.assertEqual(self.outcome(s, *ca)[0], ERROR)
+        self.assertEqual(self.outcome(s, *ca, '-grpc-cert-file', self.certs.other_client,
+                                      '-grpc-key-file', self.certs.other_client_key)[0], ERROR)
+
+
+class OtherServer(unittest.TestCase):
+    """A rate limit service that is not Sluice: grpcio serving ShouldRateLimit from this process."""
+
+    def setUp(self):
+        self.received = []
+
+        def should_rate_limit(request, context):
+            self.received.append(request)
+            code = rls_pb2.RateLimitResponse.OVER_LIMIT if request.domain == 'deny' else rls_pb2.RateLimitResponse.OK
+            return rls_pb2.RateLimitResponse(overall_code=code, statuses=[
+                rls_pb2.RateLimitResponse.DescriptorStatus(code=code, limit_remaining=7)])
+
+        handler = grpc.method_handlers_generic_handler('envoy.service.ratelimit.v3.RateLimitService', {
+            'ShouldRateLimit': grpc.unary_unary_rpc_method_handler(
+                should_rate_limit, request_deserializer=rls_pb2.RateLimitRequest.FromString,
+                response_serializer=rls_pb2.RateLimitResponse.SerializeToString)})
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+        self.server.add_generic_rpc_handlers((handler,))
+        self.port = self.server.add_insecure_port('127.0.0.1:0')
+        self.server.start()
+        self.addCleanup(self.server.stop, None)
+
+    def test_any_rls_server(self):
+        target = '127.0.0.1:%d' % self.port
+        r = json_client(self, OK, '-dial_string', target, '-domain', 'allow', '-descriptors', 'a=1,b=2',
+                        '-descriptors', 'c=', '-hits_addend', '5', '-negative_hits')
+        self.assertEqual(r['statuses'][0]['limitRemaining'], 7)
+        json_client(self, OVER_LIMIT, '-dial_string', target, '-domain', 'deny', '-descriptors', 'a=1')
+        first = self.received[0]
+        self.assertEqual(first.domain, 'allow')
+        self.assertEqual(first.hits_addend, 5)
+        self.assertEqual([[(e.key, e.value) for e in d.entries] for d in first.descriptors],
+                         [[('a', '1'), ('b', '2')], [('c', '')]])
+        self.assertTrue(all(d.is_negative_hits for d in first.descriptors))
+        self.assertFalse(self.received[1].descriptors[0].is_negative_hits)
+
+
+if __name__ == '__main__':
+    unittest.main(verbosity=2)
