@@ -202,6 +202,27 @@ class Routing(ClusterCase):
         self.assertCounter(b, self.key('two', twos[b][0]), 3)
         self.assertCounter(c, self.key('k', values[c][0]), 102)
 
+    def test_refunds_run_on_the_node_owning_each_key(self):
+        """Negative hits are one EVAL per key, sent to the key's owner: each counter goes down (never below 0) on
+        its own node, and a refund for a key that does not exist creates nothing."""
+        values = self.pick_values('refund', per_node=2)
+        nodes = self.setup.nodes
+        for i, node in enumerate(nodes):
+            node.command('SET', self.key('k', values[node][0]), 5 * (i + 1))
+            node.command('EXPIRE', self.key('k', values[node][0]), 3600)
+        request = harness.rls_request_proto('c', [[('k', values[n][j])] for n in nodes for j in (0, 1)], 7)
+        for d in request.descriptors:
+            d.is_negative_hits = True
+        response = harness.rls_raw(self.sluice.grpc_port, request)
+        self.assertEqual([s.code for s in response.statuses], [harness.rls_pb2.RateLimitResponse.OK] * 6)
+        # per node, the key holding 5, 10, 15 is left with 0, 3, 8; the absent one with 0
+        self.assertEqual([s.limit_remaining for s in response.statuses],
+                         [LIMIT, LIMIT, LIMIT - 3, LIMIT, LIMIT - 8, LIMIT])
+        for i, node in enumerate(nodes):
+            self.assertCounter(node, self.key('k', values[node][0]), max(0, 5 * (i + 1) - 7))
+            self.assertEqual(node.keys(self.key('k', values[node][1])), [])
+            self.assertEqual(self.calls(node, 'eval'), 2, self.setup.command_stats(node))
+
     def test_keys_of_one_node_only(self):
         values = self.pick_values('one', per_node=3)
         for node in self.setup.nodes:

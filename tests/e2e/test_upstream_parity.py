@@ -472,6 +472,11 @@ class BadConfiguration(unittest.TestCase):
                                          'LIMIT_REQUEST_REMAINING_HEADER': 'X Bad'})
         self.assertIn('LIMIT_REQUEST_REMAINING_HEADER', log)
 
+    def test_pool_on_empty_behavior_is_checked_as_upstream(self):
+        """CREATE and ERROR stop start-up naming the setting (pipelined connections never run out: only WAIT)."""
+        log = Sluice.failed_start(self, {'REDIS_POOL_ON_EMPTY_BEHAVIOR': 'error'})
+        self.assertIn("invalid value 'error' for REDIS_POOL_ON_EMPTY_BEHAVIOR: only WAIT is supported", log)
+
 
 if __name__ == '__main__':
     harness.main()
