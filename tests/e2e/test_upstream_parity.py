@@ -474,7 +474,7 @@ class BadConfiguration(unittest.TestCase):
 
     def test_pool_on_empty_behavior_is_checked_as_upstream(self):
         """CREATE and ERROR stop start-up naming the setting (pipelined connections never run out: only WAIT)."""
-        log = Sluice.failed_start(self, {'REDIS_POOL_ON_EMPTY_BEHAVIOR': 'error'})
+        log = Sluice.failed_start(self, {'BACKEND_TYPE': 'redis', 'REDIS_POOL_ON_EMPTY_BEHAVIOR': 'error'})
         self.assertIn("invalid value 'error' for REDIS_POOL_ON_EMPTY_BEHAVIOR: only WAIT is supported", log)
 
 
