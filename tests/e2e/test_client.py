@@ -132,32 +132,34 @@ class Tls(unittest.TestCase):
     def outcome(self, s, *flags, host='localhost'):
         status, out, err = run_client('-json', '-dial_string', '%s:%d' % (host, s.grpc_port), '-domain', 'c',
                                       '-descriptors', 'k=tls', '-timeout', '3s', *flags)
-        return status, err
+        return status, out + err
+
+    def assertOutcome(self, s, expected, *flags, host='localhost'):
+        status, output = self.outcome(s, *flags, host=host)
+        self.assertEqual(status, expected, output)
 
     def test_tls(self):
         """The server is verified with the given CA (by name or IP address, or by -grpc-server-name); a plaintext
         client or one that trusts another CA gets exit status 2."""
         s = self.start()
-        self.assertEqual(self.outcome(s, '-grpc-use-tls', '-grpc-server-ca-file', self.certs.ca)[0], OK)
-        self.assertEqual(
-            self.outcome(s, '-grpc-use-tls', '-grpc-server-ca-file', self.certs.ca, host='127.0.0.1')[0], OK)
+        self.assertOutcome(s, OK, '-grpc-use-tls', '-grpc-server-ca-file', self.certs.ca)
+        self.assertOutcome(s, OK, '-grpc-use-tls', '-grpc-server-ca-file', self.certs.ca, host='127.0.0.1')
         status, err = self.outcome(s, '-grpc-use-tls', '-grpc-server-ca-file', self.certs.ca,
                                    '-grpc-server-name', 'wrong.example')
         self.assertEqual(status, ERROR, err)
         status, err = self.outcome(s, '-grpc-use-tls', '-grpc-server-ca-file', self.certs.other_ca)
         self.assertEqual(status, ERROR, err)
         self.assertIn('UNAVAILABLE', err)
-        self.assertEqual(self.outcome(s)[0], ERROR)  # plaintext to a TLS listener
+        self.assertOutcome(s, ERROR)  # plaintext to a TLS listener
 
     def test_mutual_tls(self):
         """GRPC_CLIENT_TLS_CACERT: only a client certificate from that CA gets through."""
         s = self.start(GRPC_CLIENT_TLS_CACERT=self.certs.ca)
         ca = ['-grpc-use-tls', '-grpc-server-ca-file', self.certs.ca]
-        self.assertEqual(self.outcome(s, *ca, '-grpc-cert-file', self.certs.client,
-                                      '-grpc-key-file', self.certs.client_key)[0], OK)
-        self.assertEqual(self.outcome(s, *ca)[0], ERROR)
-        self.assertEqual(self.outcome(s, *ca, '-grpc-cert-file', self.certs.other_client,
-                                      '-grpc-key-file', self.certs.other_client_key)[0], ERROR)
+        self.assertOutcome(s, OK, *ca, '-grpc-cert-file', self.certs.client, '-grpc-key-file', self.certs.client_key)
+        self.assertOutcome(s, ERROR, *ca)
+        self.assertOutcome(s, ERROR, *ca, '-grpc-cert-file', self.certs.other_client,
+                           '-grpc-key-file', self.certs.other_client_key)
 
 
 class OtherServer(unittest.TestCase):

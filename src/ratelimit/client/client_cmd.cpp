@@ -111,13 +111,13 @@ int run_client(std::span<const std::string_view> args) {
       std::string json;
       google::protobuf::util::JsonPrintOptions options;
       (void)google::protobuf::util::MessageToJsonString(response, &json, options);
-      std::cout << json << "\n";
+      std::cout << json << std::endl;
     } else {
       std::string text;
       google::protobuf::TextFormat::Printer printer;
       printer.SetSingleLineMode(true);
       printer.PrintToString(response, &text);
-      std::cout << "response: " << text << "\n";
+      std::cout << "response: " << text << std::endl;
     }
     return response.overall_code() == RateLimitResponse::OVER_LIMIT ? exit_over_limit : exit_ok;
   } catch (const std::exception& e) {
