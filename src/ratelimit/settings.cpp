@@ -256,9 +256,10 @@ module_settings read_module_settings(const core::env_reader& env) {
   svc.global_quota_mode = env.get_bool("QUOTA_MODE", false);
   svc.fail_open = env.get_bool("BACKEND_FAIL_OPEN", false);
   svc.response_headers_enabled = env.get_bool("LIMIT_RESPONSE_HEADERS_ENABLED", false);
-  svc.response_headers = read_header_names(env, "LIMIT_");
+  // Names are read (and checked) only when used: upstream ignores them otherwise.
+  if (svc.response_headers_enabled) svc.response_headers = read_header_names(env, "LIMIT_");
   svc.request_headers_enabled = env.get_bool("LIMIT_REQUEST_HEADERS_ENABLED", false);
-  svc.request_headers = read_header_names(env, "LIMIT_REQUEST_");
+  if (svc.request_headers_enabled) svc.request_headers = read_header_names(env, "LIMIT_REQUEST_");
   svc.response_dynamic_metadata = env.get_bool("RESPONSE_DYNAMIC_METADATA", false);
 
   auto& lim = s.limiter;

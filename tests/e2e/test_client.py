@@ -61,9 +61,14 @@ class Plain(unittest.TestCase):
         harness.avoid_window_edge('HOUR', 5)
         status, out, err = run_client('-dial_string', self.target, '-domain', 'c', '-descriptors', 'k=text')
         self.assertEqual(status, OK, err)
-        self.assertIn('Flag: --dial_string="%s"\n' % self.target, out)
-        self.assertIn('Flag: --domain="c"\n', out)
-        self.assertIn('Flag: --descriptors="[ <key=k, value=text> ] "\n', out)
+        # every flag, in name order, its value quoted (Go's flag.VisitAll and %q)
+        flags = [line for line in out.splitlines() if line.startswith('Flag: ')]
+        self.assertEqual(flags, [
+            'Flag: --descriptors="[ <key=k, value=text> ] "', 'Flag: --dial_string="%s"' % self.target,
+            'Flag: --domain="c"', 'Flag: --grpc-cert-file=""', 'Flag: --grpc-key-file=""',
+            'Flag: --grpc-server-ca-file=""', 'Flag: --grpc-server-name=""', 'Flag: --grpc-use-tls="false"',
+            'Flag: --hits_addend="1"', 'Flag: --json="false"', 'Flag: --negative_hits="false"',
+            'Flag: --timeout="5000ms"', 'Flag: --unix=""'])
         self.assertRegex(out, r'response: overall_code: OK statuses \{ code: OK current_limit \{ requests_per_unit: 3 '
                               r'unit: HOUR name: "three" \} limit_remaining: 2 duration_until_reset \{ seconds: \d+ \}')
         self.call(OK, '-descriptors', 'k=text', '-hits_addend', '2')
@@ -80,6 +85,9 @@ class Plain(unittest.TestCase):
         self.assertNotIn('limitRemaining', r['statuses'][0])  # 0: omitted, as protojson does
         self.assertEqual(r['statuses'][1], {'code': 'OK'})  # free=x,extra=y matches no rule
         self.assertEqual(self.call(OVER_LIMIT, '-descriptors', 'k=json')['overallCode'], 'OVER_LIMIT')
+        # -hits_addend 0 checks without consuming (sent in the descriptor: the request's 0 would mean 1)
+        check = self.call(OVER_LIMIT, '-descriptors', 'k=json', '-hits_addend', '0')
+        self.assertNotIn('limitRemaining', check['statuses'][0])
         refund = self.call(OK, '-descriptors', 'k=json', '-hits_addend', '2', '-negative_hits')
         self.assertEqual(refund['statuses'][0]['limitRemaining'], 1)  # 4 - 2 = 2 used
         self.assertEqual(self.call(OK, '-descriptors', 'k=json')['statuses'][0].get('limitRemaining', 0), 0)
@@ -147,6 +155,7 @@ class Tls(unittest.TestCase):
         status, err = self.outcome(s, '-grpc-use-tls', '-grpc-server-ca-file', self.certs.ca,
                                    '-grpc-server-name', 'wrong.example')
         self.assertEqual(status, ERROR, err)
+        self.assertIn('request error: UNAVAILABLE', err)
         status, err = self.outcome(s, '-grpc-use-tls', '-grpc-server-ca-file', self.certs.other_ca)
         self.assertEqual(status, ERROR, err)
         self.assertIn('UNAVAILABLE', err)

@@ -1,6 +1,6 @@
 // libFuzzer: the flags of `sluice client`, the input split at NUL bytes into arguments. Checks: no crash and
-// no exception; an error is never empty; parsed descriptors have non-empty keys; and the descriptors written
-// back as -descriptors flags parse to the same pairs.
+// no exception; an error is never empty; every -descriptors flag gives at least one pair; and the descriptors
+// written back as -descriptors flags parse to the same pairs.
 //
 // Build and run: scripts/fuzz client_flags [seconds]
 
@@ -52,10 +52,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   if (const auto* options = std::get_if<client::client_options>(&parsed)) {
-    for (const auto& pairs : options->descriptors) {
-      check(!pairs.empty());
-      for (const auto& pair : pairs) check(!pair.first.empty());
-    }
+    for (const auto& pairs : options->descriptors) check(!pairs.empty());
     round_trip(*options);
   }
   return 0;

@@ -109,24 +109,43 @@ void append_headers(object_writer& object, std::string_view name,
   out += ']';
 }
 
-// A double as Go's protojson (and encoding/json) writes it: the shortest round-trip digits, in plain notation
-// from 1e-6 up to 1e21 and in exponent notation ("1e-7", "1e+21") outside.
+// A double as Go's protojson (and encoding/json) writes it: the shortest digits that read back the same, in
+// plain notation from 1e-6 up to 1e21 (padded with zeros: 2^60 is 1152921504606847000, not the exact binary
+// value) and in exponent notation ("1e-7", "1e+21") outside.
 void append_double(std::string& out, double v) {
   char buf[32];
+  const auto* end = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific).ptr;
+  std::string_view text(buf, static_cast<std::size_t>(end - buf));  // [-]d[.ddd]e(+|-)XX
+  const auto e = text.find('e');
+  int exponent = 0;
+  std::from_chars(text.data() + e + (text[e + 1] == '+' ? 2 : 1), text.data() + text.size(), exponent);
   const double magnitude = std::fabs(v);
-  const bool exponent = magnitude != 0 && (magnitude < 1e-6 || magnitude >= 1e21);
-  auto* end = std::to_chars(buf, buf + sizeof buf, v,
-                            exponent ? std::chars_format::scientific : std::chars_format::fixed)
-                  .ptr;
-  std::string_view text(buf, static_cast<std::size_t>(end - buf));
-  // e-07 -> e-7, as Go trims the exponent's leading zero.
-  if (const auto e = text.find('e');
-      e != std::string_view::npos && text.size() - e == 4 && text[e + 2] == '0') {
-    out.append(text.substr(0, e + 2));
-    out.append(text.substr(e + 3));
+  if (magnitude != 0 && (magnitude < 1e-6 || magnitude >= 1e21)) {
+    out.append(text.substr(0, e + 2));  // mantissa, 'e' and sign; the exponent without its leading zero
+    append_uint(out, static_cast<std::uint64_t>(exponent < 0 ? -exponent : exponent));
     return;
   }
-  out.append(text);
+  std::string_view mantissa = text.substr(0, e);
+  if (mantissa.front() == '-') {
+    out += '-';
+    mantissa.remove_prefix(1);
+  }
+  std::string digits{mantissa.front()};
+  if (mantissa.size() > 2) digits.append(mantissa.substr(2));  // past "d."
+  if (v == 0) exponent = 0;
+  const int point = exponent + 1;  // digits before the decimal point
+  if (point <= 0) {
+    out += "0.";
+    out.append(static_cast<std::size_t>(-point), '0');
+    out += digits;
+  } else if (static_cast<std::size_t>(point) >= digits.size()) {
+    out += digits;
+    out.append(static_cast<std::size_t>(point) - digits.size(), '0');
+  } else {
+    out.append(digits, 0, static_cast<std::size_t>(point));
+    out += '.';
+    out.append(digits, static_cast<std::size_t>(point));
+  }
 }
 
 void append_value(std::string& out, const google::protobuf::Value& value);

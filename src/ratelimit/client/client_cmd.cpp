@@ -26,9 +26,11 @@ constexpr int exit_error = 2;
 RateLimitRequest build_request(const client_options& o) {
   RateLimitRequest request;
   request.set_domain(o.domain);
-  request.set_hits_addend(o.hits_addend);
+  const bool per_descriptor = o.hits_addend == 0 || o.hits_addend > UINT32_MAX;
+  if (!per_descriptor) request.set_hits_addend(static_cast<std::uint32_t>(o.hits_addend));
   for (const auto& pairs : o.descriptors) {
     auto* descriptor = request.add_descriptors();
+    if (per_descriptor) descriptor->mutable_hits_addend()->set_value(o.hits_addend);
     descriptor->set_is_negative_hits(o.negative_hits);
     for (const auto& [key, value] : pairs) {
       auto* entry = descriptor->add_entries();
@@ -70,16 +72,43 @@ std::shared_ptr<grpc::Channel> open_channel(const client_options& o) {
   return grpc::CreateCustomChannel(target, grpc::SslCredentials(ssl), args);
 }
 
-// upstream prints every flag before calling.
-void print_flags(const client_options& o) {
-  std::cout << "Flag: --dial_string=\"" << (o.unix_socket.empty() ? o.dial_string : "unix:" + o.unix_socket)
-            << "\"\nFlag: --domain=\"" << o.domain << "\"\nFlag: --descriptors=\"";
-  for (const auto& pairs : o.descriptors) {
-    std::cout << "[ ";
-    for (const auto& [key, value] : pairs) std::cout << "<key=" << key << ", value=" << value << "> ";
-    std::cout << "] ";
+// Go's %q for the printable text a flag value usually holds: quotes and backslashes escaped.
+std::string quoted(std::string_view value) {
+  std::string out = "\"";
+  for (char c : value) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
   }
-  std::cout << "\"\nFlag: --hits_addend=\"" << o.hits_addend << "\"\n";
+  return out + '"';
+}
+
+std::string descriptors_text(const client_options& o) {
+  std::string text;
+  for (const auto& pairs : o.descriptors) {
+    text += "[ ";
+    for (const auto& [key, value] : pairs) text += core::cat("<key=", key, ", value=", value, "> ");
+    text += "] ";
+  }
+  return text;
+}
+
+// upstream prints every flag, in name order, before calling.
+void print_flags(const client_options& o) {
+  const auto yes_no = [](bool b) { return std::string(b ? "true" : "false"); };
+  const std::pair<std::string_view, std::string> flags[] = {{"descriptors", descriptors_text(o)},
+                                                            {"dial_string", o.dial_string},
+                                                            {"domain", o.domain},
+                                                            {"grpc-cert-file", o.cert_file},
+                                                            {"grpc-key-file", o.key_file},
+                                                            {"grpc-server-ca-file", o.server_ca_file},
+                                                            {"grpc-server-name", o.server_name},
+                                                            {"grpc-use-tls", yes_no(o.use_tls)},
+                                                            {"hits_addend", core::cat(o.hits_addend)},
+                                                            {"json", yes_no(o.json)},
+                                                            {"negative_hits", yes_no(o.negative_hits)},
+                                                            {"timeout", core::cat(o.timeout.count(), "ms")},
+                                                            {"unix", o.unix_socket}};
+  for (const auto& [name, value] : flags) std::cout << "Flag: --" << name << "=" << quoted(value) << "\n";
 }
 
 }  // namespace
@@ -95,6 +124,7 @@ int run_client(std::span<const std::string_view> args) {
     return exit_error;
   }
   const auto& o = std::get<client_options>(parsed);
+  for (const auto& warning : o.warnings) std::cerr << "sluice client: " << warning << "\n";
   try {
     if (!o.json) print_flags(o);
     auto stub = RateLimitService::NewStub(open_channel(o));

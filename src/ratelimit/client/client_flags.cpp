@@ -52,8 +52,9 @@ std::optional<std::string> parse_descriptor(const std::string_view flag_value, c
     const auto comma = text.find(',');
     const auto pair = text.substr(0, comma);
     const auto eq = pair.find('=');
-    if (eq == std::string_view::npos || pair.find('=', eq + 1) != std::string_view::npos || eq == 0) {
-      return core::cat("invalid descriptor list '", flag_value, "': expected key=value pairs separated by commas");
+    if (eq == std::string_view::npos || pair.find('=', eq + 1) != std::string_view::npos) {
+      return core::cat("invalid descriptor list '", flag_value,
+                       "': expected key=value pairs separated by commas");
     }
     descriptor.emplace_back(std::string(pair.substr(0, eq)), std::string(pair.substr(eq + 1)));
     if (comma == std::string_view::npos) return std::nullopt;
@@ -71,11 +72,11 @@ std::optional<std::string> apply(std::string_view name, std::string_view value, 
   } else if (name == "descriptors") {
     return parse_descriptor(value, o);
   } else if (name == "hits_addend") {
-    std::uint32_t n = 0;
+    std::uint64_t n = 0;
     auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-    if (ec != std::errc{} || ptr != value.data() + value.size()) {
+    if (value.empty() || ec != std::errc{} || ptr != value.data() + value.size()) {
       return core::cat("invalid value '", value,
-                       "' for -hits_addend: expected an integer from 0 to 4294967295");
+                       "' for -hits_addend: expected an integer from 0 to 18446744073709551615");
     }
     o.hits_addend = n;
   } else if (name == "timeout") {
@@ -94,7 +95,7 @@ std::optional<std::string> apply(std::string_view name, std::string_view value, 
   } else if (name == "grpc-server-name") {
     o.server_name = value;
   } else if (name == "oltp-protocol") {
-    if (!value.empty()) return "-oltp-protocol: the client does not export traces";
+    if (!value.empty()) o.warnings.push_back("-oltp-protocol is ignored: this client exports no traces");
   }
   return std::nullopt;
 }
@@ -113,8 +114,10 @@ std::variant<client_options, help_requested, std::string> parse_client_flags(
   client_options o;
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::string_view arg = args[i];
-    if (arg.size() < 2 || arg[0] != '-')
-      return core::cat("unexpected argument '", arg, "': flags start with -");
+    if (arg == "--" && i + 1 == args.size()) break;  // Go's end of flags
+    if (arg.size() < 2 || arg[0] != '-' || arg == "--") {
+      return core::cat("unexpected argument '", arg, "': every argument is a flag (see -help)");
+    }
     arg.remove_prefix(arg.starts_with("--") ? 2 : 1);
     if (arg == "h" || arg == "help") return help_requested{};
     const auto eq = arg.find('=');

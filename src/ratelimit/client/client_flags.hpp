@@ -21,15 +21,18 @@ struct client_options {
   std::string domain;
   // One per -descriptors flag: its key=value pairs in order.
   std::vector<std::vector<std::pair<std::string, std::string>>> descriptors;
-  std::uint32_t hits_addend = 1;  // upstream's client always sends 1
-  bool negative_hits = false;     // every descriptor's is_negative_hits
+  // upstream's client always sends 1. Above 2^32-1, or 0 (which the request-level field reads as 1: the check
+  // that consumes nothing), it goes in each descriptor's hits_addend instead.
+  std::uint64_t hits_addend = 1;
+  bool negative_hits = false;  // every descriptor's is_negative_hits
   bool use_tls = false;
   std::string server_ca_file;  // empty: the system's CA certificates
   std::string cert_file;       // client certificate and key, for mutual TLS
   std::string key_file;
   std::string server_name;  // the name the server's certificate must carry, when not the dial host
   std::chrono::milliseconds timeout{5000};
-  bool json = false;  // print the response as JSON only
+  bool json = false;                  // print the response as JSON only
+  std::vector<std::string> warnings;  // flags accepted but without effect
 };
 
 struct help_requested {};

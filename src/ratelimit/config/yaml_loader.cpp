@@ -125,13 +125,23 @@ void count(const YAML::Node& node, expansion& walk) {
       core::cat("error loading config file: the rules nest deeper than ", max_depth, " levels")};
 }
 
+// yaml.v2's message for a key given twice in one mapping.
+[[noreturn]] void already_defined(const YAML::Node& key) {
+  throw config_error{core::cat("error loading config file: mapping key '", key.Scalar(),
+                               "' already defined at line ", key.Mark().line + 1)};
+}
+
 // Metadata holds any keys and values, but counts toward the bounds on aliasing and depth.
 void bound_metadata(const YAML::Node& node, expansion& walk) {
   count(node, walk);
   walk.path.push_back(&node);
   if (walk.path.size() > max_depth) too_deep(walk.path);
   if (node.IsMap()) {
-    for (const auto& kv : node) bound_metadata(kv.second, walk);
+    std::set<std::string> seen;
+    for (const auto& kv : node) {
+      if (kv.first.IsScalar() && !seen.insert(kv.first.Scalar()).second) already_defined(kv.first);
+      bound_metadata(kv.second, walk);
+    }
   } else if (node.IsSequence()) {
     for (const auto& element : node) bound_metadata(element, walk);
   }
@@ -153,10 +163,7 @@ void validate_keys(const YAML::Node& node, expansion& walk) {
             core::cat("config error, key is not of type string: ", k.IsScalar() ? k.Scalar() : "")};
       }
       const std::string& name = k.Scalar();
-      if (!seen.insert(name).second) {
-        throw config_error{core::cat("error loading config file: mapping key '", name,
-                                     "' already defined at line ", k.Mark().line + 1)};
-      }
+      if (!seen.insert(name).second) already_defined(k);
       if (std::ranges::find(allowed_keys, name) == allowed_keys.end()) {
         throw config_error{core::cat("config error, unknown key '", name, "'")};
       }

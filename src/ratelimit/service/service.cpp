@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include <google/protobuf/struct.pb.h>
+
 #include "core/strings.hpp"
 #include "ratelimit/limiter/cache_key.hpp"
 

@@ -281,4 +281,6 @@ TEST_CASE("bad metadata is refused naming the value") {
   CHECK(with("{1: x}") ==
         "test.yaml: error parsing metadata: metadata: key '1' is not a string (quote it to make it one)");
   CHECK(with("&a {x: *a}").find("anchor value contains itself") != std::string::npos);
+  CHECK(with("{a: {b: 1, b: 2}}") ==
+        "test.yaml: error loading config file: mapping key 'b' already defined at line 4");
 }

@@ -66,6 +66,7 @@ TEST_CASE("rate limit settings: values are read, bad ones name the variable") {
                                                         {"RUNTIME_WATCH_ROOT", "false"},
                                                         {"SHADOW_MODE", "1"},
                                                         {"LIMIT_RESET_HEADER", "X-Reset"},
+                                                        {"LIMIT_RESPONSE_HEADERS_ENABLED", "true"},
                                                         {"NEAR_LIMIT_RATIO", "0.5"},
                                                         {"CACHE_KEY_PREFIX", "p:"},
                                                         {"EXPIRATION_JITTER_MAX_SECONDS", "0"},
@@ -136,7 +137,9 @@ TEST_CASE("rate limit settings: quota mode, dynamic metadata and request headers
 
   auto bad = [](const char* name, const char* value) {
     return ratelimit::read_module_settings(
-        core::env_reader(std::map<std::string, std::string>{{name, value}}));
+        core::env_reader(std::map<std::string, std::string>{{name, value},
+                                                            {"LIMIT_RESPONSE_HEADERS_ENABLED", "true"},
+                                                            {"LIMIT_REQUEST_HEADERS_ENABLED", "true"}}));
   };
   CHECK_THROWS_WITH_AS(
       bad("LIMIT_REQUEST_REMAINING_HEADER", "X Remaining"),
@@ -146,4 +149,7 @@ TEST_CASE("rate limit settings: quota mode, dynamic metadata and request headers
   CHECK_THROWS_AS(bad("LIMIT_LIMIT_HEADER", "X-Limit:"), core::settings_error);
   CHECK_THROWS_AS(bad("LIMIT_RESET_HEADER", "Reset\xc3\xa9"), core::settings_error);
   CHECK_THROWS_AS(bad("QUOTA_MODE", "maybe"), core::settings_error);
+  // Unused names are not read, as upstream.
+  CHECK_NOTHROW(ratelimit::read_module_settings(
+      core::env_reader(std::map<std::string, std::string>{{"LIMIT_REQUEST_RESET_HEADER", "X Bad"}})));
 }

@@ -53,11 +53,15 @@ struct batch {
 };
 
 // Negative hits in one atomic step: nothing to give back to an absent key, never below 0, the TTL kept
-// (DECRBY does not touch it). Sent with EVAL: refunds are rare, and Redis caches the compiled script.
+// (DECRBY does not touch it). The numbers stay strings (canonical decimals, so the longer one is larger):
+// Lua's doubles round above 2^53, and Redis 7.2.0-7.2.4 hand some of them to DECRBY as "1e+08". Sent with
+// EVAL: refunds are rare, and Redis caches the compiled script.
 constexpr std::string_view refund_script =
-    "local v = tonumber(redis.call('GET', KEYS[1])) "
-    "if not v then return 0 end "
-    "return redis.call('DECRBY', KEYS[1], math.min(tonumber(ARGV[1]), v))";
+    "local c = redis.call('GET', KEYS[1]) "
+    "if not c then return 0 end "
+    "local a = ARGV[1] "
+    "if #a > #c or (#a == #c and a >= c) then a = c end "
+    "return redis.call('DECRBY', KEYS[1], a)";
 
 std::string_view to_text(char (&buf)[24], std::uint64_t v) {
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);

@@ -365,6 +365,9 @@ TEST_CASE("serialize: dynamic metadata as protojson writes a Struct") {
   fields["plain"].set_number_value(1e20);
   fields["tiny"].set_number_value(1e-7);
   fields["neg"].set_number_value(-3);
+  fields["p60"].set_number_value(1152921504606846976.0);  // 2^60: Go prints the shortest digits, zero-padded
+  fields["small"].set_number_value(-0.00125);
+  fields["zero"].set_number_value(0);
   auto* list = fields["list"].mutable_list_value();
   list->add_values()->set_bool_value(true);
   list->add_values()->set_null_value(google::protobuf::NULL_VALUE);
@@ -373,6 +376,7 @@ TEST_CASE("serialize: dynamic metadata as protojson writes a Struct") {
   const auto json = api::response_to_json(response);
   CHECK(json ==
         R"({"overallCode":"OK","dynamicMetadata":{"a":0.5,"b":1,"big":1e+21,"domain":"d\"q","empty":{},)"
-        R"("list":[true,null,{"k":"v"}],"neg":-3,"plain":100000000000000000000,"tiny":1e-7}})");
+        R"("list":[true,null,{"k":"v"}],"neg":-3,"p60":1152921504606847000,"plain":100000000000000000000,)"
+        R"("small":-0.00125,"tiny":1e-7,"zero":0}})");
   CHECK_NOTHROW(boost::json::parse(json));
 }
