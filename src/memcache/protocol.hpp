@@ -1,0 +1,73 @@
+#pragma once
+// The memcached text protocol without I/O, for the commands a rate limiter needs: encoding `get` (many keys),
+// `incr` and `add`, and decoding their replies from bytes. What memcached rejects (a key over 250 bytes, or
+// with a space or a control byte) is refused here, before anything is written, so no malformed command ever
+// reaches the wire. A `CLIENT_ERROR` or `SERVER_ERROR` reply is a value, not a protocol error.
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sluice::memcache {
+
+namespace limits {
+inline constexpr std::size_t max_key_length = 250;  // memcached's KEY_MAX_LENGTH
+// memcached's default item_size_max (-I 1m): a VALUE line announcing more is a corrupt stream.
+inline constexpr std::uint64_t max_value_length = 1024 * 1024;
+// A reply line longer than this without CRLF is malformed ("VALUE <250-byte key> <flags> <bytes>" fits), so
+// a garbage stream fails at once instead of being buffered while we wait for a CRLF.
+inline constexpr std::size_t max_line_length = 512;
+// memcached reads an exptime above 30 days as an absolute Unix time.
+inline constexpr std::uint32_t max_relative_exptime = 30 * 24 * 3600;
+}  // namespace limits
+
+// Why memcached would refuse `key`, or nothing when it is a valid key.
+std::optional<std::string> key_problem(std::string_view key);
+
+// The exptime to send for a lifetime of `ttl_seconds` from `now` (Unix seconds): relative up to 30 days, an
+// absolute time beyond (upstream sends the relative value, which memcached takes for a time in 1970: such
+// keys expire at once and MONTH/YEAR limits never count).
+std::uint32_t exptime_for(std::uint32_t ttl_seconds, std::int64_t now);
+
+// Appenders; the keys must have passed key_problem.
+void encode_get(std::string& out, std::span<const std::string_view> keys);
+void encode_incr(std::string& out, std::string_view key, std::uint64_t delta);
+void encode_add(std::string& out, std::string_view key, std::string_view value, std::uint32_t exptime);
+
+enum class reply_kind : std::uint8_t { values, incr, store };
+
+struct item {
+  std::string key;
+  std::uint32_t flags = 0;
+  std::string data;
+};
+
+struct reply {
+  enum class status : std::uint8_t {
+    values,        // get: `items` (possibly empty)
+    number,        // incr: the value after the increment
+    stored,        // add
+    not_stored,    // add: the key exists
+    not_found,     // incr: no such key
+    error,         // ERROR: an unknown command
+    client_error,  // CLIENT_ERROR <message>
+    server_error,  // SERVER_ERROR <message>
+  };
+  status result = status::values;
+  std::vector<item> items;
+  std::uint64_t number = 0;
+  std::string message;
+};
+
+enum class parse_status { complete, need_more, protocol_error };
+
+// Decodes the reply to one command of kind `kind` from the front of `data`. On complete, `consumed` is its
+// length and `out` holds it; on need_more nothing is consumed; on protocol_error, `error_message` says what
+// was wrong (the connection cannot be trusted after that).
+parse_status parse_reply(std::string_view data, reply_kind kind, std::size_t& consumed, reply& out,
+                         std::string& error_message);
+
+}  // namespace sluice::memcache
