@@ -29,21 +29,6 @@ Exit status: 0 OK, 1 OVER_LIMIT, 2 error.
 
 namespace {
 
-enum class kind { text, boolean };
-
-struct flag_spec {
-  std::string_view name;
-  kind type;
-};
-
-constexpr flag_spec specs[] = {{"dial_string", kind::text},      {"unix", kind::text},
-                               {"domain", kind::text},           {"descriptors", kind::text},
-                               {"hits_addend", kind::text},      {"negative_hits", kind::boolean},
-                               {"timeout", kind::text},          {"json", kind::boolean},
-                               {"grpc-use-tls", kind::boolean},  {"grpc-server-ca-file", kind::text},
-                               {"grpc-cert-file", kind::text},   {"grpc-key-file", kind::text},
-                               {"grpc-server-name", kind::text}, {"oltp-protocol", kind::text}};
-
 // upstream: each pair has exactly one '='; the value may be empty.
 std::optional<std::string> parse_descriptor(const std::string_view flag_value, client_options& out) {
   auto& descriptor = out.descriptors.emplace_back();
@@ -62,50 +47,52 @@ std::optional<std::string> parse_descriptor(const std::string_view flag_value, c
   }
 }
 
-std::optional<std::string> apply(std::string_view name, std::string_view value, client_options& o) {
-  if (name == "dial_string") {
-    o.dial_string = value;
-  } else if (name == "unix") {
-    o.unix_socket = value;
-  } else if (name == "domain") {
-    o.domain = value;
-  } else if (name == "descriptors") {
-    return parse_descriptor(value, o);
-  } else if (name == "hits_addend") {
-    std::uint64_t n = 0;
-    auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-    if (value.empty() || ec != std::errc{} || ptr != value.data() + value.size()) {
-      return core::cat("invalid value '", value,
-                       "' for -hits_addend: expected an integer from 0 to 18446744073709551615");
-    }
-    o.hits_addend = n;
-  } else if (name == "timeout") {
-    auto d = core::parse_go_duration(value);
-    if (!d || d->count() <= 0) {
-      return core::cat("invalid value '", value,
-                       "' for -timeout: expected a positive duration such as 500ms or 2s");
-    }
-    o.timeout = std::chrono::ceil<std::chrono::milliseconds>(*d);
-  } else if (name == "grpc-server-ca-file") {
-    o.server_ca_file = value;
-  } else if (name == "grpc-cert-file") {
-    o.cert_file = value;
-  } else if (name == "grpc-key-file") {
-    o.key_file = value;
-  } else if (name == "grpc-server-name") {
-    o.server_name = value;
-  } else if (name == "oltp-protocol") {
-    if (!value.empty()) o.warnings.push_back("-oltp-protocol is ignored: this client exports no traces");
+std::optional<std::string> parse_hits(std::string_view value, client_options& o) {
+  auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), o.hits_addend);
+  if (value.empty() || ec != std::errc{} || ptr != value.data() + value.size()) {
+    return core::cat("invalid value '", value,
+                     "' for -hits_addend: expected an integer from 0 to 18446744073709551615");
   }
   return std::nullopt;
 }
 
-std::optional<std::string> apply_bool(std::string_view name, bool value, client_options& o) {
-  if (name == "negative_hits") o.negative_hits = value;
-  if (name == "json") o.json = value;
-  if (name == "grpc-use-tls") o.use_tls = value;
+std::optional<std::string> parse_timeout(std::string_view value, client_options& o) {
+  auto d = core::parse_go_duration(value);
+  if (!d || d->count() <= 0) {
+    return core::cat("invalid value '", value,
+                     "' for -timeout: expected a positive duration such as 500ms or 2s");
+  }
+  o.timeout = std::chrono::ceil<std::chrono::milliseconds>(*d);
   return std::nullopt;
 }
+
+std::optional<std::string> ignore_tracing(std::string_view value, client_options& o) {
+  if (!value.empty()) o.warnings.push_back("-oltp-protocol is ignored: this client exports no traces");
+  return std::nullopt;
+}
+
+// Each flag and where its value goes: a string or a boolean of the options, or a parser of its own.
+struct flag_spec {
+  std::string_view name;
+  std::string client_options::*text = nullptr;
+  bool client_options::*boolean = nullptr;
+  std::optional<std::string> (*parse)(std::string_view value, client_options& o) = nullptr;
+};
+
+const flag_spec specs[] = {{"dial_string", &client_options::dial_string},
+                           {"unix", &client_options::unix_socket},
+                           {"domain", &client_options::domain},
+                           {"descriptors", nullptr, nullptr, parse_descriptor},
+                           {"hits_addend", nullptr, nullptr, parse_hits},
+                           {"negative_hits", nullptr, &client_options::negative_hits},
+                           {"timeout", nullptr, nullptr, parse_timeout},
+                           {"json", nullptr, &client_options::json},
+                           {"grpc-use-tls", nullptr, &client_options::use_tls},
+                           {"grpc-server-ca-file", &client_options::server_ca_file},
+                           {"grpc-cert-file", &client_options::cert_file},
+                           {"grpc-key-file", &client_options::key_file},
+                           {"grpc-server-name", &client_options::server_name},
+                           {"oltp-protocol", nullptr, nullptr, ignore_tracing}};
 
 }  // namespace
 
@@ -127,11 +114,11 @@ std::variant<client_options, help_requested, std::string> parse_client_flags(
       if (s.name == name) spec = &s;
     }
     if (spec == nullptr) return core::cat("flag provided but not defined: -", name);
-    if (spec->type == kind::boolean) {
+    if (spec->boolean != nullptr) {
       const auto value =
           eq == std::string_view::npos ? std::optional<bool>(true) : core::parse_go_bool(arg.substr(eq + 1));
       if (!value) return core::cat("invalid boolean value '", arg.substr(eq + 1), "' for -", name);
-      if (auto error = apply_bool(name, *value, o)) return *error;
+      o.*spec->boolean = *value;
       continue;
     }
     std::string_view value;
@@ -142,7 +129,11 @@ std::variant<client_options, help_requested, std::string> parse_client_flags(
     } else {
       return core::cat("flag needs an argument: -", name);
     }
-    if (auto error = apply(name, value, o)) return *error;
+    if (spec->text != nullptr) {
+      o.*spec->text = value;
+    } else if (auto error = spec->parse(value, o)) {
+      return *error;
+    }
   }
   if (o.cert_file.empty() != o.key_file.empty()) {
     return "-grpc-cert-file and -grpc-key-file go together (mutual TLS needs both)";

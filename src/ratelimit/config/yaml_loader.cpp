@@ -131,11 +131,25 @@ void count(const YAML::Node& node, expansion& walk) {
                                "' already defined at line ", key.Mark().line + 1)};
 }
 
+// One node deeper in a walk: counted, on the path and within max_depth until the end of the scope.
+class walk_level {
+ public:
+  walk_level(const YAML::Node& node, expansion& walk) : walk_(walk) {
+    count(node, walk);
+    walk.path.push_back(&node);
+    if (walk.path.size() > max_depth) too_deep(walk.path);
+  }
+  ~walk_level() { walk_.path.pop_back(); }
+  walk_level(const walk_level&) = delete;
+  walk_level& operator=(const walk_level&) = delete;
+
+ private:
+  expansion& walk_;
+};
+
 // Metadata holds any keys and values, but counts toward the bounds on aliasing and depth.
 void bound_metadata(const YAML::Node& node, expansion& walk) {
-  count(node, walk);
-  walk.path.push_back(&node);
-  if (walk.path.size() > max_depth) too_deep(walk.path);
+  const walk_level level(node, walk);
   if (node.IsMap()) {
     std::set<std::string> seen;
     for (const auto& kv : node) {
@@ -145,15 +159,12 @@ void bound_metadata(const YAML::Node& node, expansion& walk) {
   } else if (node.IsSequence()) {
     for (const auto& element : node) bound_metadata(element, walk);
   }
-  walk.path.pop_back();
 }
 
 // upstream's second pass: every map key is a known string, lists hold maps, scalars are strings, ints or
 // bools, within the bounds on aliasing and depth above.
 void validate_keys(const YAML::Node& node, expansion& walk) {
-  count(node, walk);
-  walk.path.push_back(&node);
-  if (walk.path.size() > max_depth) too_deep(walk.path);
+  const walk_level level(node, walk);
   if (node.IsMap()) {
     std::set<std::string> seen;
     for (const auto& kv : node) {
@@ -190,7 +201,6 @@ void validate_keys(const YAML::Node& node, expansion& walk) {
                     "' is not a string, an integer or a boolean (quote it to make it a string)")};
     }
   }
-  walk.path.pop_back();
 }
 
 std::string scalar_string(const YAML::Node& node, std::string_view field) {

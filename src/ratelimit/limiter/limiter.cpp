@@ -39,25 +39,22 @@ void limiter::prepare(work& w) {
     std::int64_t unit_seconds = config::unit_seconds(item.limit->unit);
     build_cache_key(item.cache_key, settings_.cache_key_prefix, w.domain, item.entries, item.shared_values,
                     window_start(w.now, unit_seconds));
+    // A refund goes to the store even for a key the local cache holds: it may bring the key back under.
+    if (item.negative) {
+      item.limit->stats.total_negative_hits->add(item.hits);
+    } else {
+      item.limit->stats.total_hits->add(item.hits);
+      if (local_cache_.contains(item.cache_key, w.now)) {
+        item.over_via_local_cache = true;
+        any_local_hit = true;
+        continue;
+      }
+    }
     std::uint32_t jitter =
         settings_.expiration_jitter_max_seconds > 0 ? jitter_(settings_.expiration_jitter_max_seconds) : 0;
-    if (item.negative) {
-      // A refund goes to the store even for a key the local cache holds: it may bring the key back under.
-      item.limit->stats.total_negative_hits->add(item.hits);
-      item.op = w.ops.size();
-      w.ops.push_back({item.cache_key, item.hits, static_cast<std::uint32_t>(unit_seconds) + jitter,
-                       item.limit->unit == config::unit::second, true});
-      continue;
-    }
-    item.limit->stats.total_hits->add(item.hits);
-    if (local_cache_.contains(item.cache_key, w.now)) {
-      item.over_via_local_cache = true;
-      any_local_hit = true;
-      continue;
-    }
     item.op = w.ops.size();
     w.ops.push_back({item.cache_key, item.hits, static_cast<std::uint32_t>(unit_seconds) + jitter,
-                     item.limit->unit == config::unit::second});
+                     item.limit->unit == config::unit::second, item.negative});
   }
   // STOP mode: a key already known to be over limit means no other key of this request is consumed.
   if (settings_.stop_cache_key_increment_when_overlimit && any_local_hit) {
