@@ -1,49 +1,19 @@
-#include <cstring>
-
 #include "redis/connection_impl.hpp"
 
 namespace sluice::redis {
 
-namespace {
-
-constexpr std::size_t read_chunk = 16 * 1024;
-
-void fail(const std::shared_ptr<pending_request>& request, error_code ec) {
-  if (!request->done) return;
-  auto done = std::move(request->done);
-  request->done = nullptr;
-  done(ec, {});
-}
-
-}  // namespace
-
 asio::awaitable<void> connection::impl::reader() {
-  // read_buffer keeps its size (growing only for a reply larger than it): resizing a std::string per read
-  // would zero-fill the whole read chunk every time. Bytes [read_begin, read_end) are received but not yet
-  // parsed.
-  std::size_t read_begin = 0, read_end = 0;
-  if (read_buffer.size() < read_chunk) read_buffer.resize(read_chunk);
+  received.clear();
   for (;;) {
-    if (read_begin == read_end) {
-      read_begin = read_end = 0;
-    } else if (read_buffer.size() - read_end < read_chunk / 4) {
-      // Little room left: move the partial reply to the front, and grow when it fills most of the buffer.
-      std::memmove(read_buffer.data(), read_buffer.data() + read_begin, read_end - read_begin);
-      read_end -= read_begin;
-      read_begin = 0;
-      if (read_buffer.size() - read_end < read_chunk / 4) read_buffer.resize(read_buffer.size() * 2);
-    }
-    auto [ec, n] =
-        co_await read_some(asio::buffer(read_buffer.data() + read_end, read_buffer.size() - read_end));
+    auto [ec, n] = co_await read_some(received.space());
     if (ec) {
       if (!stopping)
         set_error(core::cat("connection to Redis at ", current_address, " lost: ", ec.message()));
       co_return;
     }
-    read_end += n;
+    received.commit(n);
     error_code protocol;
-    read_begin +=
-        requests.on_read(std::string_view(read_buffer).substr(read_begin, read_end - read_begin), protocol);
+    received.consume(requests.on_read(received.data(), protocol));
     if (protocol) {
       closing_locally = true;
       set_error(core::cat("Redis at ", current_address, " sent something that is not RESP; reconnecting"));
@@ -73,27 +43,13 @@ asio::awaitable<void> connection::impl::writer() {
   }
 }
 
-// Fails requests that got no reply within the request timeout. All requests share the timeout, so the oldest
-// deadline is always at the front.
+// Fails requests that got no reply within the request timeout.
 asio::awaitable<void> connection::impl::expire_requests() {
-  while (!stopping) {
-    while (!deadlines.empty()) {
-      auto front = deadlines.front().first.lock();
-      if (front && front->done) break;
-      deadlines.pop_front();
-    }
-    deadline_timer.expires_at(deadlines.empty() ? clock_type::now() + std::chrono::hours(1)
-                                                : deadlines.front().second);
-    co_await deadline_timer.async_wait(use_tuple);
-    const auto now = clock_type::now();
-    while (!deadlines.empty() && deadlines.front().second <= now) {
-      auto request = deadlines.front().first.lock();
-      deadlines.pop_front();
-      if (!request || !request->done) continue;
-      if (!requests.cancel_unwritten(request.get(), error::request_timeout))
-        fail(request, error::request_timeout);
-    }
-  }
+  auto self = shared_from_this();
+  co_await deadlines.run(stopping, [this](const std::shared_ptr<pending_request>& request) {
+    if (!requests.cancel_unwritten(request.get(), error::request_timeout))
+      pipeline::finish(*request, error::request_timeout, {});
+  });
 }
 
 asio::awaitable<void> connection::impl::run() {
@@ -141,8 +97,8 @@ asio::awaitable<void> connection::impl::run() {
 }
 
 void connection::impl::exec(std::shared_ptr<pending_request> request) {
-  if (stopping) return fail(request, error::shutting_down);
-  if (!connected) return fail(request, error::not_connected);
+  if (stopping) return pipeline::finish(*request, error::shutting_down, {});
+  if (!connected) return pipeline::finish(*request, error::not_connected, {});
   if (config.sentinel) {
     // After a failover the old master answers writes with READONLY: drop it, the next connection asks the
     // sentinels again.
@@ -160,8 +116,7 @@ void connection::impl::exec(std::shared_ptr<pending_request> request) {
       inner(ec, std::move(replies));
     };
   }
-  deadlines.emplace_back(request, clock_type::now() + config.request_timeout);
-  if (deadlines.size() == 1) deadline_timer.cancel();
+  deadlines.add(request, config.request_timeout);
   requests.enqueue(std::move(request));
   wake_writer.cancel();
 }

@@ -15,17 +15,12 @@
 #include <string>
 #include <vector>
 
+#include "core/tls_client.hpp"
 #include "redis/pipeline.hpp"
 
 namespace sluice::redis {
 
-struct tls_config {
-  bool enabled = false;
-  std::string ca_file;    // empty: the system's default CAs
-  std::string cert_file;  // client certificate (mutual TLS), with key_file
-  std::string key_file;
-  bool skip_hostname_verification = false;
-};
+using tls_config = core::tls_client_config;
 
 // Redis behind sentinels: the address of the master is asked of them at every (re)connect.
 struct sentinel_config {

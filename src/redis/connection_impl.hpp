@@ -20,7 +20,10 @@
 #include <random>
 
 #include "core/log.hpp"
+#include "core/receive_buffer.hpp"
+#include "core/request_deadlines.hpp"
 #include "core/strings.hpp"
+#include "core/tls_client.hpp"
 #include "redis/connection.hpp"
 #include "redis/error.hpp"
 
@@ -35,8 +38,6 @@ inline constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 // Null without TLS; throws std::runtime_error naming the setting of a file that cannot be loaded.
 std::shared_ptr<asio::ssl::context> make_tls_context(const tls_config& tls);
-// "host" of "host:port" ("[::1]:6379" gives "::1").
-std::string host_of(const std::string& address);
 
 struct connection::impl : std::enable_shared_from_this<impl> {
   using tls_stream = asio::ssl::stream<asio::generic::stream_protocol::socket&>;
@@ -49,7 +50,8 @@ struct connection::impl : std::enable_shared_from_this<impl> {
         wake_writer(strand),
         window_timer(strand),
         backoff_timer(strand),
-        deadline_timer(strand) {}
+        deadline_timer(strand),
+        deadlines(deadline_timer) {}
 
   std::shared_ptr<asio::ssl::context> tls_context;  // null without TLS
   asio::strand<asio::any_io_executor> strand;
@@ -61,8 +63,8 @@ struct connection::impl : std::enable_shared_from_this<impl> {
   asio::steady_timer backoff_timer;
   asio::steady_timer deadline_timer;
   pipeline requests;
-  std::deque<std::pair<std::weak_ptr<pending_request>, clock_type::time_point>> deadlines;
-  std::string read_buffer;  // see reader(): its size is its capacity
+  core::request_deadlines<pending_request> deadlines;
+  core::receive_buffer received;
   std::atomic<bool> connected{false};
   std::atomic<bool> stopping{false};
   // upstream's pool stats cx_total and cx_local_close; `closing_locally` marks a close this side chose.

@@ -3,33 +3,10 @@
 namespace sluice::redis {
 
 std::shared_ptr<asio::ssl::context> make_tls_context(const tls_config& tls) {
-  if (!tls.enabled) return nullptr;
-  auto ctx = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_client);
-  auto load = [](std::string_view what, const std::string& file, auto&& action) {
-    error_code ec;
-    action(ec);
-    if (ec) throw std::runtime_error(core::cat("invalid file '", file, "' for ", what, ": ", ec.message()));
-  };
-  if (tls.ca_file.empty()) {
-    ctx->set_default_verify_paths();
-  } else {
-    load("REDIS_TLS_CACERT", tls.ca_file, [&](error_code& ec) { ctx->load_verify_file(tls.ca_file, ec); });
-  }
-  if (!tls.cert_file.empty() || !tls.key_file.empty()) {
-    load("REDIS_TLS_CLIENT_CERT", tls.cert_file,
-         [&](error_code& ec) { ctx->use_certificate_chain_file(tls.cert_file, ec); });
-    load("REDIS_TLS_CLIENT_KEY", tls.key_file,
-         [&](error_code& ec) { ctx->use_private_key_file(tls.key_file, asio::ssl::context::pem, ec); });
-  }
-  ctx->set_verify_mode(asio::ssl::verify_peer);
-  return ctx;
+  return core::make_tls_client_context(tls,
+                                       {"REDIS_TLS_CACERT", "REDIS_TLS_CLIENT_CERT", "REDIS_TLS_CLIENT_KEY"});
 }
 
-std::string host_of(const std::string& address) {
-  auto host = address.substr(0, address.rfind(':'));
-  if (host.size() > 1 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  return host;
-}
 asio::awaitable<error_code> connection::impl::connect_socket(const std::string& address, bool unix_socket,
                                                              asio::steady_timer& timer) {
   std::vector<asio::generic::stream_protocol::endpoint> endpoints;
@@ -39,8 +16,9 @@ asio::awaitable<error_code> connection::impl::connect_socket(const std::string& 
     auto colon = address.rfind(':');
     if (colon == std::string::npos) co_return asio::error::invalid_argument;
     asio::ip::tcp::resolver resolver(strand);
-    auto result = co_await (resolver.async_resolve(host_of(address), address.substr(colon + 1), use_tuple) ||
-                            timer.async_wait(use_tuple));
+    auto result =
+        co_await (resolver.async_resolve(core::host_of(address), address.substr(colon + 1), use_tuple) ||
+                  timer.async_wait(use_tuple));
     if (result.index() == 1) co_return error::connect_timeout;
     auto [ec, resolved] = std::get<0>(result);
     if (ec) co_return ec;
@@ -136,13 +114,7 @@ asio::awaitable<error_code> connection::impl::connect_once() {
 
 asio::awaitable<error_code> connection::impl::tls_handshake(asio::steady_timer& timer) {
   tls = std::make_unique<tls_stream>(socket, *tls_context);
-  const std::string host = host_of(current_address);
-  // SNI only for names: RFC 6066 does not allow IP addresses there.
-  error_code parse_error;
-  asio::ip::make_address(host, parse_error);
-  if (parse_error) SSL_set_tlsext_host_name(tls->native_handle(), host.c_str());
-  if (!config.tls.skip_hostname_verification)
-    tls->set_verify_callback(asio::ssl::host_name_verification(host));
+  core::prepare_tls_client(*tls, core::host_of(current_address), config.tls.skip_hostname_verification);
   auto result = co_await (tls->async_handshake(asio::ssl::stream_base::client, use_tuple) ||
                           timer.async_wait(use_tuple));
   if (result.index() == 1) co_return error::connect_timeout;

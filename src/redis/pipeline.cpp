@@ -7,28 +7,6 @@
 
 namespace sluice::redis {
 
-namespace {
-
-// Calls `done` at most once: it is taken out of the request first, so a re-entrant call cannot see it again.
-void finish(pending_request& request, boost::system::error_code ec, std::vector<value>&& replies) {
-  if (auto done = std::exchange(request.done, nullptr)) done(ec, std::move(replies));
-}
-
-// Callbacks run only once the pipeline is consistent again, since any of them may call back into it.
-void fail_each(const std::vector<std::shared_ptr<pending_request>>& requests, boost::system::error_code ec) {
-  for (const auto& request : requests) {
-    request->replies.clear();
-    finish(*request, ec, {});
-  }
-}
-
-}  // namespace
-
-void pipeline::enqueue(std::shared_ptr<pending_request> request) {
-  queue_.push_back(std::move(request));
-  ++unwritten_;
-}
-
 std::string_view pipeline::prepare_write(std::size_t max_requests) {
   // Called from a `done` below, it would overwrite the buffer being returned: the new requests go next time.
   if (completing_) return {};
@@ -79,49 +57,23 @@ std::size_t pipeline::on_read(std::string_view data, boost::system::error_code& 
       return pos;
     }
     pos += consumed;
-    const std::shared_ptr<pending_request> front = queue_.front();
-    if (front->replies.empty())
-      front->replies.reserve(front->expected_replies);  // one allocation per request
-    front->replies.push_back(std::move(scratch_));
-    if (front->replies.size() < front->expected_replies) continue;
-    // Popped before `done` runs: it may enqueue, cancel or fail requests.
-    queue_.pop_front();
-    --written_;
-    std::vector<value> replies = std::move(front->replies);
-    front->replies.clear();
-    // A request whose caller gave up (null `done`) drops its replies here.
-    finish(*front, {}, std::move(replies));
+    auto& front = *queue_.front();
+    if (front.replies.empty()) front.replies.reserve(front.expected_replies);  // one allocation per request
+    front.replies.push_back(std::move(scratch_));
+    // A request whose caller gave up (null `done`) drops its replies there.
+    if (front.replies.size() == front.expected_replies) complete_front();
   }
   return pos;
 }
 
 void pipeline::on_disconnect(boost::system::error_code ec) {
   scanner_.reset();
-  const auto last = queue_.begin() + static_cast<std::ptrdiff_t>(written_);
-  std::vector<std::shared_ptr<pending_request>> failed(queue_.begin(), last);
-  queue_.erase(queue_.begin(), last);
-  written_ = 0;
-  fail_each(failed, ec);
+  request_queue::on_disconnect(ec);
 }
 
 void pipeline::fail_all(boost::system::error_code ec) {
   scanner_.reset();
-  std::vector<std::shared_ptr<pending_request>> failed(queue_.begin(), queue_.end());
-  queue_.clear();
-  written_ = 0;
-  unwritten_ = 0;
-  fail_each(failed, ec);
-}
-
-bool pipeline::cancel_unwritten(const pending_request* request, boost::system::error_code ec) {
-  const auto it = std::find_if(queue_.begin() + static_cast<std::ptrdiff_t>(written_), queue_.end(),
-                               [request](const auto& r) { return r.get() == request; });
-  if (it == queue_.end()) return false;
-  const std::shared_ptr<pending_request> cancelled = std::move(*it);
-  queue_.erase(it);
-  --unwritten_;
-  finish(*cancelled, ec, {});
-  return true;
+  request_queue::fail_all(ec);
 }
 
 }  // namespace sluice::redis

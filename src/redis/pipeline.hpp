@@ -1,8 +1,9 @@
 #pragma once
-// The multiplexer of one connection, without I/O (Boost.Redis' model): requests queue up; everything queued
-// while a write is in flight leaves together in the next single write; replies are matched to requests in
-// FIFO order. When the connection drops, requests already written fail (their replies can never come) and
-// requests not yet written stay queued for the next connection.
+// The multiplexer of one connection, without I/O (Boost.Redis' model; the queue itself is
+// core::request_queue): requests queue up; everything queued while a write is in flight leaves together in
+// the next single write; replies are matched to requests in FIFO order. When the connection drops, requests
+// already written fail (their replies can never come) and requests not yet written stay queued for the next
+// connection.
 
 #include <boost/system/error_code.hpp>
 #include <cstddef>
@@ -13,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/request_queue.hpp"
 #include "redis/reply_scanner.hpp"
 #include "redis/resp.hpp"
 
@@ -28,12 +30,8 @@ struct pending_request {
   std::vector<value> replies;  // filled as replies arrive
 };
 
-class pipeline {
+class pipeline : public core::request_queue<pending_request> {
  public:
-  // Queues a request; it goes out with the next write.
-  void enqueue(std::shared_ptr<pending_request> request);
-  // True when some queued request has not been written yet.
-  bool has_unwritten() const { return unwritten_ > 0; }
   // Coalesces every unwritten request into one buffer (at most `max_requests` of them when non-zero) and
   // marks them written. The buffer stays valid until the next call. Requests expecting no reply complete
   // here; if one's `done` calls prepare_write, that call returns nothing and what it would have sent goes
@@ -43,24 +41,13 @@ class pipeline {
   // (the caller keeps the rest for the next call). On a protocol error, `ec` is set and the caller must drop
   // the connection (then call on_disconnect).
   std::size_t on_read(std::string_view data, boost::system::error_code& ec);
-  // The connection is gone: every written request fails with `ec`; unwritten ones stay queued.
+  // As request_queue's, and the reply being scanned is forgotten.
   void on_disconnect(boost::system::error_code ec);
-  // Fails every request, written or not (shutdown).
   void fail_all(boost::system::error_code ec);
-  // Removes a request that has not been written yet and fails it with `ec` (used by request timeouts); a
-  // written request cannot be withdrawn (its reply would be matched to the wrong request) and false is
-  // returned.
-  bool cancel_unwritten(const pending_request* request, boost::system::error_code ec);
-
-  std::size_t size() const { return queue_.size(); }
-  std::size_t written() const { return written_; }
   // What was wrong with the stream when on_read last reported a protocol error (for the log).
   const std::string& last_parse_error() const { return parse_error_; }
 
  private:
-  std::deque<std::shared_ptr<pending_request>> queue_;  // written ones first, then unwritten
-  std::size_t written_ = 0;                             // the first `written_` entries of queue_ were written
-  std::size_t unwritten_ = 0;                           // queue_.size() - written_
   std::string write_buffer_;
   reply_scanner scanner_;  // how far the reply at the front of the read buffer has been seen
   value scratch_;

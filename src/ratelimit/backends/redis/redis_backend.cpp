@@ -1,12 +1,11 @@
 #include "ratelimit/backends/redis/redis_backend.hpp"
 
-#include <atomic>
 #include <boost/container/small_vector.hpp>
 #include <charconv>
-#include <mutex>
 #include <optional>
 
 #include "core/strings.hpp"
+#include "ratelimit/limiter/pending_operations.hpp"
 #include "redis/error.hpp"
 
 namespace sluice::ratelimit::backends::redis {
@@ -19,36 +18,23 @@ namespace {
 // order, on any thread.
 struct batch {
   batch(limiter::completion& d, std::span<const limiter::counter_op> o, std::span<std::uint64_t> r, bool incr)
-      : done(d), ops(o), results(r), increment(incr) {}
+      : pending(d), ops(o), results(r), increment(incr) {}
 
   struct part {
     rd::store* store;
     boost::container::small_vector<std::size_t, 4> indexes;  // which ops it answers, in reply order
   };
 
-  limiter::completion& done;
+  limiter::pending_operations pending;
   std::span<const limiter::counter_op> ops;
   std::span<std::uint64_t> results;
   bool increment;
   boost::container::small_vector<part, 2> parts;
-  std::atomic<std::size_t> outstanding{0};
-  std::mutex mutex;
-  std::optional<std::string> error;
 
-  void fail(std::string message) {
-    std::lock_guard lock(mutex);
-    if (!error) error = std::move(message);
-  }
+  void fail(std::string message) { pending.fail(std::move(message)); }
   void on_replies(std::size_t which, boost::system::error_code ec, const std::vector<rd::value>& replies);
   void finish_one() {
-    if (outstanding.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-    if (error) {
-      limiter::backend_error e{std::move(*error)};
-      done.complete(&e);
-    } else {
-      done.complete(nullptr);
-    }
-    delete this;
+    if (pending.finish_one()) delete this;
   }
 };
 
@@ -148,7 +134,7 @@ void redis_backend::run(bool increment, std::span<const limiter::counter_op> ops
       state->finish_one();
     };
   }
-  state->outstanding = requests.size();
+  state->pending.add(requests.size());
   // Only now: a store may complete inline (nothing reachable), and the state must be fully built by then. The
   // routing keys are read before sending: the last completion deletes the state.
   boost::container::small_vector<std::pair<rd::store*, std::string_view>, 2> targets;

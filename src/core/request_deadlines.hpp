@@ -1,0 +1,57 @@
+#pragma once
+// Request timeouts of a pipelined client connection (Redis, memcached): every request shares one timeout, so
+// the oldest deadline is always at the front and one timer serves them all. `Request` has `done` (null once
+// answered or given up).
+
+#include <atomic>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <utility>
+
+namespace sluice::core {
+
+template <typename Request>
+class request_deadlines {
+ public:
+  using clock_type = std::chrono::steady_clock;
+
+  explicit request_deadlines(boost::asio::steady_timer& timer) : timer_(timer) {}
+
+  void add(const std::shared_ptr<Request>& request, std::chrono::milliseconds timeout) {
+    entries_.emplace_back(request, clock_type::now() + timeout);
+    if (entries_.size() == 1) timer_.cancel();  // run() waits for an hour when nothing is pending
+  }
+
+  // Until `stopping` is set (then cancel the timer): calls expire(request) for each request still unanswered
+  // at its deadline.
+  template <typename Expire>
+  boost::asio::awaitable<void> run(const std::atomic<bool>& stopping, Expire expire) {
+    while (!stopping) {
+      while (!entries_.empty()) {
+        auto front = entries_.front().first.lock();
+        if (front && front->done) break;
+        entries_.pop_front();
+      }
+      timer_.expires_at(entries_.empty() ? clock_type::now() + std::chrono::hours(1)
+                                         : entries_.front().second);
+      co_await timer_.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
+      const auto now = clock_type::now();
+      while (!entries_.empty() && entries_.front().second <= now) {
+        auto request = entries_.front().first.lock();
+        entries_.pop_front();
+        if (request && request->done) expire(request);
+      }
+    }
+  }
+
+ private:
+  boost::asio::steady_timer& timer_;
+  std::deque<std::pair<std::weak_ptr<Request>, clock_type::time_point>> entries_;
+};
+
+}  // namespace sluice::core

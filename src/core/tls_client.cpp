@@ -1,0 +1,48 @@
+#include "core/tls_client.hpp"
+
+#include <boost/asio/ip/address.hpp>
+#include <stdexcept>
+
+#include "core/strings.hpp"
+
+namespace sluice::core {
+
+namespace asio = boost::asio;
+
+std::shared_ptr<asio::ssl::context> make_tls_client_context(const tls_client_config& tls,
+                                                            const tls_client_setting_names& names) {
+  if (!tls.enabled) return nullptr;
+  auto ctx = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_client);
+  auto load = [](std::string_view what, const std::string& file, auto&& action) {
+    boost::system::error_code ec;
+    action(ec);
+    if (ec) throw std::runtime_error(cat("invalid file '", file, "' for ", what, ": ", ec.message()));
+  };
+  if (tls.ca_file.empty()) {
+    ctx->set_default_verify_paths();
+  } else {
+    load(names.ca_file, tls.ca_file, [&](auto& ec) { ctx->load_verify_file(tls.ca_file, ec); });
+  }
+  if (!tls.cert_file.empty() || !tls.key_file.empty()) {
+    load(names.cert_file, tls.cert_file,
+         [&](auto& ec) { ctx->use_certificate_chain_file(tls.cert_file, ec); });
+    load(names.key_file, tls.key_file,
+         [&](auto& ec) { ctx->use_private_key_file(tls.key_file, asio::ssl::context::pem, ec); });
+  }
+  ctx->set_verify_mode(asio::ssl::verify_peer);
+  return ctx;
+}
+
+std::string host_of(const std::string& address) {
+  auto host = address.substr(0, address.rfind(':'));
+  if (host.size() > 1 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  return host;
+}
+
+bool is_ip_address(const std::string& host) {
+  boost::system::error_code ec;
+  asio::ip::make_address(host, ec);
+  return !ec;
+}
+
+}  // namespace sluice::core
