@@ -388,15 +388,20 @@ class UnixSocket(unittest.TestCase):
         harness.avoid_window_edge('HOUR', 5)
         errors = []
 
-        def client(n):
+        # The channels are made and closed on this thread: grpcio (Debian's 1.51) once aborted the whole test
+        # process while four threads made and closed channels at the same time (a TSan CI run).
+        channels = [new_channel('unix:' + path) for _ in range(4)]
+        for ch in channels:
+            self.addCleanup(ch.close)
+
+        def client(ch):
             try:
-                with new_channel('unix:' + path) as ch:
-                    for _ in range(25):
-                        rls_call(ch, decision('uds'))
+                for _ in range(25):
+                    rls_call(ch, decision('uds'))
             except Exception as e:  # noqa: BLE001 - reported below
                 errors.append(repr(e))
 
-        threads = [threading.Thread(target=client, args=(n,)) for n in range(4)]
+        threads = [threading.Thread(target=client, args=(ch,)) for ch in channels]
         for t in threads:
             t.start()
         for t in threads:
