@@ -6,6 +6,8 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "core/log.hpp"
+#include "core/strings.hpp"
+#include "memcache/srv_lookup.hpp"
 #include "redis/cluster.hpp"
 #include "redis/pool.hpp"
 
@@ -103,6 +105,94 @@ void start_redis(backend_holder& b, const ratelimit::redis_settings& settings, c
   }
 }
 
+// The nodes at start: MEMCACHE_HOST_PORT, or what MEMCACHE_SRV names now (upstream panics when it cannot).
+std::vector<std::string> initial_memcache_servers(const ratelimit::memcache_settings& s) {
+  if (s.srv.empty()) return s.host_port;
+  auto found = memcache::lookup_srv(s.srv, s.srv_dns_server);
+  if (!found) throw core::settings_error(core::cat("Unable to fetch servers from SRV: ", found.error()));
+  return *found;
+}
+
+// MEMCACHE_SRV_REFRESH: looks the record up again on the control thread; a new list goes to every worker's
+// client, a failed lookup keeps the last list.
+asio::awaitable<void> srv_refresh_loop(backend_holder& b, ratelimit::memcache_settings s,
+                                       std::vector<std::string> current, core::worker_pool& workers) {
+  for (;;) {
+    b.timer->expires_after(s.srv_refresh);
+    auto [ec] = co_await b.timer->async_wait(asio::as_tuple(asio::use_awaitable));
+    if (ec || b.stopped) co_return;
+    auto found = memcache::lookup_srv(s.srv, s.srv_dns_server);
+    if (!found) {
+      core::log_error("Unable to refresh memcached servers from SRV, keeping the last ", current.size(), ": ",
+                      found.error());
+      continue;
+    }
+    if (*found == current) continue;
+    current = *found;
+    core::log_warn("memcached servers from SRV ", s.srv, ": ", core::join(current, ","));
+    for (unsigned i = 0; i < workers.size(); ++i) {
+      asio::post(workers.context(i),
+                 [client = b.memcache[i].client.get(), list = current] { client->set_servers(list); });
+    }
+  }
+}
+
+void start_memcache(backend_holder& b, const ratelimit::memcache_settings& settings,
+                    core::worker_pool& workers, asio::io_context& control, const core::clock& clock) {
+  memcache::client_config config;
+  config.servers = initial_memcache_servers(settings);
+  config.connection.tls = core::make_tls_client_context(
+      settings.tls, {"MEMCACHE_TLS_CACERT", "MEMCACHE_TLS_CLIENT_CERT", "MEMCACHE_TLS_CLIENT_KEY"});
+  config.connection.skip_hostname_verification = settings.tls.skip_hostname_verification;
+  core::log_info("connecting to memcached on ", core::join(config.servers, ","), " with ",
+                 settings.max_idle_conns, " connections per node shared by ", workers.size(), " workers");
+  for (unsigned i = 0; i < workers.size(); ++i) {
+    auto c = config;
+    c.connections_per_node = share_of(settings.max_idle_conns, i, workers.size());
+    auto& w = b.memcache.emplace_back();
+    w.client = std::make_unique<memcache::client>(workers.context(i).get_executor(), std::move(c));
+    w.backend = std::make_unique<ratelimit::backends::memcache::memcache_backend>(*w.client, clock);
+    w.client->start();
+  }
+  if (!settings.srv.empty() && settings.srv_refresh.count() > 0) {
+    b.timer = std::make_unique<asio::steady_timer>(control);
+    asio::co_spawn(control, srv_refresh_loop(b, settings, config.servers, workers), asio::detached);
+  }
+}
+
+// upstream's ratelimit.memcache.* counters, summed over the workers.
+void add_memcache_stats(stats::store& stats, const backend_holder& b) {
+  using counts = ratelimit::backends::memcache::memcache_counts;
+  struct stat {
+    std::atomic<std::uint64_t> counts::*field;
+    stats::counter* counter;
+    std::uint64_t last = 0;
+  };
+  std::vector<stat> list;
+  for (auto [field, name] :
+       std::initializer_list<std::pair<std::atomic<std::uint64_t> counts::*, const char*>>{
+           {&counts::multiget_success, "multiget.__code=success"},
+           {&counts::multiget_error, "multiget.__code=error"},
+           {&counts::increment_success, "increment.__code=success"},
+           {&counts::increment_miss, "increment.__code=miss"},
+           {&counts::increment_error, "increment.__code=error"},
+           {&counts::add_success, "add.__code=success"},
+           {&counts::add_error, "add.__code=error"},
+           {&counts::add_not_stored, "add.__code=not_stored"},
+           {&counts::keys_requested, "keys_requested"},
+           {&counts::keys_found, "keys_found"}}) {
+    list.push_back({field, &stats.get_counter(std::string("ratelimit.memcache.") + name)});
+  }
+  stats.add_generator([&b, list = std::move(list)]() mutable {
+    for (auto& s : list) {
+      std::uint64_t now = 0;
+      for (const auto& w : b.memcache) now += (w.backend->counts().*s.field).load(std::memory_order_relaxed);
+      if (now > s.last) s.counter->add(now - s.last);
+      s.last = now;
+    }
+  });
+}
+
 }  // namespace
 
 bool backend_holder::redis_up() const {
@@ -136,6 +226,7 @@ void backend_holder::stop() {
     w.main->stop();
     if (w.per_second) w.per_second->stop();
   }
+  for (auto& w : memcache) w.client->stop();
 }
 
 void start_backend(backend_holder& b, const ratelimit::module_settings& settings, core::worker_pool& workers,
@@ -146,6 +237,13 @@ void start_backend(backend_holder& b, const ratelimit::module_settings& settings
         std::make_unique<ratelimit::backends::memory::memory_backend>(clock, settings.memory_max_counters);
     b.timer = std::make_unique<asio::steady_timer>(control);
     asio::co_spawn(control, sweep_loop(*b.memory, *b.timer, b.stopped), asio::detached);
+    return;
+  }
+  if (settings.backend_type == "memcache") {
+    // No health component: a node that is down fails only the decisions whose keys it holds (upstream meant
+    // the same, but its health never turns healthy with this backend).
+    start_memcache(b, settings.memcache, workers, control, clock);
+    add_memcache_stats(stats, b);
     return;
   }
   start_redis(b, settings.redis, workers, control, health, std::move(give_up));

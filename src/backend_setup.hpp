@@ -13,6 +13,8 @@
 #include "core/clock.hpp"
 #include "core/health.hpp"
 #include "core/workers.hpp"
+#include "memcache/client.hpp"
+#include "ratelimit/backends/memcache/memcache_backend.hpp"
 #include "ratelimit/backends/memory/memory_backend.hpp"
 #include "ratelimit/backends/redis/redis_backend.hpp"
 #include "ratelimit/settings.hpp"
@@ -28,15 +30,24 @@ struct worker_redis {
   std::unique_ptr<ratelimit::backends::redis::redis_backend> backend;
 };
 
+// One worker's memcached client and the backend over it.
+struct worker_memcache {
+  std::unique_ptr<memcache::client> client;
+  std::unique_ptr<ratelimit::backends::memcache::memcache_backend> backend;
+};
+
 // The counter store chosen by BACKEND_TYPE, with what it needs kept alive.
 struct backend_holder {
   std::unique_ptr<ratelimit::backends::memory::memory_backend> memory;
-  std::vector<worker_redis> redis;                   // one per worker
-  std::unique_ptr<boost::asio::steady_timer> timer;  // memory: the sweep; redis: the start-up deadline
-  bool stopped = false;                              // set by stop(), on the control thread
+  std::vector<worker_redis> redis;        // one per worker
+  std::vector<worker_memcache> memcache;  // one per worker
+  // memory: the sweep; redis: the start-up deadline; memcache: the SRV refresh
+  std::unique_ptr<boost::asio::steady_timer> timer;
+  bool stopped = false;  // set by stop(), on the control thread
 
   ratelimit::limiter::backend& get(unsigned worker) {
     if (memory) return *memory;
+    if (!memcache.empty()) return *memcache[worker].backend;
     return *redis[worker].backend;
   }
   // Every worker's main store (and per-second store, if any) is up.
@@ -47,8 +58,9 @@ struct backend_holder {
   void stop();
 };
 
-// Starts the backend: Redis connections on the workers' io_contexts, timers on `control`. With Redis,
-// `give_up` is called when no connection is made within REDIS_STARTUP_MAX_ELAPSED_TIME.
+// Starts the backend: Redis or memcached connections on the workers' io_contexts, timers on `control`. With
+// Redis, `give_up` is called when no connection is made within REDIS_STARTUP_MAX_ELAPSED_TIME. Throws
+// core::settings_error when MEMCACHE_SRV cannot be resolved at start.
 void start_backend(backend_holder& b, const ratelimit::module_settings& settings, core::worker_pool& workers,
                    boost::asio::io_context& control, const core::clock& clock, core::health& health,
                    stats::store& stats, std::function<void()> give_up);

@@ -53,6 +53,19 @@ std::string host_port(std::string_view host, const Port& port) {
   return host.find(':') == std::string_view::npos ? cat(host, ":", port) : cat("[", host, "]:", port);
 }
 
+// The parts with `separator` between them: join({"a", "b"}, ",") == "a,b".
+template <typename Range>
+std::string join(const Range& parts, std::string_view separator) {
+  std::string out;
+  bool first = true;
+  for (const auto& part : parts) {
+    if (!first) out.append(separator);
+    out.append(part);
+    first = false;
+  }
+  return out;
+}
+
 // Parses a whole decimal unsigned integer; false on any stray character or overflow.
 template <std::unsigned_integral T>
 bool parse_unsigned(std::string_view s, T& out) {

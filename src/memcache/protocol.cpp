@@ -129,12 +129,22 @@ void encode_get(std::string& out, std::span<const std::string_view> keys) {
   out += "\r\n";
 }
 
-void encode_incr(std::string& out, std::string_view key, std::uint64_t delta) {
-  out += "incr ";
+namespace {
+void encode_arith(std::string& out, std::string_view command, std::string_view key, std::uint64_t delta) {
+  out += command;
   out += key;
   out += ' ';
   append_number(out, delta);
   out += "\r\n";
+}
+}  // namespace
+
+void encode_incr(std::string& out, std::string_view key, std::uint64_t delta) {
+  encode_arith(out, "incr ", key, delta);
+}
+
+void encode_decr(std::string& out, std::string_view key, std::uint64_t delta) {
+  encode_arith(out, "decr ", key, delta);
 }
 
 void encode_add(std::string& out, std::string_view key, std::string_view value, std::uint32_t exptime) {

@@ -1,8 +1,8 @@
 #pragma once
 // The memcached text protocol without I/O, for the commands a rate limiter needs: encoding `get` (many keys),
-// `incr` and `add`, and decoding their replies from bytes. What memcached rejects (a key over 250 bytes, or
-// with a space or a control byte) is refused here, before anything is written, so no malformed command ever
-// reaches the wire. A `CLIENT_ERROR` or `SERVER_ERROR` reply is a value, not a protocol error.
+// `incr`, `decr` and `add`, and decoding their replies from bytes. What memcached rejects (a key over 250
+// bytes, or with a space or a control byte) is refused here, before anything is written, so no malformed
+// command ever reaches the wire. A `CLIENT_ERROR` or `SERVER_ERROR` reply is a value, not a protocol error.
 
 #include <cstdint>
 #include <optional>
@@ -35,6 +35,8 @@ std::uint32_t exptime_for(std::uint32_t ttl_seconds, std::int64_t now);
 // Appenders; the keys must have passed key_problem.
 void encode_get(std::string& out, std::span<const std::string_view> keys);
 void encode_incr(std::string& out, std::string_view key, std::uint64_t delta);
+// memcached's decr stops at 0 and keeps the item's exptime: negative hits. Its reply is incr's.
+void encode_decr(std::string& out, std::string_view key, std::uint64_t delta);
 void encode_add(std::string& out, std::string_view key, std::string_view value, std::uint32_t exptime);
 
 enum class reply_kind : std::uint8_t { values, incr, store };

@@ -1,6 +1,7 @@
 #include "ratelimit/settings.hpp"
 
 #include "core/strings.hpp"
+#include "memcache/srv_lookup.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -113,6 +114,36 @@ std::string masked(std::string_view urls) {
   return out;
 }
 
+// "host:port" with a non-empty host and a port number.
+bool is_host_port(std::string_view text) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 == text.size()) return false;
+  return std::ranges::all_of(text.substr(colon + 1), [](unsigned char c) { return std::isdigit(c) != 0; });
+}
+
+// The client TLS files of `prefix`: set together (certificate and key) and existing.
+core::tls_client_config read_tls_files(const core::env_reader& env, const std::string& prefix, bool enabled) {
+  core::tls_client_config tls;
+  tls.enabled = enabled;
+  tls.ca_file = env.get_string(prefix + "CACERT", "");
+  tls.cert_file = env.get_string(prefix + "CLIENT_CERT", "");
+  tls.key_file = env.get_string(prefix + "CLIENT_KEY", "");
+  tls.skip_hostname_verification = env.get_bool(prefix + "SKIP_HOSTNAME_VERIFICATION", false);
+  if (!enabled) return tls;
+  if (tls.cert_file.empty() != tls.key_file.empty()) {
+    throw core::settings_error(
+        core::cat(prefix, "CLIENT_CERT and ", prefix, "CLIENT_KEY must be set together"));
+  }
+  for (auto [name, file] :
+       {std::pair{"CACERT", &tls.ca_file}, {"CLIENT_CERT", &tls.cert_file}, {"CLIENT_KEY", &tls.key_file}}) {
+    if (!file->empty() && !std::filesystem::is_regular_file(*file)) {
+      throw core::settings_error(
+          core::cat("invalid value '", *file, "' for ", prefix, name, ": no such file"));
+    }
+  }
+  return tls;
+}
+
 // REDIS_<...> or REDIS_PERSECOND_<...>: upstream's names and defaults (reference §1.7).
 redis_store_settings read_redis_store(const core::env_reader& env, const std::string& prefix,
                                       std::string_view default_url) {
@@ -164,26 +195,9 @@ redis_store_settings read_redis_store(const core::env_reader& env, const std::st
   // REDIS_AUTH wins over credentials in the URL.
   split_auth(env.get_string(prefix + "AUTH", url_auth), c.username, c.password);
   // The TLS files are shared by both stores, as upstream's REDIS_TLS_* are.
-  auto& tls = c.tls;
-  tls.enabled = env.get_bool(prefix + "TLS", url_tls);
-  tls.ca_file = env.get_string("REDIS_TLS_CACERT", "");
-  tls.cert_file = env.get_string("REDIS_TLS_CLIENT_CERT", "");
-  tls.key_file = env.get_string("REDIS_TLS_CLIENT_KEY", "");
-  tls.skip_hostname_verification = env.get_bool("REDIS_TLS_SKIP_HOSTNAME_VERIFICATION", false);
-  if (tls.enabled) {
-    if (c.unix_socket) {
-      throw core::settings_error(core::cat(prefix, "TLS=true needs ", prefix, "SOCKET_TYPE=tcp"));
-    }
-    if (tls.cert_file.empty() != tls.key_file.empty()) {
-      throw core::settings_error("REDIS_TLS_CLIENT_CERT and REDIS_TLS_CLIENT_KEY must be set together");
-    }
-    for (auto [name, file] : {std::pair{"REDIS_TLS_CACERT", &tls.ca_file},
-                              {"REDIS_TLS_CLIENT_CERT", &tls.cert_file},
-                              {"REDIS_TLS_CLIENT_KEY", &tls.key_file}}) {
-      if (!file->empty() && !std::filesystem::is_regular_file(*file)) {
-        throw core::settings_error(core::cat("invalid value '", *file, "' for ", name, ": no such file"));
-      }
-    }
+  c.tls = read_tls_files(env, "REDIS_TLS_", env.get_bool(prefix + "TLS", url_tls));
+  if (c.tls.enabled && c.unix_socket) {
+    throw core::settings_error(core::cat(prefix, "TLS=true needs ", prefix, "SOCKET_TYPE=tcp"));
   }
   c.write_window = std::chrono::duration_cast<std::chrono::microseconds>(
       env.get_duration(prefix + "PIPELINE_WINDOW", std::chrono::nanoseconds{0}));
@@ -223,6 +237,39 @@ redis_settings read_redis(const core::env_reader& env) {
   return r;
 }
 
+memcache_settings read_memcache(const core::env_reader& env) {
+  memcache_settings m;
+  const auto host_port = env.get_string("MEMCACHE_HOST_PORT", "");
+  m.host_port = split_list(host_port);
+  m.srv = env.get_string("MEMCACHE_SRV", "");
+  if (!m.srv.empty() && !m.host_port.empty()) {
+    throw core::settings_error("Both MEMCACHE_HOST_PORT and MEMCACHE_SRV are set");
+  }
+  if (m.srv.empty() && m.host_port.empty()) {
+    throw core::settings_error(
+        "BACKEND_TYPE=memcache needs MEMCACHE_HOST_PORT (host:port,...) or MEMCACHE_SRV (an SRV record "
+        "name)");
+  }
+  for (const auto& node : m.host_port) {
+    if (!is_host_port(node)) {
+      throw core::settings_error(
+          core::cat("invalid value '", host_port, "' for MEMCACHE_HOST_PORT: '", node, "' is not host:port"));
+    }
+  }
+  m.srv_refresh = to_ms(env.get_duration("MEMCACHE_SRV_REFRESH", std::chrono::nanoseconds{0}));
+  m.srv_dns_server = env.get_string("MEMCACHE_SRV_DNS_SERVER", "");
+  if (!m.srv_dns_server.empty() && !memcache::valid_dns_server(m.srv_dns_server)) {
+    throw core::settings_error(
+        core::cat("invalid value '", m.srv_dns_server,
+                  "' for MEMCACHE_SRV_DNS_SERVER: expected an IPv4 address, with a port or not"));
+  }
+  // gomemcache takes 0 for its default, 2.
+  m.max_idle_conns = env.get_uint("MEMCACHE_MAX_IDLE_CONNS", 2, 0, 1024);
+  if (m.max_idle_conns == 0) m.max_idle_conns = 2;
+  m.tls = read_tls_files(env, "MEMCACHE_TLS_", env.get_bool("MEMCACHE_TLS", false));
+  return m;
+}
+
 }  // namespace
 
 module_settings read_module_settings(const core::env_reader& env) {
@@ -235,11 +282,8 @@ module_settings read_module_settings(const core::env_reader& env) {
   s.backend_type = env.get_choice("BACKEND_TYPE", "redis", {"redis", "memcache", "memory"}, false);
   s.force_start_without_initial_config = env.get_bool("FORCE_START_WITHOUT_INITIAL_CONFIG", false);
   s.memory_max_counters = env.get_uint("MEMORY_MAX_COUNTERS", s.memory_max_counters, 1024, 1'000'000'000);
-  if (s.backend_type == "memcache") {
-    throw core::settings_error(
-        "BACKEND_TYPE=memcache: the Memcached backend is not available in this build yet");
-  }
   if (s.backend_type == "redis") s.redis = read_redis(env);
+  if (s.backend_type == "memcache") s.memcache = read_memcache(env);
 
   auto& layout = s.rules.layout;
   layout.root = env.get_string("RUNTIME_ROOT", layout.root);

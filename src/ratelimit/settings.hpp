@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/env.hpp"
+#include "core/tls_client.hpp"
 #include "ratelimit/limiter/limiter.hpp"
 #include "ratelimit/service/rules_source.hpp"
 #include "ratelimit/service/service.hpp"
@@ -30,11 +31,22 @@ struct redis_settings {
   std::chrono::milliseconds startup_max_elapsed{0};  // REDIS_STARTUP_MAX_ELAPSED_TIME: 0 = wait forever
 };
 
+// BACKEND_TYPE=memcache (MEMCACHE_*).
+struct memcache_settings {
+  std::vector<std::string> host_port;        // MEMCACHE_HOST_PORT, in order
+  std::string srv;                           // MEMCACHE_SRV: the nodes are its targets
+  std::chrono::milliseconds srv_refresh{0};  // MEMCACHE_SRV_REFRESH: 0 = resolve once
+  std::string srv_dns_server;                // MEMCACHE_SRV_DNS_SERVER: "" = /etc/resolv.conf
+  std::size_t max_idle_conns = 2;            // MEMCACHE_MAX_IDLE_CONNS: connections per node
+  core::tls_client_config tls;               // MEMCACHE_TLS*
+};
+
 struct module_settings {
   std::string backend_type = "redis";               // BACKEND_TYPE: redis | memcache | memory
   bool force_start_without_initial_config = false;  // FORCE_START_WITHOUT_INITIAL_CONFIG
   std::size_t memory_max_counters = 2'000'000;      // MEMORY_MAX_COUNTERS
   redis_settings redis;                             // read only when backend_type is redis
+  memcache_settings memcache;                       // read only when backend_type is memcache
   service::rules_source_settings rules;
   service::settings service;
   limiter::settings limiter;

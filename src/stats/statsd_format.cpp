@@ -29,17 +29,19 @@ const statsd_format::head& statsd_format::render(const std::string& name) {
   if (!dogstatsd_) {
     h.name = statsd_tagged_name(name, extra_tags_);
   } else {
+    auto [base, own] = split_own_tags(name);
     std::vector<std::string> tags;
+    for (const auto& [key, value] : own) tags.push_back(core::cat(key, ":", value));
     if (takes_extra_tags(name)) {
       for (const auto& [key, value] : extra_tags_) {
         if (!key.empty() && !value.empty()) tags.push_back(core::cat(key, ":", sanitize_tag_value(value)));
       }
     }
-    if (auto m = mogrifiers_.apply(name)) {
+    if (auto m = mogrifiers_.apply(base)) {
       h.name = std::move(m->name);
       tags.insert(tags.end(), m->tags.begin(), m->tags.end());
     } else {
-      h.name = name;
+      h.name = std::move(base);
     }
     for (const auto& t : tags) h.tags += core::cat(h.tags.empty() ? "|#" : ",", t);
     break_no_lines(h.tags);

@@ -18,8 +18,12 @@ bool takes_extra_tags(std::string_view name);
 // gostats' ReplaceChars: '.', ':' and '|' would split the name or break the line format.
 std::string sanitize_tag_value(std::string_view value);
 
-// name + ".__k=v" for each tag (tags sorted by key, as sink_settings keeps them), when
-// takes_extra_tags(name).
-std::string statsd_tagged_name(std::string_view name, const tag_list& tags);
+// A stat's own tags are written into its registered name the way gostats serializes them
+// ("ratelimit.memcache.multiget.__code=success"): the name without them, and the tags.
+std::pair<std::string, tag_list> split_own_tags(std::string_view name);
+
+// The statsd name: the stat's own tags and, when takes_extra_tags(name), the extra ones, all as ".__k=v" in
+// key order (gostats sorts them together).
+std::string statsd_tagged_name(std::string_view name, const tag_list& extra_tags);
 
 }  // namespace sluice::stats

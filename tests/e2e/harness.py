@@ -13,6 +13,7 @@ Environment:
 
 import atexit
 import ctypes
+import faulthandler
 import json
 import os
 import re
@@ -83,6 +84,9 @@ def _kill_all():
 
 
 atexit.register(_kill_all)
+
+# A crash inside a C extension (grpcio) then prints every thread's Python stack instead of dying silently.
+faulthandler.enable()
 
 if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
     # meson's test timeout (and CI cancellation) sends SIGTERM: run the atexit handlers on the way out.
@@ -929,9 +933,10 @@ class TlsCerts:
         return False
 
 
-class _RedisProcess:
-    """What a redis-server and a sentinel under test share: a temporary directory with the log (`log_name`), the
-    harness' own connection (`_client`), and being killed and cleaned up whatever happens."""
+class ServerProcess:
+    """What the servers the tests start (redis-server, sentinels, memcached, dnsmasq) share: a temporary directory
+    (`tmp`) with the log (`log_name`, written through `_log`), the process (`proc`), the harness' own connection
+    (`_client`, or None), and being killed and cleaned up whatever happens."""
 
     log_name = 'redis.log'
 
@@ -978,7 +983,7 @@ class _RedisProcess:
             return ''
 
 
-class RedisServer(_RedisProcess):
+class RedisServer(ServerProcess):
     """A redis-server of its own on 127.0.0.1 (a free port unless `port` is given), without persistence.
 
     unix=True:        also listens on a unix socket (`unix_path`, permissions 700).
@@ -1342,7 +1347,7 @@ def main():
 REDIS_SENTINEL = os.environ.get('SLUICE_REDIS_SENTINEL') or shutil.which('redis-sentinel')
 
 
-class RedisSentinel(_RedisProcess):
+class RedisSentinel(ServerProcess):
     """One sentinel (`redis-sentinel <conf>`, or `redis-server <conf> --sentinel` when Debian's redis-sentinel is
     not installed) on 127.0.0.1:`port`, with its config file in a temporary directory (the sentinel rewrites it).
     `config` is the text written after port/bind/dir. Killed when the tests end whatever happens."""

@@ -1,7 +1,8 @@
 // libFuzzer: bytes from memcached. The first byte picks the command the reply answers (get, incr or add), the
 // rest is the reply stream. Checks: no crash; a complete reply consumed something and no more than it had;
 // the same bytes cut just before its end need more; a reply's items or number written back in memcached's own
-// form parse to the same values; and the key checker never passes a key the protocol could not carry.
+// form parse to the same values; the key checker never passes a key the protocol could not carry; and a
+// pipeline fed the stream whole and byte by byte completes the same requests with the same replies.
 //
 // Build and run: scripts/fuzz memcache_protocol [seconds]
 
@@ -11,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "memcache/pipeline.hpp"
 #include "memcache/protocol.hpp"
 
 namespace {
@@ -33,6 +35,33 @@ std::string written_back(const mc::reply& r, mc::reply_kind kind) {
   return std::to_string(r.number) + "\r\n";
 }
 
+// Three requests (the kinds in turn from `first`) on a pipeline fed `bytes` in pieces of `piece` bytes. -> a
+// description of what completed, and how the stream ended.
+std::string run_pipeline(std::string_view bytes, mc::reply_kind first, std::size_t piece) {
+  mc::pipeline p;
+  std::string log;
+  for (int i = 0; i < 3; ++i) {
+    auto r = std::make_shared<mc::pending_request>();
+    r->payload = "x\r\n";
+    r->expected = {static_cast<mc::reply_kind>((static_cast<int>(first) + i) % 3)};
+    r->done = [&log, i, kind = r->expected[0]](boost::system::error_code ec,
+                                               std::vector<mc::reply>&& replies) {
+      log += std::to_string(i) + (ec ? ":failed " : ":done ");
+      for (const auto& reply : replies) log += written_back(reply, kind) + reply.message + "|";
+    };
+    p.enqueue(std::move(r));
+  }
+  p.prepare_write();
+  std::string buffer;
+  boost::system::error_code ec;
+  for (std::size_t at = 0; at < bytes.size() && !ec; at += piece) {
+    buffer.append(bytes.substr(at, piece));
+    buffer.erase(0, p.on_read(buffer, ec));
+  }
+  p.on_disconnect(ec);
+  return log + (ec ? "error" : "ok");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -44,6 +73,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check(!bytes.empty() && bytes.size() <= mc::limits::max_key_length);
     check(bytes.find_first_of(std::string_view(" \r\n\0", 4)) == std::string_view::npos);
   }
+
+  if (bytes.size() <= 512) check(run_pipeline(bytes, kind, bytes.size() + 1) == run_pipeline(bytes, kind, 1));
 
   std::size_t consumed = 0;
   mc::reply reply;

@@ -51,7 +51,8 @@ TEST_CASE("commands are encoded as memcached reads them") {
   encode_get(out, keys);
   encode_incr(out, "a_1", 18446744073709551615ull);
   encode_add(out, "a_1", "3", 2'592'000);
-  CHECK(out == "get a_1 b_2\r\nincr a_1 18446744073709551615\r\nadd a_1 0 2592000 1\r\n3\r\n");
+  encode_decr(out, "b_2", 7);
+  CHECK(out == "get a_1 b_2\r\nincr a_1 18446744073709551615\r\nadd a_1 0 2592000 1\r\n3\r\ndecr b_2 7\r\n");
 }
 
 TEST_CASE("get: values, none, the CAS field, partial input") {

@@ -153,3 +153,61 @@ TEST_CASE("rate limit settings: quota mode, dynamic metadata and request headers
   CHECK_NOTHROW(ratelimit::read_module_settings(
       core::env_reader(std::map<std::string, std::string>{{"LIMIT_REQUEST_RESET_HEADER", "X Bad"}})));
 }
+
+TEST_CASE("rate limit settings: memcache") {
+  using env_map = std::map<std::string, std::string>;
+  auto read = [](env_map values) {
+    values["BACKEND_TYPE"] = "memcache";
+    return ratelimit::read_module_settings(core::env_reader(std::move(values)));
+  };
+  auto s = read({{"MEMCACHE_HOST_PORT", "10.0.0.1:11211,cache-b:11212"}});
+  CHECK(s.memcache.host_port == std::vector<std::string>{"10.0.0.1:11211", "cache-b:11212"});
+  CHECK(s.memcache.srv.empty());
+  CHECK(s.memcache.srv_refresh.count() == 0);
+  CHECK(s.memcache.max_idle_conns == 2);
+  CHECK_FALSE(s.memcache.tls.enabled);
+  CHECK(read({{"MEMCACHE_HOST_PORT", "a:1"}, {"MEMCACHE_MAX_IDLE_CONNS", "0"}}).memcache.max_idle_conns == 2);
+  CHECK(read({{"MEMCACHE_HOST_PORT", "a:1"}, {"MEMCACHE_MAX_IDLE_CONNS", "7"}}).memcache.max_idle_conns == 7);
+
+  s = read({{"MEMCACHE_SRV", "_memcache._tcp.example.org"},
+            {"MEMCACHE_SRV_REFRESH", "30s"},
+            {"MEMCACHE_SRV_DNS_SERVER", "127.0.0.1:5353"}});
+  CHECK(s.memcache.srv == "_memcache._tcp.example.org");
+  CHECK(s.memcache.srv_refresh == std::chrono::seconds(30));
+  CHECK(s.memcache.srv_dns_server == "127.0.0.1:5353");
+  CHECK_THROWS_WITH_AS(
+      read({{"MEMCACHE_SRV", "_m._tcp.x"}, {"MEMCACHE_SRV_DNS_SERVER", "dns.example:53"}}),
+      "invalid value 'dns.example:53' for MEMCACHE_SRV_DNS_SERVER: expected an IPv4 address, with "
+      "a port or not",
+      core::settings_error);
+  CHECK_NOTHROW(read({{"MEMCACHE_SRV", "_m._tcp.x"}, {"MEMCACHE_SRV_DNS_SERVER", "10.0.0.2"}}));
+
+  CHECK_THROWS_WITH_AS(read({{"MEMCACHE_HOST_PORT", "a:1"}, {"MEMCACHE_SRV", "_m._tcp.x"}}),
+                       "Both MEMCACHE_HOST_PORT and MEMCACHE_SRV are set", core::settings_error);
+  CHECK_THROWS_WITH_AS(
+      read({}),
+      "BACKEND_TYPE=memcache needs MEMCACHE_HOST_PORT (host:port,...) or MEMCACHE_SRV (an SRV "
+      "record name)",
+      core::settings_error);
+  CHECK_THROWS_WITH_AS(read({{"MEMCACHE_HOST_PORT", "a:1,b"}}),
+                       "invalid value 'a:1,b' for MEMCACHE_HOST_PORT: 'b' is not host:port",
+                       core::settings_error);
+  CHECK_THROWS_AS(read({{"MEMCACHE_HOST_PORT", "a:x"}}), core::settings_error);
+  CHECK_THROWS_AS(read({{"MEMCACHE_HOST_PORT", "a:1"}, {"MEMCACHE_MAX_IDLE_CONNS", "-1"}}),
+                  core::settings_error);
+  CHECK_THROWS_WITH_AS(read({{"MEMCACHE_HOST_PORT", "a:1"},
+                             {"MEMCACHE_TLS", "true"},
+                             {"MEMCACHE_TLS_CLIENT_CERT", "/etc/hostname"}}),
+                       "MEMCACHE_TLS_CLIENT_CERT and MEMCACHE_TLS_CLIENT_KEY must be set together",
+                       core::settings_error);
+  CHECK_THROWS_WITH_AS(read({{"MEMCACHE_HOST_PORT", "a:1"},
+                             {"MEMCACHE_TLS", "true"},
+                             {"MEMCACHE_TLS_CACERT", "/nonexistent.pem"}}),
+                       "invalid value '/nonexistent.pem' for MEMCACHE_TLS_CACERT: no such file",
+                       core::settings_error);
+  s = read({{"MEMCACHE_HOST_PORT", "a:1"},
+            {"MEMCACHE_TLS", "true"},
+            {"MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION", "true"}});
+  CHECK(s.memcache.tls.enabled);
+  CHECK(s.memcache.tls.skip_hostname_verification);
+}

@@ -102,3 +102,21 @@ TEST_CASE("Go's float formats") {
   append_shortest(out, 0.0001);
   CHECK(out == "1.000000 1700000000.123457 0.25 0.0001");
 }
+
+TEST_CASE(
+    "a stat's own tags (ratelimit.memcache.*): in the statsd name with the extra ones, real tags in "
+    "DogStatsD") {
+  const std::string name = "ratelimit.memcache.multiget.__code=success";
+  CHECK(split_own_tags(name) ==
+        std::pair<std::string, tag_list>{"ratelimit.memcache.multiget", {{"code", "success"}}});
+  CHECK(split_own_tags("a.__x").first == "a.__x");  // no '=': not a tag
+  CHECK(statsd_tagged_name(name, {}) == name);
+  // gostats sorts a stat's tags and the extra ones together.
+  CHECK(statsd_tagged_name(name, {{"app", "rl"}, {"zone", "eu"}}) ==
+        "ratelimit.memcache.multiget.__app=rl.__code=success.__zone=eu");
+
+  statsd_format dog(true, {{"app", "rl"}}, {});
+  std::string out;
+  dog.counter(out, name, 2);
+  CHECK(out == "ratelimit.memcache.multiget:2|c|#code:success,app:rl\n");
+}

@@ -1,0 +1,55 @@
+#pragma once
+// One pipelined connection to one memcached node, living on one worker's io_context: exec() queues a request
+// and every request queued while a write is in flight leaves in the next write (memcache::pipeline). The
+// connection keeps itself up: on any failure it fails the requests already written and reconnects with
+// jittered exponential backoff. While it is down exec() fails at once with error::not_connected, so a
+// decision never waits on a node that is down.
+
+#include <atomic>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "memcache/pipeline.hpp"
+
+namespace sluice::memcache {
+
+struct connection_config {
+  std::string address;  // host:port
+  std::chrono::milliseconds connect_timeout{1'000};
+  std::chrono::milliseconds request_timeout{500};  // no reply within this: the request fails
+  std::chrono::milliseconds reconnect_min{50};     // backoff between attempts: doubling, jittered to [b/2, b]
+  std::chrono::milliseconds reconnect_max{2'000};
+  std::shared_ptr<boost::asio::ssl::context> tls;  // null: plain TCP
+  bool skip_hostname_verification = false;
+  bool log_state_changes = true;  // a node's connections share a fate: one of them reports for all
+};
+
+class connection {
+ public:
+  connection(boost::asio::any_io_executor ex, connection_config config);
+  ~connection();
+  connection(const connection&) = delete;
+  connection& operator=(const connection&) = delete;
+
+  // Starts connecting (and reconnecting); `on_change` hears every change of connected(), on the executor.
+  void start(std::function<void()> on_change = {});
+  // Fails every request with error::shutting_down and closes; no reconnect afterwards. Any thread.
+  void stop();
+  // On the executor's thread. `request->done` is called exactly once, possibly inline (not connected).
+  void exec(std::shared_ptr<pending_request> request);
+  bool connected() const;  // any thread
+  std::uint64_t opened() const;
+  std::string last_error() const;  // "" while connected; any thread
+  const connection_config& config() const;
+
+ private:
+  struct impl;
+  std::shared_ptr<impl> impl_;
+};
+
+}  // namespace sluice::memcache
