@@ -80,12 +80,11 @@ void client::exec(std::size_t index, std::shared_ptr<pending_request> request) {
   }
   auto& n = nodes_[index];
   const std::size_t count = n.connections.size();
+  const std::size_t turn = n.commands / commands_per_turn;
+  n.commands += request->expected.size();
   for (std::size_t i = 0; i < count; ++i) {
-    auto& c = n.connections[(n.next + i) % count];
-    if (c->connected()) {
-      n.next = (n.next + i + 1) % count;
-      return c->exec(std::move(request));
-    }
+    auto& c = n.connections[(turn + i) % count];
+    if (c->connected()) return c->exec(std::move(request));
   }
   pipeline::finish(*request, error::not_connected, {});
 }

@@ -40,6 +40,9 @@ class client {
   // On the executor's thread.
   std::size_t node_count() const { return nodes_.size(); }
   std::size_t pick(std::string_view key) const { return pick_server(key, nodes_.size()); }
+  // As redis::pool: a node's connections take turns by this many commands, not request by request, so the
+  // decisions of one loop pass share one write and one read.
+  static constexpr std::size_t commands_per_turn = 256;
   const std::string& address(std::size_t node) const { return nodes_[node].address; }
   // Sends `request` to node `node` over one of its live connections; fails it inline with
   // error::not_connected when none is up.
@@ -55,7 +58,7 @@ class client {
   struct node {
     std::string address;
     std::vector<std::shared_ptr<connection>> connections;
-    std::size_t next = 0;
+    std::size_t commands = 0;  // sent so far: which connection's turn it is
   };
   node make_node(const std::string& address) const;
 

@@ -229,7 +229,10 @@ void connection::impl::shutdown() {
   on_change = nullptr;  // its owner may be gone once stop() returned
   set_connected(false);
   requests.fail_all(error::shutting_down);
-  close();
+  // Only the socket: the TLS stream must outlive the reads and writes still pending on it (they end with
+  // operation_aborted); run() drops it once they have.
+  error_code ignored;
+  socket.close(ignored);
   wake_writer.cancel();
   backoff_timer.cancel();
   deadline_timer.cancel();

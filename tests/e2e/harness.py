@@ -12,7 +12,6 @@ Environment:
 """
 
 import atexit
-import ctypes
 import faulthandler
 import json
 import os
@@ -92,21 +91,16 @@ if threading.current_thread() is threading.main_thread() and signal.getsignal(si
     # meson's test timeout (and CI cancellation) sends SIGTERM: run the atexit handlers on the way out.
     signal.signal(signal.SIGTERM, lambda signo, frame: sys.exit(128 + signo))
 
-try:
-    _libc = ctypes.CDLL('libc.so.6', use_errno=True)
-except OSError:
-    _libc = None
-
-
-def _die_with_parent():
-    # Runs in the child between fork and exec: if the test process dies (even by SIGKILL), the server gets SIGKILL.
-    if _libc is not None:
-        _libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+SETPRIV = shutil.which('setpriv') or '/usr/bin/setpriv'
 
 
 def spawn(args, env, stdout, stderr, stdin=subprocess.DEVNULL):
-    """Starts a process that is killed when the tests end, whatever happens."""
-    p = subprocess.Popen(args, env=env, stdin=stdin, stdout=stdout, stderr=stderr, preexec_fn=_die_with_parent)
+    """Starts a process that is killed when the tests end, whatever happens: atexit, and PR_SET_PDEATHSIG (set by
+    util-linux's setpriv, which then execs the command) if the test process dies, even by SIGKILL. Not with
+    preexec_fn: Python code between fork and exec can deadlock on a lock another thread (grpcio's) held at the
+    fork; a TSan run of e2e_grpc hung there."""
+    p = subprocess.Popen([SETPRIV, '--pdeathsig', 'KILL', '--'] + list(args), env=env, stdin=stdin, stdout=stdout,
+                         stderr=stderr)
     with _live_lock:
         _live.add(p)
     return p
