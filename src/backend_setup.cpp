@@ -141,14 +141,16 @@ void start_memcache(backend_holder& b, const ratelimit::memcache_settings& setti
                     core::worker_pool& workers, asio::io_context& control, const core::clock& clock) {
   memcache::client_config config;
   config.servers = initial_memcache_servers(settings);
-  config.connection.tls = core::make_tls_client_context(
-      settings.tls, {"MEMCACHE_TLS_CACERT", "MEMCACHE_TLS_CLIENT_CERT", "MEMCACHE_TLS_CLIENT_KEY"});
   config.connection.skip_hostname_verification = settings.tls.skip_hostname_verification;
   core::log_info("connecting to memcached on ", core::join(config.servers, ","), " with ",
                  settings.max_idle_conns, " connections per node shared by ", workers.size(), " workers");
   for (unsigned i = 0; i < workers.size(); ++i) {
     auto c = config;
     c.connections_per_node = share_of(settings.max_idle_conns, i, workers.size());
+    // One TLS context per worker: a context's certificate store is not shared between threads (as each Redis
+    // connection has its own).
+    c.connection.tls = core::make_tls_client_context(
+        settings.tls, {"MEMCACHE_TLS_CACERT", "MEMCACHE_TLS_CLIENT_CERT", "MEMCACHE_TLS_CLIENT_KEY"});
     auto& w = b.memcache.emplace_back();
     w.client = std::make_unique<memcache::client>(workers.context(i).get_executor(), std::move(c));
     w.backend = std::make_unique<ratelimit::backends::memcache::memcache_backend>(*w.client, clock);

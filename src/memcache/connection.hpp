@@ -24,7 +24,7 @@ struct connection_config {
   std::chrono::milliseconds request_timeout{500};  // no reply within this: the request fails
   std::chrono::milliseconds reconnect_min{50};     // backoff between attempts: doubling, jittered to [b/2, b]
   std::chrono::milliseconds reconnect_max{2'000};
-  std::shared_ptr<boost::asio::ssl::context> tls;  // null: plain TCP
+  std::shared_ptr<boost::asio::ssl::context> tls;  // null: plain TCP; used on this worker only
   bool skip_hostname_verification = false;
   bool log_state_changes = true;  // a node's connections share a fate: one of them reports for all
 };
