@@ -84,7 +84,7 @@ void client::exec(std::size_t index, std::shared_ptr<pending_request> request) {
   n.commands += request->expected.size();
   for (std::size_t i = 0; i < count; ++i) {
     auto& c = n.connections[(turn + i) % count];
-    if (c->connected()) return c->exec(std::move(request));
+    if (c->accepting()) return c->exec(std::move(request));
   }
   pipeline::finish(*request, error::not_connected, {});
 }

@@ -56,6 +56,9 @@ struct connection::impl : std::enable_shared_from_this<impl> {
   core::request_deadlines<pending_request> deadlines;
   core::receive_buffer received;
   std::atomic<bool> connected{false};
+  // Until the first attempt to connect has ended, requests wait for it (within their timeout) instead of
+  // failing: decisions that come just after start-up are not refused.
+  std::atomic<bool> starting{true};
   std::atomic<bool> stopping{false};
   std::atomic<std::uint64_t> opened{0};
   std::function<void()> on_change;
@@ -190,6 +193,7 @@ asio::awaitable<void> connection::impl::run() {
   while (!stopping) {
     auto ec = co_await connect_once();
     if (stopping) break;
+    if (starting.exchange(false) && ec) requests.fail_all(error::not_connected);
     if (ec) {
       close();
       set_error(core::cat("cannot connect to memcached at ", config.address, ": ", ec.message()));
@@ -219,7 +223,7 @@ asio::awaitable<void> connection::impl::run() {
 
 void connection::impl::exec(std::shared_ptr<pending_request> request) {
   if (stopping) return pipeline::finish(*request, error::shutting_down, {});
-  if (!connected) return pipeline::finish(*request, error::not_connected, {});
+  if (!connected && !starting) return pipeline::finish(*request, error::not_connected, {});
   deadlines.add(request, config.request_timeout);
   requests.enqueue(std::move(request));
   wake_writer.cancel();
@@ -263,6 +267,10 @@ void connection::exec(std::shared_ptr<pending_request> request) {
 
 bool connection::connected() const {
   return impl_->connected.load(std::memory_order_acquire);
+}
+
+bool connection::accepting() const {
+  return impl_->connected.load(std::memory_order_acquire) || impl_->starting.load(std::memory_order_acquire);
 }
 
 std::uint64_t connection::opened() const {

@@ -3,7 +3,7 @@
 // and every request queued while a write is in flight leaves in the next write (memcache::pipeline). The
 // connection keeps itself up: on any failure it fails the requests already written and reconnects with
 // jittered exponential backoff. While it is down exec() fails at once with error::not_connected, so a
-// decision never waits on a node that is down.
+// decision never waits on a node that is down (only the first attempt, at start-up, is waited for).
 
 #include <atomic>
 #include <boost/asio/any_io_executor.hpp>
@@ -43,6 +43,8 @@ class connection {
   // On the executor's thread. `request->done` is called exactly once, possibly inline (not connected).
   void exec(std::shared_ptr<pending_request> request);
   bool connected() const;  // any thread
+  // Connected, or still making its first connection (requests then wait for it).
+  bool accepting() const;
   std::uint64_t opened() const;
   std::string last_error() const;  // "" while connected; any thread
   const connection_config& config() const;
