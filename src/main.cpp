@@ -10,6 +10,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <csignal>
 #include <exception>
 #include <iostream>
 #include <memory>
@@ -239,6 +240,13 @@ struct shutdown_plan {
 };
 
 int run_server() {
+  // SIGTERM and SIGINT stay pending (blocked here, and so in every thread started from here) until their
+  // handler exists: one that came during start-up killed the process without a clean exit.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   core::env_reader env;
   const auto open_files = core::raise_open_file_limit();
   auto proc = read_process_settings(env, open_files.now);
@@ -290,6 +298,10 @@ int run_server() {
   control_listeners listeners;  // after everything that records stats: its sink stops first
   start_control_listeners(listeners, proc, stats_settings, prometheus.get(), rules, stats, control);
 
+  // Before the workers serve: a client that is answered may look for these lines.
+  core::log_warn("Listening for HTTP on '", http_endpoint.address().to_string(), ":", http_endpoint.port(),
+                 "'");
+  core::log_warn("Listening for gRPC on '", grpc.address(), "'");
   workers.start();
   // Should what follows throw, the workers stop before the objects they use are destroyed.
   struct stop_on_unwind {
@@ -326,10 +338,7 @@ int run_server() {
                    ", initiating shutdown");
     shutdown();
   });
-
-  core::log_warn("Listening for HTTP on '", http_endpoint.address().to_string(), ":", http_endpoint.port(),
-                 "'");
-  core::log_warn("Listening for gRPC on '", grpc.address(), "'");
+  pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);  // this thread runs `control`: the handler's
   control.run();
   wait_for_workers(workers);
   core::log_warn("Shutdown complete");
