@@ -63,9 +63,8 @@ TEST_CASE("SRV answers: none, or garbage, is an error naming the record") {
   auto none = parse_srv_answer("_m._tcp.x", answer({}));
   REQUIRE_FALSE(none.has_value());
   CHECK(none.error() == "SRV lookup of _m._tcp.x: no targets");
-  auto bytes = answer({{"a.example", 1}});
-  bytes.resize(bytes.size() - 3);
-  auto cut = parse_srv_answer("_m._tcp.x", bytes);
+  const auto bytes = answer({{"a.example", 1}});
+  auto cut = parse_srv_answer("_m._tcp.x", std::span(bytes).first(bytes.size() - 3));
   REQUIRE_FALSE(cut.has_value());
   CHECK(cut.error() == "SRV lookup of _m._tcp.x: a malformed answer");
 }
