@@ -63,15 +63,10 @@ void client::set_servers(std::vector<std::string> servers) {
         for (auto& c : next.back().connections) c->start();
     }
   }
-  for (auto& n : nodes_) {
-    for (auto& c : n.connections) {
-      // A node that left: what waits on it fails (as when it goes down), new requests go to the new list.
-      c->stop();
-      retired_opened_ += c->opened();
-    }
-  }
+  // A node that left: what waits on it fails (as when it goes down), new requests go to the new list.
+  for (auto& n : nodes_)
+    for (auto& c : n.connections) c->stop();
   nodes_ = std::move(next);
-  config_.servers = std::move(servers);
 }
 
 void client::exec(std::size_t index, std::shared_ptr<pending_request> request) {
@@ -99,22 +94,6 @@ std::string client::last_error() const {
     }
   }
   return {};
-}
-
-std::size_t client::connected_count() const {
-  std::lock_guard lock(mutex_);
-  std::size_t count = 0;
-  for (const auto& n : nodes_)
-    for (const auto& c : n.connections) count += c->connected() ? 1 : 0;
-  return count;
-}
-
-std::uint64_t client::opened() const {
-  std::lock_guard lock(mutex_);
-  std::uint64_t count = retired_opened_;
-  for (const auto& n : nodes_)
-    for (const auto& c : n.connections) count += c->opened();
-  return count;
 }
 
 }  // namespace sluice::memcache

@@ -48,11 +48,8 @@ class client {
   // error::not_connected when none is up.
   void exec(std::size_t node, std::shared_ptr<pending_request> request);
 
-  // Any thread: what went wrong with a node that is down ("" when every node is up), and the connections
-  // opened so far.
+  // Any thread: what went wrong with a node that is down ("" when every node is up).
   std::string last_error() const;
-  std::size_t connected_count() const;
-  std::uint64_t opened() const;
 
  private:
   struct node {
@@ -67,8 +64,7 @@ class client {
   std::vector<node> nodes_;   // written on the executor's thread, under mutex_
   mutable std::mutex mutex_;  // for readers on other threads
   bool started_ = false;
-  bool stopped_ = false;              // under mutex_: a list that arrives after stop() is not connected to
-  std::uint64_t retired_opened_ = 0;  // connections opened to nodes that left the list
+  bool stopped_ = false;  // under mutex_: a list that arrives after stop() is not connected to
 };
 
 }  // namespace sluice::memcache

@@ -60,8 +60,6 @@ struct connection::impl : std::enable_shared_from_this<impl> {
   // failing: decisions that come just after start-up are not refused.
   std::atomic<bool> starting{true};
   std::atomic<bool> stopping{false};
-  std::atomic<std::uint64_t> opened{0};
-  std::function<void()> on_change;
   mutable std::mutex error_mutex;
   std::string last_error;
 
@@ -72,10 +70,6 @@ struct connection::impl : std::enable_shared_from_this<impl> {
   std::string error_text() const {
     std::lock_guard lock(error_mutex);
     return last_error;
-  }
-  void set_connected(bool now) {
-    if (now) opened.fetch_add(1, std::memory_order_relaxed);
-    if (connected.exchange(now) != now && on_change) on_change();
   }
   void close() {
     error_code ignored;
@@ -208,10 +202,10 @@ asio::awaitable<void> connection::impl::run() {
     if (reported && config.log_state_changes) core::log_warn("connected to memcached at ", config.address);
     reported = false;
     set_error("");
-    set_connected(true);
+    connected = true;
     wake_writer.cancel();
     co_await (reader() || writer());
-    set_connected(false);
+    connected = false;
     close();
     requests.on_disconnect(error::connection_lost);
     if (!stopping) {
@@ -230,8 +224,7 @@ void connection::impl::exec(std::shared_ptr<pending_request> request) {
 }
 
 void connection::impl::shutdown() {
-  on_change = nullptr;  // its owner may be gone once stop() returned
-  set_connected(false);
+  connected = false;
   requests.fail_all(error::shutting_down);
   // Only the socket: the TLS stream must outlive the reads and writes still pending on it (they end with
   // operation_aborted); run() drops it once they have.
@@ -250,8 +243,7 @@ connection::~connection() {
   stop();
 }
 
-void connection::start(std::function<void()> on_change) {
-  impl_->on_change = std::move(on_change);
+void connection::start() {
   asio::co_spawn(
       impl_->socket.get_executor(), [self = impl_] { return self->run(); }, asio::detached);
 }
@@ -273,16 +265,8 @@ bool connection::accepting() const {
   return impl_->connected.load(std::memory_order_acquire) || impl_->starting.load(std::memory_order_acquire);
 }
 
-std::uint64_t connection::opened() const {
-  return impl_->opened.load(std::memory_order_relaxed);
-}
-
 std::string connection::last_error() const {
   return impl_->error_text();
-}
-
-const connection_config& connection::config() const {
-  return impl_->config;
 }
 
 }  // namespace sluice::memcache

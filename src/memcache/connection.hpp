@@ -36,8 +36,8 @@ class connection {
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;
 
-  // Starts connecting (and reconnecting); `on_change` hears every change of connected(), on the executor.
-  void start(std::function<void()> on_change = {});
+  // Starts connecting (and reconnecting).
+  void start();
   // Fails every request with error::shutting_down and closes; no reconnect afterwards. Any thread.
   void stop();
   // On the executor's thread. `request->done` is called exactly once, possibly inline (not connected).
@@ -45,9 +45,7 @@ class connection {
   bool connected() const;  // any thread
   // Connected, or still making its first connection (requests then wait for it).
   bool accepting() const;
-  std::uint64_t opened() const;
   std::string last_error() const;  // "" while connected; any thread
-  const connection_config& config() const;
 
  private:
   struct impl;
