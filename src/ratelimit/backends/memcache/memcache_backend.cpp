@@ -47,6 +47,8 @@ struct batch {
   bool increment;
 
   void fail(std::string message) { pending.fail(std::move(message)); }
+  // The first round's get-multi asks for every key but those given back (negative hits).
+  bool in_multiget(std::size_t i) const { return !increment || !ops[i].refund; }
   void send(std::size_t node, round r, index_list indexes);
   void on_replies(std::size_t node, round r, const index_list& indexes, boost::system::error_code ec,
                   const std::vector<mc::reply>& replies);
@@ -61,7 +63,7 @@ void batch::send(std::size_t node, round r, index_list indexes) {
   if (r == round::first) {
     boost::container::small_vector<std::string_view, 4> keys;
     for (auto i : indexes)
-      if (!increment || !ops[i].refund) keys.push_back(ops[i].key);
+      if (in_multiget(i)) keys.push_back(ops[i].key);
     if (!keys.empty()) {
       mc::encode_get(out, keys);
       request->expected.push_back(mc::reply_kind::values);
@@ -113,7 +115,7 @@ void batch::on_replies(std::size_t node, round r, const index_list& indexes, boo
   std::size_t next = 0;
   if (r == round::first) {
     std::size_t asked = 0;
-    for (auto i : indexes) asked += (!increment || !ops[i].refund) ? 1 : 0;
+    for (auto i : indexes) asked += in_multiget(i) ? 1 : 0;
     if (asked > 0) {
       const auto& values = replies[next++];
       relaxed_add(counts.keys_requested, asked);
