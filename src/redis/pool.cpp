@@ -69,8 +69,11 @@ void pool::retry_now() {
 
 std::string pool::describe(boost::system::error_code ec) const {
   if (ec == error::not_connected) {
-    auto last = last_error();
-    return last.empty() ? std::string("Redis is not connected") : core::cat("Redis is unavailable: ", last);
+    if (auto last = last_error(); !last.empty()) return core::cat("Redis is unavailable: ", last);
+    // No attempt of this worker's connections has failed yet: they are still being made.
+    const auto& c = config();
+    if (c.sentinel) return core::cat("Redis master '", c.sentinel->master_name, "' is not connected yet");
+    return core::cat("Redis at ", c.address, " is not connected yet");
   }
   const auto& c = config();
   if (c.sentinel) return core::cat("Redis master '", c.sentinel->master_name, "': ", ec.message());

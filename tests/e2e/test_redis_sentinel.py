@@ -180,11 +180,13 @@ class FindingTheMaster(SentinelCase):
     def test_unknown_master_name(self):
         s = self.start_sluice(sentinel_env(self.setup, **self.setup.sluice_env(name='nosuchmaster')), healthy=False)
         wait_unhealthy(s)
-        # Unhealthy from the start: until the sentinels have answered, a decision only says Redis is not connected.
-        harness.wait_until(lambda: 'nosuchmaster' in s.log(), message='the sentinels asked for nosuchmaster',
-                           describe=s.log_tail)
+        # Unhealthy from the start. Until the sentinels have answered a worker's connection, its decisions say the
+        # master is not connected yet; after, they give the sentinels' answer. Each worker asks on its own.
+        answered = "no sentinel gave the address of master 'nosuchmaster'"
         for t in TRANSPORTS:
-            self.assertUnavailable(s, t, [[('k', 'x')]], mentions=['nosuchmaster'])
+            harness.wait_until(
+                lambda: answered in self.assertUnavailable(s, t, [[('k', 'x')]], mentions=['nosuchmaster']),
+                message='a %s decision gives the sentinels\' answer' % t, describe=s.log_tail)
         self.assertTrue(s.running())
         self.assertEqual(self.setup.master.keys(), [])
 
