@@ -120,12 +120,14 @@ std::uint32_t exptime_for(std::uint32_t ttl_seconds, std::int64_t now) {
   return at > static_cast<std::int64_t>(UINT32_MAX) ? UINT32_MAX : static_cast<std::uint32_t>(at);
 }
 
-void encode_get(std::string& out, std::span<const std::string_view> keys) {
+void add_get_key(std::string& key_list, std::string_view key) {
+  key_list += ' ';
+  key_list += key;
+}
+
+void encode_get(std::string& out, std::string_view key_list) {
   out += "get";
-  for (auto key : keys) {
-    out += ' ';
-    out += key;
-  }
+  out += key_list;
   out += "\r\n";
 }
 

@@ -6,7 +6,6 @@
 
 #include <cstdint>
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,7 +32,10 @@ std::optional<std::string> key_problem(std::string_view key);
 std::uint32_t exptime_for(std::uint32_t ttl_seconds, std::int64_t now);
 
 // Appenders; the keys must have passed key_problem.
-void encode_get(std::string& out, std::span<const std::string_view> keys);
+// A get-multi is built in two steps, so that a pipeline can merge the keys of many requests into one command:
+// add_get_key appends " <key>" to a key list, encode_get writes the command that asks for a key list.
+void add_get_key(std::string& key_list, std::string_view key);
+void encode_get(std::string& out, std::string_view key_list);
 void encode_incr(std::string& out, std::string_view key, std::uint64_t delta);
 // memcached's decr stops at 0 and keeps the item's exptime: negative hits. Its reply is incr's.
 void encode_decr(std::string& out, std::string_view key, std::uint64_t delta);

@@ -1,8 +1,10 @@
 // libFuzzer: bytes from memcached. The first byte picks the command the reply answers (get, incr or add), the
-// rest is the reply stream. Checks: no crash; a complete reply consumed something and no more than it had;
-// the same bytes cut just before its end need more; a reply's items or number written back in memcached's own
-// form parse to the same values; the key checker never passes a key the protocol could not carry; and a
-// pipeline fed the stream whole and byte by byte completes the same requests with the same replies.
+// rest is the reply stream (for the pipeline: the replies to three requests, the first byte picking the kind
+// the first asks for and the others in turn, a get's keys merged). Checks: no crash; a complete reply
+// consumed something and no more than it had; the same bytes cut just before its end need more; a reply's
+// items or number written back in memcached's own form parse to the same values; the key checker never passes
+// a key the protocol could not carry; and a pipeline fed the stream whole and byte by byte completes the same
+// requests with the same replies.
 //
 // Build and run: scripts/fuzz memcache_protocol [seconds]
 
@@ -42,10 +44,15 @@ std::string run_pipeline(std::string_view bytes, mc::reply_kind first, std::size
   std::string log;
   for (int i = 0; i < 3; ++i) {
     auto r = std::make_shared<mc::pending_request>();
-    r->payload = "x\r\n";
-    r->expected = {static_cast<mc::reply_kind>((static_cast<int>(first) + i) % 3)};
-    r->done = [&log, i, kind = r->expected[0]](boost::system::error_code ec,
-                                               std::vector<mc::reply>&& replies) {
+    const auto kind = static_cast<mc::reply_kind>((static_cast<int>(first) + i) % 3);
+    if (kind == mc::reply_kind::values) {
+      // Keys any stream may well answer; the requests' gets are merged into one.
+      for (auto key : {"a", "b", "a"}) mc::add_get_key(r->get_keys, key);
+    } else {
+      r->payload = "x\r\n";
+      r->expected = {kind};
+    }
+    r->done = [&log, i, kind](boost::system::error_code ec, std::vector<mc::reply>&& replies) {
       log += std::to_string(i) + (ec ? ":failed " : ":done ");
       for (const auto& reply : replies) log += written_back(reply, kind) + reply.message + "|";
     };

@@ -47,7 +47,9 @@ TEST_CASE(
 
 TEST_CASE("commands are encoded as memcached reads them") {
   std::string out;
-  const std::vector<std::string_view> keys{"a_1", "b_2"};
+  std::string keys;
+  add_get_key(keys, "a_1");
+  add_get_key(keys, "b_2");
   encode_get(out, keys);
   encode_incr(out, "a_1", 18446744073709551615ull);
   encode_add(out, "a_1", "3", 2'592'000);

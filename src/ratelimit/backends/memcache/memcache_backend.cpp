@@ -61,13 +61,8 @@ void batch::send(std::size_t node, round r, index_list indexes) {
   auto request = std::make_shared<mc::pending_request>();
   auto& out = request->payload;
   if (r == round::first) {
-    boost::container::small_vector<std::string_view, 4> keys;
     for (auto i : indexes)
-      if (in_multiget(i)) keys.push_back(ops[i].key);
-    if (!keys.empty()) {
-      mc::encode_get(out, keys);
-      request->expected.push_back(mc::reply_kind::values);
-    }
+      if (in_multiget(i)) mc::add_get_key(request->get_keys, ops[i].key);
   }
   if (increment) {
     const auto now = backend.clock_.now_seconds();
