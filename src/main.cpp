@@ -34,6 +34,7 @@
 #include "ratelimit/client/client_cmd.hpp"
 #include "ratelimit/config/directory.hpp"
 #include "ratelimit/settings.hpp"
+#include "ratelimit/xds/client.hpp"
 #include "shared_apis.hpp"
 #include "stats/prometheus_setup.hpp"
 #include "stats/sink_settings.hpp"
@@ -199,6 +200,44 @@ bool load_initial_rules(ratelimit::service::rules_source& rules, const ratelimit
   return false;
 }
 
+// CONFIG_TYPE=GRPC_XDS_SOTW: the client that streams the rules, started. Null with rule files.
+std::unique_ptr<ratelimit::xds::client> start_xds(const ratelimit::module_settings& rl,
+                                                  asio::io_context& control,
+                                                  ratelimit::service::rules_source& rules) {
+  if (!rl.xds) return nullptr;
+  core::log_info("Rules come from the xDS Management Server at ", rl.xds->server_url);
+  auto client = std::make_unique<ratelimit::xds::client>(
+      *rl.xds, control.get_executor(),
+      ratelimit::xds::rules_target{[&rules](std::vector<ratelimit::config::config_file> files) {
+                                     return rules.apply(files, "xDS resources");
+                                   },
+                                   [&rules](const std::string& error) { rules.refuse(error); }});
+  client->start();
+  return client;
+}
+
+// Without FORCE_START_WITHOUT_INITIAL_CONFIG, start-up waits for the first xDS response whose rules load (the
+// control loop runs meanwhile: it applies them). false when SIGTERM or SIGINT came first.
+bool wait_for_xds_rules(asio::io_context& control, const ratelimit::service::rules_source& rules,
+                        const ratelimit::module_settings& rl, const sigset_t& stop_signals) {
+  if (rl.force_start_without_initial_config) return true;
+  core::log_info("Waiting for initial ratelimit config update event");
+  asio::signal_set signals(control, SIGTERM, SIGINT);
+  bool interrupted = false;
+  signals.async_wait([&](const boost::system::error_code& ec, int) { interrupted = !ec; });
+  pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);
+  while (!interrupted && !rules.current()) control.run_one();
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signals.cancel();
+  control.poll();  // the cancelled wait's handler, which refers to this frame
+  if (interrupted) {
+    core::log_warn("Stopped while waiting for the first rules from the xDS Management Server");
+    return false;
+  }
+  core::log_info("Successfully loaded the initial ratelimit configs");
+  return true;
+}
+
 // What a stop does, in order, on the control thread: unhealthy, no new connections, GOAWAY on gRPC, the
 // requests in flight may finish within the grace period, then the backends and the workers stop.
 struct shutdown_plan {
@@ -209,6 +248,7 @@ struct shutdown_plan {
   std::vector<worker_apis>& apis;
   net::grpc::server& grpc;
   ratelimit::service::rules_source& rules;
+  ratelimit::xds::client* xds;  // null with rule files
   shared_apis& shared;
   control_listeners& listeners;
   backend_holder& backend;
@@ -225,6 +265,7 @@ struct shutdown_plan {
       for (auto& w : apis) w.http->stop();
       listeners.stop();
       rules.stop();
+      if (xds) xds->stop();
       shared.stop();
       grpc.drain(grace);
       wait_for_drain(
@@ -289,9 +330,11 @@ int run_server() {
   net::grpc::server grpc(proc.grpc);
   auto http_endpoint = build_workers(apis, workers, proc, rl, limiter, backend, stats, health, shared, grpc);
   ratelimit::service::rules_source rules(rl.rules, publish_to(workers, apis), stats, health);
-  if (!load_initial_rules(rules, rl)) {
+  auto xds = start_xds(rl, control, rules);
+  if (xds ? !wait_for_xds_rules(control, rules, rl, stop_signals) : !load_initial_rules(rules, rl)) {
+    if (xds) xds->stop();
     backend.stop();
-    return 1;
+    return xds ? 0 : 1;
   }
   shared.log_started();
   grpc.listen();
@@ -313,7 +356,7 @@ int run_server() {
   for (auto& w : apis) w.http->start();
   grpc.start(control.get_executor());
   shared.watch(control.get_executor());
-  rules.watch(control.get_executor());
+  if (!xds) rules.watch(control.get_executor());
 
   asio::signal_set signals(control, SIGTERM, SIGINT);
   shutdown_plan plan{control,
@@ -323,6 +366,7 @@ int run_server() {
                      apis,
                      grpc,
                      rules,
+                     xds.get(),
                      shared,
                      listeners,
                      backend,

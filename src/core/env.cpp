@@ -39,6 +39,21 @@ std::optional<std::string> env_reader::raw(const std::string& name) const {
   return v;
 }
 
+std::vector<std::pair<std::string, std::string>> env_reader::get_map(const std::string& name) const {
+  const auto text = get_string(name, "");
+  if (trim_space(text).empty()) return {};
+  std::map<std::string, std::string> pairs;
+  for (auto item : split(text, ',')) {
+    const auto kv = split(item, ':');
+    if (kv.size() != 2) {
+      throw settings_error(cat("invalid value '", text, "' for ", name, ": item '", item,
+                               "' is not key:value (expected k1:v1,k2:v2)"));
+    }
+    pairs[std::string(kv[0])] = std::string(kv[1]);
+  }
+  return {pairs.begin(), pairs.end()};
+}
+
 std::string env_reader::get_string(const std::string& name, std::string_view def) const {
   auto v = raw(name);
   return v ? *v : std::string(def);

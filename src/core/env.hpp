@@ -38,6 +38,9 @@ class env_reader {
   double get_double(const std::string& name, double def, double min, double max) const;
   // Go time.ParseDuration: "300ms", "1.5h", "2h45m"; a bare "0" is allowed.
   std::chrono::nanoseconds get_duration(const std::string& name, std::chrono::nanoseconds def) const;
+  // envconfig's map: "k1:v1,k2:v2", exactly one ':' per item; a repeated key keeps its last value. Sorted by
+  // key; unset or blank: empty.
+  std::vector<std::pair<std::string, std::string>> get_map(const std::string& name) const;
   // One of a fixed set of words; case-insensitive when asked.
   std::string get_choice(const std::string& name, std::string_view def,
                          std::initializer_list<std::string_view> allowed, bool case_insensitive) const;

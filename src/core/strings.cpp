@@ -1,5 +1,7 @@
 #include "core/strings.hpp"
 
+#include <cctype>
+
 namespace sluice::core {
 
 std::size_t utf8_sequence(std::string_view s, std::size_t i) {
@@ -36,5 +38,21 @@ void append(std::string& out, double v) {
 }
 
 }  // namespace detail
+
+std::vector<std::string_view> split(std::string_view s, char separator) {
+  std::vector<std::string_view> parts;
+  for (;;) {
+    const auto at = s.find(separator);
+    parts.push_back(s.substr(0, at));
+    if (at == std::string_view::npos) return parts;
+    s.remove_prefix(at + 1);
+  }
+}
+
+std::string_view trim_space(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
 
 }  // namespace sluice::core

@@ -5,6 +5,7 @@
 #include <concepts>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace sluice::core {
 
@@ -52,6 +53,12 @@ template <typename Port>
 std::string host_port(std::string_view host, const Port& port) {
   return host.find(':') == std::string_view::npos ? cat(host, ":", port) : cat("[", host, "]:", port);
 }
+
+// The parts of `s` between each `separator`, empty ones kept, as Go's strings.Split: split("a,,b", ',')
+// has 3.
+std::vector<std::string_view> split(std::string_view s, char separator);
+// `s` without leading and trailing ASCII whitespace.
+std::string_view trim_space(std::string_view s);
 
 // The parts with `separator` between them: join({"a", "b"}, ",") == "a,b".
 template <typename Range>

@@ -13,6 +13,7 @@
 #include "ratelimit/limiter/limiter.hpp"
 #include "ratelimit/service/rules_source.hpp"
 #include "ratelimit/service/service.hpp"
+#include "ratelimit/xds/client.hpp"
 #include "redis/connection.hpp"
 
 namespace sluice::ratelimit {
@@ -47,7 +48,8 @@ struct module_settings {
   std::size_t memory_max_counters = 2'000'000;      // MEMORY_MAX_COUNTERS
   redis_settings redis;                             // read only when backend_type is redis
   memcache_settings memcache;                       // read only when backend_type is memcache
-  service::rules_source_settings rules;
+  service::rules_source_settings rules;             // CONFIG_TYPE=FILE: the rule files
+  std::optional<xds::client_settings> xds;          // CONFIG_TYPE=GRPC_XDS_SOTW: the xDS server
   service::settings service;
   limiter::settings limiter;
 };

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <map>
 
 #include "core/strings.hpp"
 #include "stats/mogrifier.hpp"
@@ -10,41 +9,6 @@
 namespace sluice::stats {
 
 namespace {
-
-// Keeps empty parts, as Go's strings.Split.
-std::vector<std::string_view> split(std::string_view s, char sep) {
-  std::vector<std::string_view> parts;
-  for (;;) {
-    auto at = s.find(sep);
-    parts.push_back(s.substr(0, at));
-    if (at == std::string_view::npos) return parts;
-    s.remove_prefix(at + 1);
-  }
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
-// envconfig's map: "k1:v1,k2:v2", exactly one ':' per item; a repeated key keeps its last value. Sorted by
-// key.
-std::vector<std::pair<std::string, std::string>> get_map(const core::env_reader& env,
-                                                         const std::string& name) {
-  auto text = env.get_string(name, "");
-  std::map<std::string, std::string> pairs;
-  if (trim(text).empty()) return {};
-  for (auto item : split(text, ',')) {
-    auto kv = split(item, ':');
-    if (kv.size() != 2) {
-      throw core::settings_error(core::cat("invalid value '", text, "' for ", name, ": item '", item,
-                                           "' is not key:value (expected k1:v1,k2:v2)"));
-    }
-    pairs[std::string(kv[0])] = std::string(kv[1]);
-  }
-  return {pairs.begin(), pairs.end()};
-}
 
 // Upstream's runner: DISABLE_STATS wins; DogStatsD, statsd and Prometheus exclude each other (USE_STATSD is
 // true by default, so the other two need USE_STATSD=false); none of them means the stdout sink.
@@ -70,8 +34,8 @@ sink_kind choose_kind(const core::env_reader& env) {
 std::vector<mogrifier_settings> read_mogrifiers(const core::env_reader& env) {
   std::vector<mogrifier_settings> out;
   auto list = env.get_string("USE_DOG_STATSD_MOGRIFIERS", "");
-  for (auto listed : split(list, ',')) {
-    listed = trim(listed);
+  for (auto listed : core::split(list, ',')) {
+    listed = core::trim_space(listed);
     if (listed.empty()) continue;
     mogrifier_settings m;
     m.name = std::string(listed);
@@ -79,7 +43,7 @@ std::vector<mogrifier_settings> read_mogrifiers(const core::env_reader& env) {
     auto prefix = core::cat("DOG_STATSD_MOGRIFIER_", m.name, "_");
     m.pattern = env.get_string(prefix + "PATTERN", "");
     m.new_name = env.get_string(prefix + "NAME", "");
-    m.tags = get_map(env, prefix + "TAGS");
+    m.tags = env.get_map(prefix + "TAGS");
     out.push_back(std::move(m));
   }
   mogrifier_list check(out);  // upstream's start-up errors, now rather than at the first flush
@@ -101,7 +65,7 @@ sink_settings read_sink_settings(const core::env_reader& env) {
   s.flush_interval =
       std::max(std::chrono::milliseconds(1), std::chrono::duration_cast<std::chrono::milliseconds>(interval));
   s.max_dynamic_series = env.get_uint("STATS_MAX_DYNAMIC_SERIES", s.max_dynamic_series, 1, 100'000'000);
-  s.extra_tags = get_map(env, "EXTRA_TAGS");
+  s.extra_tags = env.get_map("EXTRA_TAGS");
 
   s.statsd_host = env.get_string("STATSD_HOST", s.statsd_host);
   s.statsd_port = static_cast<std::uint16_t>(env.get_uint("STATSD_PORT", s.statsd_port, 1, 65535));

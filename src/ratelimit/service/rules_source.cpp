@@ -24,16 +24,19 @@ std::optional<std::string> rules_source::load() {
   const auto& layout = settings_.layout;
   auto files =
       config::read_rule_files(layout.rules_directory(), layout.name_prefix(), layout.ignore_dotfiles);
-  std::string error = files.error;
-  config::load_result loaded;
-  if (error.empty()) {
-    loaded = config::load_rules(files.files, settings_.merge_domain_config, stats_);
-    error = loaded.error;
+  if (!files.error.empty()) {
+    refuse(files.error);
+    return files.error;
   }
-  if (!error.empty()) {
-    load_error_.inc();
-    core::log_error("Error loading new configuration: ", error);
-    return error;
+  return apply(files.files, "files");
+}
+
+std::optional<std::string> rules_source::apply(std::span<const config::config_file> files,
+                                               std::string_view what) {
+  auto loaded = config::load_rules(files, settings_.merge_domain_config, stats_);
+  if (!loaded.error.empty()) {
+    refuse(loaded.error);
+    return loaded.error;
   }
   for (const auto& w : loaded.warnings) core::log_warn(w);
   for (const auto& d : loaded.rules->domain_names()) core::log_info("loaded domain: ", d);
@@ -41,10 +44,15 @@ std::optional<std::string> rules_source::load() {
   current_.store(loaded.rules);
   publish_(std::move(loaded.rules));
   load_success_.inc();
-  core::log_info("Successfully loaded new configuration (", files.files.size(), " files, ", domains,
+  core::log_info("Successfully loaded new configuration (", files.size(), " ", what, ", ", domains,
                  " domains)");
   if (health_component_) health_.set(*health_component_, domains > 0);
   return std::nullopt;
+}
+
+void rules_source::refuse(const std::string& error) {
+  load_error_.inc();
+  core::log_error("Error loading new configuration: ", error);
 }
 
 void rules_source::watch(boost::asio::any_io_executor ex) {

@@ -1,6 +1,7 @@
 #pragma once
 // Feeds the services their rules from the rule directory: the first load at start-up, then a hot reload after
-// each burst of file changes (core::file_watch). Each new snapshot is handed to `publish`, which gives it to
+// each burst of file changes (core::file_watch); or, with CONFIG_TYPE=GRPC_XDS_SOTW, from each xDS response
+// (apply). Each new snapshot is handed to `publish`, which gives it to
 // every worker's service (by a post to the worker). A reload is all-or-nothing: a bad file keeps the last
 // good rules and is logged with its name. Counts ratelimit.service.config_load_success / config_load_error
 // and drives the optional "config loaded" health component.
@@ -10,10 +11,13 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
+#include <string_view>
 
 #include "core/file_watch.hpp"
 #include "core/health.hpp"
 #include "ratelimit/config/directory.hpp"
+#include "ratelimit/config/yaml_loader.hpp"
 #include "ratelimit/service/service.hpp"
 #include "stats/store.hpp"
 
@@ -35,6 +39,10 @@ class rules_source {
   // Reads and compiles every rule file; on success the service gets the new snapshot. Returns the error, if
   // any.
   std::optional<std::string> load();
+  // The same for rules from elsewhere (xDS resources as files; `what` names them in the log).
+  std::optional<std::string> apply(std::span<const config::config_file> files, std::string_view what);
+  // A set of rules that could not even be read: counted and logged as a failed load; the rules stay.
+  void refuse(const std::string& error);
   // The snapshot published last (null before the first good load): for the debug page. Thread-safe.
   std::shared_ptr<const config::rule_set> current() const { return current_.load(); }
   // Starts watching for changes on the executor (call once).

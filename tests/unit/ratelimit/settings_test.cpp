@@ -95,7 +95,6 @@ TEST_CASE("rate limit settings: values are read, bad ones name the variable") {
   CHECK_THROWS_WITH_AS(fails("CONFIG_TYPE", "XDS"),
                        "invalid value 'XDS' for CONFIG_TYPE: expected one of FILE, GRPC_XDS_SOTW",
                        core::settings_error);
-  CHECK_THROWS_AS(fails("CONFIG_TYPE", "GRPC_XDS_SOTW"), core::settings_error);
   CHECK_THROWS_WITH_AS(fails("NEAR_LIMIT_RATIO", "1.5"),
                        "invalid value '1.5' for NEAR_LIMIT_RATIO: expected a number from 0 to 1",
                        core::settings_error);
@@ -210,4 +209,74 @@ TEST_CASE("rate limit settings: memcache") {
             {"MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION", "true"}});
   CHECK(s.memcache.tls.enabled);
   CHECK(s.memcache.tls.skip_hostname_verification);
+}
+
+TEST_CASE("rate limit settings: CONFIG_TYPE=GRPC_XDS_SOTW") {
+  using env_map = std::map<std::string, std::string>;
+  auto read = [](env_map values) {
+    values["CONFIG_TYPE"] = "GRPC_XDS_SOTW";
+    return ratelimit::read_module_settings(core::env_reader(std::move(values)));
+  };
+  CHECK_FALSE(ratelimit::read_module_settings(core::env_reader(env_map{})).xds);
+  auto s = read({});
+  REQUIRE(s.xds);
+  CHECK(s.xds->node.id == "default");
+  CHECK(s.xds->node.metadata.empty());
+  CHECK(s.xds->server_url == "localhost:18000");
+  CHECK(s.xds->headers.empty());
+  CHECK_FALSE(s.xds->use_tls);
+  CHECK(s.xds->backoff.initial == std::chrono::seconds(10));
+  CHECK(s.xds->backoff.max == std::chrono::seconds(60));
+  CHECK(s.xds->backoff.random_factor == doctest::Approx(0.5));
+  CHECK(s.xds->backoff.jitter);
+  CHECK(s.xds->max_receive_bytes == 0);
+
+  s = read({{"CONFIG_GRPC_XDS_NODE_ID", "rls-1"},
+            {"CONFIG_GRPC_XDS_NODE_METADATA", "zone=a,url=http://x/?q=1"},
+            {"CONFIG_GRPC_XDS_SERVER_URL", "xds.example:9000"},
+            {"CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", "X-Token:abc,tenant:t1"},
+            {"XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", "100ms"},
+            {"XDS_CLIENT_BACKOFF_MAX_INTERVAL", "2s"},
+            {"XDS_CLIENT_BACKOFF_RANDOM_FACTOR", "0.2"},
+            {"XDS_CLIENT_BACKOFF_JITTER", "false"},
+            {"XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES", "16777216"}});
+  CHECK(s.xds->node.id == "rls-1");
+  CHECK(s.xds->node.metadata ==
+        std::vector<std::pair<std::string, std::string>>{{"zone", "a"}, {"url", "http://x/?q=1"}});
+  CHECK(s.xds->server_url == "xds.example:9000");
+  CHECK(s.xds->headers ==
+        std::vector<std::pair<std::string, std::string>>{{"x-token", "abc"}, {"tenant", "t1"}});
+  CHECK(s.xds->backoff.initial == std::chrono::milliseconds(100));
+  CHECK(s.xds->backoff.max == std::chrono::seconds(2));
+  CHECK(s.xds->backoff.random_factor == doctest::Approx(0.2));
+  CHECK_FALSE(s.xds->backoff.jitter);
+  CHECK(s.xds->max_receive_bytes == 16777216);
+
+  CHECK_THROWS_WITH_AS(
+      read({{"CONFIG_GRPC_XDS_NODE_METADATA", "zone:a"}}),
+      "invalid value 'zone:a' for CONFIG_GRPC_XDS_NODE_METADATA: item 'zone:a' is not key=value "
+      "(expected k1=v1,k2=v2)",
+      core::settings_error);
+  CHECK_THROWS_WITH_AS(read({{"CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", "x token:1"}}),
+                       "invalid value for CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS: 'x token' is not a gRPC "
+                       "metadata name (letters, digits, '-', '_', '.', not starting with grpc-)",
+                       core::settings_error);
+  CHECK_THROWS_AS(read({{"CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", "novalue"}}), core::settings_error);
+  CHECK_THROWS_WITH_AS(
+      read({{"XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", "2m"}}),
+      "invalid XDS_CLIENT_BACKOFF_INITIAL_INTERVAL (120000 ms) and XDS_CLIENT_BACKOFF_MAX_INTERVAL "
+      "(60000 ms): expected 0 < initial <= max",
+      core::settings_error);
+  CHECK_THROWS_AS(read({{"XDS_CLIENT_BACKOFF_RANDOM_FACTOR", "1.5"}}), core::settings_error);
+  CHECK_THROWS_AS(read({{"CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", "3"}}), core::settings_error);
+  CHECK_THROWS_WITH_AS(
+      read({{"CONFIG_GRPC_XDS_SERVER_USE_TLS", "true"},
+            {"CONFIG_GRPC_XDS_SERVER_TLS_CACERT", "/nonexistent/ca.pem"}}),
+      "cannot read '/nonexistent/ca.pem' for CONFIG_GRPC_XDS_SERVER_TLS_CACERT: No such file or "
+      "directory",
+      core::settings_error);
+  CHECK_THROWS_WITH_AS(
+      read({{"CONFIG_GRPC_XDS_CLIENT_TLS_CERT", "/etc/hostname"}}),
+      "CONFIG_GRPC_XDS_CLIENT_TLS_CERT and CONFIG_GRPC_XDS_CLIENT_TLS_KEY must be set together",
+      core::settings_error);
 }
