@@ -263,8 +263,9 @@ class Transport(XdsCase):
         big = config('big', 'big', [{'key': 'k%d' % i, 'unit': 'HOUR', 'requests': 1} for i in range(400)])
         self.assertGreater(big.ByteSize(), 4096)
         server.push('v2', [big])
-        s.wait_for_log(lambda log: 'larger than max' in log or 'RESOURCE_EXHAUSTED' in log.upper()
-                       or 'exceeds' in log, message='the oversized message refused')
+        s.wait_for_log(lambda log: 'Failed to receive configuration from xDS Management Server: rpc error: code = '
+                       'RESOURCE_EXHAUSTED desc = Received message larger than max' in log,
+                       message='the oversized message refused')
         self.assertNotIn('v2', [v for v, _ in server.acks()])
         self.assertCodes(s, 'xds', ('k', 'i'), [OK, OK, OVER])
 

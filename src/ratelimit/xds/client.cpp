@@ -31,6 +31,17 @@ std::shared_ptr<grpc::Channel> make_channel(const client_settings& s) {
   return grpc::CreateCustomChannel(s.server_url, credentials, args);
 }
 
+// gRPC's name of a status code, as grpc-go prints it in upstream's log line.
+std::string_view code_name(grpc::StatusCode code) {
+  static constexpr std::string_view names[] = {
+      "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
+      "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+      "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
+      "DATA_LOSS", "UNAUTHENTICATED"};
+  const auto i = static_cast<std::size_t>(code);
+  return i < std::size(names) ? names[i] : "UNKNOWN";
+}
+
 }  // namespace
 
 client::client(client_settings settings, boost::asio::any_io_executor control, rules_target target)
@@ -110,9 +121,13 @@ bool client::run_stream() {
     context_ = nullptr;
     if (stopping_) return received;
   }
-  core::log_error("Failed to receive configuration from xDS Management Server: ",
-                  status.ok() ? std::string("the server ended the stream") : status.error_message(),
-                  status.ok() ? "" : core::cat(" (", static_cast<int>(status.error_code()), ")"));
+  if (status.ok()) {
+    core::log_error(
+        "Failed to receive configuration from xDS Management Server: the server ended the stream");
+  } else {
+    core::log_error("Failed to receive configuration from xDS Management Server: rpc error: code = ",
+                    code_name(status.error_code()), " desc = ", status.error_message());
+  }
   return received;
 }
 
