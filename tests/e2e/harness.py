@@ -146,7 +146,7 @@ def base_env():
         if k in os.environ:
             env[k] = os.environ[k]
     # A sanitizer build (README, Development) reports through these: keep them.
-    env.update({k: v for k, v in os.environ.items() if k.split('_')[0] in ('ASAN', 'UBSAN', 'LSAN')})
+    env.update({k: v for k, v in os.environ.items() if k.split('_')[0] in ('ASAN', 'UBSAN', 'LSAN', 'TSAN')})
     return env
 
 
