@@ -2,6 +2,7 @@
 // gRPC status codes (grpc/doc/statuscodes.md) and the percent-encoding of grpc-message.
 
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <string_view>
 
@@ -26,6 +27,17 @@ enum class status_code : std::uint8_t {
   data_loss = 15,
   unauthenticated = 16,
 };
+
+// A code's name as gRPC spells it ("RESOURCE_EXHAUSTED"); UNKNOWN past the last. Header-only, for the places
+// Sluice is a gRPC C++ client too (their codes have the same numbers).
+constexpr std::string_view status_name(int code) {
+  constexpr std::string_view names[] = {
+      "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
+      "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+      "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
+      "DATA_LOSS", "UNAUTHENTICATED"};
+  return code >= 0 && code < static_cast<int>(std::size(names)) ? names[code] : "UNKNOWN";
+}
 
 // grpc-message: printable ASCII except '%' as is, every other byte as %XX (PROTOCOL-HTTP2.md).
 std::string percent_encode(std::string_view message);

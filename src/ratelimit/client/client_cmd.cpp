@@ -8,6 +8,7 @@
 
 #include "core/read_file.hpp"
 #include "core/strings.hpp"
+#include "net/grpc/status.hpp"
 #include "ratelimit/client/client_flags.hpp"
 #include "rls.grpc.pb.h"
 
@@ -46,16 +47,6 @@ std::string read_flag_file(std::string_view flag, const std::string& path) {
   auto content = core::read_file(path, error);
   if (!content) throw std::runtime_error(core::cat("-", flag, ": cannot read ", path, ": ", error));
   return std::move(*content);
-}
-
-std::string_view code_name(grpc::StatusCode code) {
-  static constexpr std::string_view names[] = {
-      "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
-      "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
-      "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
-      "DATA_LOSS", "UNAUTHENTICATED"};
-  const auto i = static_cast<std::size_t>(code);
-  return i < std::size(names) ? names[i] : "UNKNOWN";
 }
 
 std::shared_ptr<grpc::Channel> open_channel(const client_options& o) {
@@ -133,8 +124,8 @@ int run_client(std::span<const std::string_view> args) {
     RateLimitResponse response;
     const auto status = stub->ShouldRateLimit(&context, build_request(o), &response);
     if (!status.ok()) {
-      std::cerr << "request error: " << code_name(status.error_code()) << ": " << status.error_message()
-                << "\n";
+      std::cerr << "request error: " << net::grpc::status_name(status.error_code()) << ": "
+                << status.error_message() << "\n";
       return exit_error;
     }
     if (o.json) {

@@ -7,6 +7,7 @@
 #include "core/log.hpp"
 #include "core/strings.hpp"
 #include "discovery.grpc.pb.h"
+#include "net/grpc/status.hpp"
 
 namespace sluice::ratelimit::xds {
 
@@ -29,17 +30,6 @@ std::shared_ptr<grpc::Channel> make_channel(const client_settings& s) {
     credentials = grpc::InsecureChannelCredentials();
   }
   return grpc::CreateCustomChannel(s.server_url, credentials, args);
-}
-
-// gRPC's name of a status code, as grpc-go prints it in upstream's log line.
-std::string_view code_name(grpc::StatusCode code) {
-  static constexpr std::string_view names[] = {
-      "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
-      "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
-      "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
-      "DATA_LOSS", "UNAUTHENTICATED"};
-  const auto i = static_cast<std::size_t>(code);
-  return i < std::size(names) ? names[i] : "UNKNOWN";
 }
 
 }  // namespace
@@ -126,7 +116,7 @@ bool client::run_stream() {
         "Failed to receive configuration from xDS Management Server: the server ended the stream");
   } else {
     core::log_error("Failed to receive configuration from xDS Management Server: rpc error: code = ",
-                    code_name(status.error_code()), " desc = ", status.error_message());
+                    net::grpc::status_name(status.error_code()), " desc = ", status.error_message());
   }
   return received;
 }
