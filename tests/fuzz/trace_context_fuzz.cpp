@@ -62,7 +62,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return std::nullopt;
   };
   const auto extracted = extract(header);
-  // A single header that does not parse falls back to the multiple ones, as OpenTelemetry's B3 propagator does.
+  // A single header that does not parse falls back to the multiple ones, as OpenTelemetry's B3 propagator
+  // does.
   const auto b3 = single ? single : (!lines[3].empty() ? multi : std::nullopt);
   const auto expected = b3 ? b3 : (lines[0].empty() ? std::nullopt : w3c);
   check(extracted.has_value() == expected.has_value());

@@ -1,7 +1,8 @@
-// libFuzzer: bytes from an xDS server, read as a RateLimitConfig resource (protobuf binary), written as the rule
-// file it stands for and loaded (ratelimit/xds/resource_yaml). Checks: no crash; a resource that cannot be
-// written says why; an error names the resource; and rules that load hold what the resource said: its domain,
-// each top-level descriptor under its composite key with the same limit, unlimited flag and shadow mode.
+// libFuzzer: bytes from an xDS server, read as a RateLimitConfig resource (protobuf binary), written as the
+// rule file it stands for and loaded (ratelimit/xds/resource_yaml). Checks: no crash; a resource that cannot
+// be written says why; an error names the resource; and rules that load hold what the resource said: its
+// domain, each top-level descriptor under its composite key with the same limit, unlimited flag and shadow
+// mode.
 //
 // Build and run: scripts/fuzz xds_resource [seconds]
 
