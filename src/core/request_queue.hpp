@@ -28,8 +28,11 @@ class request_queue {
   std::size_t size() const { return queue_.size(); }
   std::size_t written() const { return written_; }
 
+  virtual ~request_queue() = default;
+
   // The connection is gone: every written request fails with `ec`; unwritten ones stay queued.
   void on_disconnect(boost::system::error_code ec) {
+    forget_reading();
     const auto last = queue_.begin() + static_cast<std::ptrdiff_t>(written_);
     std::vector<pointer> failed(queue_.begin(), last);
     queue_.erase(queue_.begin(), last);
@@ -38,6 +41,7 @@ class request_queue {
   }
   // Fails every request, written or not (shutdown).
   void fail_all(boost::system::error_code ec) {
+    forget_reading();
     std::vector<pointer> failed(queue_.begin(), queue_.end());
     queue_.clear();
     written_ = 0;
@@ -63,6 +67,9 @@ class request_queue {
   }
 
  protected:
+  // What a protocol keeps between reads about the replies of written requests (a reply half scanned, merged
+  // gets in flight): forgotten with them, on a disconnect or a failure of all.
+  virtual void forget_reading() {}
   // The oldest written request has all its replies: it leaves the queue before its `done` runs (which may
   // enqueue, cancel or fail requests).
   void complete_front() {

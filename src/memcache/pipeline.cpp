@@ -4,11 +4,11 @@
 
 namespace sluice::memcache {
 
-namespace {
-
 std::size_t replies_wanted(const pending_request& r) {
   return r.expected.size() + (r.get_keys.empty() ? 0 : 1);
 }
+
+namespace {
 
 // The next key of a key list (" k1 k2"), removed from it.
 std::string_view next_key(std::string_view& list) {
@@ -112,16 +112,6 @@ void pipeline::complete_ready() {
     if (--groups_.front().requests == 0) groups_.pop_front();
     complete_front();
   }
-}
-
-void pipeline::on_disconnect(boost::system::error_code ec) {
-  groups_.clear();
-  request_queue::on_disconnect(ec);
-}
-
-void pipeline::fail_all(boost::system::error_code ec) {
-  groups_.clear();
-  request_queue::fail_all(ec);
 }
 
 }  // namespace sluice::memcache

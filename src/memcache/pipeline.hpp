@@ -36,6 +36,9 @@ struct pending_request {
   std::vector<reply> replies;  // filled as replies arrive
 };
 
+// The replies a request waits for: one for its get-multi, if it asks for keys, and one per command.
+std::size_t replies_wanted(const pending_request& r);
+
 class pipeline : public core::request_queue<pending_request> {
  public:
   // memcached reads a command line into a 16 KiB buffer and copies a longer get line aside; a merged get
@@ -51,11 +54,9 @@ class pipeline : public core::request_queue<pending_request> {
   std::size_t on_read(std::string_view data, boost::system::error_code& ec);
   const std::string& last_parse_error() const { return parse_error_; }
 
-  // As request_queue's, and the merged gets in flight are forgotten with the requests written.
-  void on_disconnect(boost::system::error_code ec);
-  void fail_all(boost::system::error_code ec);
-
  private:
+  void forget_reading() override { groups_.clear(); }
+
   // Requests written together after one merged get (or none, when none of them asks for a key).
   struct group {
     std::size_t requests;

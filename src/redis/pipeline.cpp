@@ -66,14 +66,4 @@ std::size_t pipeline::on_read(std::string_view data, boost::system::error_code& 
   return pos;
 }
 
-void pipeline::on_disconnect(boost::system::error_code ec) {
-  scanner_.reset();
-  request_queue::on_disconnect(ec);
-}
-
-void pipeline::fail_all(boost::system::error_code ec) {
-  scanner_.reset();
-  request_queue::fail_all(ec);
-}
-
 }  // namespace sluice::redis
