@@ -76,7 +76,7 @@ void client::exec(std::size_t index, std::shared_ptr<pending_request> request) {
   auto& n = nodes_[index];
   const std::size_t count = n.connections.size();
   const std::size_t turn = n.commands / commands_per_turn;
-  n.commands += request->expected.size();
+  n.commands += replies_wanted(*request);  // the get-multi too: a get alone still takes its share of a turn
   for (std::size_t i = 0; i < count; ++i) {
     auto& c = n.connections[(turn + i) % count];
     if (c->accepting()) return c->exec(std::move(request));
