@@ -35,6 +35,7 @@
 #include "ratelimit/config/directory.hpp"
 #include "ratelimit/settings.hpp"
 #include "ratelimit/xds/client.hpp"
+#include "rules_setup.hpp"
 #include "shared_apis.hpp"
 #include "stats/prometheus_setup.hpp"
 #include "stats/sink_settings.hpp"
@@ -185,59 +186,6 @@ ratelimit::service::rules_source::publish_fn publish_to(core::worker_pool& worke
   };
 }
 
-// The first load of the rules; false when Sluice must not start without them.
-bool load_initial_rules(ratelimit::service::rules_source& rules, const ratelimit::module_settings& rl) {
-  core::log_info("Waiting for initial ratelimit config update event");
-  auto error = rules.load();
-  if (!error) {
-    core::log_info("Successfully loaded the initial ratelimit configs");
-    return true;
-  }
-  if (rl.force_start_without_initial_config) return true;
-  core::log_error(
-      "cannot start without rate limit rules (set FORCE_START_WITHOUT_INITIAL_CONFIG=true to start anyway): ",
-      *error);
-  return false;
-}
-
-// CONFIG_TYPE=GRPC_XDS_SOTW: the client that streams the rules, started. Null with rule files.
-std::unique_ptr<ratelimit::xds::client> start_xds(const ratelimit::module_settings& rl,
-                                                  asio::io_context& control,
-                                                  ratelimit::service::rules_source& rules) {
-  if (!rl.xds) return nullptr;
-  core::log_info("Rules come from the xDS Management Server at ", rl.xds->server_url);
-  auto client = std::make_unique<ratelimit::xds::client>(
-      *rl.xds, control.get_executor(),
-      ratelimit::xds::rules_target{[&rules](std::vector<ratelimit::config::config_file> files) {
-                                     return rules.apply(files, "xDS resources");
-                                   },
-                                   [&rules](const std::string& error) { rules.refuse(error); }});
-  client->start();
-  return client;
-}
-
-// Without FORCE_START_WITHOUT_INITIAL_CONFIG, start-up waits for the first xDS response whose rules load (the
-// control loop runs meanwhile: it applies them). false when SIGTERM or SIGINT came first.
-bool wait_for_xds_rules(asio::io_context& control, const ratelimit::service::rules_source& rules,
-                        const ratelimit::module_settings& rl, const sigset_t& stop_signals) {
-  if (rl.force_start_without_initial_config) return true;
-  core::log_info("Waiting for initial ratelimit config update event");
-  asio::signal_set signals(control, SIGTERM, SIGINT);
-  bool interrupted = false;
-  signals.async_wait([&](const boost::system::error_code& ec, int) { interrupted = !ec; });
-  pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);
-  while (!interrupted && !rules.current()) control.run_one();
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  signals.cancel();
-  control.poll();  // the cancelled wait's handler, which refers to this frame
-  if (interrupted) {
-    core::log_warn("Stopped while waiting for the first rules from the xDS Management Server");
-    return false;
-  }
-  core::log_info("Successfully loaded the initial ratelimit configs");
-  return true;
-}
-
 // What a stop does, in order, on the control thread: unhealthy, no new connections, GOAWAY on gRPC, the
 // requests in flight may finish within the grace period, then the backends and the workers stop.
 struct shutdown_plan {
@@ -331,7 +279,7 @@ int run_server() {
   auto http_endpoint = build_workers(apis, workers, proc, rl, limiter, backend, stats, health, shared, grpc);
   ratelimit::service::rules_source rules(rl.rules, publish_to(workers, apis), stats, health);
   auto xds = start_xds(rl, control, rules);
-  if (xds ? !wait_for_xds_rules(control, rules, rl, stop_signals) : !load_initial_rules(rules, rl)) {
+  if (!load_first_rules(rules, rl, xds.get(), control, stop_signals)) {
     if (xds) xds->stop();
     backend.stop();
     return xds ? 0 : 1;

@@ -1,0 +1,29 @@
+#pragma once
+// Part of the composition root (with main.cpp): where the rules come from at start-up — the rule files, or
+// the xDS client (CONFIG_TYPE=GRPC_XDS_SOTW) — and the first load Sluice waits for before opening its ports.
+
+#include <signal.h>
+
+#include <boost/asio/io_context.hpp>
+#include <memory>
+
+#include "ratelimit/service/rules_source.hpp"
+#include "ratelimit/settings.hpp"
+#include "ratelimit/xds/client.hpp"
+
+namespace sluice {
+
+// CONFIG_TYPE=GRPC_XDS_SOTW: the client that streams the rules into `rules`, started. Null with rule files.
+std::unique_ptr<ratelimit::xds::client> start_xds(const ratelimit::module_settings& rl,
+                                                  boost::asio::io_context& control,
+                                                  ratelimit::service::rules_source& rules);
+
+// The first rules: the files loaded, or (with `xds`) the first xDS response whose rules load, waited for
+// while the control loop runs (SIGTERM or SIGINT, blocked in `stop_signals` otherwise, end the wait). false
+// when Sluice must not start: the files did not load (and FORCE_START_WITHOUT_INITIAL_CONFIG is off), or a
+// signal came first.
+bool load_first_rules(ratelimit::service::rules_source& rules, const ratelimit::module_settings& rl,
+                      ratelimit::xds::client* xds, boost::asio::io_context& control,
+                      const sigset_t& stop_signals);
+
+}  // namespace sluice
