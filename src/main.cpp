@@ -40,6 +40,7 @@
 #include "stats/prometheus_setup.hpp"
 #include "stats/sink_settings.hpp"
 #include "stats/store.hpp"
+#include "tracing_setup.hpp"
 
 namespace asio = boost::asio;
 using namespace sluice;
@@ -145,7 +146,7 @@ asio::ip::tcp::endpoint build_workers(std::vector<worker_apis>& apis, core::work
                                       process_settings& proc, const ratelimit::module_settings& rl,
                                       ratelimit::limiter::limiter& limiter, backend_holder& backend,
                                       stats::store& stats, core::health& health, shared_apis& shared,
-                                      net::grpc::server& grpc) {
+                                      net::grpc::server& grpc, const tracing_holder& tracing) {
   asio::ip::tcp::endpoint http_endpoint;
   auto http_options = proc.http;
   http_options.reuse_port = workers.size() > 1;
@@ -154,8 +155,9 @@ asio::ip::tcp::endpoint build_workers(std::vector<worker_apis>& apis, core::work
     auto& w = apis.emplace_back();
     w.service =
         std::make_unique<ratelimit::service::rate_limit_service>(rl.service, limiter, backend.get(i), stats);
+    w.service->set_tracer(tracing.tracer(i));
     auto routes = std::make_shared<net::http::router>();
-    ratelimit::api::add_http_routes(*routes, *w.service, health);
+    ratelimit::api::add_http_routes(*routes, *w.service, health, tracing.tracer(i));
     shared.add_routes(*routes);
     w.http = std::make_unique<net::http::server>(workers.context(i), http_options, routes);
     http_endpoint = w.http->listen();
@@ -163,6 +165,7 @@ asio::ip::tcp::endpoint build_workers(std::vector<worker_apis>& apis, core::work
 
     auto methods = std::make_shared<net::grpc::method_table>();
     w.rls = std::make_unique<ratelimit::api::rls_grpc_service>(*w.service, stats);
+    w.rls->set_tracer(tracing.tracer(i));
     w.rls->add_to(*methods);
     w.grpc_health = std::make_unique<net::grpc::health_service>(
         "ratelimit", [&health] { return health.healthy(); }, [&check_requests] { check_requests.inc(); });
@@ -200,6 +203,7 @@ struct shutdown_plan {
   shared_apis& shared;
   control_listeners& listeners;
   backend_holder& backend;
+  const tracing_holder& tracing;
   std::function<void()> release_control;  // lets the control thread's run() return
   std::chrono::milliseconds grace;
   asio::steady_timer timer{control};
@@ -221,6 +225,7 @@ struct shutdown_plan {
           [this] { return grpc.open_connections() == 0 && open_http(apis) == 0; },
           [this] {
             backend.stop();
+            tracing.stop();  // what is queued goes out once more
             workers.release();
             release_control();
           });
@@ -243,6 +248,7 @@ int run_server() {
   asio::io_context control(1);
   core::worker_pool workers(proc.io_threads);
   auto rl = ratelimit::read_module_settings(env);
+  auto trace_settings = tracing::read_settings(env);
   auto stats_settings = stats::read_sink_settings(env);
   core::system_clock clock;
   // The echo API's OpenAPI document, the API key file and the holiday list are checked before anything
@@ -274,9 +280,11 @@ int run_server() {
     shutdown();
   });
   ratelimit::limiter::limiter limiter(rl.limiter, clock);
+  auto tracing_parts = make_tracing(trace_settings, workers.size(), control, stats);
   std::vector<worker_apis> apis;
   net::grpc::server grpc(proc.grpc);
-  auto http_endpoint = build_workers(apis, workers, proc, rl, limiter, backend, stats, health, shared, grpc);
+  auto http_endpoint =
+      build_workers(apis, workers, proc, rl, limiter, backend, stats, health, shared, grpc, tracing_parts);
   ratelimit::service::rules_source rules(rl.rules, publish_to(workers, apis), stats, health);
   auto xds = start_xds(rl, control, rules);
   if (!load_first_rules(rules, rl, xds.get(), control, stop_signals)) {
@@ -303,6 +311,7 @@ int run_server() {
   } guard{workers};
   for (auto& w : apis) w.http->start();
   grpc.start(control.get_executor());
+  tracing_parts.start(control);
   shared.watch(control.get_executor());
   if (!xds) rules.watch(control.get_executor());
 
@@ -318,6 +327,7 @@ int run_server() {
                      shared,
                      listeners,
                      backend,
+                     tracing_parts,
                      [&] {
                        signals.cancel();
                        work.reset();

@@ -55,4 +55,34 @@ std::string_view trim_space(std::string_view s) {
   return s;
 }
 
+namespace {
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+}  // namespace
+
+std::string percent_decode(std::string_view s, bool* malformed) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out.push_back(s[i]);
+      continue;
+    }
+    const int hi = i + 2 < s.size() ? hex_value(s[i + 1]) : -1;
+    const int lo = hi >= 0 ? hex_value(s[i + 2]) : -1;
+    if (lo >= 0) {
+      out.push_back(static_cast<char>(hi * 16 + lo));
+      i += 2;
+    } else {
+      out.push_back(s[i]);
+      if (malformed != nullptr) *malformed = true;
+    }
+  }
+  return out;
+}
+
 }  // namespace sluice::core

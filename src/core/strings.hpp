@@ -81,6 +81,9 @@ bool parse_unsigned(std::string_view s, T& out) {
   return ec == std::errc{} && ptr == s.data() + s.size();
 }
 
+// `s` with each %XX escape decoded. A malformed escape is kept as it is and sets `malformed` when given.
+std::string percent_decode(std::string_view s, bool* malformed = nullptr);
+
 // Length of the well-formed UTF-8 sequence starting at s[i] (RFC 3629), 0 if there is none.
 std::size_t utf8_sequence(std::string_view s, std::size_t i);
 

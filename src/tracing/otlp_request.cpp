@@ -43,8 +43,8 @@ opentelemetry::proto::collector::trace::v1::ExportTraceServiceRequest make_expor
   auto& rs = *request.add_resource_spans();
   auto& attributes = *rs.mutable_resource()->mutable_attributes();
   set(*attributes.Add(), "service.name", resource.service_name);
-  if (!resource.service_namespace.empty())
-    set(*attributes.Add(), "service.namespace", resource.service_namespace);
+  // Always, even empty, as upstream's resource has it.
+  set(*attributes.Add(), "service.namespace", resource.service_namespace);
   if (!resource.service_instance_id.empty())
     set(*attributes.Add(), "service.instance.id", resource.service_instance_id);
   auto& scope_spans = *rs.add_scope_spans();

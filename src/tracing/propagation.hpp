@@ -34,6 +34,10 @@ std::optional<span_context> parse_b3_single(std::string_view b3);
 std::optional<span_context> parse_b3_multi(std::string_view trace_id, std::string_view span_id,
                                            std::string_view sampled, std::string_view flags);
 
+// The headers extract() reads, lower-case: a server keeps these for it.
+inline constexpr std::array<std::string_view, 7> context_headers{
+    "traceparent", "tracestate", "b3", "x-b3-traceid", "x-b3-spanid", "x-b3-sampled", "x-b3-flags"};
+
 // A request's headers (gRPC metadata or HTTP), by lower-case name; nothing when absent.
 using header_lookup = std::function<std::optional<std::string_view>(std::string_view name)>;
 // W3C, then B3 (single, else multiple) over it.

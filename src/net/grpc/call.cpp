@@ -28,6 +28,7 @@ std::string_view status_text(status_code code, char (&buf)[4]) {
 }  // namespace
 
 bool call::on_header(std::string_view name, std::string_view value) {
+  if (methods_.keeps_headers() && methods_.keeps_header(name)) kept_headers_.emplace_back(name, value);
   // By length first: most of a request's headers (":scheme", ":authority", "te", "user-agent", ...) are
   // not read, and most lengths name one header we read.
   switch (name.size()) {

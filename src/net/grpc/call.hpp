@@ -12,6 +12,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "net/grpc/message_reader.hpp"
 #include "net/grpc/method_table.hpp"
@@ -42,6 +44,13 @@ class call final : public h2::stream, public std::enable_shared_from_this<call> 
   void write(const google::protobuf::MessageLite& message);
   // Ends the call with this status (OK included), after whatever was written.
   void finish(status_code code, std::string_view message = {});
+  // A request header the method table asked to keep; nothing when absent (or not kept).
+  std::optional<std::string_view> header(std::string_view name) const {
+    for (const auto& [n, v] : kept_headers_) {
+      if (n == name) return std::string_view(v);
+    }
+    return std::nullopt;
+  }
   // Answered, cancelled, reset, or past its deadline: nothing more will be sent.
   bool done() const { return done_; }
   // Called once when the call ends without the handler having finished it (reset, deadline, closed).
@@ -73,6 +82,7 @@ class call final : public h2::stream, public std::enable_shared_from_this<call> 
   boost::asio::any_io_executor executor_;
   std::optional<boost::asio::steady_timer> deadline_;
   std::function<void()> on_cancel_;
+  std::vector<std::pair<std::string, std::string>> kept_headers_;
   std::string path_;              // only when it names no method: for the error message
   std::string bad_content_type_;  // only when it is not gRPC's: for the error message
   std::optional<std::chrono::nanoseconds> timeout_;

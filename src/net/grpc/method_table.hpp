@@ -43,8 +43,20 @@ class method_table {
     return false;
   }
 
+  // Request headers a handler reads (by lower-case name; e.g. the trace context), kept by each call. None by
+  // default: a call then keeps nothing.
+  void keep_header(std::string name) { kept_headers_.push_back(std::move(name)); }
+  bool keeps_headers() const { return !kept_headers_.empty(); }
+  bool keeps_header(std::string_view name) const {
+    for (const auto& h : kept_headers_) {
+      if (h == name) return true;
+    }
+    return false;
+  }
+
  private:
   std::vector<std::pair<std::string, handler>> methods_;
+  std::vector<std::string> kept_headers_;
 };
 
 }  // namespace sluice::net::grpc

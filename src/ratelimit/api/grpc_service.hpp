@@ -11,6 +11,7 @@
 #include "net/grpc/method_table.hpp"
 #include "ratelimit/service/service.hpp"
 #include "stats/store.hpp"
+#include "tracing/tracer.hpp"
 
 namespace sluice::ratelimit::api {
 
@@ -22,7 +23,10 @@ class rls_grpc_service {
   rls_grpc_service(const rls_grpc_service&) = delete;
   rls_grpc_service& operator=(const rls_grpc_service&) = delete;
 
+  // Also asks the table to keep the trace context headers when tracing is on.
   void add_to(net::grpc::method_table& methods);
+  // Tracing on this worker (set before add_to): the call's server span, under the context it came with.
+  void set_tracer(tracing::tracer* tracer) { tracer_ = tracer; }
 
   struct pending;
 
@@ -36,6 +40,7 @@ class rls_grpc_service {
   stats::counter& total_requests_;
   stats::timer& response_time_;
   std::vector<std::unique_ptr<pending>> spares_;
+  tracing::tracer* tracer_ = nullptr;
 };
 
 }  // namespace sluice::ratelimit::api

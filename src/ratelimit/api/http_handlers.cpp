@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "ratelimit/api/json_codec.hpp"
+#include "tracing/proto_text.hpp"
 
 namespace sluice::ratelimit::api {
 
@@ -21,7 +22,7 @@ using decision = std::optional<service::service_error>;
 // coroutine is resumed through its own executor, never from inside the service's call stack. The state lives
 // in the coroutine frame, which stays alive until the decision arrives.
 asio::awaitable<decision> decide(service::rate_limit_service& service, const service::rls_request& request,
-                                 service::rls_response& response) {
+                                 service::rls_response& response, const tracing::span& server) {
   struct pending {
     asio::any_io_executor executor;
     std::mutex mutex;
@@ -31,16 +32,19 @@ asio::awaitable<decision> decide(service::rate_limit_service& service, const ser
   } state;
   state.executor = co_await asio::this_coro::executor;
 
-  service.should_rate_limit(request, response, [&state](const service::service_error* error) {
-    std::function<void()> resume;
-    {
-      std::lock_guard lock(state.mutex);
-      if (error != nullptr) state.result = *error;
-      state.done = true;
-      resume = std::move(state.resume);
-    }
-    if (resume) asio::post(state.executor, std::move(resume));
-  });
+  service.should_rate_limit(
+      request, response,
+      [&state](const service::service_error* error) {
+        std::function<void()> resume;
+        {
+          std::lock_guard lock(state.mutex);
+          if (error != nullptr) state.result = *error;
+          state.done = true;
+          resume = std::move(state.resume);
+        }
+        if (resume) asio::post(state.executor, std::move(resume));
+      },
+      &server);
   {
     std::lock_guard lock(state.mutex);
     if (state.done) co_return std::move(state.result);
@@ -72,8 +76,9 @@ http::status to_http_status(service::error_kind kind) {
   return http::status::internal_server_error;
 }
 
-asio::awaitable<net::http::response> handle_json(service::rate_limit_service& service,
-                                                 const net::http::request& req) {
+asio::awaitable<net::http::response> decide_json(service::rate_limit_service& service,
+                                                 tracing::tracer* tracer, const net::http::request& req,
+                                                 const tracing::span& server) {
   // One arena per request: the request and response messages cost one allocation instead of one per field.
   // (Not an initial block in the coroutine frame: frames are not aligned enough for the arena.)
   google::protobuf::ArenaOptions options;
@@ -84,19 +89,52 @@ asio::awaitable<net::http::response> handle_json(service::rate_limit_service& se
     co_return net::http::json_error(req, http::status::bad_request, *error);
   }
   auto& response = *google::protobuf::Arena::CreateMessage<service::rls_response>(&arena);
-  if (auto error = co_await decide(service, request, response)) {
+  if (auto error = co_await decide(service, request, response, server)) {
     co_return net::http::json_error(req, to_http_status(error->kind), error->message);
+  }
+  if (tracer != nullptr) {
+    // upstream's span for the rest of its handler, with the response as Go prints it.
+    auto remaining = tracer->start_child(server, "NewJsonHandler Remaining Execution");
+    if (remaining.recording()) remaining.set_attribute("response", tracing::go_text(response));
   }
   auto status = response.overall_code() == service::rls_response::OVER_LIMIT ? http::status::too_many_requests
                                                                              : http::status::ok;
   co_return net::http::make_response(req, status, "application/json", response_to_json(response));
 }
 
+// POST /json under a server span (upstream has none: its /json spans start a trace of their own), as
+// OpenTelemetry's HTTP instrumentation names it, under the trace context the request came with.
+asio::awaitable<net::http::response> handle_json(service::rate_limit_service& service,
+                                                 tracing::tracer* tracer, const net::http::request& req) {
+  tracing::span server;
+  if (tracer != nullptr) {
+    auto parent = tracing::extract([&req](std::string_view name) -> std::optional<std::string_view> {
+      auto it = req.find(name);
+      if (it == req.end()) return std::nullopt;
+      return std::string_view(it->value());
+    });
+    const std::string_view method = req.method_string();
+    server = tracer->start(std::string(method) + " /json", tracing::span_kind::server, parent);
+    if (server.recording()) {
+      server.set_attribute("http.method", std::string(method));
+      server.set_attribute("http.target", std::string(req.target()));
+    }
+  }
+  auto response = co_await decide_json(service, tracer, req, server);
+  if (server.recording()) {
+    const auto status = response.result_int();
+    server.set_attribute("http.status_code", static_cast<std::int64_t>(status));
+    if (status >= 500) server.set_error({});
+  }
+  co_return response;
+}
+
 }  // namespace
 
 void add_http_routes(net::http::router& routes, service::rate_limit_service& service,
-                     const core::health& health) {
-  routes.add("/json", [&service](const net::http::request& req) { return handle_json(service, req); });
+                     const core::health& health, tracing::tracer* tracer) {
+  routes.add("/json",
+             [&service, tracer](const net::http::request& req) { return handle_json(service, tracer, req); });
 
   routes.add("/healthcheck",
              [&health](const net::http::request& req) -> asio::awaitable<net::http::response> {

@@ -5,10 +5,12 @@
 #include "core/health.hpp"
 #include "net/http/router.hpp"
 #include "ratelimit/service/service.hpp"
+#include "tracing/tracer.hpp"
 
 namespace sluice::ratelimit::api {
 
+// `tracer`: this worker's, when tracing is on (spans for /json), else null.
 void add_http_routes(net::http::router& routes, service::rate_limit_service& service,
-                     const core::health& health);
+                     const core::health& health, tracing::tracer* tracer);
 
 }  // namespace sluice::ratelimit::api

@@ -4,10 +4,12 @@
 // needs no I/O (memory) can finish inline on the caller's thread — a gRPC decision then needs no hop to the
 // io_context.
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace sluice::ratelimit::limiter {
 
@@ -35,9 +37,18 @@ class completion {
   ~completion() = default;
 };
 
+// The span upstream records around a store's round trip (reference §1.9): its name and counts.
+struct trace_description {
+  const char* name = nullptr;  // null: no span (a store without I/O)
+  std::array<std::pair<const char*, std::int64_t>, 2> counts{};
+  std::size_t count_size = 0;
+};
+
 class backend {
  public:
   virtual ~backend() = default;
+  // What tracing records around increment(ops): upstream's span for this store.
+  virtual trace_description describe_for_trace(std::span<const counter_op> /*ops*/) const { return {}; }
   // Adds ops[i].increment to the counter ops[i].key (creating it), or takes it away for a refund, and writes
   // the value after the change to results[i]; each op is atomic on its counter. The spans stay valid until
   // done.complete() is called.

@@ -9,6 +9,7 @@
 
 #include "core/strings.hpp"
 #include "ratelimit/limiter/cache_key.hpp"
+#include "tracing/proto_text.hpp"
 
 namespace sluice::ratelimit::service {
 
@@ -74,13 +75,14 @@ void merge_first_wins(google::protobuf::Struct& into, const google::protobuf::St
 class request_state final : public limiter::completion {
  public:
   request_state(rate_limit_service& service, const rls_request& request, rls_response& response,
-                rate_limit_service::done_fn done)
+                rate_limit_service::done_fn done, tracing::span execution)
       : service_(service),
         request_(request),
         response_(response),
         done_(std::move(done)),
         held_(service.acquire_rules()),
-        rules_(*held_->rules) {}
+        rules_(*held_->rules),
+        execution_(std::move(execution)) {}
   ~request_state() { service_.release_rules(held_); }
   request_state(const request_state&) = delete;
   request_state& operator=(const request_state&) = delete;
@@ -107,6 +109,8 @@ class request_state final : public limiter::completion {
   limiter::small_vector<const config::descriptor_node*> nodes_;
   limiter::work work_;
   bool prechecking_ = false;
+  tracing::span execution_;     // upstream's "ShouldRateLimit Execution"
+  tracing::span backend_span_;  // the store's round trip (its own name), under it
 };
 
 void request_state::resolve() {
@@ -179,6 +183,14 @@ void request_state::resolve() {
 void request_state::start() {
   auto& limiter = service_.limiter_;
   limiter.prepare(work_);
+  if (execution_.recording() && !work_.ops.empty()) {
+    const auto described = service_.backend_.describe_for_trace(work_.ops);
+    if (described.name != nullptr) {
+      backend_span_ = service_.tracer_->start_child(execution_, described.name);
+      for (std::size_t i = 0; i < described.count_size; ++i)
+        backend_span_.set_attribute(described.counts[i].first, described.counts[i].second);
+    }
+  }
   if (limiter.wants_precheck(work_)) {
     prechecking_ = true;
     service_.backend_.get(work_.ops, work_.values, *this);
@@ -214,6 +226,8 @@ void request_state::complete(const limiter::backend_error* error) noexcept {
   } catch (const std::exception& e) {
     failure = service_error{error_kind::internal, core::cat("internal error: ", e.what())};
   }
+  backend_span_.end();
+  execution_.end();
   auto done = std::move(done_);
   try {
     done(failure ? &*failure : nullptr);
@@ -360,20 +374,32 @@ void rate_limit_service::release_rules(held_rules* held) {
   if (--held->decisions == 0 && held != current_) delete held;
 }
 
-void rate_limit_service::should_rate_limit(const rls_request& request, rls_response& response, done_fn done) {
+void rate_limit_service::should_rate_limit(const rls_request& request, rls_response& response, done_fn done,
+                                           const tracing::span* parent) {
+  tracing::span execution;
+  if (tracer_ != nullptr && parent != nullptr) {
+    execution = tracer_->start_child(*parent, "ShouldRateLimit Execution");
+    if (execution.recording()) {
+      execution.set_attribute("domain", request.domain());
+      execution.set_attribute("request string", tracing::go_text(request));
+    }
+  }
   if (auto problem = validate(request)) {
     service_error_.inc();
     service_error e{error_kind::invalid_argument, std::move(*problem)};
+    execution.end();
     done(&e);
     return;
   }
   if (current_ == nullptr || !current_->rules) {
     service_error_.inc();
     service_error e{error_kind::unavailable, "no rate limit configuration loaded"};
+    execution.end();
     done(&e);
     return;
   }
-  auto state = std::make_unique<request_state>(*this, request, response, std::move(done));
+  auto state =
+      std::make_unique<request_state>(*this, request, response, std::move(done), std::move(execution));
   state->resolve();
   // From here the state owns itself: complete() deletes it, possibly before start() returns.
   state.release()->start();

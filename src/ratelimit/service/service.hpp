@@ -13,6 +13,7 @@
 #include "ratelimit/limiter/limiter.hpp"
 #include "rls.pb.h"
 #include "stats/store.hpp"
+#include "tracing/tracer.hpp"
 
 namespace sluice::ratelimit::service {
 
@@ -59,8 +60,13 @@ class rate_limit_service {
   // and a decision keeps the snapshot it started with.
   void set_rules(std::shared_ptr<const config::rule_set> rules);
 
-  // `request` and `response` must stay valid until `done` is called.
-  void should_rate_limit(const rls_request& request, rls_response& response, done_fn done);
+  // Tracing on this worker: the decision's spans go under the caller's span. Null (the default): none.
+  void set_tracer(tracing::tracer* tracer) { tracer_ = tracer; }
+
+  // `request` and `response` must stay valid until `done` is called; `parent` (the server span, which may be
+  // null) only during this call.
+  void should_rate_limit(const rls_request& request, rls_response& response, done_fn done,
+                         const tracing::span* parent = nullptr);
 
  private:
   friend class request_state;
@@ -78,6 +84,7 @@ class rate_limit_service {
   limiter::limiter& limiter_;
   limiter::backend& backend_;
   stats::store& stats_;
+  tracing::tracer* tracer_ = nullptr;
   held_rules* current_ = nullptr;  // owned; older snapshots are freed by their last decision
   stats::counter& service_error_;
   stats::counter& backend_error_;

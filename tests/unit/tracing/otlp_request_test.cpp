@@ -72,14 +72,16 @@ TEST_CASE("OTLP: spans become one ResourceSpans with the resource, the scope and
   CHECK(c.status().message() == "Redis is not connected");
 }
 
-TEST_CASE("OTLP: a root span has no parent; no namespace or instance id, no attribute for them") {
+TEST_CASE("OTLP: a root span has no parent; an empty namespace is still sent (as upstream), no instance id") {
   finished_span root;
   root.trace_id.fill(7);
   root.span_id.fill(9);
   const finished_span spans[] = {root};
   const auto request = make_export_request(resource_info{}, spans);
   const auto& rs = request.resource_spans(0);
-  CHECK(rs.resource().attributes_size() == 1);
+  REQUIRE(rs.resource().attributes_size() == 2);
+  CHECK(rs.resource().attributes(1).key() == "service.namespace");
+  CHECK(rs.resource().attributes(1).value().string_value().empty());
   CHECK(rs.scope_spans(0).spans(0).parent_span_id().empty());
   CHECK(rs.scope_spans(0).spans(0).flags() == 0x101);
 }

@@ -144,4 +144,12 @@ void redis_backend::run(bool increment, std::span<const limiter::counter_op> ops
   }
 }
 
+limiter::trace_description redis_backend::describe_for_trace(std::span<const limiter::counter_op> ops) const {
+  std::int64_t main = 0, per_second = 0;
+  for (const auto& op : ops) ++(op.per_second && per_second_ != nullptr ? per_second : main);
+  return {"Redis Pipeline Execution",
+          {{{"pipeline length", 2 * main}, {"perSecondPipeline length", 2 * per_second}}},
+          2};
+}
+
 }  // namespace sluice::ratelimit::backends::redis

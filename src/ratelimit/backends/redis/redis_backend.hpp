@@ -16,6 +16,9 @@ class redis_backend final : public limiter::backend {
   redis_backend(sluice::redis::store& main, sluice::redis::store* per_second)
       : main_(main), per_second_(per_second) {}
 
+  // upstream's span around the pipelines: two commands per key (INCRBY and EXPIRE) in each.
+  limiter::trace_description describe_for_trace(std::span<const limiter::counter_op> ops) const override;
+
   void increment(std::span<const limiter::counter_op> ops, std::span<std::uint64_t> results,
                  limiter::completion& done) override;
   void get(std::span<const limiter::counter_op> ops, std::span<std::uint64_t> results,

@@ -1,0 +1,130 @@
+#include "tracing/exporter.hpp"
+
+#include <algorithm>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <random>
+
+#include "core/log.hpp"
+#include "tracing/otlp_request.hpp"
+
+namespace sluice::tracing {
+
+namespace asio = boost::asio;
+using clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+namespace {
+
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+// How often the queues are looked at: a full batch leaves within this, whatever the schedule delay.
+constexpr milliseconds poll_interval{50};
+// Retries of one batch: exponential from 1 s to 8 s, with jitter, until OTEL_BSP_EXPORT_TIMEOUT.
+constexpr milliseconds first_backoff{1000}, max_backoff{8000};
+
+}  // namespace
+
+batch_exporter::batch_exporter(const settings& settings, std::size_t workers,
+                               std::unique_ptr<otlp_transport> transport, stats::store& stats)
+    : settings_(settings),
+      transport_(std::move(transport)),
+      dropped_(stats.get_counter("tracing.spans_dropped")),
+      exported_(stats.get_counter("tracing.spans_exported")) {
+  const std::size_t each = std::max<std::size_t>(1, (settings.batch.max_queue_size + workers - 1) / workers);
+  for (std::size_t i = 0; i < workers; ++i) queues_.push_back(std::make_unique<span_queue>(each));
+}
+
+batch_exporter::~batch_exporter() = default;
+
+void batch_exporter::start(asio::io_context& control) {
+  timer_ = std::make_unique<asio::steady_timer>(control);
+  asio::co_spawn(control, run(), asio::detached);
+}
+
+void batch_exporter::stop() {
+  stopping_ = true;
+  if (timer_) timer_->cancel();
+}
+
+std::size_t batch_exporter::queued() const {
+  std::size_t n = 0;
+  for (const auto& q : queues_) n += q->size();
+  return n;
+}
+
+asio::awaitable<void> batch_exporter::run() {
+  auto last_export = clock::now();
+  while (!stopping_) {
+    timer_->expires_after(std::min<milliseconds>(poll_interval, settings_.batch.schedule_delay));
+    co_await timer_->async_wait(use_tuple);
+    if (stopping_) break;
+    const auto n = queued();
+    if (n == 0) {
+      last_export = clock::now();
+      continue;
+    }
+    if (n < settings_.batch.max_export_batch_size &&
+        clock::now() - last_export < settings_.batch.schedule_delay)
+      continue;
+    co_await export_queued(false);
+    last_export = clock::now();
+  }
+  co_await export_queued(true);
+}
+
+asio::awaitable<void> batch_exporter::export_queued(bool last) {
+  std::vector<finished_span> spans;
+  for (auto& q : queues_) {
+    auto taken = q->take_all();
+    std::move(taken.begin(), taken.end(), std::back_inserter(spans));
+  }
+  // Oldest first across the workers, so a batch holds the spans of one time.
+  std::stable_sort(spans.begin(), spans.end(),
+                   [](const auto& a, const auto& b) { return a.end_unix_nano < b.end_unix_nano; });
+  const std::size_t size = settings_.batch.max_export_batch_size;
+  for (std::size_t at = 0; at < spans.size(); at += size) {
+    const auto batch = std::span<const finished_span>(spans).subspan(at, std::min(size, spans.size() - at));
+    const auto request = make_export_request(settings_.resource, batch);
+    if (co_await send_with_retry(request, last)) {
+      exported_.add(batch.size());
+    } else {
+      dropped_.add(batch.size());
+    }
+  }
+}
+
+asio::awaitable<bool> batch_exporter::send_with_retry(
+    const opentelemetry::proto::collector::trace::v1::ExportTraceServiceRequest& request, bool last) {
+  const auto& endpoint = settings_.exporter.endpoint;
+  const auto deadline = clock::now() + settings_.batch.export_timeout;
+  auto backoff = first_backoff;
+  std::minstd_rand jitter(std::random_device{}());
+  for (;;) {
+    auto result = co_await transport_->send(request);
+    if (result.outcome == export_result::kind::ok) {
+      if (std::exchange(failing_, false)) core::log_warn("Exporting spans to ", endpoint, " again");
+      co_return true;
+    }
+    if (!std::exchange(failing_, true)) {
+      core::log_warn("Cannot export spans to ", endpoint, ": ", result.error,
+                     result.outcome == export_result::kind::retry
+                         ? " (retrying with backoff; spans are dropped and counted in tracing.spans_dropped "
+                           "while this lasts)"
+                         : " (the batch is dropped)");
+    }
+    // Half to all of the backoff, as OpenTelemetry's exporters spread their retries.
+    const auto wait =
+        milliseconds(backoff.count() / 2 + static_cast<long>(jitter() % (backoff.count() / 2 + 1)));
+    if (result.outcome == export_result::kind::fail || last || stopping_ || clock::now() + wait > deadline)
+      co_return false;
+    timer_->expires_after(wait);
+    co_await timer_->async_wait(use_tuple);
+    if (stopping_) co_return false;
+    backoff = std::min(backoff * 2, max_backoff);
+  }
+}
+
+}  // namespace sluice::tracing

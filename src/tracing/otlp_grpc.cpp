@@ -1,0 +1,138 @@
+// OTLP/gRPC: opentelemetry.proto.collector.trace.v1.TraceService/Export with gRPC C++'s callback API. The
+// call runs on gRPC's threads; its end is posted back to the exporter's executor. Retryable codes are the
+// OTLP specification's (CANCELLED, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED, OUT_OF_RANGE, UNAVAILABLE,
+// DATA_LOSS).
+
+#include <grpcpp/grpcpp.h>
+
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <condition_variable>
+#include <mutex>
+#include <stdexcept>
+
+#include "core/read_file.hpp"
+#include "core/strings.hpp"
+#include "net/grpc/status.hpp"
+#include "otlp_trace_service.grpc.pb.h"
+#include "tracing/otlp_transport.hpp"
+
+namespace sluice::tracing {
+
+namespace {
+
+namespace asio = boost::asio;
+using trace_service = opentelemetry::proto::collector::trace::v1::TraceService;
+using export_request = opentelemetry::proto::collector::trace::v1::ExportTraceServiceRequest;
+using export_response = opentelemetry::proto::collector::trace::v1::ExportTraceServiceResponse;
+
+std::string read_pem(const std::string& file, std::string_view setting) {
+  if (file.empty()) return {};
+  std::string error;
+  auto text = core::read_file(file, error);
+  if (!text) throw std::runtime_error(core::cat("invalid file '", file, "' for ", setting, ": ", error));
+  return *text;
+}
+
+std::shared_ptr<grpc::Channel> make_channel(const exporter_settings& s) {
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  if (s.tls) {
+    grpc::SslCredentialsOptions tls;
+    tls.pem_root_certs = read_pem(s.ca_file, "OTEL_EXPORTER_OTLP_CERTIFICATE");  // empty: gRPC's roots
+    tls.pem_cert_chain = read_pem(s.client_cert_file, "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE");
+    tls.pem_private_key = read_pem(s.client_key_file, "OTEL_EXPORTER_OTLP_CLIENT_KEY");
+    credentials = grpc::SslCredentials(tls);
+  } else {
+    credentials = grpc::InsecureChannelCredentials();
+  }
+  return grpc::CreateCustomChannel(s.endpoint, credentials, grpc::ChannelArguments());
+}
+
+bool retryable(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::CANCELLED:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+    case grpc::StatusCode::ABORTED:
+    case grpc::StatusCode::OUT_OF_RANGE:
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DATA_LOSS:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// What the calls in flight share with the transport: a transport being destroyed cancels them and waits,
+// so no callback ever posts to an executor that is gone.
+struct calls_in_flight {
+  std::mutex mutex;
+  std::condition_variable idle;
+  std::vector<grpc::ClientContext*> contexts;
+};
+
+class otlp_grpc final : public otlp_transport {
+ public:
+  otlp_grpc(const exporter_settings& s, asio::any_io_executor ex)
+      : settings_(s), executor_(std::move(ex)), stub_(trace_service::NewStub(make_channel(s))) {}
+
+  ~otlp_grpc() override {
+    std::unique_lock lock(calls_->mutex);
+    for (auto* c : calls_->contexts) c->TryCancel();
+    calls_->idle.wait(lock, [this] { return calls_->contexts.empty(); });
+  }
+
+  asio::awaitable<export_result> send(const export_request& request) override {
+    struct call {
+      grpc::ClientContext context;
+      export_request request;
+      export_response response;
+    };
+    auto c = std::make_shared<call>();
+    c->request = request;  // the caller's message may be gone before gRPC is done with it
+    c->context.set_deadline(std::chrono::system_clock::now() + settings_.timeout);
+    if (settings_.gzip) c->context.set_compression_algorithm(GRPC_COMPRESS_GZIP);
+    for (const auto& [name, value] : settings_.headers) {
+      std::string lower = name;
+      for (auto& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      c->context.AddMetadata(lower, value);
+    }
+    auto status = co_await asio::async_initiate<decltype(asio::use_awaitable), void(grpc::Status)>(
+        [this, c](auto handler) {
+          auto shared = std::make_shared<decltype(handler)>(std::move(handler));
+          {
+            std::lock_guard lock(calls_->mutex);
+            calls_->contexts.push_back(&c->context);
+          }
+          stub_->async()->Export(&c->context, &c->request, &c->response,
+                                 [c, shared, calls = calls_, ex = executor_](grpc::Status s) {
+                                   asio::post(ex, [shared, s] { std::move (*shared)(s); });
+                                   std::lock_guard lock(calls->mutex);
+                                   std::erase(calls->contexts, &c->context);
+                                   calls->idle.notify_all();
+                                 });
+        },
+        asio::use_awaitable);
+    if (status.ok()) co_return export_result{};
+    co_return export_result{
+        retryable(status.error_code()) ? export_result::kind::retry : export_result::kind::fail,
+        core::cat("rpc error: code = ", net::grpc::status_name(status.error_code()),
+                  " desc = ", status.error_message())};
+  }
+
+ private:
+  const exporter_settings settings_;
+  asio::any_io_executor executor_;
+  std::unique_ptr<trace_service::Stub> stub_;
+  std::shared_ptr<calls_in_flight> calls_ = std::make_shared<calls_in_flight>();
+};
+
+}  // namespace
+
+std::unique_ptr<otlp_transport> make_otlp_grpc(const exporter_settings& settings,
+                                               const asio::any_io_executor& executor) {
+  return std::make_unique<otlp_grpc>(settings, executor);
+}
+
+}  // namespace sluice::tracing

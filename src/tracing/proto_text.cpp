@@ -1,0 +1,160 @@
+#include "tracing/proto_text.hpp"
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "core/strings.hpp"
+
+namespace sluice::tracing {
+
+namespace {
+
+using google::protobuf::FieldDescriptor;
+using google::protobuf::Message;
+using google::protobuf::Reflection;
+
+void append_quoted(std::string& out, const std::string& s) {
+  out.push_back('"');
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const std::size_t n = c < 0x80 ? 1 : core::utf8_sequence(s, i);
+    if (n > 1) {  // valid UTF-8 is printed as it is
+      out.append(s, i, n);
+      i += n;
+      continue;
+    }
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (c < 0x20 || c >= 0x7f) {
+          char buf[5];
+          std::snprintf(buf, sizeof buf, "\\x%02x", c);
+          out += buf;
+        } else {
+          out.push_back(static_cast<char>(c));
+        }
+    }
+    ++i;
+  }
+  out.push_back('"');
+}
+
+void append_message(std::string& out, const Message& m);
+
+void append_value(std::string& out, const Message& m, const FieldDescriptor& f, int index) {
+  const Reflection& r = *m.GetReflection();
+  const bool rep = f.is_repeated();
+  switch (f.cpp_type()) {
+    case FieldDescriptor::CPPTYPE_INT32:
+      core::append_to(out, rep ? r.GetRepeatedInt32(m, &f, index) : r.GetInt32(m, &f));
+      break;
+    case FieldDescriptor::CPPTYPE_INT64:
+      core::append_to(out, rep ? r.GetRepeatedInt64(m, &f, index) : r.GetInt64(m, &f));
+      break;
+    case FieldDescriptor::CPPTYPE_UINT32:
+      core::append_to(out, rep ? r.GetRepeatedUInt32(m, &f, index) : r.GetUInt32(m, &f));
+      break;
+    case FieldDescriptor::CPPTYPE_UINT64:
+      core::append_to(out, rep ? r.GetRepeatedUInt64(m, &f, index) : r.GetUInt64(m, &f));
+      break;
+    case FieldDescriptor::CPPTYPE_DOUBLE:
+      core::append_to(out, rep ? r.GetRepeatedDouble(m, &f, index) : r.GetDouble(m, &f));
+      break;
+    case FieldDescriptor::CPPTYPE_FLOAT:
+      core::append_to(out, static_cast<double>(rep ? r.GetRepeatedFloat(m, &f, index) : r.GetFloat(m, &f)));
+      break;
+    case FieldDescriptor::CPPTYPE_BOOL:
+      core::append_to(out, rep ? r.GetRepeatedBool(m, &f, index) : r.GetBool(m, &f));
+      break;
+    case FieldDescriptor::CPPTYPE_ENUM: {
+      const int number = rep ? r.GetRepeatedEnumValue(m, &f, index) : r.GetEnumValue(m, &f);
+      const auto* value = f.enum_type()->FindValueByNumber(number);
+      if (value != nullptr) {
+        out += value->name();
+      } else {
+        core::append_to(out, number);
+      }
+      break;
+    }
+    case FieldDescriptor::CPPTYPE_STRING: {
+      std::string scratch;
+      const auto& s =
+          rep ? r.GetRepeatedStringReference(m, &f, index, &scratch) : r.GetStringReference(m, &f, &scratch);
+      append_quoted(out, s);
+      break;
+    }
+    case FieldDescriptor::CPPTYPE_MESSAGE:
+      out.push_back('{');
+      append_message(out, rep ? r.GetRepeatedMessage(m, &f, index) : r.GetMessage(m, &f));
+      out.push_back('}');
+      break;
+  }
+}
+
+// A map entry's key as text, for ordering the entries as Go does.
+std::string map_key(const Message& entry) {
+  std::string key;
+  const auto* f = entry.GetDescriptor()->map_key();
+  append_value(key, entry, *f, -1);
+  return key;
+}
+
+void append_message(std::string& out, const Message& m) {
+  std::vector<const FieldDescriptor*> fields;
+  m.GetReflection()->ListFields(m, &fields);
+  bool first = true;
+  auto field_start = [&](const FieldDescriptor& f) {
+    if (!first) out.push_back(' ');
+    first = false;
+    out += f.name();
+    out.push_back(':');
+  };
+  for (const auto* f : fields) {
+    if (!f->is_repeated()) {
+      field_start(*f);
+      append_value(out, m, *f, -1);
+      continue;
+    }
+    const int n = m.GetReflection()->FieldSize(m, f);
+    std::vector<int> order(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = i;
+    if (f->is_map()) {
+      std::vector<std::string> keys;
+      for (int i = 0; i < n; ++i) keys.push_back(map_key(m.GetReflection()->GetRepeatedMessage(m, f, i)));
+      std::sort(order.begin(), order.end(), [&keys](int a, int b) {
+        return keys[static_cast<std::size_t>(a)] < keys[static_cast<std::size_t>(b)];
+      });
+    }
+    for (int i : order) {
+      field_start(*f);
+      append_value(out, m, *f, i);
+    }
+  }
+}
+
+}  // namespace
+
+std::string go_text(const Message& message) {
+  std::string out;
+  append_message(out, message);
+  return out;
+}
+
+}  // namespace sluice::tracing

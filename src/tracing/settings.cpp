@@ -1,0 +1,218 @@
+#include "tracing/settings.hpp"
+
+#include <array>
+#include <cstdio>
+#include <random>
+
+#include "core/strings.hpp"
+
+namespace sluice::tracing {
+
+namespace {
+
+using core::cat;
+using core::settings_error;
+
+// The per-signal variable when set, else the general one; `used` names the one read.
+std::string otlp_value(const core::env_reader& env, std::string_view suffix, std::string& used) {
+  used = cat("OTEL_EXPORTER_OTLP_TRACES_", suffix);
+  auto value = env.get_string(used, "");
+  if (!value.empty()) return value;
+  used = cat("OTEL_EXPORTER_OTLP_", suffix);
+  return env.get_string(used, "");
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+struct parsed_url {
+  std::string scheme;  // lower case; empty when there is none
+  std::string host;
+  std::string port;
+  std::string path;
+};
+
+// "scheme://host[:port][/path]" or, without a scheme, "host[:port]"; IPv6 hosts in brackets.
+parsed_url parse_url(const std::string& name, std::string_view url) {
+  parsed_url out;
+  std::string_view rest = url;
+  if (auto at = rest.find("://"); at != std::string_view::npos) {
+    out.scheme = lower(rest.substr(0, at));
+    rest.remove_prefix(at + 3);
+  }
+  auto slash = rest.find_first_of("/?#");
+  std::string_view authority = rest.substr(0, slash);
+  if (slash != std::string_view::npos) out.path = std::string(rest.substr(slash));
+  if (auto q = out.path.find_first_of("?#"); q != std::string::npos) out.path.resize(q);
+  auto bracket = authority.rfind(']');
+  auto colon = authority.rfind(':');
+  if (colon != std::string_view::npos && (bracket == std::string_view::npos || colon > bracket)) {
+    out.port = authority.substr(colon + 1);
+    authority = authority.substr(0, colon);
+  }
+  if (authority.size() > 1 && authority.front() == '[' && authority.back() == ']')
+    authority = authority.substr(1, authority.size() - 2);
+  out.host = authority;
+  std::uint16_t port = 0;
+  if (out.host.empty() || (!out.port.empty() && (!core::parse_unsigned(out.port, port) || port == 0)))
+    throw settings_error(
+        cat("invalid value '", url, "' for ", name, ": expected a URL such as http://host:4318"));
+  return out;
+}
+
+// Go's path.Join(base, "/v1/traces") for the paths an endpoint has: the signal's path under the base's.
+std::string join_traces_path(std::string base) {
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  return base + "/v1/traces";
+}
+
+export_protocol read_protocol(const core::env_reader& env) {
+  auto own = lower(env.get_string("TRACING_EXPORTER_PROTOCOL", ""));
+  if (own == "http") return export_protocol::http;
+  if (own == "grpc") return export_protocol::grpc;
+  if (!own.empty()) {
+    throw settings_error(cat("invalid value '", env.get_string("TRACING_EXPORTER_PROTOCOL", ""),
+                             "' for TRACING_EXPORTER_PROTOCOL: expected http or grpc"));
+  }
+  std::string name;
+  auto standard = otlp_value(env, "PROTOCOL", name);
+  if (standard.empty() || standard == "http/protobuf") return export_protocol::http;
+  if (standard == "grpc") return export_protocol::grpc;
+  throw settings_error(cat("invalid value '", standard, "' for ", name,
+                           ": expected grpc or http/protobuf (http/json is not supported)"));
+}
+
+void read_endpoint(const core::env_reader& env, exporter_settings& out) {
+  const bool http = out.protocol == export_protocol::http;
+  std::string name = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT";
+  auto url = env.get_string(name, "");
+  bool per_signal = !url.empty();
+  if (!per_signal) {
+    name = "OTEL_EXPORTER_OTLP_ENDPOINT";
+    url = env.get_string(name, http ? "http://localhost:4318" : "http://localhost:4317");
+  }
+  auto parsed = parse_url(name, url);
+  std::string insecure_name;
+  auto insecure_text = otlp_value(env, "INSECURE", insecure_name);
+  if (parsed.scheme == "https") {
+    out.tls = true;
+  } else if (parsed.scheme == "http") {
+    out.tls = false;
+  } else if (http || !parsed.scheme.empty()) {
+    throw settings_error(
+        cat("invalid value '", url, "' for ", name, ": expected an http:// or https:// URL"));
+  } else {
+    // gRPC without a scheme: TLS unless INSECURE says otherwise (the OTLP exporter specification).
+    out.tls = !(insecure_text.empty() ? false : env.get_bool(insecure_name, false));
+  }
+  out.host = parsed.host;
+  out.port = !parsed.port.empty() ? parsed.port : http ? (out.tls ? "443" : "80") : "4317";
+  if (http) {
+    // The per-signal URL is used as it is (its root when it has no path); the general one is a base.
+    out.path = per_signal ? (parsed.path.empty() ? "/" : parsed.path) : join_traces_path(parsed.path);
+    out.endpoint = cat(out.tls ? "https://" : "http://", core::host_port(out.host, out.port), out.path);
+  } else {
+    out.path.clear();
+    out.endpoint = core::host_port(out.host, out.port);
+  }
+}
+
+exporter_settings read_exporter(const core::env_reader& env) {
+  exporter_settings out;
+  out.protocol = read_protocol(env);
+  read_endpoint(env, out);
+  std::string name;
+  out.ca_file = otlp_value(env, "CERTIFICATE", name);
+  out.client_cert_file = otlp_value(env, "CLIENT_CERTIFICATE", name);
+  out.client_key_file = otlp_value(env, "CLIENT_KEY", name);
+  if (out.client_cert_file.empty() != out.client_key_file.empty()) {
+    throw settings_error(
+        "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE and OTEL_EXPORTER_OTLP_CLIENT_KEY must be set together");
+  }
+  // Both lists apply, the per-signal one last: a key in both takes its value.
+  for (const char* list : {"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"}) {
+    for (auto& [key, value] : parse_header_list(list, env.get_string(list, ""))) {
+      std::erase_if(out.headers, [&key](const auto& h) { return h.first == key; });
+      out.headers.emplace_back(std::move(key), std::move(value));
+    }
+  }
+  auto timeout = otlp_value(env, "TIMEOUT", name);
+  if (!timeout.empty()) out.timeout = std::chrono::milliseconds(env.get_uint(name, 10000, 1, 3'600'000));
+  auto compression = lower(otlp_value(env, "COMPRESSION", name));
+  if (compression == "gzip") {
+    out.gzip = true;
+  } else if (!compression.empty() && compression != "none") {
+    throw settings_error(cat("invalid value '", compression, "' for ", name, ": expected gzip or none"));
+  }
+  return out;
+}
+
+batch_settings read_batch(const core::env_reader& env) {
+  batch_settings out;
+  out.schedule_delay = std::chrono::milliseconds(env.get_uint("OTEL_BSP_SCHEDULE_DELAY", 5000, 1, 3'600'000));
+  out.max_queue_size = env.get_uint("OTEL_BSP_MAX_QUEUE_SIZE", 2048, 1, 1'000'000);
+  out.max_export_batch_size = env.get_uint("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512, 1, 1'000'000);
+  // As OpenTelemetry's batch span processor: a batch is never larger than the queue.
+  out.max_export_batch_size = std::min(out.max_export_batch_size, out.max_queue_size);
+  out.export_timeout =
+      std::chrono::milliseconds(env.get_uint("OTEL_BSP_EXPORT_TIMEOUT", 30000, 1, 3'600'000));
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> parse_header_list(const std::string& name,
+                                                                   const std::string& text) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (core::trim_space(text).empty()) return out;
+  for (auto item : core::split(text, ',')) {
+    const auto eq = item.find('=');
+    bool malformed = eq == std::string_view::npos;
+    std::string key, value;
+    if (!malformed) {
+      key = core::percent_decode(core::trim_space(item.substr(0, eq)), &malformed);
+      value = core::percent_decode(core::trim_space(item.substr(eq + 1)), &malformed);
+    }
+    if (malformed || key.empty()) {
+      throw settings_error(cat("invalid value '", text, "' for ", name, ": item '", core::trim_space(item),
+                               "' is not key=value (expected k1=v1,k2=v2 with %XX escapes)"));
+    }
+    out.emplace_back(std::move(key), std::move(value));
+  }
+  return out;
+}
+
+std::string random_uuid_v4() {
+  std::random_device device;
+  std::array<std::uint8_t, 16> b{};
+  for (std::size_t i = 0; i < b.size(); i += 4) {
+    const auto r = device();
+    for (std::size_t j = 0; j < 4; ++j) b[i + j] = static_cast<std::uint8_t>(r >> (8 * j));
+  }
+  b[6] = static_cast<std::uint8_t>((b[6] & 0x0f) | 0x40);  // version 4
+  b[8] = static_cast<std::uint8_t>((b[8] & 0x3f) | 0x80);  // RFC 4122 variant
+  char text[37];
+  std::snprintf(text, sizeof text, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+                b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+                b[15]);
+  return text;
+}
+
+settings read_settings(const core::env_reader& env) {
+  settings out;
+  out.enabled = env.get_bool("TRACING_ENABLED", false);
+  if (!out.enabled) return out;
+  out.resource.service_name = env.get_string("TRACING_SERVICE_NAME", "RateLimit");
+  out.resource.service_namespace = env.get_string("TRACING_SERVICE_NAMESPACE", "");
+  out.resource.service_instance_id = env.get_string("TRACING_SERVICE_INSTANCE_ID", "");
+  if (out.resource.service_instance_id.empty()) out.resource.service_instance_id = random_uuid_v4();
+  out.sampling_rate = env.get_double("TRACING_SAMPLING_RATE", 1.0, -1e300, 1e300);
+  out.exporter = read_exporter(env);
+  out.batch = read_batch(env);
+  return out;
+}
+
+}  // namespace sluice::tracing

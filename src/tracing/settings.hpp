@@ -1,0 +1,61 @@
+#pragma once
+// Tracing's settings, read once at start-up: upstream's TRACING_* (reference §1.9) and the standard
+// OpenTelemetry variables its Go exporters read (OTEL_EXPORTER_OTLP_*, the per-signal
+// OTEL_EXPORTER_OTLP_TRACES_* winning) and its batch span processor reads (OTEL_BSP_*). A bad value throws
+// core::settings_error naming it.
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/env.hpp"
+#include "tracing/span.hpp"
+
+namespace sluice::tracing {
+
+enum class export_protocol { http, grpc };
+
+struct exporter_settings {
+  export_protocol protocol = export_protocol::http;
+  std::string endpoint = "http://localhost:4318/v1/traces";  // as the log names it
+  std::string host = "localhost";
+  std::string port = "4318";
+  std::string path = "/v1/traces";  // http only
+  bool tls = false;                 // https://, or grpc without a scheme and without INSECURE
+  std::string ca_file;              // CERTIFICATE: trusted for the collector (else the system's CAs)
+  std::string client_cert_file;     // CLIENT_CERTIFICATE and CLIENT_KEY: mutual TLS
+  std::string client_key_file;
+  std::vector<std::pair<std::string, std::string>> headers;  // HEADERS, then TRACES_HEADERS
+  std::chrono::milliseconds timeout{10000};                  // TIMEOUT: one export request
+  bool gzip = false;                                         // COMPRESSION=gzip
+};
+
+struct batch_settings {
+  std::chrono::milliseconds schedule_delay{5000};   // OTEL_BSP_SCHEDULE_DELAY: longest a span waits
+  std::size_t max_queue_size = 2048;                // OTEL_BSP_MAX_QUEUE_SIZE: spans held, all workers
+  std::size_t max_export_batch_size = 512;          // OTEL_BSP_MAX_EXPORT_BATCH_SIZE
+  std::chrono::milliseconds export_timeout{30000};  // OTEL_BSP_EXPORT_TIMEOUT: one batch, retries included
+};
+
+struct settings {
+  bool enabled = false;        // TRACING_ENABLED
+  resource_info resource;      // TRACING_SERVICE_NAME, _NAMESPACE, _INSTANCE_ID (a UUIDv4 when empty)
+  double sampling_rate = 1.0;  // TRACING_SAMPLING_RATE
+  exporter_settings exporter;
+  batch_settings batch;
+};
+
+// Nothing but TRACING_ENABLED is read while it is false.
+settings read_settings(const core::env_reader& env);
+
+// A random (version 4) UUID, lower-case: "xxxxxxxx-xxxx-4xxx-[89ab]xxx-xxxxxxxxxxxx".
+std::string random_uuid_v4();
+
+// "k1=v1,k2=v2" with percent-encoded keys and values (the OTLP exporter's header lists); throws
+// core::settings_error naming `name` for an item without '=' or with an empty key or a bad escape.
+std::vector<std::pair<std::string, std::string>> parse_header_list(const std::string& name,
+                                                                   const std::string& text);
+
+}  // namespace sluice::tracing

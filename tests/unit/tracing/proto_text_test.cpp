@@ -1,0 +1,48 @@
+#include <doctest/doctest.h>
+
+#include <google/protobuf/struct.pb.h>
+
+#include "rls.pb.h"
+#include "tracing/proto_text.hpp"
+
+using sluice::tracing::go_text;
+
+TEST_CASE("a request as Go's String() prints it: field order, nested messages, wrappers") {
+  envoy::service::ratelimit::v3::RateLimitRequest r;
+  r.set_domain("edge");
+  auto* d = r.add_descriptors();
+  auto* e = d->add_entries();
+  e->set_key("remote_address");
+  e->set_value("10.0.0.1");
+  d->add_entries()->set_key("path");
+  d->mutable_hits_addend()->set_value(3);
+  d->mutable_limit()->set_requests_per_unit(5);
+  d->mutable_limit()->set_unit(envoy::type::v3::RateLimitUnit::MINUTE);
+  r.set_hits_addend(2);
+  CHECK(go_text(r) ==
+        "domain:\"edge\" descriptors:{entries:{key:\"remote_address\" value:\"10.0.0.1\"} "
+        "entries:{key:\"path\"} "
+        "limit:{requests_per_unit:5 unit:MINUTE} hits_addend:{value:3}} hits_addend:2");
+  CHECK(go_text(envoy::service::ratelimit::v3::RateLimitRequest()).empty());
+}
+
+TEST_CASE("strings are quoted with escapes; valid UTF-8 is kept") {
+  envoy::service::ratelimit::v3::RateLimitRequest r;
+  r.set_domain(std::string("a\"b\\c\n\x01\xff") + "é");
+  CHECK(go_text(r) == "domain:\"a\\\"b\\\\c\\n\\x01\\xffé\"");
+}
+
+TEST_CASE("a response: enums by name, map entries sorted by key") {
+  envoy::service::ratelimit::v3::RateLimitResponse r;
+  r.set_overall_code(envoy::service::ratelimit::v3::RateLimitResponse::OVER_LIMIT);
+  auto* s = r.add_statuses();
+  s->set_code(envoy::service::ratelimit::v3::RateLimitResponse::OK);
+  s->set_limit_remaining(4);
+  auto& fields = *r.mutable_dynamic_metadata()->mutable_fields();
+  fields["zeta"].set_bool_value(true);
+  fields["alpha"].set_number_value(1.5);
+  CHECK(
+      go_text(r) ==
+      "overall_code:OVER_LIMIT statuses:{code:OK limit_remaining:4} dynamic_metadata:{fields:{key:\"alpha\" "
+      "value:{number_value:1.5}} fields:{key:\"zeta\" value:{bool_value:true}}}");
+}

@@ -1,0 +1,135 @@
+#include <doctest/doctest.h>
+
+#include <map>
+
+#include "tracing/settings.hpp"
+
+using namespace sluice;
+using tracing::export_protocol;
+
+namespace {
+
+tracing::settings read(std::map<std::string, std::string> env) {
+  env.emplace("TRACING_ENABLED", "true");
+  return tracing::read_settings(core::env_reader(std::move(env)));
+}
+
+std::string error_of(std::map<std::string, std::string> env) {
+  try {
+    read(std::move(env));
+  } catch (const core::settings_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("off by default; on, upstream's defaults and OpenTelemetry's") {
+  CHECK_FALSE(tracing::read_settings(core::env_reader(std::map<std::string, std::string>{})).enabled);
+  auto s = read({});
+  CHECK(s.enabled);
+  CHECK(s.resource.service_name == "RateLimit");
+  CHECK(s.resource.service_namespace.empty());
+  CHECK(s.resource.service_instance_id.size() == 36);
+  CHECK(s.sampling_rate == 1.0);
+  CHECK(s.exporter.protocol == export_protocol::http);
+  CHECK(s.exporter.endpoint == "http://localhost:4318/v1/traces");
+  CHECK_FALSE(s.exporter.tls);
+  CHECK(s.exporter.timeout == std::chrono::milliseconds(10000));
+  CHECK_FALSE(s.exporter.gzip);
+  CHECK(s.batch.schedule_delay == std::chrono::milliseconds(5000));
+  CHECK(s.batch.max_queue_size == 2048);
+  CHECK(s.batch.max_export_batch_size == 512);
+  auto g = read({{"TRACING_EXPORTER_PROTOCOL", "grpc"}});
+  CHECK(g.exporter.protocol == export_protocol::grpc);
+  CHECK(g.exporter.endpoint == "localhost:4317");
+  CHECK_FALSE(g.exporter.tls);
+}
+
+TEST_CASE("a random UUIDv4 instance id when none is given, different each time") {
+  auto a = tracing::random_uuid_v4(), b = tracing::random_uuid_v4();
+  CHECK(a != b);
+  REQUIRE(a.size() == 36);
+  CHECK(a[8] == '-');
+  CHECK(a[13] == '-');
+  CHECK(a[14] == '4');
+  CHECK(std::string_view("89ab").find(a[19]) != std::string_view::npos);
+  CHECK(read({{"TRACING_SERVICE_INSTANCE_ID", "pod-1"}}).resource.service_instance_id == "pod-1");
+}
+
+TEST_CASE("endpoints: the general one is a base for /v1/traces, the per-signal one is used as it is") {
+  auto base = read({{"OTEL_EXPORTER_OTLP_ENDPOINT", "https://collector:4318/otlp/"}});
+  CHECK(base.exporter.tls);
+  CHECK(base.exporter.host == "collector");
+  CHECK(base.exporter.port == "4318");
+  CHECK(base.exporter.path == "/otlp/v1/traces");
+  auto signal = read({{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://ignored:1"},
+                      {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://[::1]:9000/custom"}});
+  CHECK(signal.exporter.host == "::1");
+  CHECK(signal.exporter.path == "/custom");
+  CHECK(signal.exporter.endpoint == "http://[::1]:9000/custom");
+  CHECK(read({{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://h:1"}}).exporter.path == "/");
+  CHECK(read({{"OTEL_EXPORTER_OTLP_ENDPOINT", "https://h"}}).exporter.port == "443");
+  // gRPC: the scheme decides TLS; without one, INSECURE does (TLS by default).
+  auto grpc = [](std::map<std::string, std::string> env) {
+    env.emplace("TRACING_EXPORTER_PROTOCOL", "grpc");
+    return read(std::move(env)).exporter;
+  };
+  CHECK(grpc({{"OTEL_EXPORTER_OTLP_ENDPOINT", "https://c:4317"}}).tls);
+  CHECK_FALSE(grpc({{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4317"}}).tls);
+  CHECK(grpc({{"OTEL_EXPORTER_OTLP_ENDPOINT", "c:4317"}}).tls);
+  CHECK_FALSE(grpc({{"OTEL_EXPORTER_OTLP_ENDPOINT", "c:4317"}, {"OTEL_EXPORTER_OTLP_INSECURE", "true"}}).tls);
+  CHECK(grpc({{"OTEL_EXPORTER_OTLP_ENDPOINT", "c"}}).endpoint == "c:4317");
+}
+
+TEST_CASE("the protocol: TRACING_EXPORTER_PROTOCOL, else OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL") {
+  CHECK(read({{"OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"}}).exporter.protocol == export_protocol::grpc);
+  CHECK(
+      read({{"OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"}, {"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/protobuf"}})
+          .exporter.protocol == export_protocol::http);
+  CHECK(read({{"OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"}, {"TRACING_EXPORTER_PROTOCOL", "http"}})
+            .exporter.protocol == export_protocol::http);
+}
+
+TEST_CASE("headers: both lists, percent-decoded, the per-signal one winning per key") {
+  auto s = read({{"OTEL_EXPORTER_OTLP_HEADERS", "api-key=a%20b, tenant=1"},
+                 {"OTEL_EXPORTER_OTLP_TRACES_HEADERS", "tenant=2,x=%3D"}});
+  using h = std::pair<std::string, std::string>;
+  CHECK(s.exporter.headers == std::vector<h>{{"api-key", "a b"}, {"tenant", "2"}, {"x", "="}});
+}
+
+TEST_CASE("compression, timeout and the batch settings") {
+  auto s = read({{"OTEL_EXPORTER_OTLP_COMPRESSION", "gzip"},
+                 {"OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "250"},
+                 {"OTEL_BSP_SCHEDULE_DELAY", "100"},
+                 {"OTEL_BSP_MAX_QUEUE_SIZE", "100"},
+                 {"OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "512"}});
+  CHECK(s.exporter.gzip);
+  CHECK(s.exporter.timeout == std::chrono::milliseconds(250));
+  CHECK(s.batch.schedule_delay == std::chrono::milliseconds(100));
+  CHECK(s.batch.max_export_batch_size == 100);  // never more than the queue holds
+}
+
+TEST_CASE("bad values stop start-up naming the setting") {
+  CHECK(error_of({{"TRACING_EXPORTER_PROTOCOL", "udp"}}).find("TRACING_EXPORTER_PROTOCOL") !=
+        std::string::npos);
+  CHECK(error_of({{"TRACING_SAMPLING_RATE", "half"}}).find("TRACING_SAMPLING_RATE") != std::string::npos);
+  CHECK(error_of({{"OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"}}).find("http/json is not supported") !=
+        std::string::npos);
+  CHECK(error_of({{"OTEL_EXPORTER_OTLP_COMPRESSION", "zstd"}}).find("OTEL_EXPORTER_OTLP_COMPRESSION") !=
+        std::string::npos);
+  CHECK(error_of({{"OTEL_EXPORTER_OTLP_TIMEOUT", "10s"}}).find("OTEL_EXPORTER_OTLP_TIMEOUT") !=
+        std::string::npos);
+  CHECK(error_of({{"OTEL_EXPORTER_OTLP_HEADERS", "novalue"}}).find("item 'novalue'") != std::string::npos);
+  CHECK(
+      error_of({{"OTEL_EXPORTER_OTLP_TRACES_HEADERS", "k=%zz"}}).find("OTEL_EXPORTER_OTLP_TRACES_HEADERS") !=
+      std::string::npos);
+  CHECK(error_of({{"OTEL_EXPORTER_OTLP_ENDPOINT", "ftp://h:1"}}).find("OTEL_EXPORTER_OTLP_ENDPOINT") !=
+        std::string::npos);
+  CHECK(error_of({{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://h:99999"}}).find("OTEL_EXPORTER_OTLP_ENDPOINT") !=
+        std::string::npos);
+  CHECK(error_of({{"OTEL_EXPORTER_OTLP_CLIENT_KEY", "k.pem"}}).find("CLIENT_CERTIFICATE") !=
+        std::string::npos);
+  CHECK(error_of({{"OTEL_BSP_MAX_QUEUE_SIZE", "0"}}).find("OTEL_BSP_MAX_QUEUE_SIZE") != std::string::npos);
+}
