@@ -75,7 +75,7 @@ asio::awaitable<void> batch_exporter::run() {
   co_await export_queued(true);
 }
 
-asio::awaitable<void> batch_exporter::export_queued(bool last) {
+std::vector<finished_span> batch_exporter::take_queued() {
   std::vector<finished_span> spans;
   for (auto& q : queues_) {
     auto taken = q->take_all();
@@ -84,15 +84,18 @@ asio::awaitable<void> batch_exporter::export_queued(bool last) {
   // Oldest first across the workers, so a batch holds the spans of one time.
   std::stable_sort(spans.begin(), spans.end(),
                    [](const auto& a, const auto& b) { return a.end_unix_nano < b.end_unix_nano; });
+  return spans;
+}
+
+// (No co_await inside a condition or beside other temporaries: g++ 12 has destroyed such temporaries twice.)
+asio::awaitable<void> batch_exporter::export_queued(bool last) {
+  const std::vector<finished_span> spans = take_queued();
   const std::size_t size = settings_.batch.max_export_batch_size;
   for (std::size_t at = 0; at < spans.size(); at += size) {
-    const auto batch = std::span<const finished_span>(spans).subspan(at, std::min(size, spans.size() - at));
-    const auto request = make_export_request(settings_.resource, batch);
-    if (co_await send_with_retry(request, last)) {
-      exported_.add(batch.size());
-    } else {
-      dropped_.add(batch.size());
-    }
+    const std::size_t n = std::min(size, spans.size() - at);
+    const auto request = make_export_request(settings_.resource, std::span(spans).subspan(at, n));
+    const bool sent = co_await send_with_retry(request, last);
+    (sent ? exported_ : dropped_).add(n);
   }
 }
 
@@ -103,7 +106,7 @@ asio::awaitable<bool> batch_exporter::send_with_retry(
   auto backoff = first_backoff;
   std::minstd_rand jitter(std::random_device{}());
   for (;;) {
-    auto result = co_await transport_->send(request);
+    const export_result result = co_await transport_->send(request);
     if (result.outcome == export_result::kind::ok) {
       if (std::exchange(failing_, false)) core::log_warn("Exporting spans to ", endpoint, " again");
       co_return true;

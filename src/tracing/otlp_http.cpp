@@ -74,9 +74,9 @@ class otlp_http final : public otlp_transport {
     request.body() = std::move(body);
     request.prepare_payload();
     const auto deadline = std::chrono::steady_clock::now() + settings_.timeout;
-    auto result =
-        tls_ ? co_await exchange(secure_, request, deadline) : co_await exchange(plain_, request, deadline);
-    co_return result;
+    // (Not a conditional expression around co_await: g++ 12 mishandles temporaries there.)
+    if (tls_) co_return co_await exchange(secure_, request, deadline);
+    co_return co_await exchange(plain_, request, deadline);
   }
 
  private:
