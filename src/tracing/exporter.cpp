@@ -93,14 +93,13 @@ asio::awaitable<void> batch_exporter::export_queued(bool last) {
   const std::size_t size = settings_.batch.max_export_batch_size;
   for (std::size_t at = 0; at < spans.size(); at += size) {
     const std::size_t n = std::min(size, spans.size() - at);
-    const auto request = make_export_request(settings_.resource, std::span(spans).subspan(at, n));
+    const auto request = encode_export_request(settings_.resource, std::span(spans).subspan(at, n));
     const bool sent = co_await send_with_retry(request, last);
     (sent ? exported_ : dropped_).add(n);
   }
 }
 
-asio::awaitable<bool> batch_exporter::send_with_retry(
-    const opentelemetry::proto::collector::trace::v1::ExportTraceServiceRequest& request, bool last) {
+asio::awaitable<bool> batch_exporter::send_with_retry(const std::string& request, bool last) {
   const auto& endpoint = settings_.exporter.endpoint;
   const auto deadline = clock::now() + settings_.batch.export_timeout;
   auto backoff = first_backoff;

@@ -36,8 +36,7 @@ class batch_exporter {
   boost::asio::awaitable<void> run();
   std::vector<finished_span> take_queued();
   boost::asio::awaitable<void> export_queued(bool last);
-  boost::asio::awaitable<bool> send_with_retry(
-      const opentelemetry::proto::collector::trace::v1::ExportTraceServiceRequest& request, bool last);
+  boost::asio::awaitable<bool> send_with_retry(const std::string& request, bool last);
   std::size_t queued() const;
 
   const settings settings_;

@@ -1,8 +1,9 @@
-// OTLP/gRPC: opentelemetry.proto.collector.trace.v1.TraceService/Export with gRPC C++'s callback API. The
-// call runs on gRPC's threads; its end is posted back to the exporter's executor. Retryable codes are the
-// OTLP specification's (CANCELLED, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED, OUT_OF_RANGE, UNAVAILABLE,
-// DATA_LOSS).
+// OTLP/gRPC: opentelemetry.proto.collector.trace.v1.TraceService/Export with gRPC C++'s generic stub (the
+// request is already encoded) and callback API. The call runs on gRPC's threads; its end is posted back to
+// the exporter's executor. Retryable codes are the OTLP specification's (CANCELLED, DEADLINE_EXCEEDED,
+// RESOURCE_EXHAUSTED, ABORTED, OUT_OF_RANGE, UNAVAILABLE, DATA_LOSS).
 
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 #include <boost/asio/async_result.hpp>
@@ -15,7 +16,6 @@
 #include "core/read_file.hpp"
 #include "core/strings.hpp"
 #include "net/grpc/status.hpp"
-#include "otlp_trace_service.grpc.pb.h"
 #include "tracing/otlp_transport.hpp"
 
 namespace sluice::tracing {
@@ -23,9 +23,7 @@ namespace sluice::tracing {
 namespace {
 
 namespace asio = boost::asio;
-using trace_service = opentelemetry::proto::collector::trace::v1::TraceService;
-using export_request = opentelemetry::proto::collector::trace::v1::ExportTraceServiceRequest;
-using export_response = opentelemetry::proto::collector::trace::v1::ExportTraceServiceResponse;
+constexpr const char* export_method = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
 
 std::string read_pem(const std::string& file, std::string_view setting) {
   if (file.empty()) return {};
@@ -75,7 +73,7 @@ struct calls_in_flight {
 class otlp_grpc final : public otlp_transport {
  public:
   otlp_grpc(const exporter_settings& s, asio::any_io_executor ex)
-      : settings_(s), executor_(std::move(ex)), stub_(trace_service::NewStub(make_channel(s))) {}
+      : settings_(s), executor_(std::move(ex)), stub_(make_channel(s)) {}
 
   ~otlp_grpc() override {
     std::unique_lock lock(calls_->mutex);
@@ -83,14 +81,15 @@ class otlp_grpc final : public otlp_transport {
     calls_->idle.wait(lock, [this] { return calls_->contexts.empty(); });
   }
 
-  asio::awaitable<export_result> send(const export_request& request) override {
+  asio::awaitable<export_result> send(const std::string& request) override {
     struct call {
       grpc::ClientContext context;
-      export_request request;
-      export_response response;
+      grpc::ByteBuffer request;  // a copy: the caller's may be gone before gRPC is done with it
+      grpc::ByteBuffer response;
     };
     auto c = std::make_shared<call>();
-    c->request = request;  // the caller's message may be gone before gRPC is done with it
+    grpc::Slice slice(request);
+    c->request = grpc::ByteBuffer(&slice, 1);
     c->context.set_deadline(std::chrono::system_clock::now() + settings_.timeout);
     if (settings_.gzip) c->context.set_compression_algorithm(GRPC_COMPRESS_GZIP);
     for (const auto& [name, value] : settings_.headers) {
@@ -105,13 +104,13 @@ class otlp_grpc final : public otlp_transport {
             std::lock_guard lock(calls_->mutex);
             calls_->contexts.push_back(&c->context);
           }
-          stub_->async()->Export(&c->context, &c->request, &c->response,
-                                 [c, shared, calls = calls_, ex = executor_](grpc::Status s) {
-                                   asio::post(ex, [shared, s] { std::move (*shared)(s); });
-                                   std::lock_guard lock(calls->mutex);
-                                   std::erase(calls->contexts, &c->context);
-                                   calls->idle.notify_all();
-                                 });
+          stub_.UnaryCall(&c->context, method_, {}, &c->request, &c->response,
+                          [c, shared, calls = calls_, ex = executor_](grpc::Status s) {
+                            asio::post(ex, [shared, s] { std::move (*shared)(s); });
+                            std::lock_guard lock(calls->mutex);
+                            std::erase(calls->contexts, &c->context);
+                            calls->idle.notify_all();
+                          });
         },
         asio::use_awaitable);
     if (status.ok()) co_return export_result{};
@@ -124,7 +123,8 @@ class otlp_grpc final : public otlp_transport {
  private:
   const exporter_settings settings_;
   asio::any_io_executor executor_;
-  std::unique_ptr<trace_service::Stub> stub_;
+  grpc::GenericStub stub_;
+  const std::string method_ = export_method;  // gRPC keeps a pointer to it during calls
   std::shared_ptr<calls_in_flight> calls_ = std::make_shared<calls_in_flight>();
 };
 

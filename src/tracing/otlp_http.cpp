@@ -59,19 +59,18 @@ class otlp_http final : public otlp_transport {
             {"OTEL_EXPORTER_OTLP_CERTIFICATE", "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE",
              "OTEL_EXPORTER_OTLP_CLIENT_KEY"})) {}
 
-  asio::awaitable<export_result> send(
-      const opentelemetry::proto::collector::trace::v1::ExportTraceServiceRequest& message) override {
+  asio::awaitable<export_result> send(const std::string& message) override {
     http::request<http::string_body> request(http::verb::post, settings_.path, 11);
     request.set(http::field::host, core::host_port(settings_.host, settings_.port));
     request.set(http::field::user_agent, "sluice/" SLUICE_VERSION);
     request.set(http::field::content_type, "application/x-protobuf");
     for (const auto& [name, value] : settings_.headers) request.set(name, value);
-    std::string body = message.SerializeAsString();
     if (settings_.gzip) {
       request.set(http::field::content_encoding, "gzip");
-      body = gzip(body);
+      request.body() = gzip(message);
+    } else {
+      request.body() = message;
     }
-    request.body() = std::move(body);
     request.prepare_payload();
     const auto deadline = std::chrono::steady_clock::now() + settings_.timeout;
     // (Not a conditional expression around co_await: g++ 12 mishandles temporaries there.)

@@ -7,7 +7,6 @@
 #include <memory>
 #include <string>
 
-#include "otlp_trace_service.pb.h"
 #include "tracing/settings.hpp"
 
 namespace sluice::tracing {
@@ -20,9 +19,8 @@ struct export_result {
 class otlp_transport {
  public:
   virtual ~otlp_transport() = default;
-  // One Export call, within the exporter's timeout (OTEL_EXPORTER_OTLP_TIMEOUT).
-  virtual boost::asio::awaitable<export_result> send(
-      const opentelemetry::proto::collector::trace::v1::ExportTraceServiceRequest& request) = 0;
+  // One Export call with an ExportTraceServiceRequest's bytes, within OTEL_EXPORTER_OTLP_TIMEOUT.
+  virtual boost::asio::awaitable<export_result> send(const std::string& request) = 0;
 };
 
 // The transport the settings name. Throws std::runtime_error naming the setting of a file it cannot load.

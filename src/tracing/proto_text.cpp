@@ -119,6 +119,9 @@ std::string map_key(const Message& entry) {
 void append_message(std::string& out, const Message& m) {
   std::vector<const FieldDescriptor*> fields;
   m.GetReflection()->ListFields(m, &fields);
+  // Go prints fields in the order the .proto file declares them (ListFields gives field-number order).
+  std::sort(fields.begin(), fields.end(),
+            [](const FieldDescriptor* a, const FieldDescriptor* b) { return a->index() < b->index(); });
   bool first = true;
   auto field_start = [&](const FieldDescriptor& f) {
     if (!first) out.push_back(' ');
@@ -154,6 +157,73 @@ void append_message(std::string& out, const Message& m) {
 std::string go_text(const Message& message) {
   std::string out;
   append_message(out, message);
+  return out;
+}
+
+std::string go_text(const envoy::service::ratelimit::v3::RateLimitRequest& r) {
+  std::string out;
+  auto field = [&out](std::string_view name) {
+    if (!out.empty() && out.back() != '{') out.push_back(' ');
+    out += name;
+    out.push_back(':');
+  };
+  if (!r.domain().empty()) {
+    field("domain");
+    append_quoted(out, r.domain());
+  }
+  for (const auto& d : r.descriptors()) {
+    field("descriptors");
+    out.push_back('{');
+    for (const auto& e : d.entries()) {
+      field("entries");
+      out.push_back('{');
+      if (!e.key().empty()) {
+        field("key");
+        append_quoted(out, e.key());
+      }
+      if (!e.value().empty()) {
+        field("value");
+        append_quoted(out, e.value());
+      }
+      out.push_back('}');
+    }
+    if (d.has_limit()) {
+      field("limit");
+      out.push_back('{');
+      if (d.limit().requests_per_unit() != 0) {
+        field("requests_per_unit");
+        core::append_to(out, d.limit().requests_per_unit());
+      }
+      if (d.limit().unit() != 0) {
+        field("unit");
+        const auto& name = envoy::type::v3::RateLimitUnit_Name(d.limit().unit());
+        if (name.empty()) {
+          core::append_to(out, static_cast<int>(d.limit().unit()));
+        } else {
+          out += name;
+        }
+      }
+      out.push_back('}');
+    }
+    if (d.has_hits_addend()) {
+      field("hits_addend");
+      out.push_back('{');
+      if (d.hits_addend().value() != 0) {
+        field("value");
+        core::append_to(out, d.hits_addend().value());
+      }
+      out.push_back('}');
+    }
+    if (d.is_negative_hits()) {
+      field("is_negative_hits");
+      out += "true";
+    }
+    out.push_back('}');
+  }
+  if (r.hits_addend() != 0) {
+    field("hits_addend");
+    core::append_to(out, r.hits_addend());
+  }
   return out;
 }
 

@@ -21,6 +21,8 @@ class sampler {
   // TraceIDRatioBased alone: the trace id's last 8 bytes, big-endian, shifted right by one, under ratio *
   // 2^63.
   bool ratio_sample(const std::array<std::uint8_t, 16>& trace_id) const;
+  // A request without a parent is never sampled (a rate of 0): its trace id need not even be made.
+  bool samples_no_root() const { return bound_ == 0; }
 
  private:
   std::uint64_t bound_;

@@ -78,6 +78,7 @@ span tracer::make(std::string_view name, span_kind kind) {
 }
 
 span tracer::start(std::string_view name, span_kind kind, const std::optional<span_context>& parent) {
+  if (!parent && sampler_.samples_no_root()) return {};
   std::array<std::uint8_t, 16> trace_id{};
   if (parent) {
     trace_id = parent->trace_id;

@@ -1,8 +1,9 @@
 // libFuzzer: what a user writes in the tracing settings (tracing/settings) and what tracing prints of a
 // message (tracing/proto_text). The input's first lines are, in turn, OTEL_EXPORTER_OTLP_HEADERS,
 // OTEL_EXPORTER_OTLP_ENDPOINT, TRACING_EXPORTER_PROTOCOL and OTEL_EXPORTER_OTLP_INSECURE; the rest is a
-// RateLimitResponse on the wire. Checks: no crash; settings either load or throw settings_error; every header
-// has a key; a loaded endpoint has a host and a port; Go's text of any message that parses is one line.
+// RateLimitResponse, and a RateLimitRequest, on the wire. Checks: no crash; settings either load or throw
+// settings_error; every header has a key; a loaded endpoint has a host and a port; Go's text of any message
+// that parses is one line; the request's own writer agrees with the reflective one.
 //
 // Build and run: scripts/fuzz tracing_settings [seconds]
 
@@ -47,6 +48,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   envoy::service::ratelimit::v3::RateLimitResponse response;
   if (response.ParseFromArray(rest.data(), static_cast<int>(rest.size()))) {
     check(sluice::tracing::go_text(response).find('\n') == std::string::npos);
+  }
+  envoy::service::ratelimit::v3::RateLimitRequest request;
+  if (request.ParseFromArray(rest.data(), static_cast<int>(rest.size()))) {
+    check(sluice::tracing::go_text(request) ==
+          sluice::tracing::go_text(static_cast<const google::protobuf::Message&>(request)));
   }
   return 0;
 }

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include "otlp_trace_service.pb.h"
 #include "tracing/otlp_request.hpp"
 
 using namespace sluice::tracing;
@@ -32,10 +33,12 @@ TEST_CASE("OTLP: spans become one ResourceSpans with the resource, the scope and
   child.status_message = "Redis is not connected";
   const finished_span spans[] = {server, child};
 
-  const auto request = make_export_request(resource, spans);
+  const auto bytes = encode_export_request(resource, spans);
   // What a collector reads: the bytes parsed back.
   opentelemetry::proto::collector::trace::v1::ExportTraceServiceRequest read;
-  REQUIRE(read.ParseFromString(request.SerializeAsString()));
+  REQUIRE(read.ParseFromString(bytes));
+  // Exactly protobuf's own encoding of the same message.
+  CHECK(read.SerializeAsString() == bytes);
   REQUIRE(read.resource_spans_size() == 1);
   const auto& rs = read.resource_spans(0);
   REQUIRE(rs.resource().attributes_size() == 3);
@@ -77,11 +80,32 @@ TEST_CASE("OTLP: a root span has no parent; an empty namespace is still sent (as
   root.trace_id.fill(7);
   root.span_id.fill(9);
   const finished_span spans[] = {root};
-  const auto request = make_export_request(resource_info{}, spans);
+  opentelemetry::proto::collector::trace::v1::ExportTraceServiceRequest request;
+  REQUIRE(request.ParseFromString(encode_export_request(resource_info{}, spans)));
   const auto& rs = request.resource_spans(0);
   REQUIRE(rs.resource().attributes_size() == 2);
   CHECK(rs.resource().attributes(1).key() == "service.namespace");
   CHECK(rs.resource().attributes(1).value().string_value().empty());
   CHECK(rs.scope_spans(0).spans(0).parent_span_id().empty());
   CHECK(rs.scope_spans(0).spans(0).flags() == 0x101);
+}
+
+TEST_CASE("OTLP: attribute values that are zero are still sent (AnyValue is a oneof)") {
+  finished_span s;
+  s.trace_id.fill(1);
+  s.span_id.fill(2);
+  s.attributes = {
+      {"s", std::string()}, {"i", std::int64_t{0}}, {"b", false}, {"d", 0.0}, {"n", std::int64_t{-3}}};
+  const finished_span spans[] = {s};
+  const auto bytes = encode_export_request(resource_info{}, spans);
+  opentelemetry::proto::collector::trace::v1::ExportTraceServiceRequest read;
+  REQUIRE(read.ParseFromString(bytes));
+  CHECK(read.SerializeAsString() == bytes);
+  const auto& a = read.resource_spans(0).scope_spans(0).spans(0).attributes();
+  REQUIRE(a.size() == 5);
+  CHECK(a[0].value().has_string_value());
+  CHECK(a[1].value().has_int_value());
+  CHECK(a[2].value().has_bool_value());
+  CHECK(a[3].value().has_double_value());
+  CHECK(a[4].value().int_value() == -3);
 }

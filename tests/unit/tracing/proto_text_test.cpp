@@ -24,12 +24,29 @@ TEST_CASE("a request as Go's String() prints it: field order, nested messages, w
         "entries:{key:\"path\"} "
         "limit:{requests_per_unit:5 unit:MINUTE} hits_addend:{value:3}} hits_addend:2");
   CHECK(go_text(envoy::service::ratelimit::v3::RateLimitRequest()).empty());
+  // The request's own writer and the reflective one agree.
+  CHECK(go_text(r) == go_text(static_cast<const google::protobuf::Message&>(r)));
+  d->clear_hits_addend();
+  d->mutable_hits_addend();  // present, zero: an empty message
+  d->set_is_negative_hits(true);
+  d->mutable_limit()->set_unit(static_cast<envoy::type::v3::RateLimitUnit>(42));
+  CHECK(go_text(r) == go_text(static_cast<const google::protobuf::Message&>(r)));
+  CHECK(go_text(r).find("limit:{requests_per_unit:5 unit:42} hits_addend:{} is_negative_hits:true") !=
+        std::string::npos);
 }
 
 TEST_CASE("strings are quoted with escapes; valid UTF-8 is kept") {
   envoy::service::ratelimit::v3::RateLimitRequest r;
   r.set_domain(std::string("a\"b\\c\n\x01\xff") + "é");
   CHECK(go_text(r) == "domain:\"a\\\"b\\\\c\\n\\x01\\xffé\"");
+}
+
+TEST_CASE("fields in the order the .proto declares them, as Go prints them: a limit's name first") {
+  envoy::service::ratelimit::v3::RateLimitResponse r;
+  auto* limit = r.add_statuses()->mutable_current_limit();
+  limit->set_requests_per_unit(10);
+  limit->set_name("per-user");
+  CHECK(go_text(r) == "statuses:{current_limit:{name:\"per-user\" requests_per_unit:10}}");
 }
 
 TEST_CASE("a response: enums by name, map entries sorted by key") {
