@@ -44,6 +44,8 @@ class call final : public h2::stream, public std::enable_shared_from_this<call> 
   void write(const google::protobuf::MessageLite& message);
   // Ends the call with this status (OK included), after whatever was written.
   void finish(status_code code, std::string_view message = {});
+  // Whether the request had any header the method table asked to keep.
+  bool kept_headers() const { return !kept_headers_.empty(); }
   // A request header the method table asked to keep; nothing when absent (or not kept).
   std::optional<std::string_view> header(std::string_view name) const {
     for (const auto& [n, v] : kept_headers_) {

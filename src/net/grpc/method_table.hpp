@@ -3,6 +3,7 @@
 // handler gets the call once its request message has arrived whole, and answers it now or later (on the
 // same worker thread).
 
+#include <bitset>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -47,13 +48,18 @@ class method_table {
   // Request headers a handler reads (by lower-case name; e.g. the trace context), kept by each call. None by
   // default: a call then keeps nothing.
   void keep_header(std::string name) {
+    if (name.empty()) return;
     if (name.size() < 64) kept_lengths_ |= std::uint64_t{1} << name.size();
+    kept_first_.set(static_cast<unsigned char>(name[0]));
     kept_headers_.push_back(std::move(name));
   }
   bool keeps_headers() const { return !kept_headers_.empty(); }
   bool keeps_header(std::string_view name) const {
-    // By length first: on every header of every call, most names are ruled out by one bit test.
-    if (name.size() < 64 && ((kept_lengths_ >> name.size()) & 1) == 0) return false;
+    // By length and first letter first: on every header of every call, most names are ruled out by two bit
+    // tests.
+    if (name.empty() || (name.size() < 64 && ((kept_lengths_ >> name.size()) & 1) == 0) ||
+        !kept_first_.test(static_cast<unsigned char>(name[0])))
+      return false;
     for (const auto& h : kept_headers_) {
       if (h == name) return true;
     }
@@ -64,6 +70,7 @@ class method_table {
   std::vector<std::pair<std::string, handler>> methods_;
   std::vector<std::string> kept_headers_;
   std::uint64_t kept_lengths_ = 0;  // bit n: a kept name has n characters
+  std::bitset<256> kept_first_;     // bit c: a kept name starts with c
 };
 
 }  // namespace sluice::net::grpc

@@ -108,7 +108,9 @@ void rls_grpc_service::should_rate_limit(const std::shared_ptr<net::grpc::call>&
   total_requests_.inc();
   auto state = take(call);
   if (tracer_ != nullptr) {
-    auto parent = tracing::extract([&call](std::string_view name) { return call->header(name); });
+    std::optional<tracing::span_context> parent;
+    if (call->kept_headers())
+      parent = tracing::extract([&call](std::string_view name) { return call->header(name); });
     state->server = tracer_->start(method_path.substr(1), tracing::span_kind::server, parent);
     if (state->server.recording()) {
       state->server.set_attribute("rpc.system", std::string("grpc"));

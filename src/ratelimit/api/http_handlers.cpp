@@ -76,9 +76,55 @@ http::status to_http_status(service::error_kind kind) {
   return http::status::internal_server_error;
 }
 
-asio::awaitable<net::http::response> decide_json(service::rate_limit_service& service,
-                                                 tracing::tracer* tracer, const net::http::request& req,
-                                                 const tracing::span& server) {
+// Whether a header of the request could be one extract() reads (by length and first letter): most requests
+// carry none, and then the three case-insensitive searches are not made.
+bool may_carry_context(const net::http::request& req) {
+  for (const auto& field : req) {
+    const std::string_view name = field.name_string();
+    if (name.empty()) continue;
+    const char first = static_cast<char>(std::tolower(static_cast<unsigned char>(name[0])));
+    for (auto kept : tracing::context_headers) {
+      if (kept.size() == name.size() && kept[0] == first) return true;
+    }
+  }
+  return false;
+}
+
+// The request's server span (upstream has none: its /json spans start a trace of their own), named as
+// OpenTelemetry's HTTP instrumentation names it, under the trace context the request came with.
+tracing::span start_server_span(tracing::tracer& tracer, const net::http::request& req) {
+  std::optional<tracing::span_context> parent;
+  if (may_carry_context(req)) {
+    parent = tracing::extract([&req](std::string_view name) -> std::optional<std::string_view> {
+      auto it = req.find(name);
+      if (it == req.end()) return std::nullopt;
+      return std::string_view(it->value());
+    });
+  }
+  const std::string_view method = req.method_string();
+  auto server = tracer.start(std::string(method) + " /json", tracing::span_kind::server, parent);
+  if (server.recording()) {
+    server.set_attribute("http.method", std::string(method));
+    server.set_attribute("http.target", std::string(req.target()));
+  }
+  return server;
+}
+
+net::http::response end_server_span(tracing::span& server, net::http::response response) {
+  if (server.recording()) {
+    const auto status = response.result_int();
+    server.set_attribute("http.status_code", static_cast<std::int64_t>(status));
+    if (status >= 500) server.set_error({});
+    server.end();
+  }
+  return response;
+}
+
+// (One coroutine per request, with or without tracing: a second one cost 1.3% of a /json decision.)
+asio::awaitable<net::http::response> handle_json(service::rate_limit_service& service,
+                                                 tracing::tracer* tracer, const net::http::request& req) {
+  tracing::span server;
+  if (tracer != nullptr) server = start_server_span(*tracer, req);
   // One arena per request: the request and response messages cost one allocation instead of one per field.
   // (Not an initial block in the coroutine frame: frames are not aligned enough for the arena.)
   google::protobuf::ArenaOptions options;
@@ -86,11 +132,12 @@ asio::awaitable<net::http::response> decide_json(service::rate_limit_service& se
   google::protobuf::Arena arena(options);
   auto& request = *google::protobuf::Arena::CreateMessage<service::rls_request>(&arena);
   if (auto error = parse_request_json(req.body(), request)) {
-    co_return net::http::json_error(req, http::status::bad_request, *error);
+    co_return end_server_span(server, net::http::json_error(req, http::status::bad_request, *error));
   }
   auto& response = *google::protobuf::Arena::CreateMessage<service::rls_response>(&arena);
   if (auto error = co_await decide(service, request, response, server)) {
-    co_return net::http::json_error(req, to_http_status(error->kind), error->message);
+    co_return end_server_span(server,
+                              net::http::json_error(req, to_http_status(error->kind), error->message));
   }
   if (tracer != nullptr) {
     // upstream's span for the rest of its handler, with the response as Go prints it.
@@ -99,34 +146,8 @@ asio::awaitable<net::http::response> decide_json(service::rate_limit_service& se
   }
   auto status = response.overall_code() == service::rls_response::OVER_LIMIT ? http::status::too_many_requests
                                                                              : http::status::ok;
-  co_return net::http::make_response(req, status, "application/json", response_to_json(response));
-}
-
-// POST /json under a server span (upstream has none: its /json spans start a trace of their own), as
-// OpenTelemetry's HTTP instrumentation names it, under the trace context the request came with.
-asio::awaitable<net::http::response> handle_json(service::rate_limit_service& service,
-                                                 tracing::tracer* tracer, const net::http::request& req) {
-  tracing::span server;
-  if (tracer != nullptr) {
-    auto parent = tracing::extract([&req](std::string_view name) -> std::optional<std::string_view> {
-      auto it = req.find(name);
-      if (it == req.end()) return std::nullopt;
-      return std::string_view(it->value());
-    });
-    const std::string_view method = req.method_string();
-    server = tracer->start(std::string(method) + " /json", tracing::span_kind::server, parent);
-    if (server.recording()) {
-      server.set_attribute("http.method", std::string(method));
-      server.set_attribute("http.target", std::string(req.target()));
-    }
-  }
-  auto response = co_await decide_json(service, tracer, req, server);
-  if (server.recording()) {
-    const auto status = response.result_int();
-    server.set_attribute("http.status_code", static_cast<std::int64_t>(status));
-    if (status >= 500) server.set_error({});
-  }
-  co_return response;
+  co_return end_server_span(
+      server, net::http::make_response(req, status, "application/json", response_to_json(response)));
 }
 
 }  // namespace
