@@ -134,9 +134,9 @@ exporter_settings read_exporter(const core::env_reader& env) {
   }
   // Both lists apply, the per-signal one last: a key in both takes its value.
   for (const char* list : {"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"}) {
-    for (auto& [key, value] : parse_header_list(list, env.get_string(list, ""))) {
-      std::erase_if(out.headers, [&key](const auto& h) { return h.first == key; });
-      out.headers.emplace_back(std::move(key), std::move(value));
+    for (auto& header : parse_header_list(list, env.get_string(list, ""))) {
+      std::erase_if(out.headers, [&header](const auto& h) { return h.first == header.first; });
+      out.headers.push_back(std::move(header));
     }
   }
   auto timeout = otlp_value(env, "TIMEOUT", name);
