@@ -246,6 +246,8 @@ int run_server() {
   auto proc = read_process_settings(env, open_files.now);
   // First, so they are destroyed last: file watches, listeners and connections live on them.
   asio::io_context control(1);
+  // Before the workers, so destroyed after them: a request abandoned at stop still ends its spans into it.
+  tracing_holder tracing_parts;
   core::worker_pool workers(proc.io_threads);
   auto rl = ratelimit::read_module_settings(env);
   auto trace_settings = tracing::read_settings(env);
@@ -280,7 +282,7 @@ int run_server() {
     shutdown();
   });
   ratelimit::limiter::limiter limiter(rl.limiter, clock);
-  auto tracing_parts = make_tracing(trace_settings, workers.size(), control, stats);
+  tracing_parts = make_tracing(trace_settings, workers.size(), control, stats);
   std::vector<worker_apis> apis;
   net::grpc::server grpc(proc.grpc);
   auto http_endpoint =

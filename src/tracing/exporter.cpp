@@ -24,6 +24,8 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 constexpr milliseconds poll_interval{50};
 // Retries of one batch: exponential from 1 s to 8 s, with jitter, until OTEL_BSP_EXPORT_TIMEOUT.
 constexpr milliseconds first_backoff{1000}, max_backoff{8000};
+// The last try of each batch at shutdown.
+constexpr milliseconds final_timeout{1000};
 
 }  // namespace
 
@@ -47,6 +49,7 @@ void batch_exporter::start(asio::io_context& control) {
 void batch_exporter::stop() {
   stopping_ = true;
   if (timer_) timer_->cancel();
+  transport_->cancel();  // what is in flight fails now; what is queued goes once more, briefly
 }
 
 std::size_t batch_exporter::queued() const {
@@ -69,10 +72,10 @@ asio::awaitable<void> batch_exporter::run() {
     if (n < settings_.batch.max_export_batch_size &&
         clock::now() - last_export < settings_.batch.schedule_delay)
       continue;
-    co_await export_queued(false);
+    co_await export_queued();
     last_export = clock::now();
   }
-  co_await export_queued(true);
+  co_await export_queued();
 }
 
 std::vector<finished_span> batch_exporter::take_queued() {
@@ -88,28 +91,45 @@ std::vector<finished_span> batch_exporter::take_queued() {
 }
 
 // (No co_await inside a condition or beside other temporaries: g++ 12 has destroyed such temporaries twice.)
-asio::awaitable<void> batch_exporter::export_queued(bool last) {
-  const std::vector<finished_span> spans = take_queued();
+asio::awaitable<void> batch_exporter::export_queued() {
+  std::vector<finished_span> spans;
+  bool given_up = false;  // stopping, and a batch failed: the rest is dropped at once
   const std::size_t size = settings_.batch.max_export_batch_size;
-  for (std::size_t at = 0; at < spans.size(); at += size) {
-    const std::size_t n = std::min(size, spans.size() - at);
-    const auto request = encode_export_request(settings_.resource, std::span(spans).subspan(at, n));
-    const bool sent = co_await send_with_retry(request, last);
-    (sent ? exported_ : dropped_).add(n);
+  try {
+    spans = take_queued();
+    for (std::size_t at = 0; at < spans.size(); at += size) {
+      const std::size_t n = std::min(size, spans.size() - at);
+      bool sent = false;
+      if (!given_up) {
+        const auto request = encode_export_request(settings_.resource, std::span(spans).subspan(at, n));
+        sent = co_await send_with_retry(request);
+        given_up = !sent && stopping_;
+      }
+      (sent ? exported_ : dropped_).add(n);
+    }
+  } catch (const std::exception& e) {
+    // Out of memory, most likely: these spans are lost, the exporter goes on.
+    core::log_error("Cannot export spans: ", e.what());
+    dropped_.add(spans.size());
   }
 }
 
-asio::awaitable<bool> batch_exporter::send_with_retry(const std::string& request, bool last) {
+asio::awaitable<bool> batch_exporter::send_with_retry(const std::string& request) {
   const auto& endpoint = settings_.exporter.endpoint;
   const auto deadline = clock::now() + settings_.batch.export_timeout;
   auto backoff = first_backoff;
   std::minstd_rand jitter(std::random_device{}());
   for (;;) {
-    const export_result result = co_await transport_->send(request);
+    // Stopping, a batch has one more try, briefly: the shutdown's grace period is not the exporter's.
+    const bool last = stopping_;
+    const auto timeout =
+        last ? std::min(settings_.exporter.timeout, final_timeout) : settings_.exporter.timeout;
+    const export_result result = co_await transport_->send(request, timeout);
     if (result.outcome == export_result::kind::ok) {
       if (std::exchange(failing_, false)) core::log_warn("Exporting spans to ", endpoint, " again");
       co_return true;
     }
+    if (stopping_ && !last) continue;  // cancelled by stop(): the last try follows at once
     if (!std::exchange(failing_, true)) {
       core::log_warn("Cannot export spans to ", endpoint, ": ", result.error,
                      result.outcome == export_result::kind::retry
@@ -120,11 +140,10 @@ asio::awaitable<bool> batch_exporter::send_with_retry(const std::string& request
     // Half to all of the backoff, as OpenTelemetry's exporters spread their retries.
     const auto wait =
         milliseconds(backoff.count() / 2 + static_cast<long>(jitter() % (backoff.count() / 2 + 1)));
-    if (result.outcome == export_result::kind::fail || last || stopping_ || clock::now() + wait > deadline)
+    if (result.outcome == export_result::kind::fail || last || clock::now() + wait > deadline)
       co_return false;
     timer_->expires_after(wait);
-    co_await timer_->async_wait(use_tuple);
-    if (stopping_) co_return false;
+    co_await timer_->async_wait(use_tuple);  // cut short by stop(): then the last try
     backoff = std::min(backoff * 2, max_backoff);
   }
 }

@@ -29,14 +29,15 @@ class batch_exporter {
 
   // Runs on `control` until stop().
   void start(boost::asio::io_context& control);
-  // On the control thread: what is queued is sent once more (without retries), then the exporter ends.
+  // On the control thread: what is in flight is cancelled; what is queued gets one more try of at most a
+  // second per batch (none after a batch fails), then the exporter ends.
   void stop();
 
  private:
   boost::asio::awaitable<void> run();
   std::vector<finished_span> take_queued();
-  boost::asio::awaitable<void> export_queued(bool last);
-  boost::asio::awaitable<bool> send_with_retry(const std::string& request, bool last);
+  boost::asio::awaitable<void> export_queued();
+  boost::asio::awaitable<bool> send_with_retry(const std::string& request);
   std::size_t queued() const;
 
   const settings settings_;

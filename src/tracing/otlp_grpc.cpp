@@ -1,7 +1,8 @@
 // OTLP/gRPC: opentelemetry.proto.collector.trace.v1.TraceService/Export with gRPC C++'s generic stub (the
 // request is already encoded) and callback API. The call runs on gRPC's threads; its end is posted back to
 // the exporter's executor. Retryable codes are the OTLP specification's (CANCELLED, DEADLINE_EXCEEDED,
-// RESOURCE_EXHAUSTED, ABORTED, OUT_OF_RANGE, UNAVAILABLE, DATA_LOSS).
+// ABORTED, OUT_OF_RANGE, UNAVAILABLE, DATA_LOSS; not RESOURCE_EXHAUSTED, retried there only with a RetryInfo,
+// which Sluice does not read).
 
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
@@ -51,7 +52,6 @@ bool retryable(grpc::StatusCode code) {
   switch (code) {
     case grpc::StatusCode::CANCELLED:
     case grpc::StatusCode::DEADLINE_EXCEEDED:
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
     case grpc::StatusCode::ABORTED:
     case grpc::StatusCode::OUT_OF_RANGE:
     case grpc::StatusCode::UNAVAILABLE:
@@ -75,13 +75,19 @@ class otlp_grpc final : public otlp_transport {
   otlp_grpc(const exporter_settings& s, asio::any_io_executor ex)
       : settings_(s), executor_(std::move(ex)), stub_(make_channel(s)) {}
 
+  void cancel() override {
+    std::lock_guard lock(calls_->mutex);
+    for (auto* c : calls_->contexts) c->TryCancel();
+  }
+
   ~otlp_grpc() override {
     std::unique_lock lock(calls_->mutex);
     for (auto* c : calls_->contexts) c->TryCancel();
     calls_->idle.wait(lock, [this] { return calls_->contexts.empty(); });
   }
 
-  asio::awaitable<export_result> send(const std::string& request) override {
+  asio::awaitable<export_result> send(const std::string& request,
+                                      std::chrono::milliseconds timeout) override {
     struct call {
       grpc::ClientContext context;
       grpc::ByteBuffer request;  // a copy: the caller's may be gone before gRPC is done with it
@@ -90,29 +96,31 @@ class otlp_grpc final : public otlp_transport {
     auto c = std::make_shared<call>();
     grpc::Slice slice(request);
     c->request = grpc::ByteBuffer(&slice, 1);
-    c->context.set_deadline(std::chrono::system_clock::now() + settings_.timeout);
+    c->context.set_deadline(std::chrono::system_clock::now() + timeout);
     if (settings_.gzip) c->context.set_compression_algorithm(GRPC_COMPRESS_GZIP);
     for (const auto& [name, value] : settings_.headers) {
       std::string lower = name;
       for (auto& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
       c->context.AddMetadata(lower, value);
     }
-    auto status = co_await asio::async_initiate<decltype(asio::use_awaitable), void(grpc::Status)>(
-        [this, c](auto handler) {
-          auto shared = std::make_shared<decltype(handler)>(std::move(handler));
-          {
-            std::lock_guard lock(calls_->mutex);
-            calls_->contexts.push_back(&c->context);
-          }
-          stub_.UnaryCall(&c->context, method_, {}, &c->request, &c->response,
-                          [c, shared, calls = calls_, ex = executor_](grpc::Status s) {
-                            asio::post(ex, [shared, s] { std::move (*shared)(s); });
-                            std::lock_guard lock(calls->mutex);
-                            std::erase(calls->contexts, &c->context);
-                            calls->idle.notify_all();
-                          });
-        },
-        asio::use_awaitable);
+    // Started from a named initiation, not a temporary in the co_await's expression (g++ 12).
+    auto start = [this, c](auto handler) {
+      auto shared = std::make_shared<decltype(handler)>(std::move(handler));
+      {
+        std::lock_guard lock(calls_->mutex);
+        calls_->contexts.push_back(&c->context);
+      }
+      stub_.UnaryCall(&c->context, method_, {}, &c->request, &c->response,
+                      [c, shared, calls = calls_, ex = executor_](grpc::Status s) {
+                        asio::post(ex, [shared, s] { std::move (*shared)(s); });
+                        std::lock_guard lock(calls->mutex);
+                        std::erase(calls->contexts, &c->context);
+                        calls->idle.notify_all();
+                      });
+    };
+    const grpc::Status status =
+        co_await asio::async_initiate<decltype(asio::use_awaitable), void(grpc::Status)>(std::move(start),
+                                                                                         asio::use_awaitable);
     if (status.ok()) co_return export_result{};
     co_return export_result{
         retryable(status.error_code()) ? export_result::kind::retry : export_result::kind::fail,

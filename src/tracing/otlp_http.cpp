@@ -13,8 +13,11 @@
 #include <boost/beast/http.hpp>
 #include <optional>
 
+#include <boost/asio/steady_timer.hpp>
+
 #include "core/strings.hpp"
 #include "core/tls_client.hpp"
+#include "status.pb.h"
 #include "tracing/otlp_transport.hpp"
 
 namespace sluice::tracing {
@@ -45,6 +48,18 @@ std::string gzip(const std::string& in) {
   return out;
 }
 
+// An error answer's body: a google.rpc.Status in protobuf (OTLP/HTTP), its message; else the body's printable
+// start.
+std::string error_text(std::string_view content_type, const std::string& body) {
+  google::rpc::Status status;
+  if (content_type.starts_with("application/x-protobuf") && status.ParseFromString(body) &&
+      !status.message().empty())
+    return status.message().substr(0, 200);
+  std::string out;
+  for (char c : body.substr(0, 200)) out.push_back(c >= 0x20 && c < 0x7f ? c : '.');
+  return out;
+}
+
 bool retryable(unsigned status) {
   return status == 429 || status == 502 || status == 503 || status == 504;
 }
@@ -59,7 +74,8 @@ class otlp_http final : public otlp_transport {
             {"OTEL_EXPORTER_OTLP_CERTIFICATE", "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE",
              "OTEL_EXPORTER_OTLP_CLIENT_KEY"})) {}
 
-  asio::awaitable<export_result> send(const std::string& message) override {
+  asio::awaitable<export_result> send(const std::string& message,
+                                      std::chrono::milliseconds timeout) override {
     http::request<http::string_body> request(http::verb::post, settings_.path, 11);
     request.set(http::field::host, core::host_port(settings_.host, settings_.port));
     request.set(http::field::user_agent, "sluice/" SLUICE_VERSION);
@@ -72,10 +88,26 @@ class otlp_http final : public otlp_transport {
       request.body() = message;
     }
     request.prepare_payload();
-    const auto deadline = std::chrono::steady_clock::now() + settings_.timeout;
-    // (Not a conditional expression around co_await: g++ 12 mishandles temporaries there.)
-    if (tls_) co_return co_await exchange(secure_, request, deadline);
-    co_return co_await exchange(plain_, request, deadline);
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    // A kept-alive connection that the collector (or a proxy) closed while idle fails before any answer: the
+    // request goes once more, on a new connection, before that counts as a failure.
+    for (int attempt = 0;; ++attempt) {
+      const bool reused = tls_ ? secure_.has_value() : plain_.has_value();
+      export_result result;
+      // (No co_await in a conditional expression: g++ 12 mishandles temporaries there.)
+      if (tls_) {
+        result = co_await exchange(secure_, request, deadline);
+      } else {
+        result = co_await exchange(plain_, request, deadline);
+      }
+      if (!(result.unanswered && reused && attempt == 0)) co_return result;
+    }
+  }
+
+  void cancel() override {
+    resolver_.cancel();
+    if (plain_) beast::get_lowest_layer(*plain_).cancel();
+    if (secure_) beast::get_lowest_layer(*secure_).cancel();
   }
 
  private:
@@ -92,12 +124,19 @@ class otlp_http final : public otlp_transport {
     auto fail = [&](std::string what, const boost::system::error_code& ec) {
       stream.reset();  // a connection in an unknown state is not reused
       buffer_.clear();
-      return export_result{export_result::kind::retry, core::cat(what, ": ", ec.message())};
+      // A timeout or a cancel is not a closed connection: the collector may have the request.
+      const bool unanswered = ec != beast::error::timeout && ec != asio::error::operation_aborted;
+      return export_result{export_result::kind::retry, core::cat(what, ": ", ec.message()), unanswered};
     };
     if (!stream) {
-      tcp::resolver resolver(executor_);
+      // The deadline covers the lookup too: the timer cancels it.
+      resolve_deadline_.expires_at(deadline);
+      resolve_deadline_.async_wait([this](const boost::system::error_code& ec) {
+        if (!ec) resolver_.cancel();
+      });
       auto [resolve_ec, endpoints] =
-          co_await resolver.async_resolve(settings_.host, settings_.port, use_tuple);
+          co_await resolver_.async_resolve(settings_.host, settings_.port, use_tuple);
+      resolve_deadline_.cancel();
       if (resolve_ec) co_return fail(core::cat("cannot resolve ", settings_.host), resolve_ec);
       if constexpr (std::is_same_v<Stream, secure_stream>) {
         stream.emplace(executor_, *tls_);
@@ -130,7 +169,7 @@ class otlp_http final : public otlp_transport {
     }
     const unsigned status = response.result_int();
     if (status / 100 == 2) co_return export_result{};
-    auto text = response.body().substr(0, 200);
+    const auto text = error_text(response[http::field::content_type], response.body());
     co_return export_result{
         retryable(status) ? export_result::kind::retry : export_result::kind::fail,
         core::cat("the collector answered HTTP ", status, text.empty() ? "" : ": ", text)};
@@ -139,6 +178,8 @@ class otlp_http final : public otlp_transport {
   const exporter_settings settings_;
   asio::any_io_executor executor_;
   std::shared_ptr<asio::ssl::context> tls_;
+  tcp::resolver resolver_{executor_};
+  asio::steady_timer resolve_deadline_{executor_};
   std::optional<plain_stream> plain_;
   std::optional<secure_stream> secure_;
   beast::flat_buffer buffer_;

@@ -4,6 +4,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -14,13 +15,17 @@ namespace sluice::tracing {
 struct export_result {
   enum class kind { ok, retry, fail } outcome = kind::ok;  // retry: the collector may take it later
   std::string error;                                       // for the log
+  bool unanswered = false;  // the connection failed before any answer (a kept-alive one may have been closed)
 };
 
 class otlp_transport {
  public:
   virtual ~otlp_transport() = default;
-  // One Export call with an ExportTraceServiceRequest's bytes, within OTEL_EXPORTER_OTLP_TIMEOUT.
-  virtual boost::asio::awaitable<export_result> send(const std::string& request) = 0;
+  // One Export call with an ExportTraceServiceRequest's bytes, within `timeout`.
+  virtual boost::asio::awaitable<export_result> send(const std::string& request,
+                                                     std::chrono::milliseconds timeout) = 0;
+  // Ends what is in flight at once (it fails): the exporter is stopping.
+  virtual void cancel() = 0;
 };
 
 // The transport the settings name. Throws std::runtime_error naming the setting of a file it cannot load.

@@ -3,7 +3,10 @@
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
+#include <tuple>
 #include <vector>
 
 #include "core/strings.hpp"
@@ -58,6 +61,33 @@ void append_quoted(std::string& out, const std::string& s) {
 
 void append_message(std::string& out, const Message& m);
 
+// Go's strconv.AppendFloat(v, 'g', -1): the shortest digits that read back, in exponent form when the
+// exponent is under -4 or at least 6 (1234567 is 1.234567e+06); prototext's nan, inf and -inf.
+template <typename Float>
+void append_float(std::string& out, Float v) {
+  if (std::isnan(v)) {
+    out += "nan";
+    return;
+  }
+  if (std::isinf(v)) {
+    out += v > 0 ? "inf" : "-inf";
+    return;
+  }
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
+  std::string_view scientific(buf, static_cast<std::size_t>(end - buf));
+  const auto e = scientific.rfind('e');
+  int exponent = 0;
+  std::from_chars(scientific.data() + e + (scientific[e + 1] == '+' ? 2 : 1),
+                  scientific.data() + scientific.size(), exponent);
+  if (exponent < -4 || exponent >= 6) {
+    out += scientific;
+    return;
+  }
+  auto [fixed_end, fixed_ec] = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed);
+  out.append(buf, static_cast<std::size_t>(fixed_end - buf));
+}
+
 void append_value(std::string& out, const Message& m, const FieldDescriptor& f, int index) {
   const Reflection& r = *m.GetReflection();
   const bool rep = f.is_repeated();
@@ -75,10 +105,10 @@ void append_value(std::string& out, const Message& m, const FieldDescriptor& f, 
       core::append_to(out, rep ? r.GetRepeatedUInt64(m, &f, index) : r.GetUInt64(m, &f));
       break;
     case FieldDescriptor::CPPTYPE_DOUBLE:
-      core::append_to(out, rep ? r.GetRepeatedDouble(m, &f, index) : r.GetDouble(m, &f));
+      append_float(out, rep ? r.GetRepeatedDouble(m, &f, index) : r.GetDouble(m, &f));
       break;
     case FieldDescriptor::CPPTYPE_FLOAT:
-      core::append_to(out, static_cast<double>(rep ? r.GetRepeatedFloat(m, &f, index) : r.GetFloat(m, &f)));
+      append_float(out, rep ? r.GetRepeatedFloat(m, &f, index) : r.GetFloat(m, &f));
       break;
     case FieldDescriptor::CPPTYPE_BOOL:
       core::append_to(out, rep ? r.GetRepeatedBool(m, &f, index) : r.GetBool(m, &f));
@@ -108,13 +138,42 @@ void append_value(std::string& out, const Message& m, const FieldDescriptor& f, 
   }
 }
 
-// A map entry's key as text, for ordering the entries as Go does.
-std::string map_key(const Message& entry) {
-  std::string key;
-  const auto* f = entry.GetDescriptor()->map_key();
-  append_value(key, entry, *f, -1);
-  return key;
-}
+// A map entry's key, compared as Go orders map entries: strings by their bytes, numbers by value.
+struct map_key {
+  std::string text;
+  std::int64_t number = 0;
+  std::uint64_t unsigned_number = 0;
+
+  explicit map_key(const Message& entry) {
+    const Reflection& r = *entry.GetReflection();
+    const FieldDescriptor& f = *entry.GetDescriptor()->map_key();
+    switch (f.cpp_type()) {
+      case FieldDescriptor::CPPTYPE_STRING:
+        text = r.GetString(entry, &f);
+        break;
+      case FieldDescriptor::CPPTYPE_INT32:
+        number = r.GetInt32(entry, &f);
+        break;
+      case FieldDescriptor::CPPTYPE_INT64:
+        number = r.GetInt64(entry, &f);
+        break;
+      case FieldDescriptor::CPPTYPE_UINT32:
+        unsigned_number = r.GetUInt32(entry, &f);
+        break;
+      case FieldDescriptor::CPPTYPE_UINT64:
+        unsigned_number = r.GetUInt64(entry, &f);
+        break;
+      case FieldDescriptor::CPPTYPE_BOOL:
+        unsigned_number = r.GetBool(entry, &f) ? 1 : 0;
+        break;
+      default:
+        break;
+    }
+  }
+  bool operator<(const map_key& o) const {
+    return std::tie(text, number, unsigned_number) < std::tie(o.text, o.number, o.unsigned_number);
+  }
+};
 
 void append_message(std::string& out, const Message& m) {
   std::vector<const FieldDescriptor*> fields;
@@ -139,8 +198,8 @@ void append_message(std::string& out, const Message& m) {
     std::vector<int> order(static_cast<std::size_t>(n));
     for (int i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = i;
     if (f->is_map()) {
-      std::vector<std::string> keys;
-      for (int i = 0; i < n; ++i) keys.push_back(map_key(m.GetReflection()->GetRepeatedMessage(m, f, i)));
+      std::vector<map_key> keys;
+      for (int i = 0; i < n; ++i) keys.emplace_back(m.GetReflection()->GetRepeatedMessage(m, f, i));
       std::sort(order.begin(), order.end(), [&keys](int a, int b) {
         return keys[static_cast<std::size_t>(a)] < keys[static_cast<std::size_t>(b)];
       });

@@ -1,6 +1,8 @@
 #include "tracing/settings.hpp"
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstdio>
 #include <random>
 
@@ -109,7 +111,8 @@ void read_endpoint(const core::env_reader& env, exporter_settings& out) {
     out.tls = !(insecure_text.empty() ? false : env.get_bool(insecure_name, false));
   }
   out.host = parsed.host;
-  out.port = !parsed.port.empty() ? parsed.port : http ? (out.tls ? "443" : "80") : "4317";
+  // Without a port, the scheme's (gRPC dials a bare host at 443, as Go's exporter does).
+  out.port = !parsed.port.empty() ? parsed.port : out.tls ? "443" : "80";
   if (http) {
     // The per-signal URL is used as it is (its root when it has no path); the general one is a base.
     out.path = per_signal ? (parsed.path.empty() ? "/" : parsed.path) : join_traces_path(parsed.path);
@@ -132,13 +135,9 @@ exporter_settings read_exporter(const core::env_reader& env) {
     throw settings_error(
         "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE and OTEL_EXPORTER_OTLP_CLIENT_KEY must be set together");
   }
-  // Both lists apply, the per-signal one last: a key in both takes its value.
-  for (const char* list : {"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"}) {
-    for (auto& header : parse_header_list(list, env.get_string(list, ""))) {
-      std::erase_if(out.headers, [&header](const auto& h) { return h.first == header.first; });
-      out.headers.push_back(std::move(header));
-    }
-  }
+  // The per-signal list, when set, replaces the general one (as Go's exporters read them).
+  auto headers = otlp_value(env, "HEADERS", name);
+  out.headers = parse_header_list(name, headers);
   auto timeout = otlp_value(env, "TIMEOUT", name);
   if (!timeout.empty()) out.timeout = std::chrono::milliseconds(env.get_uint(name, 10000, 1, 3'600'000));
   auto compression = lower(otlp_value(env, "COMPRESSION", name));
@@ -153,13 +152,27 @@ exporter_settings read_exporter(const core::env_reader& env) {
 batch_settings read_batch(const core::env_reader& env) {
   batch_settings out;
   out.schedule_delay = std::chrono::milliseconds(env.get_uint("OTEL_BSP_SCHEDULE_DELAY", 5000, 1, 3'600'000));
-  out.max_queue_size = env.get_uint("OTEL_BSP_MAX_QUEUE_SIZE", 2048, 1, 1'000'000);
+  // The queues' room is reserved (a push on a worker never allocates): at most 64 Ki spans, ~13 MB.
+  out.max_queue_size = env.get_uint("OTEL_BSP_MAX_QUEUE_SIZE", 2048, 1, 65536);
   out.max_export_batch_size = env.get_uint("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512, 1, 1'000'000);
   // As OpenTelemetry's batch span processor: a batch is never larger than the queue.
   out.max_export_batch_size = std::min(out.max_export_batch_size, out.max_queue_size);
   out.export_timeout =
       std::chrono::milliseconds(env.get_uint("OTEL_BSP_EXPORT_TIMEOUT", 30000, 1, 3'600'000));
   return out;
+}
+
+}  // namespace
+
+namespace {
+
+constexpr std::size_t max_header_value = 8192;
+
+bool header_name_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_' || c == '.';
+}
+bool header_value_char(char c) {
+  return c >= 0x20 && c <= 0x7e;
 }
 
 }  // namespace
@@ -179,6 +192,15 @@ std::vector<std::pair<std::string, std::string>> parse_header_list(const std::st
     if (malformed || key.empty()) {
       throw settings_error(cat("invalid value '", text, "' for ", name, ": item '", core::trim_space(item),
                                "' is not key=value (expected k1=v1,k2=v2 with %XX escapes)"));
+    }
+    // What both HTTP and gRPC carry as they are (gRPC aborts a call whose metadata is outside these).
+    if (!std::all_of(key.begin(), key.end(), header_name_char)) {
+      throw settings_error(cat("invalid value '", text, "' for ", name, ": header name '", key,
+                               "' may hold only letters, digits, '-', '_' and '.'"));
+    }
+    if (value.size() > max_header_value || !std::all_of(value.begin(), value.end(), header_value_char)) {
+      throw settings_error(cat("invalid value '", text, "' for ", name, ": the value of header '", key,
+                               "' must be printable ASCII of at most ", max_header_value, " bytes"));
     }
     out.emplace_back(std::move(key), std::move(value));
   }

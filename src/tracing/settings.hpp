@@ -27,7 +27,7 @@ struct exporter_settings {
   std::string ca_file;              // CERTIFICATE: trusted for the collector (else the system's CAs)
   std::string client_cert_file;     // CLIENT_CERTIFICATE and CLIENT_KEY: mutual TLS
   std::string client_key_file;
-  std::vector<std::pair<std::string, std::string>> headers;  // HEADERS, then TRACES_HEADERS
+  std::vector<std::pair<std::string, std::string>> headers;  // TRACES_HEADERS, else HEADERS
   std::chrono::milliseconds timeout{10000};                  // TIMEOUT: one export request
   bool gzip = false;                                         // COMPRESSION=gzip
 };
@@ -54,7 +54,8 @@ settings read_settings(const core::env_reader& env);
 std::string random_uuid_v4();
 
 // "k1=v1,k2=v2" with percent-encoded keys and values (the OTLP exporter's header lists); throws
-// core::settings_error naming `name` for an item without '=' or with an empty key or a bad escape.
+// core::settings_error naming `name` for an item without '=', an empty key or a bad escape, a name outside
+// letters, digits, '-', '_' and '.', or a value that is not printable ASCII (at most 8 KiB).
 std::vector<std::pair<std::string, std::string>> parse_header_list(const std::string& name,
                                                                    const std::string& text);
 

@@ -2,7 +2,7 @@
 
 namespace sluice::tracing {
 
-bool span_queue::push(finished_span&& span) {
+bool span_queue::push(finished_span&& span) noexcept {
   std::lock_guard lock(mutex_);
   if (spans_.size() >= capacity_) return false;
   spans_.push_back(std::move(span));
@@ -11,7 +11,9 @@ bool span_queue::push(finished_span&& span) {
 }
 
 std::vector<finished_span> span_queue::take_all() {
+  // The worker's next buffer is allocated here, on the exporter's thread: a push never allocates.
   std::vector<finished_span> out;
+  out.reserve(capacity_);
   std::lock_guard lock(mutex_);
   out.swap(spans_);
   size_.store(0, std::memory_order_relaxed);

@@ -24,11 +24,11 @@ namespace sluice::tracing {
 // A worker's finished spans waiting for the exporter: bounded. The worker pushes; the exporter takes.
 class span_queue {
  public:
-  explicit span_queue(std::size_t capacity) : capacity_(capacity) {}
+  explicit span_queue(std::size_t capacity) : capacity_(capacity) { spans_.reserve(capacity); }
 
   bool has_room() const { return size_.load(std::memory_order_relaxed) < capacity_; }
-  // False, and the span is dropped, when the queue is full.
-  bool push(finished_span&& span);
+  // False, and the span is dropped, when the queue is full. Never allocates (the room is reserved).
+  bool push(finished_span&& span) noexcept;
   // Everything queued, oldest first.
   std::vector<finished_span> take_all();
   std::size_t size() const { return size_.load(std::memory_order_relaxed); }

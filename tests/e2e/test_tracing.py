@@ -8,6 +8,7 @@ import itertools
 import json
 import os
 import re
+import socket
 import time
 import unittest
 
@@ -657,20 +658,22 @@ class Exporter(TracingCase):
         general.settle(QUIET)
         self.assertEqual(general.exports, [], general.describe())
 
-    def test_headers_from_both_settings_percent_decoded(self):
+    def test_headers_percent_decoded_the_per_signal_list_replacing_the_general_one(self):
+        general = 'authorization=Bearer%20abc,x-shared=general,x-list=a%2Cb'
         for protocol in ('http', 'grpc'):
-            with self.subTest(protocol=protocol):
-                col = self.collector(protocol)
-                env = tracing_env(col, OTEL_EXPORTER_OTLP_HEADERS='authorization=Bearer%20abc,x-shared=general,'
-                                                                  'x-general=1,x-list=a%2Cb',
-                                  OTEL_EXPORTER_OTLP_TRACES_HEADERS='x-traces=2,x-shared=traces')
-                with Sluice(rules={'trace.yaml': RULES}, env=env) as s:
-                    self.roundtrip(s, col)
-                for e in col.exports:
-                    self.assertEqual({k: e.headers.get(k) for k in ('authorization', 'x-general', 'x-list',
-                                                                     'x-traces', 'x-shared')},
-                                     {'authorization': 'Bearer abc', 'x-general': '1', 'x-list': 'a,b',
-                                      'x-traces': '2', 'x-shared': 'traces'}, e.headers)
+            for traces, expected in ((None, {'authorization': 'Bearer abc', 'x-shared': 'general', 'x-list': 'a,b',
+                                             'x-traces': None}),
+                                     ('x-traces=2,x-shared=traces', {'authorization': None, 'x-shared': 'traces',
+                                                                     'x-list': None, 'x-traces': '2'})):
+                with self.subTest(protocol=protocol, traces=traces):
+                    col = self.collector(protocol)
+                    extra = {'OTEL_EXPORTER_OTLP_HEADERS': general}
+                    if traces:
+                        extra['OTEL_EXPORTER_OTLP_TRACES_HEADERS'] = traces
+                    with Sluice(rules={'trace.yaml': RULES}, env=tracing_env(col, **extra)) as s:
+                        self.roundtrip(s, col)
+                    for e in col.exports:
+                        self.assertEqual({k: e.headers.get(k) for k in expected}, expected, e.headers)
 
     def test_gzip_compression(self):
         for compression, gzipped in (('gzip', True), ('none', False)):
@@ -808,6 +811,32 @@ class CollectorFailures(TracingCase):
             s.stop()  # before the collector, so its last batch has somewhere to go
             col.stop()
 
+    def test_a_collector_that_never_answers_does_not_hold_up_shutdown(self):
+        # It accepts connections (the kernel's backlog) and never reads or answers: the export in flight waits
+        # for OTEL_EXPORTER_OTLP_TIMEOUT (10 s by default). A stop cancels it and gives what is queued one short
+        # try, so Sluice exits within seconds.
+        for protocol in ('http', 'grpc'):
+            with self.subTest(protocol=protocol):
+                silent = socket.socket()
+                silent.bind(('127.0.0.1', 0))
+                silent.listen(16)
+                try:
+                    env = dict(FAST_EXPORT, OTEL_EXPORTER_OTLP_ENDPOINT='http://127.0.0.1:%d' % silent.getsockname()[1])
+                    if protocol == 'grpc':
+                        env['TRACING_EXPORTER_PROTOCOL'] = 'grpc'
+                    s = self.sluice(env)
+                    for i in range(20):
+                        self.assertEqual(send(TRANSPORTS[i % 2], s, [[('k', 'silent')]]), OK[TRANSPORTS[i % 2]])
+                    time.sleep(0.5)  # an export is in flight now
+                    for i in range(20):
+                        send(TRANSPORTS[i % 2], s, [[('k', 'silent')]])  # and more spans are queued
+                    started = time.monotonic()
+                    s.terminate()
+                    self.assertEqual(s.wait_exit(timeout=8.0), 0, s.log_tail())
+                    self.assertLess(time.monotonic() - started, 5.0, s.log_tail())
+                finally:
+                    silent.close()
+
     def test_a_refused_batch_is_sent_again(self):
         for protocol, refusal in (('http', 503), ('grpc', grpc.StatusCode.UNAVAILABLE)):
             with self.subTest(protocol=protocol):
@@ -834,6 +863,7 @@ class BadSettings(unittest.TestCase):
         ('TRACING_SAMPLING_RATE', 'half', {}),
         ('OTEL_EXPORTER_OTLP_HEADERS', 'novalue', {}),
         ('OTEL_EXPORTER_OTLP_TRACES_HEADERS', 'a=1,novalue', {}),
+        ('OTEL_EXPORTER_OTLP_HEADERS', 'k=a%0D%0Ab', {}),
         ('OTEL_EXPORTER_OTLP_COMPRESSION', 'brotli', {}),
         ('OTEL_EXPORTER_OTLP_CERTIFICATE', '/nonexistent/ca.pem', {'scheme': 'https'}),
         ('OTEL_EXPORTER_OTLP_PROTOCOL', 'http/json', {}),

@@ -135,7 +135,9 @@ asio::awaitable<net::http::response> handle_json(service::rate_limit_service& se
     co_return end_server_span(server, net::http::json_error(req, http::status::bad_request, *error));
   }
   auto& response = *google::protobuf::Arena::CreateMessage<service::rls_response>(&arena);
-  if (auto error = co_await decide(service, request, response, server)) {
+  // (The co_await outside the condition: g++ 12 mishandles temporaries of a co_await in one.)
+  const auto error = co_await decide(service, request, response, server);
+  if (error) {
     co_return end_server_span(server,
                               net::http::json_error(req, to_http_status(error->kind), error->message));
   }

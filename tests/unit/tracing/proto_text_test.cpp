@@ -63,3 +63,19 @@ TEST_CASE("a response: enums by name, map entries sorted by key") {
       "overall_code:OVER_LIMIT statuses:{code:OK limit_remaining:4} dynamic_metadata:{fields:{key:\"alpha\" "
       "value:{number_value:1.5}} fields:{key:\"zeta\" value:{bool_value:true}}}");
 }
+
+TEST_CASE("numbers as Go's 'g' format prints them; map keys in Go's order (bytes, not quoted text)") {
+  google::protobuf::Struct st;
+  auto& f = *st.mutable_fields();
+  f["a"].set_number_value(1234567);
+  f["a b"].set_number_value(0.0001);
+  f["a!"].set_number_value(0.00001);
+  f["b"].set_number_value(123456);
+  f["c"].set_number_value(-0.5);
+  // By bytes "a" < "a b" < "a!"; by their quoted text "a!" would come first ('!' < '"').
+  CHECK(
+      go_text(st) ==
+      "fields:{key:\"a\" value:{number_value:1.234567e+06}} fields:{key:\"a b\" value:{number_value:0.0001}} "
+      "fields:{key:\"a!\" value:{number_value:1e-05}} fields:{key:\"b\" value:{number_value:123456}} "
+      "fields:{key:\"c\" value:{number_value:-0.5}}");
+}

@@ -80,7 +80,9 @@ TEST_CASE("endpoints: the general one is a base for /v1/traces, the per-signal o
   CHECK_FALSE(grpc({{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4317"}}).tls);
   CHECK(grpc({{"OTEL_EXPORTER_OTLP_ENDPOINT", "c:4317"}}).tls);
   CHECK_FALSE(grpc({{"OTEL_EXPORTER_OTLP_ENDPOINT", "c:4317"}, {"OTEL_EXPORTER_OTLP_INSECURE", "true"}}).tls);
-  CHECK(grpc({{"OTEL_EXPORTER_OTLP_ENDPOINT", "c"}}).endpoint == "c:4317");
+  // Without a port, the scheme's: gRPC dials a bare host (TLS) at 443.
+  CHECK(grpc({{"OTEL_EXPORTER_OTLP_ENDPOINT", "c"}}).endpoint == "c:443");
+  CHECK(grpc({{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://c"}}).endpoint == "c:80");
 }
 
 TEST_CASE("the protocol: TRACING_EXPORTER_PROTOCOL, else OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL") {
@@ -92,11 +94,13 @@ TEST_CASE("the protocol: TRACING_EXPORTER_PROTOCOL, else OTEL_EXPORTER_OTLP_(TRA
             .exporter.protocol == export_protocol::http);
 }
 
-TEST_CASE("headers: both lists, percent-decoded, the per-signal one winning per key") {
-  auto s = read({{"OTEL_EXPORTER_OTLP_HEADERS", "api-key=a%20b, tenant=1"},
-                 {"OTEL_EXPORTER_OTLP_TRACES_HEADERS", "tenant=2,x=%3D"}});
+TEST_CASE("headers: percent-decoded; the per-signal list, when set, replaces the general one (as Go)") {
   using h = std::pair<std::string, std::string>;
-  CHECK(s.exporter.headers == std::vector<h>{{"api-key", "a b"}, {"tenant", "2"}, {"x", "="}});
+  CHECK(read({{"OTEL_EXPORTER_OTLP_HEADERS", "api-key=a%20b, tenant=1"}}).exporter.headers ==
+        std::vector<h>{{"api-key", "a b"}, {"tenant", "1"}});
+  CHECK(read({{"OTEL_EXPORTER_OTLP_HEADERS", "api-key=a%20b, tenant=1"},
+              {"OTEL_EXPORTER_OTLP_TRACES_HEADERS", "tenant=2,x=%3D"}})
+            .exporter.headers == std::vector<h>{{"tenant", "2"}, {"x", "="}});
 }
 
 TEST_CASE("compression, timeout and the batch settings") {
@@ -125,6 +129,13 @@ TEST_CASE("bad values stop start-up naming the setting") {
   CHECK(
       error_of({{"OTEL_EXPORTER_OTLP_TRACES_HEADERS", "k=%zz"}}).find("OTEL_EXPORTER_OTLP_TRACES_HEADERS") !=
       std::string::npos);
+  // Names and values that HTTP and gRPC cannot carry as they are (gRPC would abort the export call).
+  CHECK(error_of({{"OTEL_EXPORTER_OTLP_HEADERS", "a%20b=1"}}).find("header name 'a b'") != std::string::npos);
+  CHECK(error_of({{"OTEL_EXPORTER_OTLP_HEADERS", "k=a%0D%0Ab"}}).find("printable ASCII") !=
+        std::string::npos);
+  CHECK(error_of({{"OTEL_EXPORTER_OTLP_HEADERS", "k=%C3%A9"}}).find("printable ASCII") != std::string::npos);
+  CHECK(error_of({{"OTEL_EXPORTER_OTLP_HEADERS", "k=" + std::string(9000, 'a')}}).find("8192") !=
+        std::string::npos);
   CHECK(error_of({{"OTEL_EXPORTER_OTLP_ENDPOINT", "ftp://h:1"}}).find("OTEL_EXPORTER_OTLP_ENDPOINT") !=
         std::string::npos);
   CHECK(error_of({{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://h:99999"}}).find("OTEL_EXPORTER_OTLP_ENDPOINT") !=
