@@ -95,9 +95,10 @@ asio::awaitable<void> batch_exporter::export_queued() {
   std::vector<finished_span> spans;
   bool given_up = false;  // stopping, and a batch failed: the rest is dropped at once
   const std::size_t size = settings_.batch.max_export_batch_size;
+  std::size_t at = 0;  // spans before it are counted
   try {
     spans = take_queued();
-    for (std::size_t at = 0; at < spans.size(); at += size) {
+    for (; at < spans.size(); at += size) {
       const std::size_t n = std::min(size, spans.size() - at);
       bool sent = false;
       if (!given_up) {
@@ -110,7 +111,7 @@ asio::awaitable<void> batch_exporter::export_queued() {
   } catch (const std::exception& e) {
     // Out of memory, most likely: these spans are lost, the exporter goes on.
     core::log_error("Cannot export spans: ", e.what());
-    dropped_.add(spans.size());
+    dropped_.add(spans.size() - std::min(at, spans.size()));
   }
 }
 

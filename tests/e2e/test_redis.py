@@ -4,6 +4,7 @@ the per-second store; STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT and the local cach
 restarted, absent at start) and the start-up settings."""
 
 import os
+import re
 import socket
 import threading
 import time
@@ -444,35 +445,33 @@ class Transports(RedisCase):
             for c in clients:
                 self.assertEqual(c.get('user'), 'sluice', c)
 
-    def check_refused(self, redis, sluice):
-        # sluice has one connection (REDIS_POOL_SIZE=1): wait until it came back after a refused login (the
-        # harness' own connection is the third), then: unhealthy, decisions fail fast with a message
+    def check_refused(self, redis, sluice, refusal):
+        # Each worker has its own connection: until a worker's login was refused, its decisions say Redis is not
+        # connected yet; after, they give Redis' answer (matching `refusal`). Unhealthy throughout, decisions fail
+        # fast, nothing is counted.
         harness.wait_until(lambda: int(redis.info('stats')['total_connections_received']) >= 3,
                            message='a login refused and tried again', describe=sluice.log_tail)
         self.assertEqual(sluice.healthcheck()[0], 500)
         self.assertEqual(sluice.health(), 'NOT_SERVING')
-        messages = []
         for t in TRANSPORTS:
-            message, _ = self.assertUnavailable(sluice, t, 't', [[('k', 'refused')]])
-            messages.append(message)
+            harness.wait_until(
+                lambda: re.search(refusal, self.assertUnavailable(sluice, t, 't', [[('k', 'refused')]])[0].lower()),
+                message="a %s decision gives Redis' refusal" % t, describe=sluice.log_tail)
         self.assertEqual(redis.keys(), [])
         self.assertEqual(sluice.healthcheck()[0], 500)
         self.assertTrue(sluice.running())
-        return messages
 
     def test_wrong_password(self):
         env = redis_env(REDIS_AUTH='wrong', REDIS_POOL_SIZE='1')
         with RedisServer(requirepass='right') as redis, \
                 Sluice(rules={'t.yaml': SIMPLE_RULES}, env=dict(redis.sluice_env(), **env)) as sluice:
-            for message in self.check_refused(redis, sluice):
-                self.assertRegex(message.lower(), 'wrongpass|auth|password', message)
+            self.check_refused(redis, sluice, 'wrongpass|auth|password')
 
     def test_missing_password(self):
         env = redis_env(REDIS_AUTH=None, REDIS_POOL_SIZE='1')
         with RedisServer(requirepass='right') as redis, \
                 Sluice(rules={'t.yaml': SIMPLE_RULES}, env=dict(redis.sluice_env(), **env)) as sluice:
-            for message in self.check_refused(redis, sluice):
-                self.assertRegex(message.lower(), 'noauth|auth|password', message)
+            self.check_refused(redis, sluice, 'noauth|auth|password')
 
 
 # ---------------------------------------------------------------------------------------------------------------
