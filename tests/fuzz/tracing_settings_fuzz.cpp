@@ -14,6 +14,8 @@
 #include <map>
 #include <string_view>
 
+#include <google/protobuf/stubs/logging.h>
+
 #include "rls.pb.h"
 #include "tracing/proto_text.hpp"
 #include "tracing/settings.hpp"
@@ -24,7 +26,15 @@ void check(bool ok) {
   if (!ok) std::abort();
 }
 
+void quiet(google::protobuf::LogLevel, const char*, int, const std::string&) {}
+
 }  // namespace
+
+// protobuf logs every string field with invalid UTF-8 it refuses to parse: expected here, and noise.
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  google::protobuf::SetLogHandler(quiet);
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view rest(reinterpret_cast<const char*>(data), size);
