@@ -41,15 +41,9 @@ bool parse_https(std::string_view uri, https_target& out) {
   std::string_view authority = uri.substr(0, slash);
   if (slash != std::string_view::npos)
     out.path = uri[slash] == '/' ? std::string(uri.substr(slash)) : "/" + std::string(uri.substr(slash));
-  auto bracket = authority.rfind(']');
-  auto colon = authority.rfind(':');
-  if (colon != std::string_view::npos && (bracket == std::string_view::npos || colon > bracket)) {
-    out.port = authority.substr(colon + 1);
-    authority = authority.substr(0, colon);
-  }
-  if (authority.size() > 1 && authority.front() == '[' && authority.back() == ']')
-    authority = authority.substr(1, authority.size() - 2);
-  out.host = authority;
+  const auto [host, port] = core::split_host_port(authority);
+  out.host = host;
+  if (!port.empty() || authority.ends_with(':')) out.port = port;
   return !out.host.empty() && !out.port.empty();
 }
 

@@ -85,4 +85,17 @@ std::string percent_decode(std::string_view s, bool* malformed) {
   return out;
 }
 
+std::pair<std::string_view, std::string_view> split_host_port(std::string_view authority) {
+  std::string_view port;
+  const auto bracket = authority.rfind(']');
+  const auto colon = authority.rfind(':');
+  if (colon != std::string_view::npos && (bracket == std::string_view::npos || colon > bracket)) {
+    port = authority.substr(colon + 1);
+    authority = authority.substr(0, colon);
+  }
+  if (authority.size() > 1 && authority.front() == '[' && authority.back() == ']')
+    authority = authority.substr(1, authority.size() - 2);
+  return {authority, port};
+}
+
 }  // namespace sluice::core

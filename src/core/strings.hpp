@@ -5,6 +5,7 @@
 #include <concepts>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace sluice::core {
@@ -80,6 +81,10 @@ bool parse_unsigned(std::string_view s, T& out) {
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
   return ec == std::errc{} && ptr == s.data() + s.size();
 }
+
+// The host (without an IPv6 address's brackets) and the port ("" when there is none) of a URL's authority:
+// "host:port", "[::1]:port", "host" or "[::1]".
+std::pair<std::string_view, std::string_view> split_host_port(std::string_view authority);
 
 // `s` with each %XX escape decoded. A malformed escape is kept as it is and sets `malformed` when given.
 std::string percent_decode(std::string_view s, bool* malformed = nullptr);

@@ -49,15 +49,9 @@ parsed_url parse_url(const std::string& name, std::string_view url) {
   std::string_view authority = rest.substr(0, slash);
   if (slash != std::string_view::npos) out.path = std::string(rest.substr(slash));
   if (auto q = out.path.find_first_of("?#"); q != std::string::npos) out.path.resize(q);
-  auto bracket = authority.rfind(']');
-  auto colon = authority.rfind(':');
-  if (colon != std::string_view::npos && (bracket == std::string_view::npos || colon > bracket)) {
-    out.port = authority.substr(colon + 1);
-    authority = authority.substr(0, colon);
-  }
-  if (authority.size() > 1 && authority.front() == '[' && authority.back() == ']')
-    authority = authority.substr(1, authority.size() - 2);
-  out.host = authority;
+  const auto [host, port_text] = core::split_host_port(authority);
+  out.host = host;
+  out.port = port_text;
   std::uint16_t port = 0;
   if (out.host.empty() || (!out.port.empty() && (!core::parse_unsigned(out.port, port) || port == 0)))
     throw settings_error(
