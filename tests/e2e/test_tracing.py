@@ -183,27 +183,34 @@ class TracingCase(unittest.TestCase):
 
 
 class SharedServer(TracingCase):
-    """One collector (`protocol`) and one Sluice exporting to it (with `env` and extra_env()) for the whole class."""
+    """One collector (`protocol`) and one Sluice exporting to it (with `env` and extra_env()) for the whole class;
+    the backend servers start_backends() makes are started first and closed last."""
 
     protocol = 'http'
     env = {}
     col = None
     s = None
+    backends = ()
+
+    @classmethod
+    def start_backends(cls):
+        """-> the servers the class's Sluice uses (Redis, memcached), started."""
+        return ()
 
     @classmethod
     def extra_env(cls):
         return {}
 
     @classmethod
-    def ready(cls):
-        """Called once the class's Sluice answers /healthcheck: waits for what else it needs."""
-
-    @classmethod
     def setUpClass(cls):
-        cls.col = collector(cls.protocol)
+        cls.backends = []
         try:
+            for server in cls.start_backends():
+                cls.backends.append(server)
+            cls.col = collector(cls.protocol)
             cls.s = Sluice(rules={'trace.yaml': RULES}, env=tracing_env(cls.col, **dict(cls.env, **cls.extra_env())))
-            cls.ready()
+            if cls.backends:
+                wait_healthy(cls.s)
         except BaseException:
             cls.tearDownClass()  # not called by unittest when setUpClass fails
             raise
@@ -214,8 +221,13 @@ class SharedServer(TracingCase):
             if cls.s is not None:
                 cls.s.close()
                 cls.s = None
+            if cls.col is not None:
+                cls.col.stop()
+                cls.col = None
         finally:
-            cls.col.stop()
+            for server in cls.backends:
+                server.close()
+            cls.backends = []
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -381,31 +393,13 @@ class Resource(TracingCase):
 
 
 class RedisSpans(SharedServer):
-    redis = None
+    @classmethod
+    def start_backends(cls):
+        return [RedisServer()]
 
     @classmethod
     def extra_env(cls):
-        return dict(cls.redis.sluice_env(), BACKEND_TYPE='redis')
-
-    @classmethod
-    def ready(cls):
-        wait_healthy(cls.s)
-
-    @classmethod
-    def setUpClass(cls):
-        cls.redis = RedisServer()
-        try:
-            super().setUpClass()
-        except BaseException:
-            cls.redis.close()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            super().tearDownClass()
-        finally:
-            cls.redis.close()
+        return dict(cls.backends[0].sluice_env(), BACKEND_TYPE='redis')
 
     def test_pipeline_span_counts_two_commands_per_limited_key(self):
         # INCRBY + EXPIRE per descriptor with a limit; 'free' has none and is not counted.
@@ -424,37 +418,16 @@ class RedisSpans(SharedServer):
 
 
 class RedisPerSecondSpans(SharedServer):
-    redis = per_second = None
+    @classmethod
+    def start_backends(cls):
+        yield RedisServer()
+        yield RedisServer()
 
     @classmethod
     def extra_env(cls):
-        env = dict(cls.redis.sluice_env(), BACKEND_TYPE='redis', REDIS_PERSECOND='true')
-        env.update(cls.per_second.sluice_env(prefix='REDIS_PERSECOND_'))
-        return env
-
-    @classmethod
-    def ready(cls):
-        wait_healthy(cls.s)
-
-    @classmethod
-    def setUpClass(cls):
-        cls.redis = RedisServer()
-        try:
-            cls.per_second = RedisServer()
-            super().setUpClass()
-        except BaseException:
-            cls.redis.close()
-            if cls.per_second is not None:
-                cls.per_second.close()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            super().tearDownClass()
-        finally:
-            cls.redis.close()
-            cls.per_second.close()
+        main, per_second = cls.backends
+        return dict(main.sluice_env(), BACKEND_TYPE='redis', REDIS_PERSECOND='true',
+                    **per_second.sluice_env(prefix='REDIS_PERSECOND_'))
 
     def test_per_second_keys_are_counted_in_their_own_pipeline(self):
         mark = marker()
@@ -465,31 +438,13 @@ class RedisPerSecondSpans(SharedServer):
 
 
 class MemcachedSpans(SharedServer):
-    memcached = None
+    @classmethod
+    def start_backends(cls):
+        return [MemcachedServer()]
 
     @classmethod
     def extra_env(cls):
-        return {'BACKEND_TYPE': 'memcache', 'MEMCACHE_HOST_PORT': '127.0.0.1:%d' % cls.memcached.port}
-
-    @classmethod
-    def ready(cls):
-        wait_healthy(cls.s)
-
-    @classmethod
-    def setUpClass(cls):
-        cls.memcached = MemcachedServer()
-        try:
-            super().setUpClass()
-        except BaseException:
-            cls.memcached.close()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            super().tearDownClass()
-        finally:
-            cls.memcached.close()
+        return {'BACKEND_TYPE': 'memcache', 'MEMCACHE_HOST_PORT': '127.0.0.1:%d' % cls.backends[0].port}
 
     def test_fetch_span_counts_the_keys_to_get(self):
         cases = [([('k', None)], 1), ([('k', None), ('once', None), ('free', 'x')], 2)]
