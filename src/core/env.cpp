@@ -9,16 +9,6 @@
 
 namespace sluice::core {
 
-namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::ranges::transform(out, out.begin(), [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
-
-}  // namespace
-
 env_reader::env_reader()
     : lookup_([](const std::string& name) -> std::optional<std::string> {
         const char* v = std::getenv(name.c_str());
@@ -108,9 +98,9 @@ std::string env_reader::get_choice(const std::string& name, std::string_view def
                                    bool case_insensitive) const {
   auto v = raw(name);
   if (!v) return std::string(def);
-  std::string probe = case_insensitive ? lower(*v) : *v;
+  std::string probe = case_insensitive ? ascii_lower(*v) : *v;
   for (auto a : allowed) {
-    if (probe == (case_insensitive ? lower(a) : std::string(a))) return std::string(a);
+    if (probe == (case_insensitive ? ascii_lower(a) : std::string(a))) return std::string(a);
   }
   std::string list;
   for (auto a : allowed) list += cat(list.empty() ? "" : ", ", a);

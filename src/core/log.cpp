@@ -2,11 +2,11 @@
 
 #include <unistd.h>
 
-#include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <ctime>
 #include <string>
+
+#include "core/strings.hpp"
 
 namespace sluice::core {
 
@@ -86,8 +86,7 @@ void append_quoted(std::string& out, std::string_view s) {
 }  // namespace
 
 std::optional<log_level> parse_log_level(std::string_view s) {
-  std::string l(s);
-  std::ranges::transform(l, l.begin(), [](unsigned char c) { return std::tolower(c); });
+  const std::string l = ascii_lower(s);
   if (l == "panic") return log_level::panic;
   if (l == "fatal") return log_level::fatal;
   if (l == "error") return log_level::error;

@@ -58,6 +58,8 @@ std::string host_port(std::string_view host, const Port& port) {
 // The parts of `s` between each `separator`, empty ones kept, as Go's strings.Split: split("a,,b", ',')
 // has 3.
 std::vector<std::string_view> split(std::string_view s, char separator);
+// `s` with ASCII letters in lower case (other bytes as they are).
+std::string ascii_lower(std::string_view s);
 // `s` without leading and trailing ASCII whitespace.
 std::string_view trim_space(std::string_view s);
 

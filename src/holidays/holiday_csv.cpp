@@ -91,13 +91,6 @@ class record_reader {
   std::size_t line_ = 1;
 };
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
-
 bool is_calendar_date(std::string_view s) {
   if (s.size() != 10 || s[4] != '-' || s[7] != '-') return false;
   unsigned y = 0, m = 0, d = 0;
@@ -164,7 +157,7 @@ holiday_csv parse_holiday_csv(std::string_view text) {
   }
   std::optional<std::size_t> name_at, date_at;
   for (std::size_t i = 0; i < header.fields.size(); ++i) {
-    std::string column = lower(header.fields[i]);
+    std::string column = core::ascii_lower(header.fields[i]);
     auto* at = column == "date" ? &date_at : column == "name" || column == "holiday" ? &name_at : nullptr;
     if (at == nullptr) continue;  // another column (e.g. a year): ignored
     if (*at) {

@@ -302,7 +302,7 @@ std::vector<std::pair<std::string, std::string>> read_node_metadata(const core::
 std::vector<std::pair<std::string, std::string>> read_xds_headers(const core::env_reader& env) {
   auto headers = env.get_map("CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS");
   for (auto& [name, value] : headers) {
-    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    name = core::ascii_lower(name);
     const bool name_ok =
         !name.empty() && !name.starts_with("grpc-") &&
         name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_.") == std::string::npos;

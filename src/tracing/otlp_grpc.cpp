@@ -99,9 +99,7 @@ class otlp_grpc final : public otlp_transport {
     c->context.set_deadline(std::chrono::system_clock::now() + timeout);
     if (settings_.gzip) c->context.set_compression_algorithm(GRPC_COMPRESS_GZIP);
     for (const auto& [name, value] : settings_.headers) {
-      std::string lower = name;
-      for (auto& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-      c->context.AddMetadata(lower, value);
+      c->context.AddMetadata(core::ascii_lower(name), value);
     }
     // Started from a named initiation, not a temporary in the co_await's expression (g++ 12).
     auto start = [this, c](auto handler) {

@@ -24,12 +24,6 @@ std::string otlp_value(const core::env_reader& env, std::string_view suffix, std
   return env.get_string(used, "");
 }
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 struct parsed_url {
   std::string scheme;  // lower case; empty when there is none
   std::string host;
@@ -42,7 +36,7 @@ parsed_url parse_url(const std::string& name, std::string_view url) {
   parsed_url out;
   std::string_view rest = url;
   if (auto at = rest.find("://"); at != std::string_view::npos) {
-    out.scheme = lower(rest.substr(0, at));
+    out.scheme = core::ascii_lower(rest.substr(0, at));
     rest.remove_prefix(at + 3);
   }
   auto slash = rest.find_first_of("/?#");
@@ -66,7 +60,7 @@ std::string join_traces_path(std::string base) {
 }
 
 export_protocol read_protocol(const core::env_reader& env) {
-  auto own = lower(env.get_string("TRACING_EXPORTER_PROTOCOL", ""));
+  auto own = core::ascii_lower(env.get_string("TRACING_EXPORTER_PROTOCOL", ""));
   if (own == "http") return export_protocol::http;
   if (own == "grpc") return export_protocol::grpc;
   if (!own.empty()) {
@@ -134,7 +128,7 @@ exporter_settings read_exporter(const core::env_reader& env) {
   out.headers = parse_header_list(name, headers);
   auto timeout = otlp_value(env, "TIMEOUT", name);
   if (!timeout.empty()) out.timeout = std::chrono::milliseconds(env.get_uint(name, 10000, 1, 3'600'000));
-  auto compression = lower(otlp_value(env, "COMPRESSION", name));
+  auto compression = core::ascii_lower(otlp_value(env, "COMPRESSION", name));
   if (compression == "gzip") {
     out.gzip = true;
   } else if (!compression.empty() && compression != "none") {
