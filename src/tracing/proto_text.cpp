@@ -18,6 +18,7 @@ namespace {
 using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 using google::protobuf::Reflection;
+using RateLimitOverride = envoy::extensions::common::ratelimit::v3::RateLimitDescriptor::RateLimitOverride;
 
 void append_quoted(std::string& out, const std::string& s) {
   out.push_back('"');
@@ -138,6 +139,20 @@ void append_value(std::string& out, const Message& m, const FieldDescriptor& f, 
   }
 }
 
+// The fields of a limit override, zeros left out (the request's writer and dynamic metadata print them).
+void append_override(std::string& out, const RateLimitOverride& o) {
+  if (o.requests_per_unit() != 0) core::append_to(out, "requests_per_unit:", o.requests_per_unit());
+  if (o.unit() == 0) return;
+  if (o.requests_per_unit() != 0) out.push_back(' ');
+  out += "unit:";
+  const auto& name = envoy::type::v3::RateLimitUnit_Name(o.unit());
+  if (name.empty()) {
+    core::append_to(out, static_cast<int>(o.unit()));
+  } else {
+    out += name;
+  }
+}
+
 // A map entry's key, compared as Go orders map entries: strings by their bytes, numbers by value.
 struct map_key {
   std::string text;
@@ -219,6 +234,12 @@ std::string go_text(const Message& message) {
   return out;
 }
 
+std::string go_text(const RateLimitOverride& limit) {
+  std::string out;
+  append_override(out, limit);
+  return out;
+}
+
 std::string go_text(const envoy::service::ratelimit::v3::RateLimitRequest& r) {
   std::string out;
   auto field = [&out](std::string_view name) {
@@ -249,19 +270,7 @@ std::string go_text(const envoy::service::ratelimit::v3::RateLimitRequest& r) {
     if (d.has_limit()) {
       field("limit");
       out.push_back('{');
-      if (d.limit().requests_per_unit() != 0) {
-        field("requests_per_unit");
-        core::append_to(out, d.limit().requests_per_unit());
-      }
-      if (d.limit().unit() != 0) {
-        field("unit");
-        const auto& name = envoy::type::v3::RateLimitUnit_Name(d.limit().unit());
-        if (name.empty()) {
-          core::append_to(out, static_cast<int>(d.limit().unit()));
-        } else {
-          out += name;
-        }
-      }
+      append_override(out, d.limit());
       out.push_back('}');
     }
     if (d.has_hits_addend()) {

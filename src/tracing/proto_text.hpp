@@ -11,7 +11,10 @@
 namespace sluice::tracing {
 
 std::string go_text(const google::protobuf::Message& message);
-// The same text for the message of every decision, written without reflection (a tenth of the cost).
+// The same text for the message of every decision, written without reflection (a tenth of the cost), and for
+// a descriptor's limit override (which upstream also puts in dynamic metadata).
 std::string go_text(const envoy::service::ratelimit::v3::RateLimitRequest& request);
+std::string go_text(
+    const envoy::extensions::common::ratelimit::v3::RateLimitDescriptor::RateLimitOverride& limit);
 
 }  // namespace sluice::tracing

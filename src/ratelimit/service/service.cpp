@@ -45,19 +45,6 @@ std::string override_stats_key(std::string_view domain, std::span<const config::
   return key;
 }
 
-// An override as Go's prototext prints it (upstream puts that text in dynamic metadata): zero fields left
-// out.
-std::string override_text(
-    const envoy::extensions::common::ratelimit::v3::RateLimitDescriptor::RateLimitOverride& o) {
-  std::string text;
-  if (o.requests_per_unit() != 0) text = core::cat("requests_per_unit:", o.requests_per_unit());
-  if (o.unit() != 0) {
-    if (!text.empty()) text += ' ';
-    text += core::cat("unit:", envoy::type::v3::RateLimitUnit_Name(o.unit()));
-  }
-  return text;
-}
-
 // Adds the fields of `from` that `into` lacks; where both hold an object, recursively.
 void merge_first_wins(google::protobuf::Struct& into, const google::protobuf::Struct& from) {
   auto& fields = *into.mutable_fields();
@@ -328,7 +315,8 @@ void request_state::add_dynamic_metadata() {
     auto* entries = described["entries"].mutable_list_value();
     for (const auto& e : d.entries())
       entries->add_values()->set_string_value(core::cat(e.key(), "=", e.value()));
-    if (d.has_limit()) described["limit"].set_string_value(override_text(d.limit()));
+    // The override as Go's prototext prints it, as upstream puts it there.
+    if (d.has_limit()) described["limit"].set_string_value(tracing::go_text(d.limit()));
     if (d.has_hits_addend())
       described["hitsAddend"].set_number_value(static_cast<double>(d.hits_addend().value()));
   }

@@ -33,6 +33,12 @@ TEST_CASE("a request as Go's String() prints it: field order, nested messages, w
   CHECK(go_text(r) == go_text(static_cast<const google::protobuf::Message&>(r)));
   CHECK(go_text(r).find("limit:{requests_per_unit:5 unit:42} hits_addend:{} is_negative_hits:true") !=
         std::string::npos);
+  // A limit override alone (dynamic metadata's "limit"), as the reflective writer prints it.
+  d->mutable_limit()->set_unit(envoy::type::v3::RateLimitUnit::HOUR);
+  CHECK(go_text(d->limit()) == "requests_per_unit:5 unit:HOUR");
+  CHECK(go_text(d->limit()) == go_text(static_cast<const google::protobuf::Message&>(d->limit())));
+  d->mutable_limit()->set_requests_per_unit(0);
+  CHECK(go_text(d->limit()) == "unit:HOUR");
 }
 
 TEST_CASE("strings are quoted with escapes; valid UTF-8 is kept") {
