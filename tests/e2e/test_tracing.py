@@ -197,6 +197,16 @@ class SharedServer(TracingCase):
         """-> the servers the class's Sluice uses (Redis, memcached), started."""
         return ()
 
+    def store_span(self, transport, entries, name):
+        """One decision with `entries` (key, value; a None value becomes a fresh marker) -> its store span `name`,
+        checked to be a child of its "ShouldRateLimit Execution"."""
+        mark = marker()
+        descriptors = [[(k, v or mark)] for k, v in entries]
+        self.assertEqual(send(transport, self.s, descriptors), OK[transport])
+        spans = spans_of_request(self.col, mark, {SERVER[transport], EXECUTION, name})
+        self.assertChild(spans[name], spans[EXECUTION])
+        return spans[name]
+
     @classmethod
     def extra_env(cls):
         return {}
@@ -407,12 +417,7 @@ class RedisSpans(SharedServer):
         for i, (entries, length) in enumerate(cases):
             t = TRANSPORTS[i % 2]
             with self.subTest(transport=t, descriptors=len(entries)):
-                mark = marker()
-                descriptors = [[(k, v or mark)] for k, v in entries]
-                self.assertEqual(send(t, self.s, descriptors), OK[t])
-                spans = spans_of_request(self.col, mark, {SERVER[t], EXECUTION, REDIS_SPAN})
-                pipeline = spans[REDIS_SPAN]
-                self.assertChild(pipeline, spans[EXECUTION])
+                pipeline = self.store_span(t, entries, REDIS_SPAN)
                 self.assertInt(pipeline, 'pipeline length', length)
                 self.assertInt(pipeline, 'perSecondPipeline length', 0)
 
@@ -430,9 +435,7 @@ class RedisPerSecondSpans(SharedServer):
                     **per_second.sluice_env(prefix='REDIS_PERSECOND_'))
 
     def test_per_second_keys_are_counted_in_their_own_pipeline(self):
-        mark = marker()
-        self.assertEqual(send('grpc', self.s, [[('k', mark)], [('ps', mark)], [('once', mark)]]), 'OK')
-        pipeline = spans_of_request(self.col, mark, {SERVER['grpc'], EXECUTION, REDIS_SPAN})[REDIS_SPAN]
+        pipeline = self.store_span('grpc', [('k', None), ('ps', None), ('once', None)], REDIS_SPAN)
         self.assertInt(pipeline, 'pipeline length', 4)
         self.assertInt(pipeline, 'perSecondPipeline length', 2)
 
@@ -451,12 +454,7 @@ class MemcachedSpans(SharedServer):
         for i, (entries, length) in enumerate(cases):
             t = TRANSPORTS[i % 2]
             with self.subTest(transport=t, descriptors=len(entries)):
-                mark = marker()
-                descriptors = [[(k, v or mark)] for k, v in entries]
-                self.assertEqual(send(t, self.s, descriptors), OK[t])
-                spans = spans_of_request(self.col, mark, {SERVER[t], EXECUTION, MEMCACHED_SPAN})
-                fetch = spans[MEMCACHED_SPAN]
-                self.assertChild(fetch, spans[EXECUTION])
+                fetch = self.store_span(t, entries, MEMCACHED_SPAN)
                 self.assertInt(fetch, 'keysToGet length', length)
 
 
