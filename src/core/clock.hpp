@@ -1,5 +1,5 @@
 #pragma once
-// Wall-clock seconds, injectable so window math can be tested with a fake clock.
+// Wall-clock time, injectable so window math can be tested with a fake clock.
 
 #include <atomic>
 #include <chrono>
@@ -10,14 +10,16 @@ namespace sluice::core {
 class clock {
  public:
   virtual ~clock() = default;
+  // Microseconds since the Unix epoch (sliding windows and GCRA need sub-second time).
+  virtual std::int64_t now_micros() const = 0;
   // Seconds since the Unix epoch.
-  virtual std::int64_t now_seconds() const = 0;
+  std::int64_t now_seconds() const { return now_micros() / 1'000'000; }
 };
 
 class system_clock final : public clock {
  public:
-  std::int64_t now_seconds() const override {
-    return std::chrono::duration_cast<std::chrono::seconds>(
+  std::int64_t now_micros() const override {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
                std::chrono::system_clock::now().time_since_epoch())
         .count();
   }
@@ -25,10 +27,12 @@ class system_clock final : public clock {
 
 class fake_clock final : public clock {
  public:
-  explicit fake_clock(std::int64_t now = 0) : now_(now) {}
-  std::int64_t now_seconds() const override { return now_.load(std::memory_order_relaxed); }
-  void set(std::int64_t now) { now_.store(now, std::memory_order_relaxed); }
-  void advance(std::int64_t seconds) { now_.fetch_add(seconds, std::memory_order_relaxed); }
+  explicit fake_clock(std::int64_t seconds = 0) : now_(seconds * 1'000'000) {}
+  std::int64_t now_micros() const override { return now_.load(std::memory_order_relaxed); }
+  void set(std::int64_t seconds) { now_.store(seconds * 1'000'000, std::memory_order_relaxed); }
+  void set_micros(std::int64_t micros) { now_.store(micros, std::memory_order_relaxed); }
+  void advance(std::int64_t seconds) { now_.fetch_add(seconds * 1'000'000, std::memory_order_relaxed); }
+  void advance_micros(std::int64_t micros) { now_.fetch_add(micros, std::memory_order_relaxed); }
 
  private:
   std::atomic<std::int64_t> now_;

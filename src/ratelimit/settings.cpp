@@ -385,6 +385,7 @@ module_settings read_module_settings(const core::env_reader& env) {
   svc.request_headers_enabled = env.get_bool("LIMIT_REQUEST_HEADERS_ENABLED", false);
   if (svc.request_headers_enabled) svc.request_headers = read_header_names(env, "LIMIT_REQUEST_");
   svc.response_dynamic_metadata = env.get_bool("RESPONSE_DYNAMIC_METADATA", false);
+  svc.count_only_admitted = env.get_bool("COUNT_ONLY_ADMITTED", false);
 
   auto& lim = s.limiter;
   lim.near_limit_ratio = env.get_double("NEAR_LIMIT_RATIO", 0.8, 0.0, 1.0);

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/strings.hpp"
+#include "ratelimit/config/limit_options.hpp"
 
 namespace sluice::ratelimit::config {
 
@@ -127,13 +128,17 @@ match rule_set::get_limit(const descriptor_node& domain, std::span<const entry> 
 
 namespace {
 
+void dump_limit(const descriptor_node& node, const rate_limit& l, std::vector<std::string>& lines) {
+  const std::string key =
+      l.stats_suffix.empty() ? node.stats_key : core::cat(node.stats_key, ".", l.stats_suffix);
+  lines.push_back(core::cat(key, ": unit=", l.unlimited ? "UNKNOWN" : unit_name(l.unit),
+                            " requests_per_unit=", l.requests_per_unit, ", shadow_mode: ", node.shadow_mode,
+                            ", quota_mode: ", node.quota_mode, describe_options(l), "\n"));
+}
+
 void dump_node(const descriptor_node& node, std::vector<std::string>& lines) {
-  if (node.limit) {
-    const auto& l = *node.limit;
-    lines.push_back(core::cat(node.stats_key, ": unit=", l.unlimited ? "UNKNOWN" : unit_name(l.unit),
-                              " requests_per_unit=", l.requests_per_unit, ", shadow_mode: ", node.shadow_mode,
-                              ", quota_mode: ", node.quota_mode, "\n"));
-  }
+  if (node.limit) dump_limit(node, *node.limit, lines);
+  for (const auto& l : node.more_limits) dump_limit(node, l, lines);
   for (const auto& [_, child] : node.children) dump_node(*child, lines);
 }
 

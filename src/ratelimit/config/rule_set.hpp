@@ -37,12 +37,29 @@ struct rule_stats {
   static rule_stats make_bounded(stats::store& store, std::string_view domain, std::string_view stats_key);
 };
 
+// How a limit counts (README "Beyond upstream"). fixed_window is upstream's and the default.
+enum class algorithm : std::uint8_t { fixed_window, sliding_window, gcra };
+
+std::string_view algorithm_name(algorithm a);
+
 struct rate_limit {
   std::uint32_t requests_per_unit = 0;
   config::unit unit = unit::unknown;
   std::string name;
   bool unlimited = false;
   std::vector<std::string> replaces;
+  // Beyond upstream; the defaults are upstream's behaviour.
+  config::algorithm algorithm = algorithm::fixed_window;
+  std::uint32_t unit_multiplier = 1;  // windows of this many units
+  std::uint32_t burst = 0;            // gcra: admitted at once; 0 means requests_per_unit
+  // Empty for a limit counted under upstream's cache key (the only limit of its descriptor, a fixed window of
+  // one unit). Otherwise what tells its key and stats apart: "<window>s_<algorithm>" in the key (see
+  // limiter/cache_key.hpp), and `stats_suffix` in stats when the descriptor has several limits.
+  std::string key_tag;
+  std::string stats_suffix;  // "" when the descriptor has a single limit
+  rule_stats stats;          // under the node's stats key (+ "." + stats_suffix); unset when unlimited
+
+  std::int64_t window_seconds() const { return unit_seconds(unit) * unit_multiplier; }
 };
 
 struct string_hash {
@@ -54,6 +71,10 @@ struct descriptor_node {
   std::string key;
   std::string value;  // as configured; may contain '*'
   std::optional<rate_limit> limit;
+  // `rate_limits` after the first (which is `limit`): every one is counted, the status shows the closest.
+  std::vector<rate_limit> more_limits;
+  std::optional<double> near_limit_ratio;  // overrides NEAR_LIMIT_RATIO for this rule's limits
+  bool count_only_admitted = false;        // a request over any of its limits consumes nothing
   bool shadow_mode = false;
   bool detailed_metric = false;
   bool value_to_metric = false;
@@ -63,7 +84,6 @@ struct descriptor_node {
   std::shared_ptr<const google::protobuf::Struct> metadata;
   // The config path: "<domain>.<key>[_<value>]..." — the default stats key of this node.
   std::string stats_key;
-  rule_stats stats;  // counters under stats_key; set when `limit` is
   // For wildcard nodes: the composite key "key_value" split at each '*'.
   std::vector<std::string> wildcard_parts;
   // Children by composite key ("key" or "key_value"), and the wildcard children in declaration order.

@@ -9,15 +9,12 @@
 
 #include "core/log.hpp"
 #include "core/strings.hpp"
+#include "ratelimit/config/limit_options.hpp"
+#include "ratelimit/config/yaml_fields.hpp"
 #include "ratelimit/config/yaml_metadata.hpp"
 #include "ratelimit/config/yaml_scalar.hpp"
 
 namespace sluice::ratelimit::config {
-
-// Thrown inside the loader only; load_rules turns it into load_result::error.
-struct config_error {
-  std::string message;
-};
 
 class rule_set_builder {
  public:
@@ -43,7 +40,7 @@ class rule_set_builder {
 
 namespace {
 
-constexpr std::array<std::string_view, 16> allowed_keys{"domain",
+constexpr std::array<std::string_view, 22> allowed_keys{"domain",
                                                         "key",
                                                         "value",
                                                         "descriptors",
@@ -58,13 +55,20 @@ constexpr std::array<std::string_view, 16> allowed_keys{"domain",
                                                         "detailed_metric",
                                                         "value_to_metric",
                                                         "share_threshold",
-                                                        "metadata"};
+                                                        "metadata",
+                                                        "rate_limits",
+                                                        "algorithm",
+                                                        "unit_multiplier",
+                                                        "burst",
+                                                        "near_limit_ratio",
+                                                        "count_only_admitted"};
 constexpr std::array<std::string_view, 2> top_level_keys{"domain", "descriptors"};
-constexpr std::array<std::string_view, 10> descriptor_keys{
-    "key",        "value",           "rate_limit",      "descriptors",     "shadow_mode",
-    "quota_mode", "detailed_metric", "value_to_metric", "share_threshold", "metadata"};
-constexpr std::array<std::string_view, 5> rate_limit_keys{"unit", "requests_per_unit", "unlimited", "name",
-                                                          "replaces"};
+constexpr std::array<std::string_view, 13> descriptor_keys{
+    "key",         "value",           "rate_limit",      "descriptors",      "shadow_mode",
+    "quota_mode",  "detailed_metric", "value_to_metric", "share_threshold",  "metadata",
+    "rate_limits", "near_limit_ratio", "count_only_admitted"};
+constexpr std::array<std::string_view, 8> rate_limit_keys{
+    "unit", "requests_per_unit", "unlimited", "name", "replaces", "algorithm", "unit_multiplier", "burst"};
 constexpr std::array<std::string_view, 1> replaces_keys{"name"};
 
 // YAML aliases make a small document a large tree (a 2 KB file can expand to billions of nodes), and every
@@ -180,6 +184,8 @@ void validate_keys(const YAML::Node& node, expansion& walk) {
       }
       if (name == "metadata") {
         bound_metadata(kv.second, walk);
+      } else if (name == "near_limit_ratio" && kv.second.IsScalar()) {
+        // The one key whose value is a fraction; load_rule_options checks it.
       } else {
         validate_keys(kv.second, walk);
       }
@@ -200,36 +206,6 @@ void validate_keys(const YAML::Node& node, expansion& walk) {
           core::cat("error checking config: value '", node.Scalar(),
                     "' is not a string, an integer or a boolean (quote it to make it a string)")};
     }
-  }
-}
-
-std::string scalar_string(const YAML::Node& node, std::string_view field) {
-  if (!node || node.IsNull()) return {};
-  if (!node.IsScalar())
-    throw config_error{core::cat("error loading config file: ", field, ": expected a string")};
-  return node.Scalar();
-}
-
-bool scalar_bool(const YAML::Node& node, std::string_view field) {
-  if (!node || node.IsNull()) return false;
-  if (node.IsScalar()) {
-    if (auto b = parse_yaml_bool(node); b) return *b;
-  }
-  throw config_error{core::cat("error loading config file: ", field, ": cannot unmarshal '",
-                               node.IsScalar() ? node.Scalar() : "", "' into bool")};
-}
-
-std::uint32_t scalar_uint32(const YAML::Node& node, std::string_view field) {
-  if (!node || node.IsNull()) return 0;
-  std::uint32_t out = 0;
-  if (node.IsScalar() && parse_yaml_uint32(node, out)) return out;
-  throw config_error{core::cat("error loading config file: ", field, ": cannot unmarshal '",
-                               node.IsScalar() ? node.Scalar() : "", "' into uint32")};
-}
-
-void expect_list(const YAML::Node& node, std::string_view field) {
-  if (node && !node.IsNull() && !node.IsSequence()) {
-    throw config_error{core::cat("error loading config file: ", field, ": expected a list")};
   }
 }
 
@@ -315,8 +291,23 @@ void rule_set_builder::load_descriptor(descriptor_node& parent, const YAML::Node
   if (const auto& rl = yaml["rate_limit"]; rl && !rl.IsNull()) {
     if (!rl.IsMap()) throw config_error{"error loading config file: rate_limit: expected a mapping"};
     node->limit = load_rate_limit(rl);
-    if (!node->limit->unlimited) node->stats = rule_stats::make(stats_, node->stats_key);
   }
+  expect_list(yaml["rate_limits"], "rate_limits");
+  if (const auto& list = yaml["rate_limits"]; list && list.IsSequence()) {
+    for (const auto& rl : list) {
+      auto limit = load_rate_limit(rl);
+      if (limit.unlimited) throw config_error{"rate_limits: an unlimited limit belongs in rate_limit"};
+      if (node->limit && node->limit->unlimited)
+        throw config_error{"rate_limits: the descriptor's rate_limit is unlimited"};
+      if (node->limit) {
+        node->more_limits.push_back(std::move(limit));
+      } else {
+        node->limit = std::move(limit);
+      }
+    }
+  }
+  load_rule_options(yaml, *node);
+  finish_limits(*node, stats_);
   if (node->share_threshold && composite.find('*') == std::string::npos) {
     throw config_error{
         core::cat("share_threshold can only be used with wildcard values (containing '*'), but found "
@@ -361,6 +352,7 @@ rate_limit rule_set_builder::load_rate_limit(const YAML::Node& yaml) {
     if (!parsed) throw config_error{core::cat("invalid rate limit unit '", unit_text, "'")};
     limit.unit = *parsed;
   }
+  load_limit_options(yaml, limit);
   expect_list(yaml["replaces"], "replaces");
   if (const auto& replaces = yaml["replaces"]; replaces && replaces.IsSequence()) {
     for (const auto& r : replaces) {

@@ -13,6 +13,14 @@
 
 namespace sluice::ratelimit::limiter {
 
+// What an op keeps in the store. The arithmetic of each is in algorithms.hpp; a store that runs it itself
+// (Redis, in a script) does the same arithmetic.
+enum class op_kind : std::uint8_t {
+  count,    // a counter (fixed windows): INCRBY and EXPIRE
+  sliding,  // a counter for the current window, read beside the previous window's counter
+  gcra,     // a theoretical arrival time in microseconds, moved on only when the op admits
+};
+
 struct counter_op {
   std::string_view key;
   std::uint64_t increment = 0;
@@ -20,8 +28,27 @@ struct counter_op {
       0;                    // window length + jitter; refreshed on every increment, as upstream's EXPIRE
   bool per_second = false;  // the limit's unit is SECOND (a dedicated per-second store may take it)
   // Negative hits: subtract `increment` instead, never going below 0, keeping the counter's TTL; a counter
-  // that does not exist stays absent (its result is 0).
+  // that does not exist stays absent (its result is 0). For GCRA: move the arrival time back, not before now.
   bool refund = false;
+  op_kind kind = op_kind::count;
+  // The rest is for sliding and GCRA ops, and for every op of an all-or-nothing batch.
+  std::string_view previous_key;  // sliding: the previous window's counter
+  std::uint64_t limit = 0;        // count, sliding: the most the count may reach
+  std::int64_t window_us = 0;     // sliding: the window's length; gcra: the emission interval
+  std::int64_t tolerance_us = 0;  // gcra: burst × emission interval
+  std::int64_t now_us = 0;        // the decision's time
+};
+
+struct op_result {
+  // count, sliding: the counter after the op; gcra: the arrival time after it, were it applied.
+  std::uint64_t value = 0;
+  std::uint64_t previous = 0;  // sliding: the previous window's count
+};
+
+enum class batch_mode : std::uint8_t {
+  independent,     // each op on its own: counters always change (upstream), a GCRA op only when it admits
+  all_or_nothing,  // every op is applied only when every one admits (count_only_admitted)
+  evaluate_only,   // nothing changes (an all-or-nothing request the local cache already knows is over)
 };
 
 struct backend_error {
@@ -49,14 +76,14 @@ class backend {
   virtual ~backend() = default;
   // What tracing records around increment(ops): upstream's span for this store.
   virtual trace_description describe_for_trace(std::span<const counter_op> /*ops*/) const { return {}; }
-  // Adds ops[i].increment to the counter ops[i].key (creating it), or takes it away for a refund, and writes
-  // the value after the change to results[i]; each op is atomic on its counter. The spans stay valid until
-  // done.complete() is called.
-  virtual void increment(std::span<const counter_op> ops, std::span<std::uint64_t> results,
-                         completion& done) = 0;
-  // Writes the current value of each counter (0 when absent) to results[i]; used before incrementing when
-  // STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT is on.
-  virtual void get(std::span<const counter_op> ops, std::span<std::uint64_t> results, completion& done) = 0;
+  // Applies ops as `mode` says and writes each op's result to results[i]: what the store holds after it, or
+  // would hold had it been applied (all-or-nothing batches and GCRA ops that do not admit). Each op is atomic
+  // on its keys; an all-or-nothing batch is atomic as a whole. The spans stay valid until done.complete().
+  virtual void increment(std::span<const counter_op> ops, std::span<op_result> results, completion& done,
+                         batch_mode mode) = 0;
+  // Writes the current value of each counter (0 when absent) to results[i].value; used before incrementing
+  // when STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT is on.
+  virtual void get(std::span<const counter_op> ops, std::span<op_result> results, completion& done) = 0;
 };
 
 }  // namespace sluice::ratelimit::limiter

@@ -2,8 +2,16 @@
 // upstream's cache key, byte for byte (reference §4.3):
 //   CACHE_KEY_PREFIX + domain + "_" + for each entry (key + "_" + value + "_") + window start
 // No escaping, and the unit is not part of the key, exactly as upstream, so both can share one Redis.
+//
+// A limit upstream cannot express (another algorithm, a unit_multiplier, one of several limits on a
+// descriptor) has a key of its own form:
+//   "{" + the same base + "}" + [window start + "_"] + tag        tag = "<window seconds>s_<fixed|sliding|gcra>"
+// It ends with a letter, and every upstream key ends with "_" and digits, so the two never collide. The
+// braces are a Redis Cluster hash tag: every such key of one descriptor (the current and previous windows of a
+// sliding window, all of its limits) lives in one slot, so one script can check them together.
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -12,10 +20,17 @@
 
 namespace sluice::ratelimit::limiter {
 
-// `shared_values[i]`, when non-empty, replaces entry i's value (share_threshold patterns).
-void build_cache_key(std::string& out, std::string_view prefix, std::string_view domain,
-                     std::span<const config::entry> entries, std::span<const std::string_view> shared_values,
-                     std::int64_t window_start);
+struct key_parts {
+  std::string_view prefix;
+  std::string_view domain;
+  std::span<const config::entry> entries;
+  std::span<const std::string_view> shared_values;  // [i], when non-empty, replaces entry i's value
+};
+
+void build_cache_key(std::string& out, const key_parts& parts, std::int64_t window_start);
+// The key of a limit with a tag; `window_start` is absent for GCRA (one key for all time).
+void build_tagged_key(std::string& out, const key_parts& parts, std::optional<std::int64_t> window_start,
+                      std::string_view tag);
 
 // Start of the epoch-aligned window containing `now`.
 inline std::int64_t window_start(std::int64_t now, std::int64_t unit_seconds) {

@@ -5,6 +5,7 @@
 #include <limits>
 #include <random>
 
+#include "ratelimit/limiter/algorithms.hpp"
 #include "ratelimit/limiter/cache_key.hpp"
 
 namespace sluice::ratelimit::limiter {
@@ -16,7 +17,54 @@ std::uint32_t random_jitter(std::uint32_t max_exclusive) {
   return static_cast<std::uint32_t>(rng() % max_exclusive);
 }
 
+constexpr std::int64_t micros_per_second = 1'000'000;
+
+std::int64_t window_seconds(const applied_limit& l) {
+  return config::unit_seconds(l.unit) * l.unit_multiplier;
+}
+
+std::uint64_t gcra_burst(const applied_limit& l) { return l.burst != 0 ? l.burst : l.requests_per_unit; }
+
+// The emission interval, rounded up: the rate is never above the configured one.
+std::int64_t gcra_interval_us(const applied_limit& l) {
+  const std::int64_t window_us = window_seconds(l) * micros_per_second;
+  const std::int64_t n = std::max<std::int64_t>(1, l.requests_per_unit);
+  return std::max<std::int64_t>(1, (window_us + n - 1) / n);
+}
+
+std::int64_t ceil_seconds(std::int64_t micros) {
+  return std::max<std::int64_t>(1, (micros + micros_per_second - 1) / micros_per_second);
+}
+
+std::uint32_t clamp32(std::uint64_t v) {
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>(v, std::numeric_limits<std::uint32_t>::max()));
+}
+
 }  // namespace
+
+applied_limit applied_limit::of_rule(const config::rate_limit& rule, const config::descriptor_node& node,
+                                     config::rule_stats stats) {
+  return {rule.requests_per_unit,
+          rule.unit,
+          &rule.name,
+          node.shadow_mode,
+          stats,
+          rule.algorithm,
+          rule.unit_multiplier,
+          rule.burst,
+          rule.key_tag,
+          node.near_limit_ratio.value_or(-1)};
+}
+
+// One limit's verdict, in the terms the stats and the status need.
+struct limiter::outcome {
+  bool over = false;
+  bool via_local_cache = false;
+  std::uint64_t after = 0;     // used after this request (as if applied), against `capacity`
+  std::uint64_t capacity = 0;  // the limit (a GCRA bucket's burst)
+  std::uint32_t remaining = 0;
+  std::int64_t reset_seconds = 1;
+};
 
 limiter::limiter(settings s, const core::clock& clock, jitter_source jitter)
     : settings_(std::move(s)),
@@ -24,66 +72,177 @@ limiter::limiter(settings s, const core::clock& clock, jitter_source jitter)
       jitter_(jitter ? std::move(jitter) : jitter_source(random_jitter)),
       local_cache_(settings_.local_cache_size_bytes) {}
 
-std::uint64_t limiter::near_threshold(std::uint32_t limit) const {
+std::uint64_t limiter::near_threshold(const applied_limit& limit, std::uint64_t capacity) const {
   // upstream computes this in float32: 15 * 0.8 = 12, 20 * 0.8 = 16.
-  float near = static_cast<float>(limit) * static_cast<float>(settings_.near_limit_ratio);
+  const double ratio = limit.near_limit_ratio >= 0 ? limit.near_limit_ratio : settings_.near_limit_ratio;
+  float near = static_cast<float>(capacity) * static_cast<float>(ratio);
   return static_cast<std::uint64_t>(std::floor(static_cast<double>(near)));
 }
 
 void limiter::prepare(work& w) {
-  w.now = clock_.now_seconds();
+  w.now_us = clock_.now_micros();
+  w.now = w.now_us / micros_per_second;
   w.ops.clear();
   bool any_local_hit = false;
   for (auto& item : w.items) {
-    if (!item.limit || item.unlimited) continue;
-    std::int64_t unit_seconds = config::unit_seconds(item.limit->unit);
-    build_cache_key(item.cache_key, settings_.cache_key_prefix, w.domain, item.entries, item.shared_values,
-                    window_start(w.now, unit_seconds));
-    // A refund goes to the store even for a key the local cache holds: it may bring the key back under.
-    if (item.negative) {
-      item.limit->stats.total_negative_hits->add(item.hits);
-    } else {
-      item.limit->stats.total_hits->add(item.hits);
-      if (local_cache_.contains(item.cache_key, w.now)) {
-        item.over_via_local_cache = true;
-        any_local_hit = true;
-        continue;
+    if (item.unlimited) continue;
+    const key_parts parts{settings_.cache_key_prefix, w.domain, item.entries, item.shared_values};
+    for (auto& lw : item.limits) {
+      const auto& limit = lw.limit;
+      const std::int64_t window = window_seconds(limit);
+      const std::int64_t start = window_start(w.now, window);
+      counter_op op;
+      op.increment = item.hits;
+      op.per_second = limit.unit == config::unit::second;
+      op.refund = item.negative;
+      op.limit = limit.requests_per_unit;
+      op.now_us = w.now_us;
+      std::uint32_t ttl = static_cast<std::uint32_t>(window);
+      switch (limit.algorithm) {
+        case config::algorithm::fixed_window:
+          if (limit.key_tag.empty()) {
+            build_cache_key(lw.cache_key, parts, start);
+          } else {
+            build_tagged_key(lw.cache_key, parts, start, limit.key_tag);
+          }
+          break;
+        case config::algorithm::sliding_window:
+          build_tagged_key(lw.cache_key, parts, start, limit.key_tag);
+          build_tagged_key(lw.previous_key, parts, start - window, limit.key_tag);
+          op.kind = op_kind::sliding;
+          op.previous_key = lw.previous_key;
+          op.window_us = window * micros_per_second;
+          ttl = static_cast<std::uint32_t>(2 * window);  // it is read as the previous window next
+          break;
+        case config::algorithm::gcra:
+          build_tagged_key(lw.cache_key, parts, std::nullopt, limit.key_tag);
+          op.kind = op_kind::gcra;
+          op.window_us = gcra_interval_us(limit);
+          op.tolerance_us = static_cast<std::int64_t>(gcra_burst(limit)) * op.window_us;
+          break;
+      }
+      op.key = lw.cache_key;
+      // A refund goes to the store even for a key the local cache holds: it may bring the key back under.
+      if (item.negative) {
+        limit.stats.total_negative_hits->add(item.hits);
+      } else {
+        limit.stats.total_hits->add(item.hits);
+        if (op.kind == op_kind::count && local_cache_.contains(lw.cache_key, w.now)) {
+          lw.over_via_local_cache = true;
+          any_local_hit = true;
+          continue;
+        }
+      }
+      const std::uint32_t jitter =
+          settings_.expiration_jitter_max_seconds > 0 ? jitter_(settings_.expiration_jitter_max_seconds) : 0;
+      op.ttl_seconds = ttl + jitter;
+      lw.op = w.ops.size();
+      w.ops.push_back(op);
+    }
+  }
+  if (w.all_or_nothing) {
+    // A limit already known to be over makes the request over: the others are only looked at.
+    w.mode = any_local_hit ? batch_mode::evaluate_only : batch_mode::all_or_nothing;
+  } else {
+    w.mode = batch_mode::independent;
+    // STOP mode: a key already known to be over limit means no other key of this request is consumed.
+    if (settings_.stop_cache_key_increment_when_overlimit && any_local_hit) {
+      for (auto& op : w.ops) {
+        if (!op.refund) op.increment = 0;
       }
     }
-    std::uint32_t jitter =
-        settings_.expiration_jitter_max_seconds > 0 ? jitter_(settings_.expiration_jitter_max_seconds) : 0;
-    item.op = w.ops.size();
-    w.ops.push_back({item.cache_key, item.hits, static_cast<std::uint32_t>(unit_seconds) + jitter,
-                     item.limit->unit == config::unit::second, item.negative});
   }
-  // STOP mode: a key already known to be over limit means no other key of this request is consumed.
-  if (settings_.stop_cache_key_increment_when_overlimit && any_local_hit) {
-    for (auto& op : w.ops) {
-      if (!op.refund) op.increment = 0;
-    }
-  }
-  w.values.assign(w.ops.size(), 0);
+  w.values.assign(w.ops.size(), op_result{});
 }
 
 bool limiter::wants_precheck(const work& w) const {
-  return settings_.stop_cache_key_increment_when_overlimit && !w.ops.empty() &&
-         std::ranges::none_of(w.items, [](const descriptor_work& i) { return i.over_via_local_cache; });
+  return settings_.stop_cache_key_increment_when_overlimit && w.mode == batch_mode::independent &&
+         !w.ops.empty() && std::ranges::none_of(w.items, [](const descriptor_work& i) {
+           return std::ranges::any_of(i.limits, [](const limit_work& l) { return l.over_via_local_cache; });
+         });
 }
 
 void limiter::apply_precheck(work& w) {
+  // Only fixed-window counters are read ahead; count_only_admitted is the exact form of this mode.
   bool any_exceeds = false;
   small_vector<bool> exceeds(w.ops.size(), false);
   for (const auto& item : w.items) {
-    if (item.op == SIZE_MAX || item.negative) continue;
-    exceeds[item.op] = w.values[item.op] + item.hits > item.limit->requests_per_unit;
-    any_exceeds = any_exceeds || exceeds[item.op];
+    if (item.negative) continue;
+    for (const auto& lw : item.limits) {
+      if (lw.op == SIZE_MAX || w.ops[lw.op].kind != op_kind::count) continue;
+      exceeds[lw.op] = w.values[lw.op].value + item.hits > lw.limit.requests_per_unit;
+      any_exceeds = any_exceeds || exceeds[lw.op];
+    }
   }
   if (any_exceeds) {
     for (std::size_t i = 0; i < w.ops.size(); ++i) {
       if (!exceeds[i] && !w.ops[i].refund) w.ops[i].increment = 0;
     }
   }
-  std::ranges::fill(w.values, 0);
+  std::ranges::fill(w.values, op_result{});
+}
+
+limiter::outcome limiter::judge(const work& w, const descriptor_work& item, const limit_work& lw) const {
+  const auto& limit = lw.limit;
+  outcome o;
+  o.capacity = limit.requests_per_unit;
+  o.reset_seconds = seconds_until_reset(w.now, window_seconds(limit));
+  if (lw.over_via_local_cache) {
+    o.over = o.via_local_cache = true;
+    o.after = o.capacity + item.hits;
+    return o;
+  }
+  const auto& op = w.ops[lw.op];
+  const auto& result = w.values[lw.op];
+  if (op.kind == op_kind::gcra) {
+    o.capacity = gcra_burst(limit);
+    const auto tat = static_cast<std::int64_t>(result.value);
+    o.over = !gcra_admits(op, result.value);
+    if (o.over) {
+      o.after = o.capacity + item.hits;
+      o.reset_seconds = ceil_seconds(tat - op.tolerance_us - w.now_us);  // until it would admit
+    } else {
+      const std::uint64_t room = static_cast<std::uint64_t>(w.now_us + op.tolerance_us - tat) /
+                                 static_cast<std::uint64_t>(op.window_us);
+      o.remaining = clamp32(room);
+      o.after = o.capacity - std::min(o.capacity, room);
+      o.reset_seconds = ceil_seconds(tat - w.now_us);  // until the bucket is full again
+    }
+    return o;
+  }
+  o.after = result.value;
+  if (op.kind == op_kind::sliding) o.after += sliding_weighted_previous(result.previous, w.now_us, op.window_us);
+  o.over = !item.negative && o.after > o.capacity;
+  if (!o.over) o.remaining = clamp32(o.capacity - std::min(o.capacity, o.after));
+  return o;
+}
+
+void limiter::count_stats(const descriptor_work& item, const limit_work& lw, const outcome& o) {
+  const auto& stats = lw.limit.stats;
+  const std::uint64_t h = item.hits;
+  const std::uint64_t L = o.capacity;
+  if (o.via_local_cache) {
+    stats.over_limit->add(h);
+    stats.over_limit_with_local_cache->add(h);
+    if (lw.limit.shadow_mode) stats.shadow_mode->add(h);
+    return;
+  }
+  const std::uint64_t before = o.after - h;  // may wrap in STOP mode; only affects stats, as upstream
+  const std::uint64_t near = near_threshold(lw.limit, L);
+  std::uint64_t shadow_hits = h;
+  if (o.over) {
+    if (before >= L) {
+      stats.over_limit->add(h);
+    } else {
+      stats.over_limit->add(o.after - L);
+      stats.near_limit->add(L - std::max(near, before));
+      shadow_hits = o.after - L;
+    }
+    if (lw.limit.shadow_mode) stats.shadow_mode->add(shadow_hits);
+  } else {
+    stats.within_limit->add(h);
+    if (o.after > near) stats.near_limit->add(before >= near ? h : o.after - near);
+  }
 }
 
 void limiter::finish(work& w, std::span<response_status*> statuses) {
@@ -96,61 +255,48 @@ void limiter::finish(work& w, std::span<response_status*> statuses) {
       status.set_limit_remaining(std::numeric_limits<std::uint32_t>::max());
       continue;
     }
-    if (!item.limit) {
+    if (item.limits.empty()) {
       status.set_code(code::OK);
       continue;
     }
-    const auto& limit = *item.limit;
-    const auto& stats = limit.stats;
-    std::int64_t unit_seconds = config::unit_seconds(limit.unit);
+    // Every limit is judged and counted; the status shows the one closest to its limit: an over one (the
+    // longest to wait), else the least remaining (then the longest to reset).
+    std::size_t chosen = 0;
+    outcome best;
+    bool enforced_over = false;
+    for (std::size_t k = 0; k < item.limits.size(); ++k) {
+      const auto& lw = item.limits[k];
+      const outcome o = judge(w, item, lw);
+      if (item.negative) {
+        if (!o.over && o.after < o.capacity && lw.op != SIZE_MAX) local_cache_.erase(lw.cache_key);
+      } else {
+        count_stats(item, lw, o);
+        // In an all-or-nothing batch an over request was not applied: the counter holds `after - hits`.
+        const bool counter_full = w.mode == batch_mode::independent ? o.after > o.capacity
+                                                                    : o.after - item.hits >= o.capacity;
+        if (o.over && !o.via_local_cache && w.ops[lw.op].kind == op_kind::count && counter_full) {
+          local_cache_.insert(lw.cache_key, w.now + window_seconds(lw.limit), w.now);
+        }
+        enforced_over = enforced_over || (o.over && !lw.limit.shadow_mode);
+      }
+      const bool better = k == 0 || (o.over && !best.over) ||
+                          (o.over == best.over && (o.remaining < best.remaining ||
+                                                   (o.remaining == best.remaining &&
+                                                    o.reset_seconds > best.reset_seconds)));
+      if (better) {
+        chosen = k;
+        best = o;
+      }
+    }
+    const auto& limit = item.limits[chosen].limit;
     auto* current = status.mutable_current_limit();
     current->set_requests_per_unit(limit.requests_per_unit);
     current->set_unit(static_cast<code::RateLimit::Unit>(limit.unit));
     if (limit.name != nullptr && !limit.name->empty()) current->set_name(*limit.name);
-    status.mutable_duration_until_reset()->set_seconds(seconds_until_reset(w.now, unit_seconds));
-
-    const std::uint64_t h = item.hits;
-    const std::uint64_t L = limit.requests_per_unit;
-    if (item.negative) {
-      // Hits given back never make a descriptor over its limit; the key may now be under it again.
-      const std::uint64_t after = w.values[item.op];
-      status.set_code(code::OK);
-      status.set_limit_remaining(after < L ? static_cast<std::uint32_t>(L - after) : 0);
-      if (after < L) local_cache_.erase(item.cache_key);
-      continue;
-    }
-    bool over = false;
-    std::uint64_t shadow_hits = h;
-    if (item.over_via_local_cache) {
-      over = true;
-      stats.over_limit->add(h);
-      stats.over_limit_with_local_cache->add(h);
-    } else {
-      const std::uint64_t after = w.values[item.op];
-      const std::uint64_t before = after - h;  // may wrap in STOP mode; only affects stats, as upstream
-      const std::uint64_t near = near_threshold(limit.requests_per_unit);
-      if (after > L) {
-        over = true;
-        if (before >= L) {
-          stats.over_limit->add(h);
-        } else {
-          stats.over_limit->add(after - L);
-          stats.near_limit->add(L - std::max(near, before));
-          shadow_hits = after - L;
-        }
-        local_cache_.insert(item.cache_key, w.now + unit_seconds, w.now);
-      } else {
-        status.set_limit_remaining(static_cast<std::uint32_t>(L - after));
-        stats.within_limit->add(h);
-        if (after > near) stats.near_limit->add(before >= near ? h : after - near);
-      }
-    }
-    if (over && limit.shadow_mode) {
-      status.set_code(code::OK);
-      stats.shadow_mode->add(shadow_hits);
-    } else {
-      status.set_code(over ? code::OVER_LIMIT : code::OK);
-    }
+    status.mutable_duration_until_reset()->set_seconds(best.reset_seconds);
+    if (!best.over) status.set_limit_remaining(best.remaining);
+    // Hits given back never make a descriptor over its limit.
+    status.set_code(enforced_over ? code::OVER_LIMIT : code::OK);
   }
 }
 

@@ -1,8 +1,8 @@
 #pragma once
 // Backend-independent counting math (upstream's base limiter, reference §4): cache keys and windows, TTL
 // jitter, the local over-limit cache, STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT selection, and the
-// per-descriptor decision with its near/over/within/shadow accounting. It never does I/O; the service drives
-// a backend between prepare() and finish().
+// per-descriptor decision with its near/over/within/shadow accounting — for each of a descriptor's limits and
+// each algorithm. It never does I/O; the service drives a backend between prepare() and finish().
 
 #include <cstdint>
 #include <functional>
@@ -36,18 +36,33 @@ struct applied_limit {
   const std::string* name = nullptr;  // the rule's name, for current_limit.name
   bool shadow_mode = false;
   config::rule_stats stats;
+  config::algorithm algorithm = config::algorithm::fixed_window;
+  std::uint32_t unit_multiplier = 1;
+  std::uint32_t burst = 0;              // gcra; 0 means requests_per_unit
+  std::string_view key_tag;             // empty: upstream's cache key
+  double near_limit_ratio = -1;         // negative: NEAR_LIMIT_RATIO
+
+  // A configured rule's limit, counted under `stats`.
+  static applied_limit of_rule(const config::rate_limit& rule, const config::descriptor_node& node,
+                               config::rule_stats stats);
+};
+
+struct limit_work {
+  applied_limit limit;
+  std::string cache_key;
+  std::string previous_key;  // sliding windows: the previous window's counter
+  bool over_via_local_cache = false;
+  std::size_t op = SIZE_MAX;  // index into work::ops when sent to the backend
 };
 
 struct descriptor_work {
-  std::optional<applied_limit> limit;           // nullopt: no limit, the status is plain OK
+  // Usually one; none: no limit, the status is plain OK.
+  boost::container::small_vector<limit_work, 1> limits;
   bool unlimited = false;                       // OK with limit_remaining = UINT32_MAX, no counting
   std::uint64_t hits = 1;                       // hits_addend for this descriptor
   bool negative = false;                        // is_negative_hits: the hits are given back
   std::span<const config::entry> entries;       // the request's entries
   std::vector<std::string_view> shared_values;  // share_threshold patterns per entry (may be empty)
-  std::string cache_key;
-  bool over_via_local_cache = false;
-  std::size_t op = SIZE_MAX;  // index into work::ops when sent to the backend
 };
 
 // Requests usually carry a handful of descriptors: keep them inline, without heap allocations.
@@ -57,9 +72,12 @@ using small_vector = boost::container::small_vector<T, 4>;
 struct work {
   std::string_view domain;
   small_vector<descriptor_work> items;
+  bool all_or_nothing = false;  // count_only_admitted: a request over any limit consumes nothing
   small_vector<counter_op> ops;
-  small_vector<std::uint64_t> values;  // backend results, one per op
-  std::int64_t now = 0;
+  small_vector<op_result> values;  // backend results, one per op
+  batch_mode mode = batch_mode::independent;
+  std::int64_t now = 0;     // seconds
+  std::int64_t now_us = 0;  // the same instant, in microseconds
 };
 
 using response_status = envoy::service::ratelimit::v3::RateLimitResponse::DescriptorStatus;
@@ -70,17 +88,20 @@ class limiter {
 
   limiter(settings s, const core::clock& clock, jitter_source jitter = {});
 
-  // Keys, local-cache short cuts, total_hits, and the backend operations.
+  // Keys, local-cache short cuts, total_hits, and the backend operations with their batch mode.
   void prepare(work& w);
   // STOP mode: whether to read the counters before incrementing.
   bool wants_precheck(const work& w) const;
   // STOP mode: with the current values in w.values, keep only the increments of keys that would exceed.
   void apply_precheck(work& w);
-  // With the post-increment values in w.values: one status per item, stats, local cache.
+  // With the backend's results in w.values: one status per item, stats, local cache.
   void finish(work& w, std::span<response_status*> statuses);
 
  private:
-  std::uint64_t near_threshold(std::uint32_t limit) const;
+  struct outcome;
+  outcome judge(const work& w, const descriptor_work& item, const limit_work& lw) const;
+  void count_stats(const descriptor_work& item, const limit_work& lw, const outcome& o);
+  std::uint64_t near_threshold(const applied_limit& limit, std::uint64_t capacity) const;
 
   settings settings_;
   const core::clock& clock_;

@@ -56,6 +56,12 @@ void merge_first_wins(google::protobuf::Struct& into, const google::protobuf::St
   }
 }
 
+// Whether any limit of the node is named in another matched limit's `replaces`.
+bool is_replaced(const config::descriptor_node& node, const std::unordered_set<std::string_view>& replaced) {
+  auto named = [&](const config::rate_limit& l) { return !l.name.empty() && replaced.contains(l.name); };
+  return named(*node.limit) || std::ranges::any_of(node.more_limits, named);
+}
+
 }  // namespace
 
 // One decision in flight: owns everything the backend and the response need until done is called.
@@ -80,6 +86,8 @@ class request_state final : public limiter::completion {
 
  private:
   void finish();
+  void add_limit(limiter::descriptor_work& item, const config::rate_limit& rule,
+                 const config::descriptor_node& node, const std::optional<std::string>& stats_key);
   bool is_quota(std::size_t i) const;
   code::Code overall_code() const;
   void add_headers();
@@ -96,6 +104,7 @@ class request_state final : public limiter::completion {
   limiter::small_vector<const config::descriptor_node*> nodes_;
   limiter::work work_;
   bool prechecking_ = false;
+  bool all_or_nothing_ = false;  // COUNT_ONLY_ADMITTED, or a matched rule's count_only_admitted
   tracing::span execution_;     // upstream's "ShouldRateLimit Execution"
   tracing::span backend_span_;  // the store's round trip (its own name), under it
 };
@@ -133,9 +142,10 @@ void request_state::resolve() {
     }
     if (d.has_limit()) {
       auto key = override_stats_key(request_.domain(), item.entries);
-      item.limit = limiter::applied_limit{
-          d.limit().requests_per_unit(), static_cast<config::unit>(d.limit().unit()), nullptr, false,
-          config::rule_stats::make_bounded(service_.stats_, request_.domain(), key)};
+      auto& lw = item.limits.emplace_back();
+      lw.limit.requests_per_unit = d.limit().requests_per_unit();
+      lw.limit.unit = static_cast<config::unit>(d.limit().unit());
+      lw.limit.stats = config::rule_stats::make_bounded(service_.stats_, request_.domain(), key);
       continue;
     }
     auto m = rules_.get_limit(*domain, item.entries);
@@ -143,14 +153,15 @@ void request_state::resolve() {
     const auto& rule = *m.node->limit;
     nodes_[static_cast<std::size_t>(i)] = m.node;
     for (const auto& r : rule.replaces) replaced.insert(r);
+    for (const auto& more : m.node->more_limits)
+      for (const auto& r : more.replaces) replaced.insert(r);
     if (rule.unlimited) {
       item.unlimited = true;
       continue;
     }
-    item.limit = limiter::applied_limit{
-        rule.requests_per_unit, rule.unit, &rule.name, m.node->shadow_mode,
-        m.stats_key ? config::rule_stats::make_bounded(service_.stats_, request_.domain(), *m.stats_key)
-                    : m.node->stats};
+    add_limit(item, rule, *m.node, m.stats_key);
+    for (const auto& more : m.node->more_limits) add_limit(item, more, *m.node, m.stats_key);
+    all_or_nothing_ = all_or_nothing_ || m.node->count_only_admitted;
     item.shared_values = std::move(m.shared_values);
   }
 
@@ -158,8 +169,8 @@ void request_state::resolve() {
   if (!replaced.empty()) {
     for (std::size_t i = 0; i < work_.items.size(); ++i) {
       const auto* node = nodes_[i];
-      if (node != nullptr && !node->limit->name.empty() && replaced.contains(node->limit->name)) {
-        work_.items[i].limit.reset();
+      if (node != nullptr && is_replaced(*node, replaced)) {
+        work_.items[i].limits.clear();
         work_.items[i].unlimited = false;
         nodes_[i] = nullptr;
       }
@@ -167,8 +178,21 @@ void request_state::resolve() {
   }
 }
 
+// A rule's limit; with detailed_metric or value_to_metric, its counters are under the request's stats key.
+void request_state::add_limit(limiter::descriptor_work& item, const config::rate_limit& rule,
+                              const config::descriptor_node& node,
+                              const std::optional<std::string>& stats_key) {
+  auto stats = rule.stats;
+  if (stats_key) {
+    const auto key = rule.stats_suffix.empty() ? *stats_key : core::cat(*stats_key, ".", rule.stats_suffix);
+    stats = config::rule_stats::make_bounded(service_.stats_, request_.domain(), key);
+  }
+  item.limits.emplace_back().limit = limiter::applied_limit::of_rule(rule, node, stats);
+}
+
 void request_state::start() {
   auto& limiter = service_.limiter_;
+  work_.all_or_nothing = all_or_nothing_ || service_.settings_.count_only_admitted;
   limiter.prepare(work_);
   if (execution_.recording() && !work_.ops.empty()) {
     const auto described = service_.backend_.describe_for_trace(work_.ops);
@@ -182,7 +206,7 @@ void request_state::start() {
     prechecking_ = true;
     service_.backend_.get(work_.ops, work_.values, *this);
   } else {
-    service_.backend_.increment(work_.ops, work_.values, *this);
+    service_.backend_.increment(work_.ops, work_.values, *this, work_.mode);
   }
 }
 
@@ -205,7 +229,7 @@ void request_state::complete(const limiter::backend_error* error) noexcept {
       prechecking_ = false;
       service_.limiter_.apply_precheck(work_);
       self.release();
-      service_.backend_.increment(work_.ops, work_.values, *this);
+      service_.backend_.increment(work_.ops, work_.values, *this, work_.mode);
       return;
     } else {
       finish();
@@ -282,11 +306,9 @@ void request_state::add_headers() {
     if (s.code() == code::OVER_LIMIT && !is_quota(static_cast<std::size_t>(i))) chosen = &s;
   }
   if (chosen == nullptr) return;
-  const std::int64_t unit_seconds =
-      config::unit_seconds(static_cast<config::unit>(chosen->current_limit().unit()));
   const std::string limit = core::cat(chosen->current_limit().requests_per_unit());
   const std::string remaining = core::cat(chosen->limit_remaining());
-  const std::string reset = core::cat(limiter::seconds_until_reset(work_.now, unit_seconds));
+  const std::string reset = core::cat(chosen->duration_until_reset().seconds());
   auto add = [&](auto* headers, const limit_header_names& names) {
     for (const auto& [name, value] :
          {std::pair{&names.limit, &limit}, {&names.remaining, &remaining}, {&names.reset, &reset}}) {

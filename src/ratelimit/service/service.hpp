@@ -43,6 +43,7 @@ struct settings {
   bool request_headers_enabled = false;    // LIMIT_REQUEST_HEADERS_ENABLED
   limit_header_names request_headers;      // LIMIT_REQUEST_{LIMIT,REMAINING,RESET}_HEADER
   bool response_dynamic_metadata = false;  // RESPONSE_DYNAMIC_METADATA
+  bool count_only_admitted = false;        // COUNT_ONLY_ADMITTED: a request over any limit consumes nothing
 };
 
 class rate_limit_service {

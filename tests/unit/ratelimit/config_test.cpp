@@ -99,7 +99,7 @@ descriptors:
         "mongo_cps.parent.child_wild*: unit=WEEK requests_per_unit=3, shadow_mode: true, quota_mode: false\n"
         "mongo_cps.unlimited: unit=UNKNOWN requests_per_unit=7, shadow_mode: false, quota_mode: false\n");
   // Per-rule counters exist under upstream's names.
-  users.stats.total_hits->add(2);
+  users.limit->stats.total_hits->add(2);
   CHECK(stats.get_counter("ratelimit.service.rate_limit.mongo_cps.database_users.total_hits").value() == 2);
 }
 

@@ -13,16 +13,16 @@ using code = test::rls_response;
 TEST_CASE("cache keys are upstream's, byte for byte") {
   std::string key;
   std::vector<config::entry> one{{"key", "value"}};
-  limiter::build_cache_key(key, "", "domain", one, {}, 1234);
+  limiter::build_cache_key(key, {"", "domain", one, {}}, 1234);
   CHECK(key == "domain_key_value_1234");
-  limiter::build_cache_key(key, "prefix:", "domain", one, {}, 1234);
+  limiter::build_cache_key(key, {"prefix:", "domain", one, {}}, 1234);
   CHECK(key == "prefix:domain_key_value_1234");
   std::vector<config::entry> two{{"key2", "value2"}, {"subkey2", "subvalue2"}};
-  limiter::build_cache_key(key, "", "domain", two, {}, limiter::window_start(1234, 60));
+  limiter::build_cache_key(key, {"", "domain", two, {}}, limiter::window_start(1234, 60));
   CHECK(key == "domain_key2_value2_subkey2_subvalue2_1200");
   std::vector<config::entry> files{{"files", "top/a.txt"}};
   std::vector<std::string_view> shared{"top/*"};
-  limiter::build_cache_key(key, "", "domain", files, shared, 1234);
+  limiter::build_cache_key(key, {"", "domain", files, shared}, 1234);
   CHECK(key == "domain_files_top/*_1234");
 }
 
@@ -98,13 +98,14 @@ TEST_CASE("the local cache answers over-limit keys without the backend until the
   CHECK(f.decide(req).overall_code() == code::OVER_LIMIT);  // counted by the backend: 2
   CHECK(f.decide(req).overall_code() == code::OVER_LIMIT);  // from the local cache
   CHECK(f.counter("ratelimit.service.rate_limit.d.k.over_limit_with_local_cache") == 1);
-  std::uint64_t stored = 0;
-  limiter::counter_op op{"d_k_v_1000000020", 0, 60, false};
+  limiter::op_result stored;
+  limiter::counter_op op;
+  op.key = "d_k_v_1000000020";
   struct noop final : limiter::completion {
     void complete(const limiter::backend_error*) noexcept override {}
   } done;
   f.backend.get({&op, 1}, {&stored, 1}, done);
-  CHECK(stored == 2);  // the third hit never reached the backend
+  CHECK(stored.value == 2);  // the third hit never reached the backend
   f.clock.advance(60);
   CHECK(f.decide(req).overall_code() == code::OK);
 }

@@ -11,7 +11,9 @@
 using namespace sluice;
 using ratelimit::backends::memory::memory_backend;
 using ratelimit::limiter::backend_error;
+using ratelimit::limiter::batch_mode;
 using ratelimit::limiter::counter_op;
+using ratelimit::limiter::op_result;
 
 namespace {
 
@@ -24,14 +26,22 @@ struct recorder final : ratelimit::limiter::completion {
   }
 };
 
+counter_op count_op(std::string_view key, std::uint64_t by, std::uint32_t ttl) {
+  counter_op op;
+  op.key = key;
+  op.increment = by;
+  op.ttl_seconds = ttl;
+  return op;
+}
+
 std::uint64_t incr(memory_backend& b, std::string_view key, std::uint64_t by, std::uint32_t ttl = 60) {
-  counter_op op{key, by, ttl, false};
-  std::uint64_t out = 0;
+  counter_op op = count_op(key, by, ttl);
+  op_result out;
   recorder r;
-  b.increment({&op, 1}, {&out, 1}, r);
+  b.increment({&op, 1}, {&out, 1}, r, batch_mode::independent);
   REQUIRE(r.calls == 1);
   REQUIRE_FALSE(r.error);
-  return out;
+  return out.value;
 }
 
 }  // namespace
@@ -44,13 +54,13 @@ TEST_CASE("increments return the value after, and 0 increments only read") {
   CHECK(incr(b, "a", 0) == 6);
   CHECK(incr(b, "b", 0) == 0);
 
-  counter_op ops[2] = {{"a", 0, 60, false}, {"missing", 0, 60, false}};
-  std::uint64_t values[2] = {99, 99};
+  counter_op ops[2] = {count_op("a", 0, 60), count_op("missing", 0, 60)};
+  op_result values[2] = {{99, 0}, {99, 0}};
   recorder r;
   b.get(ops, values, r);
   CHECK(r.calls == 1);
-  CHECK(values[0] == 6);
-  CHECK(values[1] == 0);
+  CHECK(values[0].value == 6);
+  CHECK(values[1].value == 0);
 }
 
 TEST_CASE("a counter expires after its TTL, refreshed by every increment like EXPIRE") {
@@ -84,9 +94,9 @@ TEST_CASE("a full backend refuses new counters with an error naming the setting,
   std::size_t accepted = 0;
   for (int i = 0; i < 4000 && !r.error; ++i) {
     keys.push_back("key" + std::to_string(i));
-    counter_op op{keys.back(), 1, 30, false};
-    std::uint64_t out = 0;
-    b.increment({&op, 1}, {&out, 1}, r);
+    counter_op op = count_op(keys.back(), 1, 30);
+    op_result out;
+    b.increment({&op, 1}, {&out, 1}, r, batch_mode::independent);
     if (!r.error) ++accepted;
   }
   REQUIRE(r.error);

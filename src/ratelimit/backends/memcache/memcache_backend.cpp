@@ -37,18 +37,22 @@ std::string shown_key(std::string_view key) {
 // What one decision waits for: one request per node and round, all finished on the worker's thread.
 struct batch {
   batch(memcache_backend& b, limiter::completion& d, std::span<const limiter::counter_op> o,
-        std::span<std::uint64_t> r, bool incr)
+        std::span<limiter::op_result> r, bool incr)
       : backend(b), pending(d), ops(o), results(r), increment(incr) {}
 
   memcache_backend& backend;
   limiter::pending_operations pending;
   std::span<const limiter::counter_op> ops;
-  std::span<std::uint64_t> results;
+  std::span<limiter::op_result> results;
   bool increment;
 
   void fail(std::string message) { pending.fail(std::move(message)); }
-  // The first round's get-multi asks for every key but those given back (negative hits).
+  // The first round's get-multi asks for every key but those given back (negative hits), and for the
+  // previous window of a sliding window.
   bool in_multiget(std::size_t i) const { return !increment || !ops[i].refund; }
+  bool sliding(std::size_t i) const { return increment && ops[i].kind == limiter::op_kind::sliding; }
+  // Reads the get-multi's values: the current counters (get) or the previous windows (sliding).
+  bool read_values(std::string_view address, const index_list& indexes, const mc::reply& values);
   void send(std::size_t node, round r, index_list indexes);
   void on_replies(std::size_t node, round r, const index_list& indexes, boost::system::error_code ec,
                   const std::vector<mc::reply>& replies);
@@ -61,8 +65,10 @@ void batch::send(std::size_t node, round r, index_list indexes) {
   auto request = std::make_shared<mc::pending_request>();
   auto& out = request->payload;
   if (r == round::first) {
-    for (auto i : indexes)
+    for (auto i : indexes) {
       if (in_multiget(i)) mc::add_get_key(request->get_keys, ops[i].key);
+      if (sliding(i)) mc::add_get_key(request->get_keys, ops[i].previous_key);
+    }
   }
   if (increment) {
     const auto now = backend.clock_.now_seconds();
@@ -110,7 +116,7 @@ void batch::on_replies(std::size_t node, round r, const index_list& indexes, boo
   std::size_t next = 0;
   if (r == round::first) {
     std::size_t asked = 0;
-    for (auto i : indexes) asked += in_multiget(i) ? 1 : 0;
+    for (auto i : indexes) asked += (in_multiget(i) ? 1 : 0) + (sliding(i) ? 1 : 0);
     if (asked > 0) {
       const auto& values = replies[next++];
       relaxed_add(counts.keys_requested, asked);
@@ -120,20 +126,7 @@ void batch::on_replies(std::size_t node, round r, const index_list& indexes, boo
       }
       relaxed_add(counts.multiget_success);
       relaxed_add(counts.keys_found, values.items.size());
-      if (!increment) {
-        // get: each op's current value; a key that is absent counts 0.
-        for (auto i : indexes) results[i] = 0;
-        for (const auto& item : values.items) {
-          std::uint64_t v = 0;
-          if (!core::parse_unsigned(item.data, v))
-            return fail(core::cat("memcached at ", address,
-                                  " holds a value that is not a counter under key '", shown_key(item.key),
-                                  "'"));
-          for (auto i : indexes)
-            if (ops[i].key == item.key) results[i] = v;
-        }
-        return;
-      }
+      if (!read_values(address, indexes, values) || !increment) return;
     }
   }
   index_list missing, taken;
@@ -143,7 +136,7 @@ void batch::on_replies(std::size_t node, round r, const index_list& indexes, boo
     if (r == round::add) {
       if (reply.result == status::stored) {
         relaxed_add(counts.add_success);
-        results[i] = ops[i].increment;
+        results[i].value = ops[i].increment;
       } else if (reply.result == status::not_stored) {
         relaxed_add(counts.add_not_stored);
         taken.push_back(i);
@@ -153,10 +146,10 @@ void batch::on_replies(std::size_t node, round r, const index_list& indexes, boo
       }
     } else if (reply.result == status::number) {
       relaxed_add(counts.increment_success);
-      results[i] = reply.number;
+      results[i].value = reply.number;
     } else if (reply.result == status::not_found && ops[i].refund) {
       relaxed_add(counts.increment_miss);
-      results[i] = 0;  // nothing to give back to
+      results[i].value = 0;  // nothing to give back to
     } else if (reply.result == status::not_found && r == round::first) {
       relaxed_add(counts.increment_miss);
       missing.push_back(i);
@@ -172,25 +165,61 @@ void batch::on_replies(std::size_t node, round r, const index_list& indexes, boo
   if (!taken.empty()) send(node, round::incr_again, std::move(taken));
 }
 
-void memcache_backend::increment(std::span<const limiter::counter_op> ops, std::span<std::uint64_t> results,
-                                 limiter::completion& done) {
+bool batch::read_values(std::string_view address, const index_list& indexes, const mc::reply& values) {
+  // get: a key that is absent counts 0; increment: only the previous windows matter.
+  if (!increment)
+    for (auto i : indexes) results[i].value = 0;
+  for (const auto& item : values.items) {
+    const bool wanted = std::ranges::any_of(indexes, [&](std::size_t i) {
+      return (!increment && ops[i].key == item.key) || (sliding(i) && ops[i].previous_key == item.key);
+    });
+    if (!wanted) continue;
+    std::uint64_t v = 0;
+    if (!core::parse_unsigned(item.data, v)) {
+      fail(core::cat("memcached at ", address, " holds a value that is not a counter under key '",
+                     shown_key(item.key), "'"));
+      return false;
+    }
+    for (auto i : indexes) {
+      if (!increment && ops[i].key == item.key) results[i].value = v;
+      if (sliding(i) && ops[i].previous_key == item.key) results[i].previous = v;
+    }
+  }
+  return true;
+}
+
+void memcache_backend::increment(std::span<const limiter::counter_op> ops,
+                                 std::span<limiter::op_result> results, limiter::completion& done,
+                                 limiter::batch_mode mode) {
+  // memcached has no scripts and no multi-key transaction: checking an arrival time or several counters
+  // and changing them in one step is not possible there.
+  auto refuse = [&](std::string_view what) {
+    limiter::backend_error e{core::cat(what, " is not offered with BACKEND_TYPE=memcache (memcached cannot check "
+                                             "and change counters in one step); use redis or memory")};
+    done.complete(&e);
+  };
+  if (mode != limiter::batch_mode::independent) return refuse("count_only_admitted");
+  if (std::ranges::any_of(ops, [](const auto& op) { return op.kind == limiter::op_kind::gcra; }))
+    return refuse("algorithm gcra");
   run(true, ops, results, done);
 }
 
-void memcache_backend::get(std::span<const limiter::counter_op> ops, std::span<std::uint64_t> results,
+void memcache_backend::get(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
                            limiter::completion& done) {
   run(false, ops, results, done);
 }
 
 void memcache_backend::run(bool increment, std::span<const limiter::counter_op> ops,
-                           std::span<std::uint64_t> results, limiter::completion& done) {
+                           std::span<limiter::op_result> results, limiter::completion& done) {
   if (ops.empty()) return done.complete(nullptr);
   // A key memcached would refuse fails the decision before anything is sent, naming the key.
   for (const auto& op : ops) {
-    if (auto problem = mc::key_problem(op.key)) {
-      limiter::backend_error e{
-          core::cat("cannot count key '", shown_key(op.key), "' in memcached: ", *problem)};
-      return done.complete(&e);
+    for (auto key : {op.key, op.previous_key}) {
+      if (key.data() == op.previous_key.data() && op.kind != limiter::op_kind::sliding) continue;
+      if (auto problem = mc::key_problem(key)) {
+        limiter::backend_error e{core::cat("cannot count key '", shown_key(key), "' in memcached: ", *problem)};
+        return done.complete(&e);
+      }
     }
   }
   if (client_.node_count() == 0) {

@@ -30,9 +30,10 @@ class memcache_backend final : public limiter::backend {
   memcache_backend(sluice::memcache::client& client, const core::clock& clock)
       : client_(client), clock_(clock) {}
 
-  void increment(std::span<const limiter::counter_op> ops, std::span<std::uint64_t> results,
-                 limiter::completion& done) override;
-  void get(std::span<const limiter::counter_op> ops, std::span<std::uint64_t> results,
+  // Fixed and sliding windows; GCRA and all-or-nothing batches fail with an error that says why.
+  void increment(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
+                 limiter::completion& done, limiter::batch_mode mode) override;
+  void get(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
            limiter::completion& done) override;
 
   // upstream's span around the get-multi: "Memcached Fetch Execution" with its "keysToGet length".
@@ -44,7 +45,7 @@ class memcache_backend final : public limiter::backend {
 
  private:
   friend struct batch;
-  void run(bool increment, std::span<const limiter::counter_op> ops, std::span<std::uint64_t> results,
+  void run(bool increment, std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
            limiter::completion& done);
   sluice::memcache::client& client_;
   const core::clock& clock_;

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include <boost/container/small_vector.hpp>
+
 #include "core/strings.hpp"
+#include "ratelimit/limiter/algorithms.hpp"
 
 namespace sluice::ratelimit::backends::memory {
 
@@ -36,57 +39,134 @@ std::size_t memory_backend::reclaim_locked(shard& s, std::int64_t now) {
   return removed;
 }
 
-void memory_backend::increment(std::span<const limiter::counter_op> ops, std::span<std::uint64_t> results,
-                               limiter::completion& done) {
+std::uint64_t memory_backend::read_locked(shard& s, std::string_view key, std::int64_t now) {
+  auto it = s.counters.find(key);
+  return it != s.counters.end() && it->second.expires_at > now ? it->second.value : 0;
+}
+
+bool memory_backend::store_locked(shard& s, const limiter::counter_op& op, std::uint64_t value,
+                                  std::int64_t now, std::vector<undo_entry>* undo) {
+  auto it = s.counters.find(op.key);
+  const bool live = it != s.counters.end() && it->second.expires_at > now;
+  // A GCRA key lives until its arrival time has passed: then it means the same as no key.
+  const std::int64_t gcra_expiry = static_cast<std::int64_t>(value / 1'000'000) + 1;
+  if (op.refund) {
+    // Nothing to give back to an absent or expired counter; a counter keeps its TTL.
+    if (!live) return true;
+    if (undo != nullptr) undo->push_back({&s, op.key, false, it->second});
+    it->second.value = value;
+    if (op.kind == limiter::op_kind::gcra) it->second.expires_at = gcra_expiry;
+    return true;
+  }
+  if (it == s.counters.end()) {
+    if (live_.load(std::memory_order_relaxed) >= max_counters_ && reclaim_locked(s, now) == 0) return false;
+    it = s.counters.emplace(detail::compact_key(op.key), detail::counter_entry{0, 0}).first;
+    live_.fetch_add(1, std::memory_order_relaxed);
+    s.used.store(static_cast<std::uint32_t>(s.counters.size()), std::memory_order_relaxed);
+    if (undo != nullptr) undo->push_back({&s, it->first.view(), true, {}});
+  } else if (undo != nullptr) {
+    undo->push_back({&s, it->first.view(), false, it->second});
+  }
+  it->second.value = value;
+  it->second.expires_at = op.kind == limiter::op_kind::gcra ? gcra_expiry : now + op.ttl_seconds;
+  return true;
+}
+
+void memory_backend::fail_full(limiter::completion& done) const {
+  limiter::backend_error error{
+      core::cat("memory backend is full: ", max_counters_, " live counters (raise MEMORY_MAX_COUNTERS)")};
+  done.complete(&error);
+}
+
+void memory_backend::increment(std::span<const limiter::counter_op> ops,
+                               std::span<limiter::op_result> results, limiter::completion& done,
+                               limiter::batch_mode mode) {
+  if (mode == limiter::batch_mode::independent) return increment_each(ops, results, done);
+  increment_together(ops, results, done, mode);
+}
+
+void memory_backend::increment_each(std::span<const limiter::counter_op> ops,
+                                    std::span<limiter::op_result> results, limiter::completion& done) {
   const std::int64_t now = clock_.now_seconds();
+  bool retried = false;
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const auto& op = ops[i];
-    const std::size_t hash = detail::key_hash{}(op.key);
-    auto& s = shard_for(hash);
+    // The previous window no longer changes: it is read on its own, before the current one is locked.
+    std::uint64_t previous = 0;
+    if (op.kind == limiter::op_kind::sliding) {
+      auto& p = shard_for(op.previous_key);
+      std::lock_guard lock(p.mutex);
+      previous = read_locked(p, op.previous_key, now);
+    }
+    auto& s = shard_for(op.key);
     std::unique_lock lock(s.mutex);
-    auto it = s.counters.find(op.key);
-    if (op.refund) {
-      // Nothing to give back to an absent or expired counter; never below 0; the TTL stays.
-      const bool live = it != s.counters.end() && it->second.expires_at > now;
-      if (live) it->second.value -= std::min(it->second.value, op.increment);
-      results[i] = live ? it->second.value : 0;
+    const bool admits = limiter::evaluate(op, read_locked(s, op.key, now), previous, results[i]);
+    // Counters always count (upstream's behaviour); a GCRA arrival time moves only when it admits.
+    if (op.kind == limiter::op_kind::gcra && !admits) continue;
+    if (store_locked(s, op, results[i].value, now, nullptr)) {
+      retried = false;
       continue;
     }
-    if (it == s.counters.end()) {
-      if (live_.load(std::memory_order_relaxed) >= max_counters_ && reclaim_locked(s, now) == 0) {
-        lock.unlock();
-        if (!reclaim_everywhere(now)) {
-          limiter::backend_error error{core::cat("memory backend is full: ", max_counters_,
-                                                 " live counters (raise MEMORY_MAX_COUNTERS)")};
-          done.complete(&error);
-          return;
-        }
-        lock.lock();
-        it = s.counters.find(op.key);  // another thread may have made it meanwhile
-      }
-    }
-    if (it == s.counters.end()) {
-      it = s.counters.emplace(detail::compact_key(op.key), detail::counter_entry{0, 0}).first;
-      live_.fetch_add(1, std::memory_order_relaxed);
-      s.used.store(static_cast<std::uint32_t>(s.counters.size()), std::memory_order_relaxed);
-    } else if (it->second.expires_at <= now) {
-      it->second.value = 0;  // expired but not yet swept: a fresh counter, as in Redis
-    }
-    it->second.value += op.increment;
-    it->second.expires_at = now + op.ttl_seconds;
-    results[i] = it->second.value;
+    lock.unlock();
+    if (retried || !reclaim_everywhere(now)) return fail_full(done);
+    retried = true;
+    --i;  // room was made: this op again, from a fresh read
   }
   done.complete(nullptr);
 }
 
-void memory_backend::get(std::span<const limiter::counter_op> ops, std::span<std::uint64_t> results,
+void memory_backend::increment_together(std::span<const limiter::counter_op> ops,
+                                        std::span<limiter::op_result> results, limiter::completion& done,
+                                        limiter::batch_mode mode) {
+  const std::int64_t now = clock_.now_seconds();
+  // Every shard the batch touches, locked in index order so that two batches cannot wait on each other.
+  boost::container::small_vector<std::size_t, 8> indexes;
+  auto index_of = [](std::string_view key) { return detail::key_hash{}(key) % shard_count; };
+  for (const auto& op : ops) {
+    indexes.push_back(index_of(op.key));
+    if (op.kind == limiter::op_kind::sliding) indexes.push_back(index_of(op.previous_key));
+  }
+  std::ranges::sort(indexes);
+  indexes.erase(std::unique(indexes.begin(), indexes.end()), indexes.end());
+  boost::container::small_vector<std::unique_lock<std::mutex>, 8> locks;
+  for (auto i : indexes) locks.emplace_back(shards_[i].mutex);
+
+  // The ops are applied in turn (a key named twice sees the first op's change) and undone unless all admit.
+  std::vector<undo_entry> undo;
+  bool admitted = true;
+  bool full = false;
+  for (std::size_t i = 0; i < ops.size() && !full; ++i) {
+    const auto& op = ops[i];
+    const std::uint64_t previous =
+        op.kind == limiter::op_kind::sliding ? read_locked(shard_for(op.previous_key), op.previous_key, now) : 0;
+    auto& s = shard_for(op.key);
+    admitted = limiter::evaluate(op, read_locked(s, op.key, now), previous, results[i]) && admitted;
+    full = !store_locked(s, op, results[i].value, now, &undo);
+  }
+  if (full || !admitted || mode == limiter::batch_mode::evaluate_only) {
+    for (auto it = undo.rbegin(); it != undo.rend(); ++it) {
+      auto& table = it->s->counters;
+      if (it->created) {
+        table.erase(it->key);
+        live_.fetch_sub(1, std::memory_order_relaxed);
+        it->s->used.store(static_cast<std::uint32_t>(table.size()), std::memory_order_relaxed);
+      } else {
+        table.find(it->key)->second = it->before;
+      }
+    }
+  }
+  locks.clear();
+  if (full) return fail_full(done);
+  done.complete(nullptr);
+}
+
+void memory_backend::get(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
                          limiter::completion& done) {
   const std::int64_t now = clock_.now_seconds();
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    auto& s = shard_for(detail::key_hash{}(ops[i].key));
+    auto& s = shard_for(ops[i].key);
     std::lock_guard lock(s.mutex);
-    auto it = s.counters.find(ops[i].key);
-    results[i] = it != s.counters.end() && it->second.expires_at > now ? it->second.value : 0;
+    results[i].value = read_locked(s, ops[i].key, now);
   }
   done.complete(nullptr);
 }

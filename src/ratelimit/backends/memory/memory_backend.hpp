@@ -7,6 +7,10 @@
 // (at 1,000 keys each) share a shard with the other's, and two workers reached about 1.65x one worker's rate
 // instead of 1.9-2.0x (scripts/bench contention, BENCHMARKS.md).
 //
+// Sliding windows and GCRA keep their state in the same tables (a GCRA key's value is its arrival time in
+// microseconds). An all-or-nothing batch locks every shard it touches, in index order, applies its ops in turn
+// and undoes them when one does not admit.
+//
 // Memory bound: at most `max_counters` live counters (MEMORY_MAX_COUNTERS), counted store-wide (only a new
 // counter touches that count). An increment that needs a new counter when the store is full (after
 // reclaiming its shard's expired counters) fails with a backend_error that names the setting: the decision is
@@ -18,6 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <string_view>
+#include <vector>
 
 #include <boost/unordered/unordered_flat_map.hpp>
 
@@ -67,9 +72,9 @@ class memory_backend final : public limiter::backend {
 
   memory_backend(const core::clock& clock, std::size_t max_counters);
 
-  void increment(std::span<const limiter::counter_op> ops, std::span<std::uint64_t> results,
-                 limiter::completion& done) override;
-  void get(std::span<const limiter::counter_op> ops, std::span<std::uint64_t> results,
+  void increment(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
+                 limiter::completion& done, limiter::batch_mode mode) override;
+  void get(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
            limiter::completion& done) override;
 
   // Drops expired counters from `count` shards, continuing where the last call stopped; returns how many.
@@ -87,7 +92,27 @@ class memory_backend final : public limiter::backend {
     std::atomic<std::uint32_t> used{0};
   };
 
+  // What an all-or-nothing batch changed in one counter, to put back when the batch does not admit.
+  struct undo_entry {
+    shard* s;
+    std::string_view key;
+    bool created;
+    detail::counter_entry before;
+  };
+
   shard& shard_for(std::size_t hash) { return shards_[hash % shard_count]; }
+  shard& shard_for(std::string_view key) { return shard_for(detail::key_hash{}(key)); }
+  // A live counter's value, 0 when absent or expired (the shard's lock held).
+  static std::uint64_t read_locked(shard& s, std::string_view key, std::int64_t now);
+  // Writes an op's result (the shard's lock held). False when it needs a new counter and the store is full
+  // (after reclaiming this shard). `undo`, when given, records how to put the counter back.
+  bool store_locked(shard& s, const limiter::counter_op& op, std::uint64_t value, std::int64_t now,
+                    std::vector<undo_entry>* undo);
+  void increment_each(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
+                      limiter::completion& done);
+  void increment_together(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
+                          limiter::completion& done, limiter::batch_mode mode);
+  void fail_full(limiter::completion& done) const;
   // Drops the shard's expired counters (its lock held); returns how many.
   std::size_t reclaim_locked(shard& s, std::int64_t now);
   // The store is full: sweeps every shard (at most once a second); true when there is room now.

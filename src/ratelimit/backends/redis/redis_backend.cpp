@@ -2,10 +2,13 @@
 
 #include <boost/container/small_vector.hpp>
 #include <charconv>
+#include <mutex>
 #include <optional>
 
 #include "core/strings.hpp"
+#include "ratelimit/backends/redis/decide_script.hpp"
 #include "ratelimit/limiter/pending_operations.hpp"
+#include "redis/cluster_slot.hpp"
 #include "redis/error.hpp"
 
 namespace sluice::ratelimit::backends::redis {
@@ -14,29 +17,7 @@ namespace rd = sluice::redis;
 
 namespace {
 
-// What one decision waits for: its requests (one per store, or one per key on a cluster), finished in any
-// order, on any thread.
-struct batch {
-  batch(limiter::completion& d, std::span<const limiter::counter_op> o, std::span<std::uint64_t> r, bool incr)
-      : pending(d), ops(o), results(r), increment(incr) {}
-
-  struct part {
-    rd::store* store;
-    boost::container::small_vector<std::size_t, 4> indexes;  // which ops it answers, in reply order
-  };
-
-  limiter::pending_operations pending;
-  std::span<const limiter::counter_op> ops;
-  std::span<std::uint64_t> results;
-  bool increment;
-  boost::container::small_vector<part, 2> parts;
-
-  void fail(std::string message) { pending.fail(std::move(message)); }
-  void on_replies(std::size_t which, boost::system::error_code ec, const std::vector<rd::value>& replies);
-  void finish_one() {
-    if (pending.finish_one()) delete this;
-  }
-};
+using index_list = boost::container::small_vector<std::size_t, 4>;
 
 // Negative hits in one atomic step: nothing to give back to an absent key, never below 0, the TTL kept
 // (DECRBY does not touch it). The numbers stay strings (canonical decimals, so the longer one is larger):
@@ -66,82 +47,214 @@ std::optional<std::uint64_t> counter_value(const rd::value& v) {
   return std::nullopt;
 }
 
+bool is_noscript(const rd::value& v) { return v.is_error() && v.text.starts_with("NOSCRIPT"); }
+
 }  // namespace
 
-void batch::on_replies(std::size_t which, boost::system::error_code ec,
-                       const std::vector<rd::value>& replies) {
-  const auto& p = parts[which];
-  if (ec) return fail(p.store->describe(ec));
-  std::size_t next = 0;
-  for (auto index : p.indexes) {
-    const auto& reply = replies[next++];
-    if (reply.is_error()) return fail(core::cat("Redis error: ", reply.text));
-    // INCRBY's reply is followed by EXPIRE's. A counter without its EXPIRE would never go away: that is a
-    // failure too.
-    if (increment && !ops[index].refund && replies[next++].is_error()) {
-      return fail(core::cat("Redis error: ", replies[next - 1].text));
-    }
-    auto v = counter_value(reply);
-    if (!v) return fail("Redis returned a value that is not a counter");
-    results[index] = *v;
+// What one decision waits for: its requests (one per store, or per key or slot on a cluster), finished in any
+// order, on any thread. It is its requests' completion: when the last one is in, an all-or-nothing batch
+// split over several requests may still have to take back what some of them applied.
+struct batch final : limiter::completion {
+  enum class command : std::uint8_t { get, each, together };
+
+  struct part {
+    rd::store* store;
+    index_list indexes;  // which ops it carries, in reply order
+    command what;
+    bool whole = false;    // scripts sent with EVAL (after NOSCRIPT)
+    bool applied = true;   // a `together` part: whether its script applied its ops
+  };
+
+  batch(limiter::completion& d, std::span<const limiter::counter_op> o, std::span<limiter::op_result> r,
+        limiter::batch_mode m)
+      : pending(*this), done(d), ops(o), results(r), mode(m) {}
+
+  limiter::pending_operations pending;
+  limiter::completion& done;
+  std::span<const limiter::counter_op> ops;
+  std::span<limiter::op_result> results;
+  limiter::batch_mode mode;
+  // Reserved before the first send (a part adds at most one more, for NOSCRIPT), so adding one never moves
+  // the parts that other threads' replies are reading; the mutex orders the additions.
+  boost::container::small_vector<part, 4> parts;
+  std::mutex parts_mutex;
+  // Compensation: the ops that take back what applied parts counted.
+  boost::container::small_vector<limiter::counter_op, 4> undo_ops;
+  bool compensating = false;
+
+  void send(std::size_t which);
+  void on_replies(std::size_t which, boost::system::error_code ec, const std::vector<rd::value>& replies);
+  void complete(const limiter::backend_error* error) noexcept override;
+  // Sends every part. One count more is held while sending: a store may complete inline (nothing reachable),
+  // and the last completion may delete the batch.
+  void send_all() {
+    const std::size_t count = parts.size();
+    pending.add(count + 1);
+    for (std::size_t which = 0; which < count; ++which) send(which);
+    pending.finish_one();
   }
-}
+};
 
-void redis_backend::increment(std::span<const limiter::counter_op> ops, std::span<std::uint64_t> results,
-                              limiter::completion& done) {
-  run(true, ops, results, done);
-}
-
-void redis_backend::get(std::span<const limiter::counter_op> ops, std::span<std::uint64_t> results,
-                        limiter::completion& done) {
-  run(false, ops, results, done);
-}
-
-void redis_backend::run(bool increment, std::span<const limiter::counter_op> ops,
-                        std::span<std::uint64_t> results, limiter::completion& done) {
-  if (ops.empty()) return done.complete(nullptr);
-  auto* state = new batch(done, ops, results, increment);
-  // Group the ops: per store, or per key where the store routes each key on its own.
-  std::size_t store_part[2] = {SIZE_MAX, SIZE_MAX};
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    const int which = ops[i].per_second && per_second_ != nullptr ? 1 : 0;
-    rd::store* store = which == 1 ? per_second_ : &main_;
-    if (store->one_key_per_request() || store_part[which] == SIZE_MAX) {
-      store_part[which] = state->parts.size();
-      state->parts.push_back({store, {}});
-    }
-    state->parts[store_part[which]].indexes.push_back(i);
-  }
-  boost::container::small_vector<std::shared_ptr<rd::pending_request>, 2> requests;
-  for (std::size_t which = 0; which < state->parts.size(); ++which) {
-    rd::request encoded;
-    char a[24], b[24];
-    for (auto i : state->parts[which].indexes) {
-      if (increment && ops[i].refund) {
-        encoded.push({"EVAL", refund_script, "1", ops[i].key, to_text(a, ops[i].increment)});
-      } else if (increment) {
-        encoded.push({"INCRBY", ops[i].key, to_text(a, ops[i].increment)});
-        encoded.push({"EXPIRE", ops[i].key, to_text(b, ops[i].ttl_seconds)});
+void batch::send(std::size_t which) {
+  auto& p = parts[which];
+  rd::request encoded;
+  char a[24], b[24];
+  const auto all = compensating ? std::span<const limiter::counter_op>(undo_ops) : ops;
+  if (p.what == command::together) {
+    push_decide(encoded, all, p.indexes, compensating ? limiter::batch_mode::independent : mode, p.whole);
+  } else {
+    for (auto i : p.indexes) {
+      const auto& op = all[i];
+      if (p.what == command::get) {
+        encoded.push({"GET", op.key});
+      } else if (op.kind == limiter::op_kind::gcra) {
+        const std::size_t one[1] = {i};
+        push_decide(encoded, all, one, limiter::batch_mode::independent, p.whole);
       } else {
-        encoded.push({"GET", ops[i].key});
+        if (op.refund) {
+          encoded.push({"EVAL", refund_script, "1", op.key, to_text(a, op.increment)});
+        } else {
+          encoded.push({"INCRBY", op.key, to_text(a, op.increment)});
+          encoded.push({"EXPIRE", op.key, to_text(b, op.ttl_seconds)});
+        }
+        if (op.kind == limiter::op_kind::sliding) encoded.push({"GET", op.previous_key});
       }
     }
-    auto& r = requests.emplace_back(std::make_shared<rd::pending_request>());
-    r->expected_replies = encoded.expected_replies();
-    r->payload = encoded.release_payload();
-    r->done = [state, which](boost::system::error_code ec, std::vector<rd::value>&& replies) {
-      state->on_replies(which, ec, replies);
-      state->finish_one();
-    };
   }
-  state->pending.add(requests.size());
-  // Only now: a store may complete inline (nothing reachable), and the state must be fully built by then. The
-  // routing keys are read before sending: the last completion deletes the state.
-  boost::container::small_vector<std::pair<rd::store*, std::string_view>, 2> targets;
-  for (const auto& p : state->parts) targets.emplace_back(p.store, ops[p.indexes.front()].key);
-  for (std::size_t which = 0; which < requests.size(); ++which) {
-    targets[which].first->exec(std::move(requests[which]), targets[which].second);
+  auto request = std::make_shared<rd::pending_request>();
+  request->expected_replies = encoded.expected_replies();
+  request->payload = encoded.release_payload();
+  request->done = [this, which](boost::system::error_code ec, std::vector<rd::value>&& replies) {
+    on_replies(which, ec, replies);
+    pending.finish_one();
+  };
+  // The routing key is read before sending: the last completion may delete the batch.
+  const std::string_view key = all[p.indexes.front()].key;
+  p.store->exec(std::move(request), key);
+}
+
+void batch::on_replies(std::size_t which, boost::system::error_code ec, const std::vector<rd::value>& replies) {
+  auto& p = parts[which];
+  if (ec) return pending.fail(p.store->describe(ec));
+  if (compensating) return;  // what was taken back changes no decision
+  if (p.what == command::together) {
+    if (is_noscript(replies[0]) && !p.whole) {
+      p.whole = true;  // the node lost its scripts (a restart, SCRIPT FLUSH): send the script itself
+      pending.add();
+      return send(which);
+    }
+    auto applied = read_decide_reply(replies[0], p.indexes, results);
+    if (!applied) return pending.fail(core::cat("Redis error: ", replies[0].text));
+    p.applied = *applied;
+    return;
   }
+  index_list again;  // GCRA ops whose node had no script
+  std::size_t next = 0;
+  for (auto index : p.indexes) {
+    const auto& op = ops[index];
+    const auto& reply = replies[next++];
+    if (p.what != command::get && op.kind == limiter::op_kind::gcra) {
+      const std::size_t one[1] = {index};
+      if (is_noscript(reply) && !p.whole) {
+        again.push_back(index);
+      } else if (!read_decide_reply(reply, one, results)) {
+        return pending.fail(core::cat("Redis error: ", reply.text));
+      }
+      continue;
+    }
+    if (reply.is_error()) return pending.fail(core::cat("Redis error: ", reply.text));
+    // INCRBY's reply is followed by EXPIRE's. A counter without its EXPIRE would never go away: that is a
+    // failure too.
+    if (p.what == command::each && !op.refund && replies[next++].is_error()) {
+      return pending.fail(core::cat("Redis error: ", replies[next - 1].text));
+    }
+    auto v = counter_value(reply);
+    if (!v) return pending.fail("Redis returned a value that is not a counter");
+    results[index].value = *v;
+    if (p.what == command::each && op.kind == limiter::op_kind::sliding) {
+      auto previous = counter_value(replies[next++]);
+      if (!previous) return pending.fail("Redis returned a value that is not a counter");
+      results[index].previous = *previous;
+    }
+  }
+  if (!again.empty()) {
+    std::size_t added = 0;
+    {
+      std::lock_guard lock(parts_mutex);
+      parts.push_back({p.store, {}, command::each, true});
+      parts.back().indexes.assign(again.begin(), again.end());
+      added = parts.size() - 1;
+    }
+    pending.add();
+    send(added);
+  }
+}
+
+void batch::complete(const limiter::backend_error* error) noexcept {
+  // An all-or-nothing batch over several nodes (a cluster's slots, or the per-second store) is atomic on each:
+  // when some applied and some refused, the hits of those that applied are taken back.
+  const bool split = mode == limiter::batch_mode::all_or_nothing && parts.size() > 1;
+  const bool refused = std::ranges::any_of(parts, [](const part& p) { return !p.applied; });
+  if (error == nullptr && split && refused && !compensating) {
+    compensating = true;
+    boost::container::small_vector<part, 4> undo;
+    for (const auto& p : parts) {
+      if (!p.applied) continue;
+      part u{p.store, {}, command::together};
+      for (auto i : p.indexes) {
+        if (ops[i].refund) continue;  // hits given back stay given back
+        auto op = ops[i];
+        op.refund = true;
+        u.indexes.push_back(undo_ops.size());
+        undo_ops.push_back(op);
+      }
+      if (!u.indexes.empty()) undo.push_back(std::move(u));
+    }
+    if (!undo.empty()) {
+      parts = std::move(undo);
+      parts.reserve(2 * parts.size());
+      send_all();
+      return;
+    }
+  }
+  // A failed compensation changes no decision: the request was refused either way.
+  done.complete(compensating ? nullptr : error);
+  delete this;
+}
+
+void redis_backend::increment(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
+                              limiter::completion& done, limiter::batch_mode mode) {
+  run(mode == limiter::batch_mode::independent ? 1 : 2, ops, results, done, mode);
+}
+
+void redis_backend::get(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
+                        limiter::completion& done) {
+  run(0, ops, results, done, limiter::batch_mode::independent);
+}
+
+void redis_backend::run(int what, std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
+                        limiter::completion& done, limiter::batch_mode mode) {
+  if (ops.empty()) return done.complete(nullptr);
+  auto* state = new batch(done, ops, results, mode);
+  const auto command = static_cast<batch::command>(what);
+  // Group the ops: per store; on a cluster, per key (each op alone) or, for a script, per slot.
+  boost::container::small_vector<std::pair<rd::store*, std::size_t>, 2> groups;  // (store, slot or SIZE_MAX)
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    rd::store* store = ops[i].per_second && per_second_ != nullptr ? per_second_ : &main_;
+    std::size_t group = SIZE_MAX;
+    if (store->one_key_per_request()) {
+      group = command == batch::command::together ? rd::hash_slot(ops[i].key) : SIZE_MAX - 1 - i;
+    }
+    auto it = std::ranges::find(groups, std::pair{store, group});
+    if (it == groups.end()) {
+      groups.emplace_back(store, group);
+      state->parts.push_back({store, {}, command});
+      it = groups.end() - 1;
+    }
+    state->parts[static_cast<std::size_t>(it - groups.begin())].indexes.push_back(i);
+  }
+  state->parts.reserve(2 * state->parts.size());
+  state->send_all();
 }
 
 limiter::trace_description redis_backend::describe_for_trace(std::span<const limiter::counter_op> ops) const {

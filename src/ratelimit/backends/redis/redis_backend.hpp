@@ -4,6 +4,8 @@
 // STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT; a small EVAL script for negative hits. All keys of a decision go
 // in one pipeline per store — or, on a Redis Cluster, one request per key (INCRBY and EXPIRE together), each
 // to its node, all in parallel. With a per-second store (REDIS_PERSECOND), keys of SECOND limits go there.
+// Sliding windows add a GET of the previous window to the same pipeline; GCRA ops and all-or-nothing batches
+// are one call of decide_script each (per store, and per slot on a cluster).
 
 #include "ratelimit/limiter/backend.hpp"
 #include "redis/store.hpp"
@@ -19,14 +21,15 @@ class redis_backend final : public limiter::backend {
   // upstream's span around the pipelines: two commands per key (INCRBY and EXPIRE) in each.
   limiter::trace_description describe_for_trace(std::span<const limiter::counter_op> ops) const override;
 
-  void increment(std::span<const limiter::counter_op> ops, std::span<std::uint64_t> results,
-                 limiter::completion& done) override;
-  void get(std::span<const limiter::counter_op> ops, std::span<std::uint64_t> results,
+  void increment(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
+                 limiter::completion& done, limiter::batch_mode mode) override;
+  void get(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
            limiter::completion& done) override;
 
  private:
-  void run(bool increment, std::span<const limiter::counter_op> ops, std::span<std::uint64_t> results,
-           limiter::completion& done);
+  // what: 0 GET, 1 each op on its own, 2 one script per store (per slot on a cluster)
+  void run(int what, std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
+           limiter::completion& done, limiter::batch_mode mode);
 
   sluice::redis::store& main_;
   sluice::redis::store* per_second_;

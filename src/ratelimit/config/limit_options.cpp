@@ -1,0 +1,127 @@
+#include "ratelimit/config/limit_options.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <set>
+
+#include "core/strings.hpp"
+#include "ratelimit/config/yaml_fields.hpp"
+#include "ratelimit/config/yaml_scalar.hpp"
+
+namespace sluice::ratelimit::config {
+
+namespace {
+
+// Longer windows would overflow the microsecond arithmetic of sliding windows and GCRA.
+constexpr std::int64_t max_window_seconds = 3650LL * 86'400;
+
+std::string lower_unit(unit u) { return core::ascii_lower(unit_name(u)); }
+
+}  // namespace
+
+std::string_view algorithm_name(algorithm a) {
+  switch (a) {
+    case algorithm::sliding_window:
+      return "sliding_window";
+    case algorithm::gcra:
+      return "gcra";
+    case algorithm::fixed_window:
+      break;
+  }
+  return "fixed_window";
+}
+
+void load_limit_options(const YAML::Node& yaml, rate_limit& limit) {
+  const std::string name = scalar_string(yaml["algorithm"], "algorithm");
+  if (name == "sliding_window") {
+    limit.algorithm = algorithm::sliding_window;
+  } else if (name == "gcra") {
+    limit.algorithm = algorithm::gcra;
+  } else if (!name.empty() && name != "fixed_window") {
+    throw config_error{core::cat("unknown algorithm '", name,
+                                 "' (expected fixed_window, sliding_window or gcra)")};
+  }
+  if (const auto& m = yaml["unit_multiplier"]; m && !m.IsNull()) {
+    limit.unit_multiplier = scalar_uint32(m, "unit_multiplier");
+    if (limit.unit_multiplier == 0) throw config_error{"unit_multiplier must be at least 1"};
+  }
+  if (const auto& b = yaml["burst"]; b && !b.IsNull()) {
+    if (limit.algorithm != algorithm::gcra)
+      throw config_error{"burst is only meaningful with algorithm: gcra"};
+    limit.burst = scalar_uint32(b, "burst");
+    if (limit.burst == 0) throw config_error{"burst must be at least 1"};
+  }
+  if (limit.unlimited) {
+    if (limit.algorithm != algorithm::fixed_window || limit.unit_multiplier != 1)
+      throw config_error{"an unlimited rate_limit takes no algorithm or unit_multiplier"};
+    return;
+  }
+  if (limit.window_seconds() > max_window_seconds) {
+    throw config_error{core::cat("unit_multiplier: a window of ", limit.unit_multiplier, " ",
+                                 lower_unit(limit.unit), " is longer than 3650 days")};
+  }
+  if (limit.algorithm == algorithm::gcra && limit.requests_per_unit == 0)
+    throw config_error{"algorithm gcra needs requests_per_unit of at least 1"};
+}
+
+void load_rule_options(const YAML::Node& yaml, descriptor_node& node) {
+  node.count_only_admitted = scalar_bool(yaml["count_only_admitted"], "count_only_admitted");
+  if (const auto& r = yaml["near_limit_ratio"]; r && !r.IsNull()) {
+    auto ratio = r.IsScalar() ? parse_yaml_number(r) : std::nullopt;
+    if (!ratio || *ratio < 0 || *ratio > 1) {
+      throw config_error{core::cat("near_limit_ratio: '", r.IsScalar() ? r.Scalar() : "",
+                                   "' is not a number from 0 to 1")};
+    }
+    node.near_limit_ratio = *ratio;
+  }
+}
+
+void finish_limits(descriptor_node& node, stats::store& stats) {
+  if (!node.limit) {
+    if (node.near_limit_ratio) throw config_error{"near_limit_ratio needs a rate_limit or rate_limits"};
+    return;
+  }
+  const bool several = !node.more_limits.empty();
+  std::set<std::string> tags, suffixes;
+  auto finish = [&](rate_limit& l) {
+    if (l.unlimited) return;
+    const bool upstream_key = !several && l.algorithm == algorithm::fixed_window && l.unit_multiplier == 1;
+    auto algo = algorithm_name(l.algorithm);
+    algo = algo.substr(0, algo.find('_'));  // fixed, sliding, gcra
+    if (!upstream_key) l.key_tag = core::cat(l.window_seconds(), "s_", algo);
+    if (several) {
+      l.stats_suffix = !l.name.empty() ? l.name
+                       : l.unit_multiplier == 1
+                           ? lower_unit(l.unit)
+                           : core::cat(l.unit_multiplier, "_", lower_unit(l.unit));
+      if (l.name.empty() && l.algorithm != algorithm::fixed_window) l.stats_suffix += core::cat("_", algo);
+      if (!suffixes.insert(l.stats_suffix).second) {
+        throw config_error{core::cat("rate_limits of '", node.stats_key, "': two limits are named '",
+                                     l.stats_suffix, "' in stats (give one a different name)")};
+      }
+      if (!tags.insert(l.key_tag).second) {
+        throw config_error{core::cat("rate_limits of '", node.stats_key, "': two limits count the same ",
+                                     l.window_seconds(), "-second window with ", algorithm_name(l.algorithm),
+                                     " (only the lower one could ever apply)")};
+      }
+    }
+    const std::string key = several ? core::cat(node.stats_key, ".", l.stats_suffix) : node.stats_key;
+    l.stats = rule_stats::make(stats, key);
+    // What a dashboard needs to show utilisation: total_hits per window against these.
+    const std::string prefix = core::cat("ratelimit.service.rate_limit.", stats::sanitize_stat_name(key), ".");
+    stats.get_gauge(prefix + "limit").set(l.requests_per_unit);
+    stats.get_gauge(prefix + "window_seconds").set(l.window_seconds());
+  };
+  finish(*node.limit);
+  for (auto& l : node.more_limits) finish(l);
+}
+
+std::string describe_options(const rate_limit& l) {
+  std::string out;
+  if (l.algorithm != algorithm::fixed_window) out += core::cat(", algorithm: ", algorithm_name(l.algorithm));
+  if (l.unit_multiplier != 1) out += core::cat(", unit_multiplier: ", l.unit_multiplier);
+  if (l.burst != 0) out += core::cat(", burst: ", l.burst);
+  return out;
+}
+
+}  // namespace sluice::ratelimit::config

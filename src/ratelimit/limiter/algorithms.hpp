@@ -1,0 +1,72 @@
+#pragma once
+// The arithmetic of each op kind, shared by the limiter (which turns results into decisions) and the memory
+// store (which applies ops). The Redis script (backends/redis/decide_script.hpp) does the same in Lua, in
+// doubles: every quantity here stays far below 2^53 (microseconds until the year 2255), so both agree.
+//
+// Sliding window (the weighted counter production CDNs use): a request is within its limit L when
+//   ceil(previous × (W − elapsed) / W) + current ≤ L
+// where `previous` is the last window's count and `elapsed` the time since the current window began. Bound:
+// in any interval of length d ≤ W, at most L × (1 + d/W) requests are admitted (2L only when the previous
+// window's requests all came at its very end); for traffic spread evenly it is about L. Fixed windows admit
+// 2L within an instant at each boundary.
+//
+// GCRA (a token bucket of `burst` tokens refilled one per emission interval T = window / L): with the
+// theoretical arrival time TAT, a request of n hits admits when max(TAT, now) + n·T − burst·T ≤ now, and then
+// moves TAT there. So `burst` are admitted at once, then one per T; in any interval of length d at most
+// burst + d/T.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "ratelimit/limiter/backend.hpp"
+
+namespace sluice::ratelimit::limiter {
+
+// Saturates instead of overflowing: a result this large never admits.
+inline std::int64_t gcra_advance(std::int64_t tat, std::uint64_t hits, std::int64_t interval_us) {
+  constexpr std::int64_t cap = std::int64_t{1} << 52;
+  if (hits != 0 && static_cast<std::uint64_t>(cap) / hits < static_cast<std::uint64_t>(interval_us)) return cap;
+  return std::min(cap, tat + static_cast<std::int64_t>(hits) * interval_us);
+}
+
+inline std::uint64_t sliding_weighted_previous(std::uint64_t previous, std::int64_t now_us,
+                                               std::int64_t window_us) {
+  const std::int64_t elapsed = now_us % window_us;
+  return static_cast<std::uint64_t>(
+      std::ceil(static_cast<double>(previous) * static_cast<double>(window_us - elapsed) /
+                static_cast<double>(window_us)));
+}
+
+// `current` (and `previous`, for sliding) as the store holds them now (a GCRA key: its TAT, 0 when absent).
+// Writes what the op leaves in the store were it applied, and returns whether the op admits (a refund always
+// does).
+inline bool evaluate(const counter_op& op, std::uint64_t current, std::uint64_t previous, op_result& out) {
+  if (op.kind == op_kind::gcra) {
+    const std::int64_t tat = std::max(static_cast<std::int64_t>(current), op.now_us);
+    if (op.refund) {
+      const std::int64_t back = gcra_advance(0, op.increment, op.window_us);
+      out.value = static_cast<std::uint64_t>(std::max(tat - back, op.now_us));
+      return true;
+    }
+    const std::int64_t next = gcra_advance(tat, op.increment, op.window_us);
+    out.value = static_cast<std::uint64_t>(next);
+    return next - op.tolerance_us <= op.now_us;
+  }
+  out.previous = previous;
+  if (op.refund) {
+    out.value = current - std::min(current, op.increment);
+    return true;
+  }
+  out.value = current + op.increment;
+  const std::uint64_t weighted =
+      op.kind == op_kind::sliding ? sliding_weighted_previous(previous, op.now_us, op.window_us) : 0;
+  return out.value + weighted <= op.limit;
+}
+
+// Whether a GCRA op admitted, from the arrival time it left (or would have left).
+inline bool gcra_admits(const counter_op& op, std::uint64_t tat) {
+  return op.refund || static_cast<std::int64_t>(tat) - op.tolerance_us <= op.now_us;
+}
+
+}  // namespace sluice::ratelimit::limiter
