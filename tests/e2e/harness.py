@@ -334,6 +334,8 @@ def rls_request_proto(domain, descriptors, hits_addend=None):
             pd.limit.unit = _unit_number(limit[1])
         if hits is not None:
             pd.hits_addend.value = hits
+        if isinstance(d, dict) and d.get('is_negative_hits'):
+            pd.is_negative_hits = True
     return req
 
 
@@ -348,6 +350,8 @@ def rls_request_json(domain, descriptors, hits_addend=None):
             jd['limit'] = {'requestsPerUnit': limit[0], 'unit': limit[1]}
         if hits is not None:
             jd['hitsAddend'] = hits
+        if isinstance(d, dict) and d.get('is_negative_hits'):
+            jd['isNegativeHits'] = True
         body['descriptors'].append(jd)
     return body
 

@@ -15,7 +15,9 @@ namespace {
 // Longer windows would overflow the microsecond arithmetic of sliding windows and GCRA.
 constexpr std::int64_t max_window_seconds = 3650LL * 86'400;
 
-std::string lower_unit(unit u) { return core::ascii_lower(unit_name(u)); }
+std::string lower_unit(unit u) {
+  return core::ascii_lower(unit_name(u));
+}
 
 }  // namespace
 
@@ -38,8 +40,8 @@ void load_limit_options(const YAML::Node& yaml, rate_limit& limit) {
   } else if (name == "gcra") {
     limit.algorithm = algorithm::gcra;
   } else if (!name.empty() && name != "fixed_window") {
-    throw config_error{core::cat("unknown algorithm '", name,
-                                 "' (expected fixed_window, sliding_window or gcra)")};
+    throw config_error{
+        core::cat("unknown algorithm '", name, "' (expected fixed_window, sliding_window or gcra)")};
   }
   if (const auto& m = yaml["unit_multiplier"]; m && !m.IsNull()) {
     limit.unit_multiplier = scalar_uint32(m, "unit_multiplier");
@@ -69,8 +71,8 @@ void load_rule_options(const YAML::Node& yaml, descriptor_node& node) {
   if (const auto& r = yaml["near_limit_ratio"]; r && !r.IsNull()) {
     auto ratio = r.IsScalar() ? parse_yaml_number(r) : std::nullopt;
     if (!ratio || *ratio < 0 || *ratio > 1) {
-      throw config_error{core::cat("near_limit_ratio: '", r.IsScalar() ? r.Scalar() : "",
-                                   "' is not a number from 0 to 1")};
+      throw config_error{
+          core::cat("near_limit_ratio: '", r.IsScalar() ? r.Scalar() : "", "' is not a number from 0 to 1")};
     }
     node.near_limit_ratio = *ratio;
   }
@@ -90,10 +92,9 @@ void finish_limits(descriptor_node& node, stats::store& stats) {
     algo = algo.substr(0, algo.find('_'));  // fixed, sliding, gcra
     if (!upstream_key) l.key_tag = core::cat(l.window_seconds(), "s_", algo);
     if (several) {
-      l.stats_suffix = !l.name.empty() ? l.name
-                       : l.unit_multiplier == 1
-                           ? lower_unit(l.unit)
-                           : core::cat(l.unit_multiplier, "_", lower_unit(l.unit));
+      l.stats_suffix = !l.name.empty()          ? l.name
+                       : l.unit_multiplier == 1 ? lower_unit(l.unit)
+                                                : core::cat(l.unit_multiplier, "_", lower_unit(l.unit));
       if (l.name.empty() && l.algorithm != algorithm::fixed_window) l.stats_suffix += core::cat("_", algo);
       if (!suffixes.insert(l.stats_suffix).second) {
         throw config_error{core::cat("rate_limits of '", node.stats_key, "': two limits are named '",
@@ -108,7 +109,8 @@ void finish_limits(descriptor_node& node, stats::store& stats) {
     const std::string key = several ? core::cat(node.stats_key, ".", l.stats_suffix) : node.stats_key;
     l.stats = rule_stats::make(stats, key);
     // What a dashboard needs to show utilisation: total_hits per window against these.
-    const std::string prefix = core::cat("ratelimit.service.rate_limit.", stats::sanitize_stat_name(key), ".");
+    const std::string prefix =
+        core::cat("ratelimit.service.rate_limit.", stats::sanitize_stat_name(key), ".");
     stats.get_gauge(prefix + "limit").set(l.requests_per_unit);
     stats.get_gauge(prefix + "window_seconds").set(l.window_seconds());
   };

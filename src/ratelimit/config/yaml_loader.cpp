@@ -63,10 +63,19 @@ constexpr std::array<std::string_view, 22> allowed_keys{"domain",
                                                         "near_limit_ratio",
                                                         "count_only_admitted"};
 constexpr std::array<std::string_view, 2> top_level_keys{"domain", "descriptors"};
-constexpr std::array<std::string_view, 13> descriptor_keys{
-    "key",         "value",           "rate_limit",      "descriptors",      "shadow_mode",
-    "quota_mode",  "detailed_metric", "value_to_metric", "share_threshold",  "metadata",
-    "rate_limits", "near_limit_ratio", "count_only_admitted"};
+constexpr std::array<std::string_view, 13> descriptor_keys{"key",
+                                                           "value",
+                                                           "rate_limit",
+                                                           "descriptors",
+                                                           "shadow_mode",
+                                                           "quota_mode",
+                                                           "detailed_metric",
+                                                           "value_to_metric",
+                                                           "share_threshold",
+                                                           "metadata",
+                                                           "rate_limits",
+                                                           "near_limit_ratio",
+                                                           "count_only_admitted"};
 constexpr std::array<std::string_view, 8> rate_limit_keys{
     "unit", "requests_per_unit", "unlimited", "name", "replaces", "algorithm", "unit_multiplier", "burst"};
 constexpr std::array<std::string_view, 1> replaces_keys{"name"};

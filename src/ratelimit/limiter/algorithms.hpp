@@ -26,7 +26,8 @@ namespace sluice::ratelimit::limiter {
 // Saturates instead of overflowing: a result this large never admits.
 inline std::int64_t gcra_advance(std::int64_t tat, std::uint64_t hits, std::int64_t interval_us) {
   constexpr std::int64_t cap = std::int64_t{1} << 52;
-  if (hits != 0 && static_cast<std::uint64_t>(cap) / hits < static_cast<std::uint64_t>(interval_us)) return cap;
+  if (hits != 0 && static_cast<std::uint64_t>(cap) / hits < static_cast<std::uint64_t>(interval_us))
+    return cap;
   return std::min(cap, tat + static_cast<std::int64_t>(hits) * interval_us);
 }
 

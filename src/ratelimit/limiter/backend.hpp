@@ -16,8 +16,8 @@ namespace sluice::ratelimit::limiter {
 // What an op keeps in the store. The arithmetic of each is in algorithms.hpp; a store that runs it itself
 // (Redis, in a script) does the same arithmetic.
 enum class op_kind : std::uint8_t {
-  count,    // a counter (fixed windows): INCRBY and EXPIRE
-  sliding,  // a counter for the current window, read beside the previous window's counter
+  count,    // a counter (fixed windows): INCRBY and EXPIRE, whatever the decision (upstream's counting)
+  sliding,  // the current window's counter, judged with the previous window's; counts only what it admits
   gcra,     // a theoretical arrival time in microseconds, moved on only when the op admits
 };
 
@@ -43,10 +43,11 @@ struct op_result {
   // count, sliding: the counter after the op; gcra: the arrival time after it, were it applied.
   std::uint64_t value = 0;
   std::uint64_t previous = 0;  // sliding: the previous window's count
+  std::uint64_t before = 0;    // the counter before the op (Redis scripts: to undo what a refund gave back)
 };
 
 enum class batch_mode : std::uint8_t {
-  independent,     // each op on its own: counters always change (upstream), a GCRA op only when it admits
+  independent,     // each op on its own: fixed-window counters always count (upstream), others if they admit
   all_or_nothing,  // every op is applied only when every one admits (count_only_admitted)
   evaluate_only,   // nothing changes (an all-or-nothing request the local cache already knows is over)
 };

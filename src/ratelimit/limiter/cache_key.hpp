@@ -5,10 +5,11 @@
 //
 // A limit upstream cannot express (another algorithm, a unit_multiplier, one of several limits on a
 // descriptor) has a key of its own form:
-//   "{" + the same base + "}" + [window start + "_"] + tag        tag = "<window seconds>s_<fixed|sliding|gcra>"
+//   "{" + the same base + "}" + [window start + "_"] + tag        tag = "<window
+//   seconds>s_<fixed|sliding|gcra>"
 // It ends with a letter, and every upstream key ends with "_" and digits, so the two never collide. The
-// braces are a Redis Cluster hash tag: every such key of one descriptor (the current and previous windows of a
-// sliding window, all of its limits) lives in one slot, so one script can check them together.
+// braces are a Redis Cluster hash tag: every such key of one descriptor (the current and previous windows of
+// a sliding window, all of its limits) lives in one slot, so one script can check them together.
 
 #include <cstdint>
 #include <optional>

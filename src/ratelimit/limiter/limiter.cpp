@@ -23,7 +23,9 @@ std::int64_t window_seconds(const applied_limit& l) {
   return config::unit_seconds(l.unit) * l.unit_multiplier;
 }
 
-std::uint64_t gcra_burst(const applied_limit& l) { return l.burst != 0 ? l.burst : l.requests_per_unit; }
+std::uint64_t gcra_burst(const applied_limit& l) {
+  return l.burst != 0 ? l.burst : l.requests_per_unit;
+}
 
 // The emission interval, rounded up: the rate is never above the configured one.
 std::int64_t gcra_interval_us(const applied_limit& l) {
@@ -211,7 +213,8 @@ limiter::outcome limiter::judge(const work& w, const descriptor_work& item, cons
     return o;
   }
   o.after = result.value;
-  if (op.kind == op_kind::sliding) o.after += sliding_weighted_previous(result.previous, w.now_us, op.window_us);
+  if (op.kind == op_kind::sliding)
+    o.after += sliding_weighted_previous(result.previous, w.now_us, op.window_us);
   o.over = !item.negative && o.after > o.capacity;
   if (!o.over) o.remaining = clamp32(o.capacity - std::min(o.capacity, o.after));
   return o;
@@ -247,6 +250,13 @@ void limiter::count_stats(const descriptor_work& item, const limit_work& lw, con
 
 void limiter::finish(work& w, std::span<response_status*> statuses) {
   using code = envoy::service::ratelimit::v3::RateLimitResponse;
+  // An all-or-nothing batch with any limit over applied nothing: the limits that were within still have the
+  // hits this request would have taken.
+  bool applied_nothing = w.mode == batch_mode::evaluate_only;
+  if (w.mode == batch_mode::all_or_nothing) {
+    for (const auto& item : w.items)
+      for (const auto& lw : item.limits) applied_nothing = applied_nothing || judge(w, item, lw).over;
+  }
   for (std::size_t i = 0; i < w.items.size(); ++i) {
     auto& item = w.items[i];
     auto& status = *statuses[i];
@@ -272,17 +282,17 @@ void limiter::finish(work& w, std::span<response_status*> statuses) {
       } else {
         count_stats(item, lw, o);
         // In an all-or-nothing batch an over request was not applied: the counter holds `after - hits`.
-        const bool counter_full = w.mode == batch_mode::independent ? o.after > o.capacity
-                                                                    : o.after - item.hits >= o.capacity;
+        const bool counter_full =
+            w.mode == batch_mode::independent ? o.after > o.capacity : o.after - item.hits >= o.capacity;
         if (o.over && !o.via_local_cache && w.ops[lw.op].kind == op_kind::count && counter_full) {
           local_cache_.insert(lw.cache_key, w.now + window_seconds(lw.limit), w.now);
         }
         enforced_over = enforced_over || (o.over && !lw.limit.shadow_mode);
       }
-      const bool better = k == 0 || (o.over && !best.over) ||
-                          (o.over == best.over && (o.remaining < best.remaining ||
-                                                   (o.remaining == best.remaining &&
-                                                    o.reset_seconds > best.reset_seconds)));
+      const bool better =
+          k == 0 || (o.over && !best.over) ||
+          (o.over == best.over && (o.remaining < best.remaining ||
+                                   (o.remaining == best.remaining && o.reset_seconds > best.reset_seconds)));
       if (better) {
         chosen = k;
         best = o;
@@ -294,7 +304,10 @@ void limiter::finish(work& w, std::span<response_status*> statuses) {
     current->set_unit(static_cast<code::RateLimit::Unit>(limit.unit));
     if (limit.name != nullptr && !limit.name->empty()) current->set_name(*limit.name);
     status.mutable_duration_until_reset()->set_seconds(best.reset_seconds);
-    if (!best.over) status.set_limit_remaining(best.remaining);
+    if (!best.over) {
+      const std::uint64_t returned = applied_nothing && !item.negative ? item.hits : 0;
+      status.set_limit_remaining(clamp32(std::min<std::uint64_t>(best.capacity, best.remaining + returned)));
+    }
     // Hits given back never make a descriptor over its limit.
     status.set_code(enforced_over ? code::OVER_LIMIT : code::OK);
   }

@@ -38,9 +38,9 @@ struct applied_limit {
   config::rule_stats stats;
   config::algorithm algorithm = config::algorithm::fixed_window;
   std::uint32_t unit_multiplier = 1;
-  std::uint32_t burst = 0;              // gcra; 0 means requests_per_unit
-  std::string_view key_tag;             // empty: upstream's cache key
-  double near_limit_ratio = -1;         // negative: NEAR_LIMIT_RATIO
+  std::uint32_t burst = 0;       // gcra; 0 means requests_per_unit
+  std::string_view key_tag;      // empty: upstream's cache key
+  double near_limit_ratio = -1;  // negative: NEAR_LIMIT_RATIO
 
   // A configured rule's limit, counted under `stats`.
   static applied_limit of_rule(const config::rate_limit& rule, const config::descriptor_node& node,

@@ -105,8 +105,8 @@ class request_state final : public limiter::completion {
   limiter::work work_;
   bool prechecking_ = false;
   bool all_or_nothing_ = false;  // COUNT_ONLY_ADMITTED, or a matched rule's count_only_admitted
-  tracing::span execution_;     // upstream's "ShouldRateLimit Execution"
-  tracing::span backend_span_;  // the store's round trip (its own name), under it
+  tracing::span execution_;      // upstream's "ShouldRateLimit Execution"
+  tracing::span backend_span_;   // the store's round trip (its own name), under it
 };
 
 void request_state::resolve() {

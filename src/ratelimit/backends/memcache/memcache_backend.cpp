@@ -7,6 +7,7 @@
 
 #include "core/strings.hpp"
 #include "memcache/error.hpp"
+#include "ratelimit/limiter/algorithms.hpp"
 #include "ratelimit/limiter/pending_operations.hpp"
 
 namespace sluice::ratelimit::backends::memcache {
@@ -18,9 +19,10 @@ namespace {
 using index_list = boost::container::small_vector<std::size_t, 4>;
 
 enum class round : std::uint8_t {
-  first,      // get (increment: of the keys counted up) and incr/decr for every op; get: the get alone
-  add,        // add for the keys incr found missing
-  incr_again  // incr for the keys another client added first
+  first,       // get (increment: of the keys counted up) and incr/decr for every op; get: the get alone
+  add,         // add for the keys incr found missing
+  incr_again,  // incr for the keys another client added first
+  take_back    // decr of what a sliding window counted for a request it did not admit
 };
 
 void relaxed_add(std::atomic<std::uint64_t>& counter, std::uint64_t n = 1) {
@@ -75,7 +77,10 @@ void batch::send(std::size_t node, round r, index_list indexes) {
     char hits[24];
     for (auto i : indexes) {
       const auto& op = ops[i];
-      if (r == round::add) {
+      if (r == round::take_back) {
+        mc::encode_decr(out, op.key, op.increment);
+        request->expected.push_back(mc::reply_kind::incr);
+      } else if (r == round::add) {
         auto [end, ec] = std::to_chars(hits, hits + sizeof hits, op.increment);
         mc::encode_add(out, op.key, std::string_view(hits, static_cast<std::size_t>(end - hits)),
                        mc::exptime_for(op.ttl_seconds, now));
@@ -103,6 +108,7 @@ void batch::on_replies(std::size_t node, round r, const index_list& indexes, boo
   const auto& address = backend.client_.address(node);
   if (ec) {
     if (r == round::first) relaxed_add(counts.multiget_error);
+    if (r == round::take_back) return;  // the counter stays high until its window ends: stricter, not wrong
     if (r == round::add) relaxed_add(counts.add_error, indexes.size());
     if (r != round::add && increment) relaxed_add(counts.increment_error, indexes.size());
     return fail(ec == mc::error::not_connected
@@ -129,7 +135,8 @@ void batch::on_replies(std::size_t node, round r, const index_list& indexes, boo
       if (!read_values(address, indexes, values) || !increment) return;
     }
   }
-  index_list missing, taken;
+  if (r == round::take_back) return;
+  index_list missing, taken, over;
   for (auto i : indexes) {
     const auto& reply = replies[next++];
     using status = mc::reply::status;
@@ -161,6 +168,17 @@ void batch::on_replies(std::size_t node, round r, const index_list& indexes, boo
     }
   }
   if (pending.failed()) return;
+  // memcached cannot check before counting: a sliding window counts, then takes back what it did not admit.
+  for (auto i : indexes) {
+    limiter::op_result judged;
+    const bool counted =
+        std::ranges::find(missing, i) == missing.end() && std::ranges::find(taken, i) == taken.end();
+    if (sliding(i) && !ops[i].refund && counted &&
+        !limiter::evaluate(ops[i], results[i].value - ops[i].increment, results[i].previous, judged)) {
+      over.push_back(i);
+    }
+  }
+  if (!over.empty()) send(node, round::take_back, std::move(over));
   if (!missing.empty()) send(node, round::add, std::move(missing));
   if (!taken.empty()) send(node, round::incr_again, std::move(taken));
 }
@@ -194,8 +212,9 @@ void memcache_backend::increment(std::span<const limiter::counter_op> ops,
   // memcached has no scripts and no multi-key transaction: checking an arrival time or several counters
   // and changing them in one step is not possible there.
   auto refuse = [&](std::string_view what) {
-    limiter::backend_error e{core::cat(what, " is not offered with BACKEND_TYPE=memcache (memcached cannot check "
-                                             "and change counters in one step); use redis or memory")};
+    limiter::backend_error e{core::cat(what,
+                                       " is not offered with BACKEND_TYPE=memcache (memcached cannot check "
+                                       "and change counters in one step); use redis or memory")};
     done.complete(&e);
   };
   if (mode != limiter::batch_mode::independent) return refuse("count_only_admitted");
@@ -217,7 +236,8 @@ void memcache_backend::run(bool increment, std::span<const limiter::counter_op> 
     for (auto key : {op.key, op.previous_key}) {
       if (key.data() == op.previous_key.data() && op.kind != limiter::op_kind::sliding) continue;
       if (auto problem = mc::key_problem(key)) {
-        limiter::backend_error e{core::cat("cannot count key '", shown_key(key), "' in memcached: ", *problem)};
+        limiter::backend_error e{
+            core::cat("cannot count key '", shown_key(key), "' in memcached: ", *problem)};
         return done.complete(&e);
       }
     }

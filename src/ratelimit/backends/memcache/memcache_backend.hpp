@@ -30,7 +30,8 @@ class memcache_backend final : public limiter::backend {
   memcache_backend(sluice::memcache::client& client, const core::clock& clock)
       : client_(client), clock_(clock) {}
 
-  // Fixed and sliding windows; GCRA and all-or-nothing batches fail with an error that says why.
+  // Fixed and sliding windows (a sliding window's hits that it did not admit are taken back with a second
+  // write); GCRA and all-or-nothing batches fail with an error that says why.
   void increment(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
                  limiter::completion& done, limiter::batch_mode mode) override;
   void get(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,

@@ -101,8 +101,9 @@ void memory_backend::increment_each(std::span<const limiter::counter_op> ops,
     auto& s = shard_for(op.key);
     std::unique_lock lock(s.mutex);
     const bool admits = limiter::evaluate(op, read_locked(s, op.key, now), previous, results[i]);
-    // Counters always count (upstream's behaviour); a GCRA arrival time moves only when it admits.
-    if (op.kind == limiter::op_kind::gcra && !admits) continue;
+    // Fixed-window counters always count (upstream's behaviour); a sliding window or a GCRA arrival time
+    // changes only when the op admits.
+    if (op.kind != limiter::op_kind::count && !admits) continue;
     if (store_locked(s, op, results[i].value, now, nullptr)) {
       retried = false;
       continue;
@@ -137,8 +138,9 @@ void memory_backend::increment_together(std::span<const limiter::counter_op> ops
   bool full = false;
   for (std::size_t i = 0; i < ops.size() && !full; ++i) {
     const auto& op = ops[i];
-    const std::uint64_t previous =
-        op.kind == limiter::op_kind::sliding ? read_locked(shard_for(op.previous_key), op.previous_key, now) : 0;
+    const std::uint64_t previous = op.kind == limiter::op_kind::sliding
+                                       ? read_locked(shard_for(op.previous_key), op.previous_key, now)
+                                       : 0;
     auto& s = shard_for(op.key);
     admitted = limiter::evaluate(op, read_locked(s, op.key, now), previous, results[i]) && admitted;
     full = !store_locked(s, op, results[i].value, now, &undo);

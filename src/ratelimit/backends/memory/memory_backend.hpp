@@ -8,8 +8,8 @@
 // instead of 1.9-2.0x (scripts/bench contention, BENCHMARKS.md).
 //
 // Sliding windows and GCRA keep their state in the same tables (a GCRA key's value is its arrival time in
-// microseconds). An all-or-nothing batch locks every shard it touches, in index order, applies its ops in turn
-// and undoes them when one does not admit.
+// microseconds). An all-or-nothing batch locks every shard it touches, in index order, applies its ops in
+// turn and undoes them when one does not admit.
 //
 // Memory bound: at most `max_counters` live counters (MEMORY_MAX_COUNTERS), counted store-wide (only a new
 // counter touches that count). An increment that needs a new counter when the store is full (after

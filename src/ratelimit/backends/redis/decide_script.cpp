@@ -32,7 +32,7 @@ for a = 3, #ARGV, 7 do
   local limit, window, tolerance = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
   local key = KEYS[k]
   k = k + 1
-  local value, previous, ok = 0, 0, true
+  local value, previous, before, ok = 0, 0, 0, true
   if kind == 'g' then
     local tat = math.max(read(key), now)
     if refund then
@@ -47,6 +47,7 @@ for a = 3, #ARGV, 7 do
       k = k + 1
     end
     local current = read(key)
+    before = current
     if refund then
       value = current - math.min(current, hits)
     else
@@ -56,7 +57,7 @@ for a = 3, #ARGV, 7 do
       ok = value + weighted <= limit
     end
   end
-  local apply = mode == 'a' or (mode == 'i' and (ok or kind ~= 'g'))
+  local apply = mode == 'a' or (mode == 'i' and (ok or kind == 'c'))
   if apply then
     known[key] = value
     changes[#changes + 1] = {kind, key, value, ARGV[a + 6], refund}
@@ -64,6 +65,7 @@ for a = 3, #ARGV, 7 do
   all = all and ok
   reply[#reply + 1] = value
   reply[#reply + 1] = previous
+  reply[#reply + 1] = before
 end
 if mode == 'e' or (mode == 'a' and not all) then
   reply[1] = 0
@@ -100,8 +102,8 @@ std::string_view decide_script_sha() {
   return sha;
 }
 
-void push_decide(rd::request& out, std::span<const limiter::counter_op> ops, std::span<const std::size_t> indexes,
-                 limiter::batch_mode mode, bool whole) {
+void push_decide(rd::request& out, std::span<const limiter::counter_op> ops,
+                 std::span<const std::size_t> indexes, limiter::batch_mode mode, bool whole) {
   // Every number's text lives in one buffer reserved up front, so the views into it stay valid.
   std::string numbers;
   numbers.reserve(indexes.size() * 6 * 21 + 21);
@@ -129,7 +131,9 @@ void push_decide(rd::request& out, std::span<const limiter::counter_op> ops, std
   args.push_back(number(ops[indexes.front()].now_us));
   for (auto i : indexes) {
     const auto& op = ops[i];
-    args.push_back(op.kind == limiter::op_kind::gcra ? "g" : op.kind == limiter::op_kind::sliding ? "s" : "c");
+    args.push_back(op.kind == limiter::op_kind::gcra      ? "g"
+                   : op.kind == limiter::op_kind::sliding ? "s"
+                                                          : "c");
     args.push_back(number(static_cast<std::int64_t>(op.increment)));
     args.push_back(op.refund ? "1" : "0");
     args.push_back(number(static_cast<std::int64_t>(op.limit)));
@@ -143,13 +147,14 @@ void push_decide(rd::request& out, std::span<const limiter::counter_op> ops, std
 std::optional<bool> read_decide_reply(const rd::value& reply, std::span<const std::size_t> indexes,
                                       std::span<limiter::op_result> results) {
   const auto& e = reply.elements;
-  if (reply.type != rd::value::kind::array || e.size() != 1 + 2 * indexes.size()) return std::nullopt;
+  if (reply.type != rd::value::kind::array || e.size() != 1 + 3 * indexes.size()) return std::nullopt;
   for (const auto& v : e) {
     if (v.type != rd::value::kind::integer || v.integer < 0) return std::nullopt;
   }
   for (std::size_t j = 0; j < indexes.size(); ++j) {
-    results[indexes[j]].value = static_cast<std::uint64_t>(e[1 + 2 * j].integer);
-    results[indexes[j]].previous = static_cast<std::uint64_t>(e[2 + 2 * j].integer);
+    results[indexes[j]].value = static_cast<std::uint64_t>(e[1 + 3 * j].integer);
+    results[indexes[j]].previous = static_cast<std::uint64_t>(e[2 + 3 * j].integer);
+    results[indexes[j]].before = static_cast<std::uint64_t>(e[3 + 3 * j].integer);
   }
   return e[0].integer == 1;
 }

@@ -8,7 +8,8 @@
 //   ARGV: mode ("i" each op on its own, "a" all or nothing, "e" evaluate only), now in microseconds, then per
 //         op: kind ("c", "s", "g"), hits, refund ("1"/"0"), limit, window or interval (µs), tolerance (µs),
 //         TTL (s)
-//   reply: {1 if applied else 0, value, previous, value, previous, ...}; in mode "i" the first is 1.
+//   reply: {1 if applied else 0, then per op: value, previous, before (a counter's value before the op)}; in
+//          mode "i" the first is 1.
 
 #include <optional>
 #include <span>
@@ -27,8 +28,8 @@ std::string_view decide_script_sha();
 void push_decide(sluice::redis::request& out, std::span<const limiter::counter_op> ops,
                  std::span<const std::size_t> indexes, limiter::batch_mode mode, bool whole);
 
-// Reads a reply of the script into results[indexes[i]]; returns the applied flag, or nullopt when the reply is
-// not the script's.
+// Reads a reply of the script into results[indexes[i]]; returns the applied flag, or nullopt when the reply
+// is not the script's.
 std::optional<bool> read_decide_reply(const sluice::redis::value& reply, std::span<const std::size_t> indexes,
                                       std::span<limiter::op_result> results);
 

@@ -47,7 +47,9 @@ std::optional<std::uint64_t> counter_value(const rd::value& v) {
   return std::nullopt;
 }
 
-bool is_noscript(const rd::value& v) { return v.is_error() && v.text.starts_with("NOSCRIPT"); }
+bool is_noscript(const rd::value& v) {
+  return v.is_error() && v.text.starts_with("NOSCRIPT");
+}
 
 }  // namespace
 
@@ -61,8 +63,8 @@ struct batch final : limiter::completion {
     rd::store* store;
     index_list indexes;  // which ops it carries, in reply order
     command what;
-    bool whole = false;    // scripts sent with EVAL (after NOSCRIPT)
-    bool applied = true;   // a `together` part: whether its script applied its ops
+    bool whole = false;   // scripts sent with EVAL (after NOSCRIPT)
+    bool applied = true;  // a `together` part: whether its script applied its ops
   };
 
   batch(limiter::completion& d, std::span<const limiter::counter_op> o, std::span<limiter::op_result> r,
@@ -107,7 +109,7 @@ void batch::send(std::size_t which) {
       const auto& op = all[i];
       if (p.what == command::get) {
         encoded.push({"GET", op.key});
-      } else if (op.kind == limiter::op_kind::gcra) {
+      } else if (op.kind != limiter::op_kind::count) {
         const std::size_t one[1] = {i};
         push_decide(encoded, all, one, limiter::batch_mode::independent, p.whole);
       } else {
@@ -117,7 +119,6 @@ void batch::send(std::size_t which) {
           encoded.push({"INCRBY", op.key, to_text(a, op.increment)});
           encoded.push({"EXPIRE", op.key, to_text(b, op.ttl_seconds)});
         }
-        if (op.kind == limiter::op_kind::sliding) encoded.push({"GET", op.previous_key});
       }
     }
   }
@@ -133,7 +134,8 @@ void batch::send(std::size_t which) {
   p.store->exec(std::move(request), key);
 }
 
-void batch::on_replies(std::size_t which, boost::system::error_code ec, const std::vector<rd::value>& replies) {
+void batch::on_replies(std::size_t which, boost::system::error_code ec,
+                       const std::vector<rd::value>& replies) {
   auto& p = parts[which];
   if (ec) return pending.fail(p.store->describe(ec));
   if (compensating) return;  // what was taken back changes no decision
@@ -148,12 +150,12 @@ void batch::on_replies(std::size_t which, boost::system::error_code ec, const st
     p.applied = *applied;
     return;
   }
-  index_list again;  // GCRA ops whose node had no script
+  index_list again;  // script ops whose node had no script
   std::size_t next = 0;
   for (auto index : p.indexes) {
     const auto& op = ops[index];
     const auto& reply = replies[next++];
-    if (p.what != command::get && op.kind == limiter::op_kind::gcra) {
+    if (p.what != command::get && op.kind != limiter::op_kind::count) {
       const std::size_t one[1] = {index};
       if (is_noscript(reply) && !p.whole) {
         again.push_back(index);
@@ -171,11 +173,6 @@ void batch::on_replies(std::size_t which, boost::system::error_code ec, const st
     auto v = counter_value(reply);
     if (!v) return pending.fail("Redis returned a value that is not a counter");
     results[index].value = *v;
-    if (p.what == command::each && op.kind == limiter::op_kind::sliding) {
-      auto previous = counter_value(replies[next++]);
-      if (!previous) return pending.fail("Redis returned a value that is not a counter");
-      results[index].previous = *previous;
-    }
   }
   if (!again.empty()) {
     std::size_t added = 0;
@@ -191,8 +188,8 @@ void batch::on_replies(std::size_t which, boost::system::error_code ec, const st
 }
 
 void batch::complete(const limiter::backend_error* error) noexcept {
-  // An all-or-nothing batch over several nodes (a cluster's slots, or the per-second store) is atomic on each:
-  // when some applied and some refused, the hits of those that applied are taken back.
+  // An all-or-nothing batch over several nodes (a cluster's slots, or the per-second store) is atomic on
+  // each: when some applied and some refused, the hits of those that applied are taken back.
   const bool split = mode == limiter::batch_mode::all_or_nothing && parts.size() > 1;
   const bool refused = std::ranges::any_of(parts, [](const part& p) { return !p.applied; });
   if (error == nullptr && split && refused && !compensating) {
@@ -202,9 +199,19 @@ void batch::complete(const limiter::backend_error* error) noexcept {
       if (!p.applied) continue;
       part u{p.store, {}, command::together};
       for (auto i : p.indexes) {
-        if (ops[i].refund) continue;  // hits given back stay given back
         auto op = ops[i];
-        op.refund = true;
+        if (!op.refund) {
+          op.refund = true;
+        } else if (op.kind != limiter::op_kind::gcra && results[i].before > results[i].value) {
+          // What a refund gave back is counted again, as a plain counter increment.
+          op = {};
+          op.key = ops[i].key;
+          op.increment = results[i].before - results[i].value;
+          op.ttl_seconds = ops[i].ttl_seconds;
+          op.now_us = ops[i].now_us;
+        } else {
+          continue;  // a GCRA arrival time moved back stays moved back
+        }
         u.indexes.push_back(undo_ops.size());
         undo_ops.push_back(op);
       }
@@ -232,8 +239,9 @@ void redis_backend::get(std::span<const limiter::counter_op> ops, std::span<limi
   run(0, ops, results, done, limiter::batch_mode::independent);
 }
 
-void redis_backend::run(int what, std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
-                        limiter::completion& done, limiter::batch_mode mode) {
+void redis_backend::run(int what, std::span<const limiter::counter_op> ops,
+                        std::span<limiter::op_result> results, limiter::completion& done,
+                        limiter::batch_mode mode) {
   if (ops.empty()) return done.complete(nullptr);
   auto* state = new batch(done, ops, results, mode);
   const auto command = static_cast<batch::command>(what);

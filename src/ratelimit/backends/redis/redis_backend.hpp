@@ -4,8 +4,8 @@
 // STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT; a small EVAL script for negative hits. All keys of a decision go
 // in one pipeline per store — or, on a Redis Cluster, one request per key (INCRBY and EXPIRE together), each
 // to its node, all in parallel. With a per-second store (REDIS_PERSECOND), keys of SECOND limits go there.
-// Sliding windows add a GET of the previous window to the same pipeline; GCRA ops and all-or-nothing batches
-// are one call of decide_script each (per store, and per slot on a cluster).
+// Sliding-window and GCRA ops are one call of decide_script each, in the same pipeline; an all-or-nothing
+// batch is one call per store (per slot on a cluster).
 
 #include "ratelimit/limiter/backend.hpp"
 #include "redis/store.hpp"

@@ -1,0 +1,322 @@
+"""Beyond upstream (issue 17), with the real clock and concurrent clients, on the memory backend, one Redis, a Redis
+Cluster of three masters and memcached: sliding windows, GCRA with burst, unit_multiplier, several limits on one
+descriptor, and count_only_admitted (a request over any of its limits consumes nothing, atomically). Totals
+admitted over a run are checked against each algorithm's bound, and — where the store can be read — against what
+the store holds. memcached refuses GCRA and count_only_admitted with a message that says why."""
+
+import threading
+import time
+import unittest
+import uuid
+
+import harness
+from harness import ClusterSetup, RedisServer, Sluice
+from memcached import MemcachedServer
+from test_redis import attempt, wait_healthy
+
+RULES = """
+domain: b
+descriptors:
+  - key: sliding
+    rate_limit: {unit: second, unit_multiplier: 2, requests_per_unit: 20, algorithm: sliding_window}
+  - key: gcra
+    rate_limit: {unit: second, requests_per_unit: 20, algorithm: gcra, burst: 5}
+  - key: multi
+    rate_limits:
+      - {unit: second, requests_per_unit: 3}
+      - {unit: hour, requests_per_unit: 5, name: hourly}
+  - key: fivemin
+    rate_limit: {unit: minute, unit_multiplier: 5, requests_per_unit: 4}
+  - key: atomic_a
+    count_only_admitted: true
+    rate_limit: {unit: hour, requests_per_unit: 30}
+  - key: atomic_b
+    rate_limit: {unit: hour, requests_per_unit: 100000}
+  - key: plain
+    rate_limit: {unit: hour, requests_per_unit: 100}
+"""
+
+REFUSED = 'is not offered with BACKEND_TYPE=memcache (memcached cannot check and change counters in one step)'
+
+servers = {}
+
+
+def setUpModule():
+    servers['redis'] = RedisServer()
+    servers['cluster'] = ClusterSetup()
+    servers['memcache'] = MemcachedServer()
+
+
+def tearDownModule():
+    for s in servers.values():
+        s.close()
+
+
+def unique(tag):
+    return '%s%s' % (tag, uuid.uuid4().hex[:10])
+
+
+def hammer(sluice, descriptors, seconds, threads=6):
+    """Decisions from `threads` gRPC clients for `seconds` -> list of (sent, answered, outcome, detail)."""
+    results, lock = [], threading.Lock()
+    stop = time.monotonic() + seconds
+
+    def run():
+        while time.monotonic() < stop:
+            sent = time.time()
+            outcome, detail, _ = attempt(sluice, 'grpc', 'b', descriptors)
+            with lock:
+                results.append((sent, time.time(), outcome, detail))
+
+    workers = [threading.Thread(target=run, daemon=True) for _ in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    return results
+
+
+def admitted(results):
+    return [r for r in results if r[2] == 'ok' and r[3].overall == 'OK']
+
+
+class BackendCase:
+    """The tests, for the backend the subclass names."""
+    backend = None
+    sluice = None
+
+    @classmethod
+    def setUpClass(cls):
+        env = {'BACKEND_TYPE': cls.backend, 'EXPIRATION_JITTER_MAX_SECONDS': '0'}
+        if cls.backend == 'redis':
+            env.update(servers['redis'].sluice_env())
+        elif cls.backend == 'cluster':
+            env.update(servers['cluster'].sluice_env(), BACKEND_TYPE='redis')
+        elif cls.backend == 'memcache':
+            env['MEMCACHE_HOST_PORT'] = '127.0.0.1:%d' % servers['memcache'].port
+        cls.sluice = Sluice(rules={'b.yaml': RULES}, env=env)
+        try:
+            wait_healthy(cls.sluice)
+        except BaseException:
+            cls.sluice.close()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.sluice.close()
+
+    # -- the store, where it can be read --------------------------------------------------------------------------
+
+    def stored(self, key):
+        """The integer a store holds under `key` (0 when absent); None on the memory backend."""
+        if self.backend == 'redis':
+            v = servers['redis'].command('GET', key)
+        elif self.backend == 'cluster':
+            setup = servers['cluster']
+            v = setup.get(setup.owner(key), key)
+        elif self.backend == 'memcache':
+            c = servers['memcache'].counter(key)
+            v = c[0] if c else None
+        else:
+            return None
+        return int(v) if v is not None else 0
+
+    def decide(self, descriptors, hits_addend=None):
+        outcome, detail, _ = attempt(self.sluice, 'grpc', 'b', descriptors, hits_addend)
+        self.assertEqual(outcome, 'ok', detail)
+        return detail
+
+    # -- sliding window ---------------------------------------------------------------------------------------
+
+    def test_sliding_window_under_concurrent_load(self):
+        value = unique('s')
+        results = hammer(self.sluice, [{'entries': [('sliding', value)]}], 3.0)
+        self.assertTrue(all(r[2] == 'ok' for r in results), [r for r in results if r[2] != 'ok'][:3])
+        ok = admitted(results)
+        first, last = results[0][0], max(r[1] for r in results)
+        windows = range(int(first) // 2 * 2, int(last) // 2 * 2 + 1, 2)
+        # Each 2-second window admits at most 20; the offered load (hundreds a second) keeps every one busy.
+        self.assertLessEqual(len(ok), 20 * len(windows))
+        self.assertGreaterEqual(len(ok), 20 * (len(windows) - 2), 'a sliding window let almost nothing through')
+        # A sliding window counts only what it admits: the store's counters sum to exactly the admissions.
+        counts = [self.stored('{b_sliding_%s_}%d_2s_sliding' % (value, w)) for w in windows]
+        if counts[0] is not None:
+            self.assertEqual(sum(counts), len(ok), counts)
+            self.assertTrue(all(c <= 20 for c in counts), counts)
+
+    # -- GCRA ---------------------------------------------------------------------------------------------------
+
+    def test_gcra_burst_then_rate_under_concurrent_load(self):
+        value = unique('g')
+        if self.backend == 'memcache':
+            outcome, detail, _ = attempt(self.sluice, 'grpc', 'b', [{'entries': [('gcra', value)]}])
+            self.assertEqual((outcome, detail), ('unavailable', 'algorithm gcra ' + REFUSED + '; use redis or memory'))
+            return
+        burst = [self.decide([{'entries': [('gcra', value)]}]) for _ in range(6)]
+        self.assertEqual([d.overall for d in burst[:5]], ['OK'] * 5)  # burst 5 at once
+        self.assertEqual(burst[5].overall, 'OVER_LIMIT')
+        results = hammer(self.sluice, [{'entries': [('gcra', value)]}], 3.0)
+        ok = admitted(results)
+        span = max(r[1] for r in results) - results[0][0]
+        # One every 50 ms, plus at most the burst (already spent above, refilled by at most what the first
+        # request's wait gave back).
+        self.assertLessEqual(len(ok), 5 + span / 0.05 + 1)
+        self.assertGreaterEqual(len(ok), 0.8 * (span - 0.3) / 0.05)
+        if self.backend != 'memory':
+            tat = self.stored('{b_gcra_%s_}1s_gcra' % value)
+            self.assertGreater(tat, time.time() * 1e6 - 1e6)  # an arrival time in microseconds
+
+    # -- unit_multiplier ------------------------------------------------------------------------------------------
+
+    def test_unit_multiplier_windows_of_five_minutes(self):
+        value = unique('m')
+        harness.avoid_window_edge('MINUTE', 3.0)
+        if 300 - time.time() % 300 < 3:
+            time.sleep(3.1)
+        t0 = time.time()
+        got = [self.decide([{'entries': [('fivemin', value)]}]) for _ in range(5)]
+        self.assertEqual([d.overall for d in got], ['OK'] * 4 + ['OVER_LIMIT'])
+        self.assertEqual([d.statuses[0].remaining for d in got[:4]], [3, 2, 1, 0])
+        reset = got[4].statuses[0].reset
+        self.assertTrue(300 - time.time() % 300 - 1 <= reset <= 300 - t0 % 300 + 1, reset)
+        self.assertEqual(got[4].statuses[0].limit, (4, 'MINUTE'))
+        count = self.stored('{b_fivemin_%s_}%d_300s_fixed' % (value, int(t0) // 300 * 300))
+        if count is not None:
+            self.assertEqual(count, 5)  # a fixed window counts every hit, as upstream's
+
+    # -- several limits -------------------------------------------------------------------------------------------
+
+    def test_several_limits_on_one_descriptor(self):
+        value = unique('l')
+        d = [{'entries': [('multi', value)]}]
+        if time.time() % 1 > 0.5:
+            time.sleep(1.02 - time.time() % 1)
+        first = [self.decide(d) for _ in range(4)]
+        self.assertEqual([x.overall for x in first], ['OK', 'OK', 'OK', 'OVER_LIMIT'])
+        self.assertEqual(first[0].statuses[0].limit, (3, 'SECOND'))  # the closer one: 2 left against 4
+        self.assertEqual(first[0].statuses[0].remaining, 2)
+        time.sleep(1.02 - time.time() % 1)
+        # The hourly limit counted all four (a fixed window counts rejected hits, as upstream's): one more fits.
+        second = [self.decide(d) for _ in range(2)]
+        self.assertEqual([x.overall for x in second], ['OK', 'OVER_LIMIT'])
+        self.assertEqual(second[1].statuses[0].limit, (5, 'HOUR'))
+        self.assertEqual(second[1].statuses[0].name, 'hourly')
+        stats = self.stats('ratelimit.service.rate_limit.b.multi.')
+        self.assertEqual(stats['second.over_limit'], 1)
+        self.assertEqual(stats['hourly.over_limit'], 1)
+        self.assertEqual(stats['hourly.total_hits'], 6)
+        self.assertEqual(stats['hourly.limit'], 5)
+        self.assertEqual(stats['second.window_seconds'], 1)
+
+    def stats(self, prefix):
+        _, _, body = harness.http_get(self.sluice.debug_port, '/stats')
+        return {k[len(prefix):]: int(v) for k, v in (line.split(': ', 1) for line in body.splitlines())
+                if k.startswith(prefix)}
+
+    # -- count_only_admitted -------------------------------------------------------------------------------------
+
+    def atomic_values(self):
+        """Values for atomic_a and atomic_b whose keys are on different cluster slots (and nodes, where it can)."""
+        hour = int(time.time()) // 3600 * 3600
+        while True:
+            a, b = unique('a'), unique('b')
+            if self.backend != 'cluster':
+                return a, b
+            setup = servers['cluster']
+            ka, kb = 'b_atomic_a_%s_%d' % (a, hour), 'b_atomic_b_%s_%d' % (b, hour)
+            if setup.owner(ka) is not setup.owner(kb):
+                return a, b
+
+    def test_count_only_admitted_under_concurrent_load(self):
+        harness.avoid_window_edge('HOUR', 10.0)
+        a, b = self.atomic_values()
+        d = [{'entries': [('atomic_a', a)]}, {'entries': [('atomic_b', b)]}]
+        if self.backend == 'memcache':
+            outcome, detail, _ = attempt(self.sluice, 'grpc', 'b', d)
+            self.assertEqual((outcome, detail), ('unavailable', 'count_only_admitted ' + REFUSED + '; use redis or memory'))
+            return
+        results = hammer(self.sluice, d, 1.5)
+        self.assertTrue(all(r[2] == 'ok' for r in results), [r for r in results if r[2] != 'ok'][:3])
+        self.assertGreater(len(results), 60)
+        self.assertEqual(len(admitted(results)), 30)
+        # b consumed only for the 30 admitted requests, though it was within its own limit every time.
+        check = self.decide([{'entries': [('atomic_b', b)], 'hits_addend': 0}])
+        self.assertEqual(check.statuses[0].remaining, 100000 - 30)
+        hour = int(time.time()) // 3600 * 3600
+        for key, want in (('b_atomic_a_%s_%d' % (a, hour), 30), ('b_atomic_b_%s_%d' % (b, hour), 30)):
+            got = self.stored(key)
+            if got is not None:
+                self.assertEqual(got, want, key)
+        # A refused request's within-limit descriptor shows what it really has left.
+        refused = self.decide(d, hits_addend=3)
+        self.assertEqual(refused.overall, 'OVER_LIMIT')
+        self.assertEqual(refused.statuses[1].remaining, 100000 - 30)
+
+    def test_count_only_admitted_with_hits_addend_and_negative_hits(self):
+        if self.backend == 'memcache':
+            return
+        harness.avoid_window_edge('HOUR', 10.0)
+        a, b = self.atomic_values()
+        self.assertEqual(self.decide([{'entries': [('atomic_a', a)], 'hits_addend': 29}]).overall, 'OK')
+        both = [{'entries': [('atomic_a', a)], 'hits_addend': 2}, {'entries': [('atomic_b', b)], 'hits_addend': 50}]
+        self.assertEqual(self.decide(both).overall, 'OVER_LIMIT')
+        give_back = [{'entries': [('atomic_a', a)], 'hits_addend': 5},
+                     {'entries': [('atomic_b', b)], 'hits_addend': 50, 'is_negative_hits': True}]
+        self.decide([{'entries': [('atomic_b', b)], 'hits_addend': 70}])
+        self.assertEqual(self.decide(give_back).overall, 'OVER_LIMIT')
+        check = self.decide([{'entries': [('atomic_b', b)], 'hits_addend': 0}])
+        self.assertEqual(check.statuses[0].remaining, 100000 - 70)  # neither the 50 nor the refund happened
+        self.assertEqual(self.decide([{'entries': [('atomic_a', a)]}]).overall, 'OK')  # 30 of 30
+
+    # -- keys ------------------------------------------------------------------------------------------------
+
+    def test_upstream_rules_keep_upstream_keys(self):
+        value = unique('p')
+        harness.avoid_window_edge('HOUR', 5.0)
+        self.decide([{'entries': [('plain', value)]}])
+        count = self.stored('b_plain_%s_%d' % (value, int(time.time()) // 3600 * 3600))
+        if count is not None:
+            self.assertEqual(count, 1)
+
+
+class MemoryTest(BackendCase, unittest.TestCase):
+    backend = 'memory'
+
+
+class RedisTest(BackendCase, unittest.TestCase):
+    backend = 'redis'
+
+    def test_scripts_are_called_by_sha_and_sent_again_after_a_flush(self):
+        redis = servers['redis']
+        self.decide([{'entries': [('gcra', unique('f'))]}])
+        before = redis.command_calls()
+        for _ in range(20):
+            self.decide([{'entries': [('gcra', unique('f'))]}])
+        after = redis.command_calls()
+        self.assertEqual(after.get('evalsha', 0) - before.get('evalsha', 0), 20)
+        self.assertEqual(after.get('eval', 0) - before.get('eval', 0), 0)
+        redis.command('SCRIPT', 'FLUSH')
+        self.assertEqual(self.decide([{'entries': [('gcra', unique('f'))]}]).overall, 'OK')
+        redis.command('SCRIPT', 'FLUSH')
+        a, b = self.atomic_values()
+        self.assertEqual(self.decide([{'entries': [('atomic_a', a)]}, {'entries': [('atomic_b', b)]}]).overall, 'OK')
+        self.assertEqual(redis.command_calls().get('eval', 0) - after.get('eval', 0), 2)  # once per flush
+
+
+class ClusterTest(BackendCase, unittest.TestCase):
+    backend = 'cluster'
+
+    def test_scripts_flushed_from_every_node_are_sent_again(self):
+        for node in servers['cluster'].nodes:
+            node.command('SCRIPT', 'FLUSH')
+        a, b = self.atomic_values()
+        self.assertEqual(self.decide([{'entries': [('atomic_a', a)]}, {'entries': [('atomic_b', b)]}]).overall, 'OK')
+        self.assertEqual(self.decide([{'entries': [('gcra', unique('f'))]}]).overall, 'OK')
+
+
+class MemcacheTest(BackendCase, unittest.TestCase):
+    backend = 'memcache'
+
+
+if __name__ == '__main__':
+    unittest.main()
