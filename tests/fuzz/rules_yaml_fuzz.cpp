@@ -6,6 +6,7 @@
 // Build and run: scripts/fuzz rules_yaml [seconds]
 
 #include <algorithm>
+#include <cstdio>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -55,6 +56,26 @@ void write_children(const config::descriptor_node& node, std::string& out) {
   out += "]";
 }
 
+void write_limit(const config::rate_limit& l, std::string& out) {
+  out += "{requests_per_unit: " + std::to_string(l.requests_per_unit);
+  if (l.unlimited) out += ", unlimited: true";
+  if (l.unit != config::unit::unknown) out += ", unit: " + std::string(config::unit_name(l.unit));
+  if (!l.name.empty()) out += ", name: " + yaml_quoted(l.name);
+  out += ", algorithm: " + std::string(config::algorithm_name(l.algorithm));
+  if (!l.unlimited) out += ", unit_multiplier: " + std::to_string(l.unit_multiplier);
+  if (l.burst != 0) out += ", burst: " + std::to_string(l.burst);
+  out += ", replaces: [";
+  for (const auto& r : l.replaces) out += "{name: " + yaml_quoted(r) + "}, ";
+  out += "]}";
+}
+
+bool same_limit(const config::rate_limit& a, const config::rate_limit& b) {
+  return a.requests_per_unit == b.requests_per_unit && a.unit == b.unit && a.name == b.name &&
+         a.unlimited == b.unlimited && a.replaces == b.replaces && a.algorithm == b.algorithm &&
+         a.unit_multiplier == b.unit_multiplier && a.burst == b.burst && a.key_tag == b.key_tag &&
+         a.stats_suffix == b.stats_suffix;
+}
+
 void write_node(const config::descriptor_node& node, std::string& out) {
   out += "{key: " + yaml_quoted(node.key) + ", value: " + yaml_quoted(node.value);
   for (auto [name, set] : {std::pair{"shadow_mode", node.shadow_mode},
@@ -64,15 +85,23 @@ void write_node(const config::descriptor_node& node, std::string& out) {
                            {"share_threshold", node.share_threshold}}) {
     if (set) out += std::string(", ") + name + ": true";
   }
+  if (node.count_only_admitted) out += ", count_only_admitted: true";
+  if (node.near_limit_ratio) {
+    char ratio[40];
+    std::snprintf(ratio, sizeof ratio, "%.17g", *node.near_limit_ratio);
+    out += std::string(", near_limit_ratio: ") + ratio;
+  }
   if (node.limit) {
-    const auto& l = *node.limit;
-    out += ", rate_limit: {requests_per_unit: " + std::to_string(l.requests_per_unit);
-    if (l.unlimited) out += ", unlimited: true";
-    if (l.unit != config::unit::unknown) out += ", unit: " + std::string(config::unit_name(l.unit));
-    if (!l.name.empty()) out += ", name: " + yaml_quoted(l.name);
-    out += ", replaces: [";
-    for (const auto& r : l.replaces) out += "{name: " + yaml_quoted(r) + "}, ";
-    out += "]}";
+    out += ", rate_limit: ";
+    write_limit(*node.limit, out);
+  }
+  if (!node.more_limits.empty()) {
+    out += ", rate_limits: [";
+    for (const auto& l : node.more_limits) {
+      write_limit(l, out);
+      out += ", ";
+    }
+    out += "]";
   }
   out += ", ";
   write_children(node, out);
@@ -85,11 +114,10 @@ void check_same(const config::descriptor_node& a, const config::descriptor_node&
         a.detailed_metric == b.detailed_metric && a.value_to_metric == b.value_to_metric &&
         a.share_threshold == b.share_threshold);
   check(a.limit.has_value() == b.limit.has_value());
-  if (a.limit) {
-    check(a.limit->requests_per_unit == b.limit->requests_per_unit && a.limit->unit == b.limit->unit &&
-          a.limit->name == b.limit->name && a.limit->unlimited == b.limit->unlimited &&
-          a.limit->replaces == b.limit->replaces);
-  }
+  if (a.limit) check(same_limit(*a.limit, *b.limit));
+  check(a.more_limits.size() == b.more_limits.size());
+  for (std::size_t i = 0; i < a.more_limits.size(); ++i) check(same_limit(a.more_limits[i], b.more_limits[i]));
+  check(a.near_limit_ratio == b.near_limit_ratio && a.count_only_admitted == b.count_only_admitted);
   check(a.wildcard_parts == b.wildcard_parts);
   check(a.children.size() == b.children.size() && a.wildcard_children.size() == b.wildcard_children.size());
   for (std::size_t i = 0; i < a.wildcard_children.size(); ++i)
@@ -105,7 +133,16 @@ void check_same(const config::descriptor_node& a, const config::descriptor_node&
 void check_node(const config::rule_set& rules, const config::descriptor_node& domain,
                 const config::descriptor_node& node, std::vector<config::entry>& path, bool exact_path) {
   const bool counted = node.limit && !node.limit->unlimited;
-  check((node.stats.total_hits != nullptr) == counted);
+  check(!node.limit || (node.limit->stats.total_hits != nullptr) == counted);
+  check(node.more_limits.empty() || node.limit);
+  for (const auto& l : node.more_limits) {
+    check(l.stats.total_hits != nullptr && !l.key_tag.empty() && !l.stats_suffix.empty());
+    check(l.unit_multiplier >= 1 && (l.burst == 0 || l.algorithm == config::algorithm::gcra));
+  }
+  // Only the single fixed window of one unit keeps upstream's key (and so no tag).
+  if (counted)
+    check(node.limit->key_tag.empty() == (node.more_limits.empty() && node.limit->unit_multiplier == 1 &&
+                                          node.limit->algorithm == config::algorithm::fixed_window));
   check(node.is_wildcard() == (node.value.find('*') != std::string::npos));
   if (exact_path && !path.empty()) {
     const auto found = rules.get_limit(domain, path);
