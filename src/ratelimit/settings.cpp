@@ -386,6 +386,11 @@ module_settings read_module_settings(const core::env_reader& env) {
   if (svc.request_headers_enabled) svc.request_headers = read_header_names(env, "LIMIT_REQUEST_");
   svc.response_dynamic_metadata = env.get_bool("RESPONSE_DYNAMIC_METADATA", false);
   svc.count_only_admitted = env.get_bool("COUNT_ONLY_ADMITTED", false);
+  if (svc.count_only_admitted && s.backend_type == "memcache") {
+    throw core::settings_error(
+        "COUNT_ONLY_ADMITTED=true is not offered with BACKEND_TYPE=memcache: memcached cannot check and change "
+        "several counters in one step (use redis or memory)");
+  }
 
   auto& lim = s.limiter;
   lim.near_limit_ratio = env.get_double("NEAR_LIMIT_RATIO", 0.8, 0.0, 1.0);

@@ -181,6 +181,10 @@ TEST_CASE("rate limit settings: memcache") {
       core::settings_error);
   CHECK_NOTHROW(read({{"MEMCACHE_SRV", "_m._tcp.x"}, {"MEMCACHE_SRV_DNS_SERVER", "10.0.0.2"}}));
 
+  CHECK_THROWS_WITH_AS(read({{"MEMCACHE_HOST_PORT", "a:1"}, {"COUNT_ONLY_ADMITTED", "true"}}),
+                       "COUNT_ONLY_ADMITTED=true is not offered with BACKEND_TYPE=memcache: memcached cannot "
+                       "check and change several counters in one step (use redis or memory)",
+                       core::settings_error);
   CHECK_THROWS_WITH_AS(read({{"MEMCACHE_HOST_PORT", "a:1"}, {"MEMCACHE_SRV", "_m._tcp.x"}}),
                        "Both MEMCACHE_HOST_PORT and MEMCACHE_SRV are set", core::settings_error);
   CHECK_THROWS_WITH_AS(

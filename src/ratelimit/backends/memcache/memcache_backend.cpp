@@ -217,7 +217,7 @@ void memcache_backend::increment(std::span<const limiter::counter_op> ops,
                                        "and change counters in one step); use redis or memory")};
     done.complete(&e);
   };
-  if (mode != limiter::batch_mode::independent) return refuse("count_only_admitted");
+  if (mode != limiter::batch_mode::independent && !ops.empty()) return refuse("count_only_admitted");
   if (std::ranges::any_of(ops, [](const auto& op) { return op.kind == limiter::op_kind::gcra; }))
     return refuse("algorithm gcra");
   run(true, ops, results, done);

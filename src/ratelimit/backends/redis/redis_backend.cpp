@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "core/strings.hpp"
-#include "ratelimit/backends/redis/decide_script.hpp"
+#include "ratelimit/limiter/algorithms.hpp"
 #include "ratelimit/limiter/pending_operations.hpp"
 #include "redis/cluster_slot.hpp"
 #include "redis/error.hpp"
@@ -47,45 +47,42 @@ std::optional<std::uint64_t> counter_value(const rd::value& v) {
   return std::nullopt;
 }
 
-bool is_noscript(const rd::value& v) {
-  return v.is_error() && v.text.starts_with("NOSCRIPT");
-}
-
 }  // namespace
 
-// What one decision waits for: its requests (one per store, or per key or slot on a cluster), finished in any
-// order, on any thread. It is its requests' completion: when the last one is in, an all-or-nothing batch
-// split over several requests may still have to take back what some of them applied.
+// What one decision waits for: its pipelines (one per store, or per key on a cluster) and its script groups
+// (through the stores' script_batchers), finished in any order, on any thread. It is their completion: when
+// the last one is in, an all-or-nothing batch split over several nodes may still have to take back what some
+// of them applied.
 struct batch final : limiter::completion {
-  enum class command : std::uint8_t { get, each, together };
-
   struct part {
-    rd::store* store;
+    redis_backend::store_pair* store;
     index_list indexes;  // which ops it carries, in reply order
-    command what;
-    bool whole = false;   // scripts sent with EVAL (after NOSCRIPT)
-    bool applied = true;  // a `together` part: whether its script applied its ops
+    bool script;         // a decide_script group; otherwise a pipeline of plain commands
+    bool applied = true;  // a script group in an all-or-nothing batch: whether it applied its ops
   };
 
   batch(limiter::completion& d, std::span<const limiter::counter_op> o, std::span<limiter::op_result> r,
-        limiter::batch_mode m)
-      : pending(*this), done(d), ops(o), results(r), mode(m) {}
+        limiter::batch_mode m, bool g)
+      : pending(*this), done(d), ops(o), results(r), mode(m), get(g) {}
 
   limiter::pending_operations pending;
   limiter::completion& done;
   std::span<const limiter::counter_op> ops;
   std::span<limiter::op_result> results;
   limiter::batch_mode mode;
-  // Reserved before the first send (a part adds at most one more, for NOSCRIPT), so adding one never moves
-  // the parts that other threads' replies are reading; the mutex orders the additions.
+  bool get;  // GET the counters (STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT's read ahead)
   boost::container::small_vector<part, 4> parts;
-  std::mutex parts_mutex;
   // Compensation: the ops that take back what applied parts counted.
   boost::container::small_vector<limiter::counter_op, 4> undo_ops;
   bool compensating = false;
 
+  std::span<const limiter::counter_op> current_ops() const {
+    return compensating ? std::span<const limiter::counter_op>(undo_ops) : ops;
+  }
   void send(std::size_t which);
-  void on_replies(std::size_t which, boost::system::error_code ec, const std::vector<rd::value>& replies);
+  void on_pipeline(std::size_t which, boost::system::error_code ec, const std::vector<rd::value>& replies);
+  void on_script(std::size_t which, const std::string* error, const rd::value* reply, std::size_t at);
+  void take_back(rd::store& store, const limiter::counter_op& op);
   void complete(const limiter::backend_error* error) noexcept override;
   // Sends every part. One count more is held while sending: a store may complete inline (nothing reachable),
   // and the last completion may delete the batch.
@@ -99,97 +96,93 @@ struct batch final : limiter::completion {
 
 void batch::send(std::size_t which) {
   auto& p = parts[which];
+  const auto all = current_ops();
+  if (p.script) {
+    const script_group group{all, p.indexes, compensating ? limiter::batch_mode::independent : mode};
+    p.store->scripts.add(group, all[p.indexes.front()].key,
+                         [this, which](const std::string* error, const rd::value* reply, std::size_t at) {
+                           on_script(which, error, reply, at);
+                           pending.finish_one();
+                         });
+    return;
+  }
   rd::request encoded;
   char a[24], b[24];
-  const auto all = compensating ? std::span<const limiter::counter_op>(undo_ops) : ops;
-  if (p.what == command::together) {
-    push_decide(encoded, all, p.indexes, compensating ? limiter::batch_mode::independent : mode, p.whole);
-  } else {
-    for (auto i : p.indexes) {
-      const auto& op = all[i];
-      if (p.what == command::get) {
-        encoded.push({"GET", op.key});
-      } else if (op.kind != limiter::op_kind::count) {
-        const std::size_t one[1] = {i};
-        push_decide(encoded, all, one, limiter::batch_mode::independent, p.whole);
-      } else {
-        if (op.refund) {
-          encoded.push({"EVAL", refund_script, "1", op.key, to_text(a, op.increment)});
-        } else {
-          encoded.push({"INCRBY", op.key, to_text(a, op.increment)});
-          encoded.push({"EXPIRE", op.key, to_text(b, op.ttl_seconds)});
-        }
-      }
+  for (auto i : p.indexes) {
+    const auto& op = all[i];
+    if (get) {
+      encoded.push({"GET", op.key});
+    } else if (op.refund) {
+      encoded.push({"EVAL", refund_script, "1", op.key, to_text(a, op.increment)});
+    } else {
+      encoded.push({"INCRBY", op.key, to_text(a, op.increment)});
+      encoded.push({"EXPIRE", op.key, to_text(b, op.ttl_seconds)});
     }
+    if (!get && op.kind == limiter::op_kind::sliding) encoded.push({"GET", op.previous_key});
   }
   auto request = std::make_shared<rd::pending_request>();
   request->expected_replies = encoded.expected_replies();
   request->payload = encoded.release_payload();
   request->done = [this, which](boost::system::error_code ec, std::vector<rd::value>&& replies) {
-    on_replies(which, ec, replies);
+    on_pipeline(which, ec, replies);
     pending.finish_one();
   };
   // The routing key is read before sending: the last completion may delete the batch.
   const std::string_view key = all[p.indexes.front()].key;
-  p.store->exec(std::move(request), key);
+  p.store->store.exec(std::move(request), key);
 }
 
-void batch::on_replies(std::size_t which, boost::system::error_code ec,
-                       const std::vector<rd::value>& replies) {
+void batch::on_script(std::size_t which, const std::string* error, const rd::value* reply, std::size_t at) {
   auto& p = parts[which];
-  if (ec) return pending.fail(p.store->describe(ec));
+  if (error != nullptr) return pending.fail(*error);
   if (compensating) return;  // what was taken back changes no decision
-  if (p.what == command::together) {
-    if (is_noscript(replies[0]) && !p.whole) {
-      p.whole = true;  // the node lost its scripts (a restart, SCRIPT FLUSH): send the script itself
-      pending.add();
-      return send(which);
-    }
-    auto applied = read_decide_reply(replies[0], p.indexes, results);
-    if (!applied) return pending.fail(core::cat("Redis error: ", replies[0].text));
-    p.applied = *applied;
-    return;
-  }
-  index_list again;  // script ops whose node had no script
+  auto applied = read_decide_reply(*reply, at, p.indexes, results);
+  if (!applied) return pending.fail("Redis returned a reply that is not the decide script's");
+  p.applied = *applied;
+}
+
+void batch::on_pipeline(std::size_t which, boost::system::error_code ec, const std::vector<rd::value>& replies) {
+  auto& p = parts[which];
+  if (ec) return pending.fail(p.store->store.describe(ec));
   std::size_t next = 0;
   for (auto index : p.indexes) {
     const auto& op = ops[index];
     const auto& reply = replies[next++];
-    if (p.what != command::get && op.kind != limiter::op_kind::count) {
-      const std::size_t one[1] = {index};
-      if (is_noscript(reply) && !p.whole) {
-        again.push_back(index);
-      } else if (!read_decide_reply(reply, one, results)) {
-        return pending.fail(core::cat("Redis error: ", reply.text));
-      }
-      continue;
-    }
     if (reply.is_error()) return pending.fail(core::cat("Redis error: ", reply.text));
     // INCRBY's reply is followed by EXPIRE's. A counter without its EXPIRE would never go away: that is a
     // failure too.
-    if (p.what == command::each && !op.refund && replies[next++].is_error()) {
+    if (!get && !op.refund && replies[next++].is_error()) {
       return pending.fail(core::cat("Redis error: ", replies[next - 1].text));
     }
     auto v = counter_value(reply);
     if (!v) return pending.fail("Redis returned a value that is not a counter");
     results[index].value = *v;
-  }
-  if (!again.empty()) {
-    std::size_t added = 0;
-    {
-      std::lock_guard lock(parts_mutex);
-      parts.push_back({p.store, {}, command::each, true});
-      parts.back().indexes.assign(again.begin(), again.end());
-      added = parts.size() - 1;
-    }
-    pending.add();
-    send(added);
+    if (get || op.kind != limiter::op_kind::sliding) continue;
+    auto previous = counter_value(replies[next++]);
+    if (!previous) return pending.fail("Redis returned a value that is not a counter");
+    results[index].previous = *previous;
+    // A sliding window counts only what it admits: hits it did not admit are taken back. The decision does not
+    // wait for that; until it lands the window looks fuller than it is (stricter, never looser).
+    limiter::op_result judged;
+    if (!op.refund && !limiter::evaluate(op, *v - std::min(*v, op.increment), *previous, judged))
+      take_back(p.store->store, op);
   }
 }
 
+void batch::take_back(rd::store& store, const limiter::counter_op& op) {
+  rd::request encoded;
+  char a[24];
+  encoded.push({"DECRBY", op.key, to_text(a, op.increment)});
+  auto request = std::make_shared<rd::pending_request>();
+  request->expected_replies = encoded.expected_replies();
+  request->payload = encoded.release_payload();
+  request->done = [](boost::system::error_code, std::vector<rd::value>&&) {};
+  store.exec(std::move(request), op.key);
+}
+
 void batch::complete(const limiter::backend_error* error) noexcept {
-  // An all-or-nothing batch over several nodes (a cluster's slots, or the per-second store) is atomic on
-  // each: when some applied and some refused, the hits of those that applied are taken back.
+  // An all-or-nothing batch over several nodes (a cluster's slots, or the per-second store) is atomic on each:
+  // when some applied and some refused, what those that applied changed is taken back.
   const bool split = mode == limiter::batch_mode::all_or_nothing && parts.size() > 1;
   const bool refused = std::ranges::any_of(parts, [](const part& p) { return !p.applied; });
   if (error == nullptr && split && refused && !compensating) {
@@ -197,7 +190,7 @@ void batch::complete(const limiter::backend_error* error) noexcept {
     boost::container::small_vector<part, 4> undo;
     for (const auto& p : parts) {
       if (!p.applied) continue;
-      part u{p.store, {}, command::together};
+      part u{p.store, {}, true};
       for (auto i : p.indexes) {
         auto op = ops[i];
         if (!op.refund) {
@@ -219,7 +212,6 @@ void batch::complete(const limiter::backend_error* error) noexcept {
     }
     if (!undo.empty()) {
       parts = std::move(undo);
-      parts.reserve(2 * parts.size());
       send_all();
       return;
     }
@@ -229,45 +221,55 @@ void batch::complete(const limiter::backend_error* error) noexcept {
   delete this;
 }
 
+redis_backend::redis_backend(boost::asio::any_io_executor ex, rd::store& main, rd::store* per_second)
+    : main_(std::make_unique<store_pair>(ex, main)),
+      per_second_(per_second != nullptr ? std::make_unique<store_pair>(ex, *per_second) : nullptr) {}
+
+redis_backend::~redis_backend() = default;
+
 void redis_backend::increment(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
                               limiter::completion& done, limiter::batch_mode mode) {
-  run(mode == limiter::batch_mode::independent ? 1 : 2, ops, results, done, mode);
+  run(false, ops, results, done, mode);
 }
 
 void redis_backend::get(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
                         limiter::completion& done) {
-  run(0, ops, results, done, limiter::batch_mode::independent);
+  run(true, ops, results, done, limiter::batch_mode::independent);
 }
 
-void redis_backend::run(int what, std::span<const limiter::counter_op> ops,
-                        std::span<limiter::op_result> results, limiter::completion& done,
-                        limiter::batch_mode mode) {
+void redis_backend::run(bool get, std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
+                        limiter::completion& done, limiter::batch_mode mode) {
   if (ops.empty()) return done.complete(nullptr);
-  auto* state = new batch(done, ops, results, mode);
-  const auto command = static_cast<batch::command>(what);
-  // Group the ops: per store; on a cluster, per key (each op alone) or, for a script, per slot.
-  boost::container::small_vector<std::pair<rd::store*, std::size_t>, 2> groups;  // (store, slot or SIZE_MAX)
+  auto* state = new batch(done, ops, results, mode, get);
+  // Group the ops: per store, plain commands apart from script groups (GCRA, and every op of an all-or-nothing
+  // batch); on a cluster, plain commands per op and script groups per slot.
+  struct group_key {
+    store_pair* store;
+    bool script;
+    std::size_t slot;
+    bool operator==(const group_key&) const = default;
+  };
+  boost::container::small_vector<group_key, 4> groups;
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    rd::store* store = ops[i].per_second && per_second_ != nullptr ? per_second_ : &main_;
-    std::size_t group = SIZE_MAX;
-    if (store->one_key_per_request()) {
-      group = command == batch::command::together ? rd::hash_slot(ops[i].key) : SIZE_MAX - 1 - i;
-    }
-    auto it = std::ranges::find(groups, std::pair{store, group});
+    store_pair* store = ops[i].per_second && per_second_ ? per_second_.get() : main_.get();
+    const bool script = !get && (mode != limiter::batch_mode::independent || ops[i].kind == limiter::op_kind::gcra);
+    std::size_t slot = 0;
+    if (store->store.one_key_per_request()) slot = script ? rd::hash_slot(ops[i].key) : SIZE_MAX - i;
+    const group_key key{store, script, slot};
+    auto it = std::ranges::find(groups, key);
     if (it == groups.end()) {
-      groups.emplace_back(store, group);
-      state->parts.push_back({store, {}, command});
+      groups.push_back(key);
+      state->parts.push_back({store, {}, script});
       it = groups.end() - 1;
     }
     state->parts[static_cast<std::size_t>(it - groups.begin())].indexes.push_back(i);
   }
-  state->parts.reserve(2 * state->parts.size());
   state->send_all();
 }
 
 limiter::trace_description redis_backend::describe_for_trace(std::span<const limiter::counter_op> ops) const {
   std::int64_t main = 0, per_second = 0;
-  for (const auto& op : ops) ++(op.per_second && per_second_ != nullptr ? per_second : main);
+  for (const auto& op : ops) ++(op.per_second && per_second_ ? per_second : main);
   return {"Redis Pipeline Execution",
           {{{"pipeline length", 2 * main}, {"perSecondPipeline length", 2 * per_second}}},
           2};

@@ -4,9 +4,14 @@
 // STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT; a small EVAL script for negative hits. All keys of a decision go
 // in one pipeline per store — or, on a Redis Cluster, one request per key (INCRBY and EXPIRE together), each
 // to its node, all in parallel. With a per-second store (REDIS_PERSECOND), keys of SECOND limits go there.
-// Sliding-window and GCRA ops are one call of decide_script each, in the same pipeline; an all-or-nothing
-// batch is one call per store (per slot on a cluster).
+// A sliding window adds a GET of its previous window to the pipeline (and a DECRBY, not waited for, of hits it
+// did not admit). GCRA ops and all-or-nothing batches are groups of decide_script, gathered per worker turn by
+// a script_batcher into one call per store (per slot on a cluster).
 
+#include <boost/asio/any_io_executor.hpp>
+#include <memory>
+
+#include "ratelimit/backends/redis/script_batcher.hpp"
 #include "ratelimit/limiter/backend.hpp"
 #include "redis/store.hpp"
 
@@ -14,9 +19,10 @@ namespace sluice::ratelimit::backends::redis {
 
 class redis_backend final : public limiter::backend {
  public:
-  // `per_second` may be null: then every key goes to `main`.
-  redis_backend(sluice::redis::store& main, sluice::redis::store* per_second)
-      : main_(main), per_second_(per_second) {}
+  // `per_second` may be null: then every key goes to `main`. `ex` is the executor of the worker whose
+  // decisions this backend serves: script batches are flushed there.
+  redis_backend(boost::asio::any_io_executor ex, sluice::redis::store& main, sluice::redis::store* per_second);
+  ~redis_backend() override;
 
   // upstream's span around the pipelines: two commands per key (INCRBY and EXPIRE) in each.
   limiter::trace_description describe_for_trace(std::span<const limiter::counter_op> ops) const override;
@@ -26,13 +32,19 @@ class redis_backend final : public limiter::backend {
   void get(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
            limiter::completion& done) override;
 
+  // A store and the batcher of its script calls.
+  struct store_pair {
+    store_pair(boost::asio::any_io_executor ex, sluice::redis::store& s) : store(s), scripts(std::move(ex), s) {}
+    sluice::redis::store& store;
+    script_batcher scripts;
+  };
+
  private:
-  // what: 0 GET, 1 each op on its own, 2 one script per store (per slot on a cluster)
-  void run(int what, std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
+  void run(bool get, std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
            limiter::completion& done, limiter::batch_mode mode);
 
-  sluice::redis::store& main_;
-  sluice::redis::store* per_second_;
+  std::unique_ptr<store_pair> main_;
+  std::unique_ptr<store_pair> per_second_;
 };
 
 }  // namespace sluice::ratelimit::backends::redis
