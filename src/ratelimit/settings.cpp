@@ -388,7 +388,8 @@ module_settings read_module_settings(const core::env_reader& env) {
   svc.count_only_admitted = env.get_bool("COUNT_ONLY_ADMITTED", false);
   if (svc.count_only_admitted && s.backend_type == "memcache") {
     throw core::settings_error(
-        "COUNT_ONLY_ADMITTED=true is not offered with BACKEND_TYPE=memcache: memcached cannot check and change "
+        "COUNT_ONLY_ADMITTED=true is not offered with BACKEND_TYPE=memcache: memcached cannot check and "
+        "change "
         "several counters in one step (use redis or memory)");
   }
 

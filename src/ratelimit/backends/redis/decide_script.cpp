@@ -2,6 +2,7 @@
 
 #include <openssl/sha.h>
 
+#include <algorithm>
 #include <charconv>
 #include <vector>
 
@@ -13,7 +14,9 @@ namespace rd = sluice::redis;
 // go back to Redis through %.0f: Lua's tostring would write 1e+15 from 10^15.
 const std::string_view decide_script = R"lua(
 local cap = 4503599627370496
-local known, existed, dirty = {}, {}, {}
+local max, min, ceil, byte, tonumber = math.max, math.min, math.ceil, string.byte, tonumber
+local known, existed = {}, {}
+local dirty_kind, dirty_ttl, dirty_now = {}, {}, {}
 local function stored(k)
   local v = known[k]
   if v == nil then
@@ -24,85 +27,108 @@ local function stored(k)
   end
   return v
 end
-local reply = {}
-local k, a = 1, 1
+local function change(key, value, kind, ttl, refund, now)
+  known[key] = value
+  dirty_kind[key], dirty_now[key] = kind, now
+  if not refund then dirty_ttl[key] = ttl end
+end
+local specs = {}
+local a = 2
+for s = 1, tonumber(ARGV[1]) do
+  specs[s] = {ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])}
+  a = a + 4
+end
+local reply, n = {}, 0
+local k = 1
 while a <= #ARGV do
   local mode, now, count = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
   a = a + 3
-  local head = #reply + 1
+  n = n + 1
+  local head = n
   reply[head] = 1
-  local mine, changes, all = {}, {}, true
-  local function read(key)
-    local v = mine[key]
-    if v == nil then v = stored(key) end
-    return v
-  end
-  for _ = 1, count do
-    local kind, hits, refund = ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2] == '1'
-    local limit, window, tolerance = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
-    local ttl = ARGV[a + 6]
-    a = a + 7
+  local each = mode == 'i'
+  -- An all-or-nothing group works on an overlay, merged only when every op admits.
+  local mine, keys, values, kinds, ttls, refunds, all = nil, nil, nil, nil, nil, nil, true
+  if not each then mine, keys, values, kinds, ttls, refunds = {}, {}, {}, {}, {}, {} end
+  for i = 1, count do
+    local spec, hits = specs[tonumber(ARGV[a])], tonumber(ARGV[a + 1])
+    local refund = byte(ARGV[a + 1]) == 45
+    a = a + 2
+    local kind = spec[1]
+    if refund then hits = -hits end
     local key = KEYS[k]
     k = k + 1
-    local value, previous, before, ok = 0, 0, 0, true
+    local current = mine and mine[key]
+    if current == nil then current = stored(key) end
+    local value, ok, ttl = 0, true, nil
     if kind == 'g' then
-      local tat = math.max(read(key), now)
+      local tat = max(current, now)
       if refund then
-        value = math.max(tat - math.min(hits * window, cap), now)
+        value = max(tat - min(hits * spec[3], cap), now)
       else
-        value = math.min(tat + hits * window, cap)
-        ok = value - tolerance <= now
+        value = min(tat + hits * spec[3], cap)
+        ok = value - spec[4] <= now
       end
+      n = n + 1
+      reply[n] = value
     else
+      ttl = ARGV[a]
+      a = a + 1
+      local previous = 0
       if kind == 's' then
-        previous = read(KEYS[k])
+        previous = mine and mine[KEYS[k]]
+        if previous == nil then previous = stored(KEYS[k]) end
         k = k + 1
       end
-      before = read(key)
       if refund then
-        value = before - math.min(before, hits)
+        value = current - min(current, hits)
       else
-        value = before + hits
+        value = current + hits
         local weighted = 0
-        if kind == 's' then weighted = math.ceil(previous * (window - now % window) / window) end
-        ok = value + weighted <= limit
+        if kind == 's' then
+          local window = spec[3]
+          weighted = ceil(previous * (window - now % window) / window)
+        end
+        ok = value + weighted <= spec[2]
       end
+      n = n + 1
+      reply[n] = value
+      if kind == 's' then
+        n = n + 1
+        reply[n] = previous
+      end
+      n = n + 1
+      reply[n] = current
     end
-    if mode == 'a' or mode == 'e' or ok or kind == 'c' then
+    if each then
+      if ok or kind == 'c' then change(key, value, kind, ttl, refund, now) end
+    else
       mine[key] = value
-      changes[#changes + 1] = {key, value, kind, ttl, refund, now}
+      keys[i], values[i], kinds[i], ttls[i], refunds[i] = key, value, kind, ttl, refund
+      all = all and ok
     end
-    all = all and ok
-    reply[#reply + 1] = value
-    reply[#reply + 1] = previous
-    reply[#reply + 1] = before
   end
-  if mode == 'e' or (mode == 'a' and not all) then
-    reply[head] = 0
-  else
-    for _, c in ipairs(changes) do
-      known[c[1]] = c[2]
-      local d = dirty[c[1]]
-      if d == nil then
-        d = {}
-        dirty[c[1]] = d
-      end
-      d.value, d.kind, d.now = c[2], c[3], c[6]
-      if not c[5] then d.ttl = c[4] end
+  if not each then
+    if mode == 'e' or not all then
+      reply[head] = 0
+    else
+      for i = 1, count do change(keys[i], values[i], kinds[i], ttls[i], refunds[i], now) end
     end
   end
 end
-for key, d in pairs(dirty) do
-  if d.kind == 'g' then
-    if d.value > d.now then
-      redis.call('SET', key, string.format('%.0f', d.value), 'PX', math.ceil((d.value - d.now) / 1000) + 1)
+for key, kind in pairs(dirty_kind) do
+  local value = known[key]
+  if kind == 'g' then
+    local now = dirty_now[key]
+    if value > now then
+      redis.call('SET', key, string.format('%.0f', value), 'PX', ceil((value - now) / 1000) + 1)
     else
       redis.call('DEL', key)
     end
-  elseif d.ttl then
-    if d.value > 0 or existed[key] then redis.call('SET', key, string.format('%.0f', d.value), 'EX', d.ttl) end
+  elseif dirty_ttl[key] then
+    if value > 0 or existed[key] then redis.call('SET', key, string.format('%.0f', value), 'EX', dirty_ttl[key]) end
   elseif existed[key] then
-    redis.call('SET', key, string.format('%.0f', d.value), 'KEEPTTL')
+    redis.call('SET', key, string.format('%.0f', value), 'KEEPTTL')
   end
 end
 return reply
@@ -129,9 +155,29 @@ void push_decide(rd::request& out, std::span<const script_group> groups, bool wh
     ops += g.indexes.size();
     for (auto i : g.indexes) keys += g.ops[i].kind == limiter::op_kind::sliding ? 2 : 1;
   }
+  // The ops of one call mostly share a few rules: each distinct (kind, limit, window, tolerance) is sent once
+  // and named by its index, so an op costs the script two or three arguments.
+  struct spec {
+    limiter::op_kind kind;
+    std::uint64_t limit;
+    std::int64_t window_us, tolerance_us;
+    bool operator==(const spec&) const = default;
+  };
+  std::vector<spec> specs;
+  std::vector<std::size_t> spec_of;  // per op, in send order
+  spec_of.reserve(ops);
+  for (const auto& g : groups) {
+    for (auto i : g.indexes) {
+      const auto& op = g.ops[i];
+      const spec s{op.kind, op.kind == limiter::op_kind::gcra ? 0 : op.limit, op.window_us, op.tolerance_us};
+      auto it = std::find(specs.begin(), specs.end(), s);
+      if (it == specs.end()) it = specs.insert(specs.end(), s);
+      spec_of.push_back(static_cast<std::size_t>(it - specs.begin()) + 1);
+    }
+  }
   // Every number's text lives in one buffer sized up front, so the views into it stay valid.
   std::string numbers;
-  numbers.reserve((ops * 5 + groups.size() * 2 + 1) * 21);
+  numbers.reserve((ops * 3 + specs.size() * 3 + groups.size() * 2 + 2) * 21);
   auto number = [&](std::int64_t n) {
     char buf[24];
     auto [end, ec] = std::to_chars(buf, buf + sizeof buf, n);
@@ -140,7 +186,7 @@ void push_decide(rd::request& out, std::span<const script_group> groups, bool wh
     return std::string_view(numbers).substr(at);
   };
   std::vector<std::string_view> args;
-  args.reserve(3 + keys + groups.size() * 3 + ops * 7);
+  args.reserve(4 + keys + specs.size() * 4 + groups.size() * 3 + ops * 3);
   args.push_back(whole ? "EVAL" : "EVALSHA");
   args.push_back(whole ? decide_script : decide_script_sha());
   args.push_back(number(static_cast<std::int64_t>(keys)));
@@ -150,6 +196,14 @@ void push_decide(rd::request& out, std::span<const script_group> groups, bool wh
       if (g.ops[i].kind == limiter::op_kind::sliding) args.push_back(g.ops[i].previous_key);
     }
   }
+  args.push_back(number(static_cast<std::int64_t>(specs.size())));
+  for (const auto& s : specs) {
+    args.push_back(s.kind == limiter::op_kind::gcra ? "g" : s.kind == limiter::op_kind::sliding ? "s" : "c");
+    args.push_back(number(static_cast<std::int64_t>(s.limit)));
+    args.push_back(number(s.window_us));
+    args.push_back(number(s.tolerance_us));
+  }
+  std::size_t n = 0;
   for (const auto& g : groups) {
     args.push_back(g.mode == limiter::batch_mode::all_or_nothing  ? "a"
                    : g.mode == limiter::batch_mode::evaluate_only ? "e"
@@ -158,36 +212,46 @@ void push_decide(rd::request& out, std::span<const script_group> groups, bool wh
     args.push_back(number(static_cast<std::int64_t>(g.indexes.size())));
     for (auto i : g.indexes) {
       const auto& op = g.ops[i];
-      args.push_back(op.kind == limiter::op_kind::gcra      ? "g"
-                     : op.kind == limiter::op_kind::sliding ? "s"
-                                                            : "c");
-      args.push_back(number(static_cast<std::int64_t>(op.increment)));
-      args.push_back(op.refund ? "1" : "0");
-      args.push_back(number(static_cast<std::int64_t>(op.limit)));
-      args.push_back(number(op.window_us));
-      args.push_back(number(op.tolerance_us));
-      args.push_back(number(op.ttl_seconds));
+      args.push_back(number(static_cast<std::int64_t>(spec_of[n++])));
+      // Hits given back are sent negative.
+      const auto hits = static_cast<std::int64_t>(op.increment);
+      args.push_back(op.refund && hits == 0 ? "-0" : number(op.refund ? -hits : hits));
+      if (op.kind != limiter::op_kind::gcra) args.push_back(number(op.ttl_seconds));
     }
   }
   out.push(std::span<const std::string_view>(args.data(), args.size()));
 }
 
-std::optional<bool> read_decide_reply(const rd::value& reply, std::size_t& at, std::span<const std::size_t> indexes,
+std::optional<bool> read_decide_reply(const rd::value& reply, std::size_t& at,
+                                      std::span<const limiter::counter_op> ops,
+                                      std::span<const std::size_t> indexes,
                                       std::span<limiter::op_result> results) {
   const auto& e = reply.elements;
-  if (reply.type != rd::value::kind::array || e.size() < at + 1 + 3 * indexes.size()) return std::nullopt;
-  for (std::size_t j = at; j < at + 1 + 3 * indexes.size(); ++j) {
-    if (e[j].type != rd::value::kind::integer || e[j].integer < 0) return std::nullopt;
-  }
-  const bool applied = e[at].integer == 1;
-  ++at;
+  if (reply.type != rd::value::kind::array) return std::nullopt;
+  auto next = [&](std::uint64_t& out) {
+    if (at >= e.size() || e[at].type != rd::value::kind::integer || e[at].integer < 0) return false;
+    out = static_cast<std::uint64_t>(e[at++].integer);
+    return true;
+  };
+  std::uint64_t applied = 0;
+  if (!next(applied)) return std::nullopt;
   for (auto index : indexes) {
-    results[index].value = static_cast<std::uint64_t>(e[at].integer);
-    results[index].previous = static_cast<std::uint64_t>(e[at + 1].integer);
-    results[index].before = static_cast<std::uint64_t>(e[at + 2].integer);
-    at += 3;
+    auto& r = results[index];
+    const auto kind = ops[index].kind;
+    if (!next(r.value)) return std::nullopt;
+    if (kind == limiter::op_kind::sliding && !next(r.previous)) return std::nullopt;
+    if (kind != limiter::op_kind::gcra && !next(r.before)) return std::nullopt;
   }
-  return applied;
+  return applied == 1;
+}
+
+// How many reply elements a group takes.
+std::size_t decide_reply_size(std::span<const limiter::counter_op> ops,
+                              std::span<const std::size_t> indexes) {
+  std::size_t n = 1;
+  for (auto i : indexes)
+    n += ops[i].kind == limiter::op_kind::gcra ? 1 : ops[i].kind == limiter::op_kind::sliding ? 3 : 2;
+  return n;
 }
 
 }  // namespace sluice::ratelimit::backends::redis

@@ -7,11 +7,13 @@
 // it) only when the node answers NOSCRIPT.
 //
 //   KEYS: per op its key, and a sliding op's previous-window key after it
-//   ARGV: per group: mode ("i" each op on its own, "a" all or nothing, "e" evaluate only), now (µs), the
-//         number of ops, then per op: kind ("c", "s", "g"), hits, refund ("1"/"0"), limit, window or
-//         interval (µs), tolerance (µs), TTL (s)
-//   reply: per group: 1 if applied (always in mode "i") else 0, then per op: value, previous, before (the
-//          counter before the op)
+//   ARGV: the number of specs, then each spec: kind ("c", "s", "g"), limit, window or interval (µs),
+//         tolerance (µs); then per group: mode ("i" each op on its own, "a" all or nothing, "e" evaluate
+//         only), now (µs), the number of ops, then per op: its spec's index, hits (negative: given back), and
+//         for a counter (c, s) its TTL in seconds
+//   reply: per group: 1 if applied (always in mode "i") else 0, then per op: gcra its arrival time; c its
+//   value
+//          and its value before; s its value, the previous window's count and its value before
 
 #include <optional>
 #include <span>
@@ -38,9 +40,13 @@ struct script_group {
 // groups' ops, which must outlive the request's encoding.
 void push_decide(sluice::redis::request& out, std::span<const script_group> groups, bool whole);
 
-// Reads group `g`'s part of a reply, starting at element `at` (advanced past it), into results[indexes[i]];
+// Reads a group's part of a reply, starting at element `at` (advanced past it), into results[indexes[i]];
 // returns the applied flag, or nullopt when the reply is not the script's.
 std::optional<bool> read_decide_reply(const sluice::redis::value& reply, std::size_t& at,
-                                      std::span<const std::size_t> indexes, std::span<limiter::op_result> results);
+                                      std::span<const limiter::counter_op> ops,
+                                      std::span<const std::size_t> indexes,
+                                      std::span<limiter::op_result> results);
+// How many reply elements a group takes.
+std::size_t decide_reply_size(std::span<const limiter::counter_op> ops, std::span<const std::size_t> indexes);
 
 }  // namespace sluice::ratelimit::backends::redis

@@ -56,8 +56,8 @@ std::optional<std::uint64_t> counter_value(const rd::value& v) {
 struct batch final : limiter::completion {
   struct part {
     redis_backend::store_pair* store;
-    index_list indexes;  // which ops it carries, in reply order
-    bool script;         // a decide_script group; otherwise a pipeline of plain commands
+    index_list indexes;   // which ops it carries, in reply order
+    bool script;          // a decide_script group; otherwise a pipeline of plain commands
     bool applied = true;  // a script group in an all-or-nothing batch: whether it applied its ops
   };
 
@@ -108,6 +108,9 @@ void batch::send(std::size_t which) {
   }
   rd::request encoded;
   char a[24], b[24];
+  // The previous windows of sliding windows are read with one MGET after the counters (a part on a cluster
+  // holds one op).
+  boost::container::small_vector<std::string_view, 8> previous{"MGET"};
   for (auto i : p.indexes) {
     const auto& op = all[i];
     if (get) {
@@ -118,8 +121,9 @@ void batch::send(std::size_t which) {
       encoded.push({"INCRBY", op.key, to_text(a, op.increment)});
       encoded.push({"EXPIRE", op.key, to_text(b, op.ttl_seconds)});
     }
-    if (!get && op.kind == limiter::op_kind::sliding) encoded.push({"GET", op.previous_key});
+    if (!get && op.kind == limiter::op_kind::sliding) previous.push_back(op.previous_key);
   }
+  if (previous.size() > 1) encoded.push(std::span<const std::string_view>(previous.data(), previous.size()));
   auto request = std::make_shared<rd::pending_request>();
   request->expected_replies = encoded.expected_replies();
   request->payload = encoded.release_payload();
@@ -136,15 +140,24 @@ void batch::on_script(std::size_t which, const std::string* error, const rd::val
   auto& p = parts[which];
   if (error != nullptr) return pending.fail(*error);
   if (compensating) return;  // what was taken back changes no decision
-  auto applied = read_decide_reply(*reply, at, p.indexes, results);
+  auto applied = read_decide_reply(*reply, at, ops, p.indexes, results);
   if (!applied) return pending.fail("Redis returned a reply that is not the decide script's");
   p.applied = *applied;
 }
 
-void batch::on_pipeline(std::size_t which, boost::system::error_code ec, const std::vector<rd::value>& replies) {
+void batch::on_pipeline(std::size_t which, boost::system::error_code ec,
+                        const std::vector<rd::value>& replies) {
   auto& p = parts[which];
   if (ec) return pending.fail(p.store->store.describe(ec));
   std::size_t next = 0;
+  const rd::value* previous = nullptr;  // MGET's reply, after the counters'
+  std::size_t previous_next = 0;
+  if (!get &&
+      std::ranges::any_of(p.indexes, [&](auto i) { return ops[i].kind == limiter::op_kind::sliding; })) {
+    previous = &replies.back();
+    if (previous->type != rd::value::kind::array)
+      return pending.fail(core::cat("Redis error: ", previous->text));
+  }
   for (auto index : p.indexes) {
     const auto& op = ops[index];
     const auto& reply = replies[next++];
@@ -158,13 +171,14 @@ void batch::on_pipeline(std::size_t which, boost::system::error_code ec, const s
     if (!v) return pending.fail("Redis returned a value that is not a counter");
     results[index].value = *v;
     if (get || op.kind != limiter::op_kind::sliding) continue;
-    auto previous = counter_value(replies[next++]);
-    if (!previous) return pending.fail("Redis returned a value that is not a counter");
-    results[index].previous = *previous;
-    // A sliding window counts only what it admits: hits it did not admit are taken back. The decision does not
-    // wait for that; until it lands the window looks fuller than it is (stricter, never looser).
+    if (previous_next >= previous->elements.size()) return pending.fail("Redis returned too few values");
+    auto before = counter_value(previous->elements[previous_next++]);
+    if (!before) return pending.fail("Redis returned a value that is not a counter");
+    results[index].previous = *before;
+    // A sliding window counts only what it admits: hits it did not admit are taken back. The decision does
+    // not wait for that; until it lands the window looks fuller than it is (stricter, never looser).
     limiter::op_result judged;
-    if (!op.refund && !limiter::evaluate(op, *v - std::min(*v, op.increment), *previous, judged))
+    if (!op.refund && !limiter::evaluate(op, *v - std::min(*v, op.increment), *before, judged))
       take_back(p.store->store, op);
   }
 }
@@ -181,8 +195,8 @@ void batch::take_back(rd::store& store, const limiter::counter_op& op) {
 }
 
 void batch::complete(const limiter::backend_error* error) noexcept {
-  // An all-or-nothing batch over several nodes (a cluster's slots, or the per-second store) is atomic on each:
-  // when some applied and some refused, what those that applied changed is taken back.
+  // An all-or-nothing batch over several nodes (a cluster's slots, or the per-second store) is atomic on
+  // each: when some applied and some refused, what those that applied changed is taken back.
   const bool split = mode == limiter::batch_mode::all_or_nothing && parts.size() > 1;
   const bool refused = std::ranges::any_of(parts, [](const part& p) { return !p.applied; });
   if (error == nullptr && split && refused && !compensating) {
@@ -237,12 +251,13 @@ void redis_backend::get(std::span<const limiter::counter_op> ops, std::span<limi
   run(true, ops, results, done, limiter::batch_mode::independent);
 }
 
-void redis_backend::run(bool get, std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
-                        limiter::completion& done, limiter::batch_mode mode) {
+void redis_backend::run(bool get, std::span<const limiter::counter_op> ops,
+                        std::span<limiter::op_result> results, limiter::completion& done,
+                        limiter::batch_mode mode) {
   if (ops.empty()) return done.complete(nullptr);
   auto* state = new batch(done, ops, results, mode, get);
-  // Group the ops: per store, plain commands apart from script groups (GCRA, and every op of an all-or-nothing
-  // batch); on a cluster, plain commands per op and script groups per slot.
+  // Group the ops: per store, plain commands apart from script groups (GCRA, and every op of an
+  // all-or-nothing batch); on a cluster, plain commands per op and script groups per slot.
   struct group_key {
     store_pair* store;
     bool script;
@@ -252,7 +267,8 @@ void redis_backend::run(bool get, std::span<const limiter::counter_op> ops, std:
   boost::container::small_vector<group_key, 4> groups;
   for (std::size_t i = 0; i < ops.size(); ++i) {
     store_pair* store = ops[i].per_second && per_second_ ? per_second_.get() : main_.get();
-    const bool script = !get && (mode != limiter::batch_mode::independent || ops[i].kind == limiter::op_kind::gcra);
+    const bool script =
+        !get && (mode != limiter::batch_mode::independent || ops[i].kind == limiter::op_kind::gcra);
     std::size_t slot = 0;
     if (store->store.one_key_per_request()) slot = script ? rd::hash_slot(ops[i].key) : SIZE_MAX - i;
     const group_key key{store, script, slot};

@@ -4,9 +4,9 @@
 // STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT; a small EVAL script for negative hits. All keys of a decision go
 // in one pipeline per store — or, on a Redis Cluster, one request per key (INCRBY and EXPIRE together), each
 // to its node, all in parallel. With a per-second store (REDIS_PERSECOND), keys of SECOND limits go there.
-// A sliding window adds a GET of its previous window to the pipeline (and a DECRBY, not waited for, of hits it
-// did not admit). GCRA ops and all-or-nothing batches are groups of decide_script, gathered per worker turn by
-// a script_batcher into one call per store (per slot on a cluster).
+// Sliding windows add one MGET of their previous windows to the pipeline (and a DECRBY, not waited for, of
+// hits they did not admit). GCRA ops and all-or-nothing batches are groups of decide_script, gathered per
+// worker turn by a script_batcher into one call per store (per slot on a cluster).
 
 #include <boost/asio/any_io_executor.hpp>
 #include <memory>
@@ -21,7 +21,8 @@ class redis_backend final : public limiter::backend {
  public:
   // `per_second` may be null: then every key goes to `main`. `ex` is the executor of the worker whose
   // decisions this backend serves: script batches are flushed there.
-  redis_backend(boost::asio::any_io_executor ex, sluice::redis::store& main, sluice::redis::store* per_second);
+  redis_backend(boost::asio::any_io_executor ex, sluice::redis::store& main,
+                sluice::redis::store* per_second);
   ~redis_backend() override;
 
   // upstream's span around the pipelines: two commands per key (INCRBY and EXPIRE) in each.
@@ -34,7 +35,8 @@ class redis_backend final : public limiter::backend {
 
   // A store and the batcher of its script calls.
   struct store_pair {
-    store_pair(boost::asio::any_io_executor ex, sluice::redis::store& s) : store(s), scripts(std::move(ex), s) {}
+    store_pair(boost::asio::any_io_executor ex, sluice::redis::store& s)
+        : store(s), scripts(std::move(ex), s) {}
     sluice::redis::store& store;
     script_batcher scripts;
   };

@@ -54,7 +54,7 @@ void script_batcher::send(std::shared_ptr<call> c, bool whole) {
     std::size_t at = 0;
     for (auto& e : c->entries) {
       // Read first: `done` may finish the decision that owns the group's ops.
-      const std::size_t size = 1 + 3 * e.group.indexes.size();
+      const std::size_t size = decide_reply_size(e.group.ops, e.group.indexes);
       e.done(error.empty() ? nullptr : &error, error.empty() ? &replies.front() : nullptr, at);
       at += size;
     }

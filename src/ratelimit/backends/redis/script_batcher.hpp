@@ -21,9 +21,11 @@ namespace sluice::ratelimit::backends::redis {
 class script_batcher {
  public:
   // With the whole reply and where this group's part starts; or with the error that failed the call.
-  using done_fn = std::function<void(const std::string* error, const sluice::redis::value* reply, std::size_t at)>;
+  using done_fn =
+      std::function<void(const std::string* error, const sluice::redis::value* reply, std::size_t at)>;
 
-  script_batcher(boost::asio::any_io_executor ex, sluice::redis::store& store) : ex_(std::move(ex)), store_(store) {}
+  script_batcher(boost::asio::any_io_executor ex, sluice::redis::store& store)
+      : ex_(std::move(ex)), store_(store) {}
   script_batcher(const script_batcher&) = delete;
   script_batcher& operator=(const script_batcher&) = delete;
 
