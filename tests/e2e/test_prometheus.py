@@ -30,6 +30,10 @@ descriptors:
           - key: c
             value: z
             rate_limit: {unit: hour, requests_per_unit: 100}
+  - key: multi
+    rate_limits:
+      - {unit: second, requests_per_unit: 10}
+      - {unit: day, requests_per_unit: 1000}
 """
 
 # A custom mapping: globs with labels (tried before any regex, whatever the order, as in statsd_exporter), a regex
@@ -125,6 +129,7 @@ class BuiltInMapping(unittest.TestCase):
         decide_both(cls.s, [[('one', 'v')]], 2)  # 4 hits on a limit of 2
         decide_both(cls.s, [[('a', 'x'), ('b', 'y'), ('c', 'z')]], 1)
         cls.s.json(harness.rls_request_json('nowhere', [[('k', 'v')]]))
+        cls.s.json(harness.rls_request_json('prom', [[('multi', 'v')]]))  # /json: not in the gRPC counts below
         cls.text = cls.s.scrape()
         cls.samples, cls.types = parse_exposition(cls.text)
 
@@ -148,6 +153,24 @@ class BuiltInMapping(unittest.TestCase):
         deep = {'domain': 'prom', 'key1': 'a_x', 'key2': 'b', 'key3': 'c_z'}
         self.assertEqual(value(self.samples, 'ratelimit_service_rate_limit_total_hits', **deep), 2, self.text)
         self.assertEqual(value(self.samples, 'ratelimit_service_rate_limit_within_limit', **deep), 2, self.text)
+
+    def test_limit_gauges_and_per_limit_stats_carry_the_rule_labels(self):
+        # Sluice's own gauges are mapped as the counters are, so `total_hits / limit` joins on the labels; with
+        # rate_limits, the limit's suffix is one more level.
+        self.assertEqual(self.types.get('ratelimit_service_rate_limit_limit'), 'gauge', self.text)
+        self.assertEqual(self.types.get('ratelimit_service_rate_limit_window_seconds'), 'gauge', self.text)
+        one = {'domain': 'prom', 'key1': 'one'}
+        self.assertEqual(value(self.samples, 'ratelimit_service_rate_limit_limit', **one), 2, self.text)
+        self.assertEqual(value(self.samples, 'ratelimit_service_rate_limit_window_seconds', **one), 3600, self.text)
+        deep = {'domain': 'prom', 'key1': 'a_x', 'key2': 'b', 'key3': 'c_z'}
+        self.assertEqual(value(self.samples, 'ratelimit_service_rate_limit_limit', **deep), 100, self.text)
+        day, second = ({'domain': 'prom', 'key1': 'multi', 'key2': k} for k in ('day', 'second'))
+        self.assertEqual(value(self.samples, 'ratelimit_service_rate_limit_limit', **day), 1000, self.text)
+        self.assertEqual(value(self.samples, 'ratelimit_service_rate_limit_window_seconds', **day), 86400, self.text)
+        self.assertEqual(value(self.samples, 'ratelimit_service_rate_limit_limit', **second), 10, self.text)
+        self.assertEqual(value(self.samples, 'ratelimit_service_rate_limit_total_hits', **second), 1, self.text)
+        self.assertEqual(value(self.samples, 'ratelimit_service_rate_limit_within_limit', **day), 1, self.text)
+        self.assertFalse([n for n in self.types if n.startswith('ratelimit_service_rate_limit_prom')], self.text)
 
     def test_service_stats(self):
         self.assertEqual(value(self.samples, 'ratelimit_service_config_load_success'), 1, self.text)
