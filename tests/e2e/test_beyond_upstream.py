@@ -34,6 +34,17 @@ descriptors:
     rate_limit: {unit: hour, requests_per_unit: 100000}
   - key: plain
     rate_limit: {unit: hour, requests_per_unit: 100}
+  - key: shadowed
+    shadow_mode: true
+    count_only_admitted: true
+    rate_limit: {unit: hour, requests_per_unit: 1, algorithm: gcra}
+  - key: quota_a
+    quota_mode: true
+    count_only_admitted: true
+    rate_limit: {unit: hour, requests_per_unit: 1}
+  - key: quota_b
+    quota_mode: true
+    rate_limit: {unit: hour, requests_per_unit: 2, algorithm: sliding_window}
 """
 
 REFUSED = 'is not offered with BACKEND_TYPE=memcache (memcached cannot check and change counters in one step)'
@@ -138,6 +149,13 @@ class BackendCase:
         # Each 2-second window admits at most 20; the offered load (hundreds a second) keeps every one busy.
         self.assertLessEqual(len(ok), 20 * len(windows))
         self.assertGreaterEqual(len(ok), 20 * (len(windows) - 2), 'a sliding window let almost nothing through')
+        # The documented bound, L × (1 + d/W) in any interval of length d: for d = 1 s, 30 (a fixed window admits
+        # 40 across each boundary). A request's decision lies between its sending and its answer, so the requests
+        # sent within d were decided within d + the slowest answer.
+        slowest = max(r[1] - r[0] for r in results)
+        sent = sorted(r[0] for r in ok)
+        most = max(sum(1 for t in sent if start <= t < start + 1.0) for start in sent)
+        self.assertLessEqual(most, 20 * (1 + (1.0 + slowest) / 2), 'admitted within one second')
         # A sliding window counts only what it admits: the store's counters sum to exactly the admissions.
         def counts():
             return [self.stored('{b_sliding_%s_}%d_2s_sliding' % (value, w)) for w in windows]
@@ -247,6 +265,46 @@ class BackendCase:
             ka, kb = 'b_atomic_a_%s_%d' % (a, hour), 'b_atomic_b_%s_%d' % (b, hour)
             if setup.owner(ka) is not setup.owner(kb):
                 return a, b
+
+    def spread_values(self, *key_forms):
+        """One value per key form ('prefix_%s_%d' % (value, hour start)) whose keys are on different cluster nodes."""
+        hour = int(time.time()) // 3600 * 3600
+        while True:
+            values = [unique('v') for _ in key_forms]
+            if self.backend != 'cluster':
+                return values
+            setup = servers['cluster']
+            owners = [setup.owner(form % (v, hour)) for form, v in zip(key_forms, values)]
+            if all(owners[i] is not owners[j] for i in range(len(owners)) for j in range(i)):
+                return values
+
+    def test_count_only_admitted_counts_every_admitted_request_with_shadow_and_quota_limits(self):
+        # The batch applies exactly when the request is admitted: a shadow-mode limit over its limit does not
+        # refuse the request, and neither does a quota descriptor over while another has room (on a cluster,
+        # the descriptors' keys on three nodes: the quota verdict is taken over all of them).
+        if self.backend == 'memcache':
+            return
+        harness.avoid_window_edge('HOUR', 10.0)
+        s, b = self.spread_values('{b_shadowed_%s_}%d', 'b_atomic_b_%s_%d')
+        for _ in range(4):
+            got = self.decide([{'entries': [('shadowed', s)]}, {'entries': [('atomic_b', b)]}])
+            self.assertEqual(got.overall, 'OK')
+        check = self.decide([{'entries': [('atomic_b', b)], 'hits_addend': 0}])
+        self.assertEqual(check.statuses[0].remaining, 100000 - 4)
+        qa, qb, b = self.spread_values('b_quota_a_%s_%d', '{b_quota_b_%s_}%d', 'b_atomic_b_%s_%d')
+        both = [{'entries': [('quota_a', qa)]}, {'entries': [('quota_b', qb)]}, {'entries': [('atomic_b', b)]}]
+        got = [self.decide(both) for _ in range(3)]
+        self.assertEqual([d.overall for d in got], ['OK', 'OK', 'OVER_LIMIT'])
+        self.assertEqual([d.statuses[0].code for d in got], ['OK', 'OVER_LIMIT', 'OVER_LIMIT'])
+        self.assertEqual(got[2].statuses[2].remaining, 100000 - 2)
+        check = self.decide([{'entries': [('atomic_b', b)], 'hits_addend': 0}])
+        self.assertEqual(check.statuses[0].remaining, 100000 - 2)  # the two admitted requests, not the third
+        hour = int(time.time()) // 3600 * 3600
+        for key, want in (('b_quota_a_%s_%d' % (qa, hour), 2), ('b_atomic_b_%s_%d' % (b, hour), 2),
+                          ('{b_quota_b_%s_}%d_3600s_sliding' % (qb, hour), 2)):
+            got = self.stored(key)
+            if got is not None:
+                self.assertEqual(got, want, key)
 
     def test_count_only_admitted_under_concurrent_load(self):
         harness.avoid_window_edge('HOUR', 10.0)

@@ -18,6 +18,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <utility>
+
+#include <boost/container/small_vector.hpp>
 
 #include "ratelimit/limiter/backend.hpp"
 
@@ -69,5 +72,45 @@ inline bool evaluate(const counter_op& op, std::uint64_t current, std::uint64_t 
 inline bool gcra_admits(const counter_op& op, std::uint64_t tat) {
   return op.refund || static_cast<std::int64_t>(tat) - op.tolerance_us <= op.now_us;
 }
+
+// Whether an op admitted, from its result (what evaluate() returned).
+inline bool admits(const counter_op& op, const op_result& r) {
+  if (op.refund) return true;
+  if (op.kind == op_kind::gcra) return gcra_admits(op, r.value);
+  const std::uint64_t weighted =
+      op.kind == op_kind::sliding ? sliding_weighted_previous(r.previous, op.now_us, op.window_us) : 0;
+  return r.value + weighted <= op.limit;
+}
+
+// Whether an op changes the store, once its batch applies: fixed-window counters count every hit (upstream's
+// counting), the others only what they admit.
+inline bool applies(const counter_op& op, bool admitted) {
+  return admitted || op.kind == op_kind::count;
+}
+
+// The verdict of an all-or-nothing batch (see op_role): fed each op's admission, in any order.
+class batch_verdict {
+ public:
+  void add(const counter_op& op, bool admitted) {
+    if (op.role == op_role::enforced) {
+      enforced_ok_ = enforced_ok_ && admitted;
+    } else if (op.role >= op_role::first_quota) {
+      auto it = std::find_if(quota_.begin(), quota_.end(), [&](const auto& q) { return q.first == op.role; });
+      if (it == quota_.end()) {
+        quota_.emplace_back(op.role, admitted);
+      } else {
+        it->second = it->second && admitted;
+      }
+    }
+  }
+  bool applies() const {
+    return enforced_ok_ && (quota_.empty() || std::any_of(quota_.begin(), quota_.end(),
+                                                          [](const auto& q) { return q.second; }));
+  }
+
+ private:
+  bool enforced_ok_ = true;
+  boost::container::small_vector<std::pair<std::uint32_t, bool>, 4> quota_;  // (role, every op admitted)
+};
 
 }  // namespace sluice::ratelimit::limiter

@@ -37,7 +37,21 @@ struct counter_op {
   std::int64_t window_us = 0;     // sliding: the window's length; gcra: the emission interval
   std::int64_t tolerance_us = 0;  // gcra: burst × emission interval
   std::int64_t now_us = 0;        // the decision's time
+  // All-or-nothing batches apply when the request is admitted, which is what `role` says of this op's
+  // admission: see op_role.
+  std::uint32_t role = 0;
 };
+
+// An op's part in an all-or-nothing batch's verdict (algorithms.hpp, batch_verdict): the batch applies when
+// every enforced op admits and, if any op has a quota role, every op of at least one quota descriptor admits
+// (the request's answer under quota mode). Advisory ops (shadow-mode limits, or quota descriptors the answer
+// no longer depends on) never hold the batch back. When the batch applies, each op is applied as an
+// independent one would be: fixed-window counters always, the others when they admit.
+namespace op_role {
+inline constexpr std::uint32_t enforced = 0;
+inline constexpr std::uint32_t advisory = 1;
+inline constexpr std::uint32_t first_quota = 2;  // quota descriptor d: first_quota + d
+}  // namespace op_role
 
 struct op_result {
   // count, sliding: the counter after the op; gcra: the arrival time after it, were it applied.
@@ -48,7 +62,7 @@ struct op_result {
 
 enum class batch_mode : std::uint8_t {
   independent,     // each op on its own: fixed-window counters always count (upstream), others if they admit
-  all_or_nothing,  // every op is applied only when every one admits (count_only_admitted)
+  all_or_nothing,  // applied only when the batch's verdict admits (count_only_admitted; see op_role)
   evaluate_only,   // nothing changes (an all-or-nothing request the local cache already knows is over)
 };
 

@@ -143,8 +143,7 @@ void limiter::prepare(work& w) {
     }
   }
   if (w.all_or_nothing) {
-    // A limit already known to be over makes the request over: the others are only looked at.
-    w.mode = any_local_hit ? batch_mode::evaluate_only : batch_mode::all_or_nothing;
+    w.mode = assign_roles(w);
   } else {
     w.mode = batch_mode::independent;
     // STOP mode: a key already known to be over limit means no other key of this request is consumed.
@@ -155,6 +154,45 @@ void limiter::prepare(work& w) {
     }
   }
   w.values.assign(w.ops.size(), op_result{});
+}
+
+// The roles of an all-or-nothing batch's ops (backend.hpp, op_role), so that the batch applies exactly when
+// the service will admit the request: over when a normal descriptor is over, or when every quota descriptor
+// is (a descriptor with its limits in shadow mode, or giving hits back, is never over). Returns evaluate_only
+// when the local cache already knows the request is over: then nothing is applied and the limits are only
+// read.
+batch_mode limiter::assign_roles(work& w) {
+  bool refused = false;
+  bool quota_free = false;  // a quota descriptor that cannot be over: the answer depends on no quota limit
+  std::size_t quota_items = 0, quota_over = 0;
+  std::uint32_t next_quota = op_role::first_quota;
+  for (auto& item : w.items) {
+    if (item.unlimited) continue;
+    auto counts = [&](const limit_work& lw) { return !item.negative && !lw.limit.shadow_mode; };
+    const bool can_be_over = std::ranges::any_of(item.limits, counts);
+    const bool known_over = std::ranges::any_of(
+        item.limits, [&](const limit_work& lw) { return counts(lw) && lw.over_via_local_cache; });
+    std::uint32_t role = op_role::enforced;
+    if (item.quota) {
+      ++quota_items;
+      quota_free = quota_free || !can_be_over;
+      quota_over += known_over ? 1 : 0;
+      role = known_over ? op_role::advisory : next_quota++;
+    } else {
+      refused = refused || known_over;
+    }
+    for (const auto& lw : item.limits) {
+      if (lw.op != SIZE_MAX) w.ops[lw.op].role = counts(lw) ? role : op_role::advisory;
+    }
+  }
+  if (quota_free) {
+    for (auto& op : w.ops) {
+      if (op.role >= op_role::first_quota) op.role = op_role::advisory;
+    }
+  } else if (quota_items > 0 && quota_over == quota_items) {
+    refused = true;
+  }
+  return refused ? batch_mode::evaluate_only : batch_mode::all_or_nothing;
 }
 
 bool limiter::wants_precheck(const work& w) const {
@@ -250,12 +288,13 @@ void limiter::count_stats(const descriptor_work& item, const limit_work& lw, con
 
 void limiter::finish(work& w, std::span<response_status*> statuses) {
   using code = envoy::service::ratelimit::v3::RateLimitResponse;
-  // An all-or-nothing batch with any limit over applied nothing: the limits that were within still have the
+  // An all-or-nothing batch whose verdict refused applied nothing: the limits that were within still have the
   // hits this request would have taken.
   bool applied_nothing = w.mode == batch_mode::evaluate_only;
   if (w.mode == batch_mode::all_or_nothing) {
-    for (const auto& item : w.items)
-      for (const auto& lw : item.limits) applied_nothing = applied_nothing || judge(w, item, lw).over;
+    batch_verdict verdict;
+    for (std::size_t i = 0; i < w.ops.size(); ++i) verdict.add(w.ops[i], admits(w.ops[i], w.values[i]));
+    applied_nothing = !verdict.applies();
   }
   for (std::size_t i = 0; i < w.items.size(); ++i) {
     auto& item = w.items[i];
@@ -281,9 +320,8 @@ void limiter::finish(work& w, std::span<response_status*> statuses) {
         if (!o.over && o.after < o.capacity && lw.op != SIZE_MAX) local_cache_.erase(lw.cache_key);
       } else {
         count_stats(item, lw, o);
-        // In an all-or-nothing batch an over request was not applied: the counter holds `after - hits`.
-        const bool counter_full =
-            w.mode == batch_mode::independent ? o.after > o.capacity : o.after - item.hits >= o.capacity;
+        // A batch that applied nothing left the counter at `after - hits`.
+        const bool counter_full = applied_nothing ? o.after - item.hits >= o.capacity : o.after > o.capacity;
         if (o.over && !o.via_local_cache && w.ops[lw.op].kind == op_kind::count && counter_full) {
           local_cache_.insert(lw.cache_key, w.now + window_seconds(lw.limit), w.now);
         }

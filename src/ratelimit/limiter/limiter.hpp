@@ -61,6 +61,7 @@ struct descriptor_work {
   bool unlimited = false;                       // OK with limit_remaining = UINT32_MAX, no counting
   std::uint64_t hits = 1;                       // hits_addend for this descriptor
   bool negative = false;                        // is_negative_hits: the hits are given back
+  bool quota = false;                           // a quota descriptor (quota_mode, QUOTA_MODE)
   std::span<const config::entry> entries;       // the request's entries
   std::vector<std::string_view> shared_values;  // share_threshold patterns per entry (may be empty)
 };
@@ -100,6 +101,7 @@ class limiter {
  private:
   struct outcome;
   outcome judge(const work& w, const descriptor_work& item, const limit_work& lw) const;
+  static batch_mode assign_roles(work& w);
   void count_stats(const descriptor_work& item, const limit_work& lw, const outcome& o);
   std::uint64_t near_threshold(const applied_limit& limit, std::uint64_t capacity) const;
 

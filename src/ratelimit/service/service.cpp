@@ -193,6 +193,7 @@ void request_state::add_limit(limiter::descriptor_work& item, const config::rate
 void request_state::start() {
   auto& limiter = service_.limiter_;
   work_.all_or_nothing = all_or_nothing_ || service_.settings_.count_only_admitted;
+  for (std::size_t i = 0; i < work_.items.size(); ++i) work_.items[i].quota = is_quota(i);
   limiter.prepare(work_);
   if (execution_.recording() && !work_.ops.empty()) {
     const auto described = service_.backend_.describe_for_trace(work_.ops);

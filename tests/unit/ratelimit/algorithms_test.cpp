@@ -239,3 +239,66 @@ descriptors:
   CHECK(f.decide(make_request("d", {{{"c", "x"}}, {{"b", "x"}}}, 2)).overall_code() == code::OVER_LIMIT);
   CHECK(remaining_b() == 8);
 }
+
+TEST_CASE("count_only_admitted: a limit that is not enforced never holds back the others") {
+  // The batch applies exactly when the request is admitted: a shadow-mode limit over its limit, or one quota
+  // descriptor over while another has room, leaves the request admitted, so everything that admits counts.
+  const char* rules = R"(domain: d
+descriptors:
+  - key: shadow
+    shadow_mode: true
+    count_only_admitted: true
+    rate_limit: {unit: hour, requests_per_unit: 1, algorithm: gcra}
+  - key: ip
+    rate_limit: {unit: hour, requests_per_unit: 100}
+  - key: q1
+    quota_mode: true
+    count_only_admitted: true
+    rate_limit: {unit: hour, requests_per_unit: 1}
+  - key: q2
+    quota_mode: true
+    rate_limit: {unit: hour, requests_per_unit: 2, algorithm: sliding_window}
+)";
+  service_fixture f(rules);
+  auto remaining = [&](const char* key) {
+    auto check = make_request("d", {{{key, "x"}}});
+    check.mutable_descriptors(0)->mutable_hits_addend()->set_value(0);
+    return f.decide(check).statuses(0).limit_remaining();
+  };
+  SUBCASE("shadow mode") {
+    for (int i = 0; i < 5; ++i) {
+      const auto r = f.decide(make_request("d", {{{"shadow", "x"}}, {{"ip", "x"}}}));
+      CHECK(r.overall_code() == code::OK);
+      CHECK(r.statuses(0).code() == code::OK);  // shadow mode: over, but not enforced
+    }
+    CHECK(remaining("ip") == 95);  // every admitted request counted, though the shadow limit was over
+    CHECK(f.counter("ratelimit.service.rate_limit.d.shadow.shadow_mode") == 4);
+  }
+  SUBCASE("quota mode") {
+    auto both = [&] { return f.decide(make_request("d", {{{"q1", "x"}}, {{"q2", "x"}}, {{"ip", "x"}}})); };
+    CHECK(both().overall_code() == code::OK);  // both quotas had room
+    auto second = both();                      // q1 over, q2 has room: admitted
+    CHECK(second.overall_code() == code::OK);
+    CHECK(second.statuses(0).code() == code::OVER_LIMIT);
+    CHECK(remaining("ip") == 98);
+    CHECK(remaining("q2") == 0);
+    auto third = both();  // every quota over: refused, nothing consumed
+    CHECK(third.overall_code() == code::OVER_LIMIT);
+    CHECK(third.statuses(2).limit_remaining() == 98);
+    CHECK(remaining("ip") == 98);
+    // q1's fixed window counted its over hit in the admitted request (as independent counting would), not in
+    // the refused one.
+    CHECK(f.counter("ratelimit.service.rate_limit.d.q1.total_hits") == 3);
+  }
+  SUBCASE("QUOTA_MODE: a descriptor without a rule is a quota descriptor that is never over") {
+    service::settings ss;
+    ss.global_quota_mode = true;
+    service_fixture g(rules, {}, ss);
+    CHECK(g.decide(make_request("d", {{{"q1", "x"}}})).overall_code() == code::OK);
+    CHECK(g.decide(make_request("d", {{{"q1", "x"}}})).overall_code() == code::OVER_LIMIT);  // alone: refused
+    CHECK(g.counter("ratelimit.service.rate_limit.d.q1.total_hits") == 2);
+    auto r = g.decide(make_request("d", {{{"q1", "x"}}, {{"nowhere", "x"}}, {{"ip", "x"}}}));
+    CHECK(r.overall_code() == code::OK);
+    CHECK(r.statuses(2).limit_remaining() == 99);  // counted: the request was admitted
+  }
+}

@@ -63,9 +63,9 @@ bool memory_backend::store_locked(shard& s, const limiter::counter_op& op, std::
     it = s.counters.emplace(detail::compact_key(op.key), detail::counter_entry{0, 0}).first;
     live_.fetch_add(1, std::memory_order_relaxed);
     s.used.store(static_cast<std::uint32_t>(s.counters.size()), std::memory_order_relaxed);
-    if (undo != nullptr) undo->push_back({&s, it->first.view(), true, {}});
+    if (undo != nullptr) undo->push_back({&s, op.key, true, {}});
   } else if (undo != nullptr) {
-    undo->push_back({&s, it->first.view(), false, it->second});
+    undo->push_back({&s, op.key, false, it->second});
   }
   it->second.value = value;
   it->second.expires_at = op.kind == limiter::op_kind::gcra ? gcra_expiry : now + op.ttl_seconds;
@@ -132,9 +132,10 @@ void memory_backend::increment_together(std::span<const limiter::counter_op> ops
   boost::container::small_vector<std::unique_lock<std::mutex>, 8> locks;
   for (auto i : indexes) locks.emplace_back(shards_[i].mutex);
 
-  // The ops are applied in turn (a key named twice sees the first op's change) and undone unless all admit.
+  // The ops are applied in turn (a key named twice sees the first op's change) and undone unless the batch's
+  // verdict admits.
   std::vector<undo_entry> undo;
-  bool admitted = true;
+  limiter::batch_verdict verdict;
   bool full = false;
   for (std::size_t i = 0; i < ops.size() && !full; ++i) {
     const auto& op = ops[i];
@@ -142,18 +143,23 @@ void memory_backend::increment_together(std::span<const limiter::counter_op> ops
                                        ? read_locked(shard_for(op.previous_key), op.previous_key, now)
                                        : 0;
     auto& s = shard_for(op.key);
-    admitted = limiter::evaluate(op, read_locked(s, op.key, now), previous, results[i]) && admitted;
-    full = !store_locked(s, op, results[i].value, now, &undo);
+    const bool admitted = limiter::evaluate(op, read_locked(s, op.key, now), previous, results[i]);
+    verdict.add(op, admitted);
+    if (limiter::applies(op, admitted)) full = !store_locked(s, op, results[i].value, now, &undo);
   }
-  if (full || !admitted || mode == limiter::batch_mode::evaluate_only) {
+  if (full || !verdict.applies() || mode == limiter::batch_mode::evaluate_only) {
     for (auto it = undo.rbegin(); it != undo.rend(); ++it) {
+      // A counter this batch wrote may have been reclaimed since (an arrival time already past, in a shard a
+      // later op found full).
       auto& table = it->s->counters;
+      auto found = table.find(it->key);
+      if (found == table.end()) continue;
       if (it->created) {
-        table.erase(it->key);
+        table.erase(found);
         live_.fetch_sub(1, std::memory_order_relaxed);
         it->s->used.store(static_cast<std::uint32_t>(table.size()), std::memory_order_relaxed);
       } else {
-        table.find(it->key)->second = it->before;
+        found->second = it->before;
       }
     }
   }

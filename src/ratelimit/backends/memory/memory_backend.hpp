@@ -9,7 +9,7 @@
 //
 // Sliding windows and GCRA keep their state in the same tables (a GCRA key's value is its arrival time in
 // microseconds). An all-or-nothing batch locks every shard it touches, in index order, applies its ops in
-// turn and undoes them when one does not admit.
+// turn and undoes them unless the batch's verdict (limiter::batch_verdict) admits.
 //
 // Memory bound: at most `max_counters` live counters (MEMORY_MAX_COUNTERS), counted store-wide (only a new
 // counter touches that count). An increment that needs a new counter when the store is full (after

@@ -47,11 +47,15 @@ while a <= #ARGV do
   local head = n
   reply[head] = 1
   local each = mode == 'i'
-  -- An all-or-nothing group works on an overlay, merged only when every op admits.
-  local mine, keys, values, kinds, ttls, refunds, all = nil, nil, nil, nil, nil, nil, true
-  if not each then mine, keys, values, kinds, ttls, refunds = {}, {}, {}, {}, {}, {} end
+  -- An all-or-nothing group works on an overlay, merged only when the request's verdict admits.
+  local mine, keys, values, kinds, ttls, refunds, oks = nil, nil, nil, nil, nil, nil, nil
+  if not each then mine, keys, values, kinds, ttls, refunds, oks = {}, {}, {}, {}, {}, {}, {} end
+  local enforced_ok, quota = true, nil
   for i = 1, count do
-    local spec, hits = specs[tonumber(ARGV[a])], tonumber(ARGV[a + 1])
+    local tagged = tonumber(ARGV[a])
+    local index = tagged % 16777216
+    local role = (tagged - index) / 16777216
+    local spec, hits = specs[index], tonumber(ARGV[a + 1])
     local refund = byte(ARGV[a + 1]) == 45
     a = a + 2
     local kind = spec[1]
@@ -100,19 +104,34 @@ while a <= #ARGV do
       n = n + 1
       reply[n] = current
     end
+    -- Fixed-window counters count every hit; the others change only when they admit.
+    local applies = ok or kind == 'c'
     if each then
-      if ok or kind == 'c' then change(key, value, kind, ttl, refund, now) end
+      if applies then change(key, value, kind, ttl, refund, now) end
     else
-      mine[key] = value
-      keys[i], values[i], kinds[i], ttls[i], refunds[i] = key, value, kind, ttl, refund
-      all = all and ok
+      if applies then mine[key] = value end
+      keys[i], values[i], kinds[i], ttls[i], refunds[i], oks[i] = key, value, kind, ttl, refund, applies
+      if role == 0 then
+        enforced_ok = enforced_ok and ok
+      elseif role >= 2 then
+        quota = quota or {}
+        quota[role] = ok and quota[role] ~= false
+      end
     end
   end
   if not each then
-    if mode == 'e' or not all then
+    -- The request's verdict (op_role): every enforced op admits, and some quota descriptor has room.
+    local admit = enforced_ok
+    if admit and quota then
+      admit = false
+      for _, room in pairs(quota) do admit = admit or room end
+    end
+    if mode == 'e' or not admit then
       reply[head] = 0
     else
-      for i = 1, count do change(keys[i], values[i], kinds[i], ttls[i], refunds[i], now) end
+      for i = 1, count do
+        if oks[i] then change(keys[i], values[i], kinds[i], ttls[i], refunds[i], now) end
+      end
     end
   end
 end
@@ -212,7 +231,11 @@ void push_decide(rd::request& out, std::span<const script_group> groups, bool wh
     args.push_back(number(static_cast<std::int64_t>(g.indexes.size())));
     for (auto i : g.indexes) {
       const auto& op = g.ops[i];
-      args.push_back(number(static_cast<std::int64_t>(spec_of[n++])));
+      // Its spec and its role in the group's verdict, in one number.
+      const std::uint32_t role = g.quota_as_advisory && op.role >= limiter::op_role::first_quota
+                                     ? limiter::op_role::advisory
+                                     : op.role;
+      args.push_back(number(static_cast<std::int64_t>(spec_of[n++]) + (std::int64_t{role} << 24)));
       // Hits given back are sent negative.
       const auto hits = static_cast<std::int64_t>(op.increment);
       args.push_back(op.refund && hits == 0 ? "-0" : number(op.refund ? -hits : hits));

@@ -9,8 +9,8 @@
 //   KEYS: per op its key, and a sliding op's previous-window key after it
 //   ARGV: the number of specs, then each spec: kind ("c", "s", "g"), limit, window or interval (µs),
 //         tolerance (µs); then per group: mode ("i" each op on its own, "a" all or nothing, "e" evaluate
-//         only), now (µs), the number of ops, then per op: its spec's index, hits (negative: given back), and
-//         for a counter (c, s) its TTL in seconds
+//         only), now (µs), the number of ops, then per op: its spec's index + 2^24 × its role (op_role),
+//         hits (negative: given back), and for a counter (c, s) its TTL in seconds
 //   reply: per group: 1 if applied (always in mode "i") else 0, then per op: gcra its arrival time; c its
 //   value
 //          and its value before; s its value, the previous window's count and its value before
@@ -34,6 +34,7 @@ struct script_group {
   std::span<const limiter::counter_op> ops;
   std::span<const std::size_t> indexes;  // which of ops, in order
   limiter::batch_mode mode;
+  bool quota_as_advisory = false;  // a part of a batch split over nodes: the quota verdict is taken by Sluice
 };
 
 // The arguments of one EVALSHA (or EVAL when `whole`) of `groups`. The views point into `numbers` and the

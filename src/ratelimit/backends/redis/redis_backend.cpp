@@ -56,9 +56,9 @@ std::optional<std::uint64_t> counter_value(const rd::value& v) {
 struct batch final : limiter::completion {
   struct part {
     redis_backend::store_pair* store;
-    index_list indexes;   // which ops it carries, in reply order
-    bool script;          // a decide_script group; otherwise a pipeline of plain commands
-    bool applied = true;  // a script group in an all-or-nothing batch: whether it applied its ops
+    index_list indexes;    // which ops it carries, in reply order
+    bool script;           // a decide_script group; otherwise a pipeline of plain commands
+    bool applied = false;  // a script group: its reply says it applied its ops
   };
 
   batch(limiter::completion& d, std::span<const limiter::counter_op> o, std::span<limiter::op_result> r,
@@ -72,9 +72,16 @@ struct batch final : limiter::completion {
   limiter::batch_mode mode;
   bool get;  // GET the counters (STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT's read ahead)
   boost::container::small_vector<part, 4> parts;
-  // Compensation: the ops that take back what applied parts counted.
+  // Compensation: the ops that take back what applied parts counted, and the error that failed the decision.
   boost::container::small_vector<limiter::counter_op, 4> undo_ops;
   bool compensating = false;
+  std::optional<std::string> failure;
+
+  // An all-or-nothing batch over several nodes: each node judges its quota limits as advisory (the request's
+  // quota verdict needs them all), and the verdict is taken here once every part has answered.
+  bool split() const { return mode == limiter::batch_mode::all_or_nothing && parts.size() > 1; }
+  bool verdict_refuses() const;
+  void compensate();
 
   std::span<const limiter::counter_op> current_ops() const {
     return compensating ? std::span<const limiter::counter_op>(undo_ops) : ops;
@@ -98,7 +105,8 @@ void batch::send(std::size_t which) {
   auto& p = parts[which];
   const auto all = current_ops();
   if (p.script) {
-    const script_group group{all, p.indexes, compensating ? limiter::batch_mode::independent : mode};
+    const script_group group{all, p.indexes, compensating ? limiter::batch_mode::independent : mode,
+                             !compensating && split()};
     p.store->scripts.add(group, all[p.indexes.front()].key,
                          [this, which](const std::string* error, const rd::value* reply, std::size_t at) {
                            on_script(which, error, reply, at);
@@ -194,44 +202,57 @@ void batch::take_back(rd::store& store, const limiter::counter_op& op) {
   store.exec(std::move(request), op.key);
 }
 
+bool batch::verdict_refuses() const {
+  if (std::ranges::any_of(parts, [](const part& p) { return !p.applied; })) return true;
+  limiter::batch_verdict verdict;
+  for (std::size_t i = 0; i < ops.size(); ++i) verdict.add(ops[i], limiter::admits(ops[i], results[i]));
+  return !verdict.applies();
+}
+
+// Takes back what the parts that applied changed (their ops that changed the store).
+void batch::compensate() {
+  compensating = true;
+  boost::container::small_vector<part, 4> undo;
+  for (const auto& p : parts) {
+    if (!p.applied) continue;
+    part u{p.store, {}, true};
+    for (auto i : p.indexes) {
+      auto op = ops[i];
+      if (!limiter::applies(op, limiter::admits(op, results[i]))) continue;
+      if (!op.refund) {
+        op.refund = true;
+      } else if (op.kind != limiter::op_kind::gcra && results[i].before > results[i].value) {
+        // What a refund gave back is counted again, as a plain counter increment.
+        op = {};
+        op.key = ops[i].key;
+        op.increment = results[i].before - results[i].value;
+        op.ttl_seconds = ops[i].ttl_seconds;
+        op.now_us = ops[i].now_us;
+      } else {
+        continue;  // a GCRA arrival time moved back stays moved back
+      }
+      u.indexes.push_back(undo_ops.size());
+      undo_ops.push_back(op);
+    }
+    if (!u.indexes.empty()) undo.push_back(std::move(u));
+  }
+  parts = std::move(undo);
+}
+
 void batch::complete(const limiter::backend_error* error) noexcept {
   // An all-or-nothing batch over several nodes (a cluster's slots, or the per-second store) is atomic on
-  // each: when some applied and some refused, what those that applied changed is taken back.
-  const bool split = mode == limiter::batch_mode::all_or_nothing && parts.size() > 1;
-  const bool refused = std::ranges::any_of(parts, [](const part& p) { return !p.applied; });
-  if (error == nullptr && split && refused && !compensating) {
-    compensating = true;
-    boost::container::small_vector<part, 4> undo;
-    for (const auto& p : parts) {
-      if (!p.applied) continue;
-      part u{p.store, {}, true};
-      for (auto i : p.indexes) {
-        auto op = ops[i];
-        if (!op.refund) {
-          op.refund = true;
-        } else if (op.kind != limiter::op_kind::gcra && results[i].before > results[i].value) {
-          // What a refund gave back is counted again, as a plain counter increment.
-          op = {};
-          op.key = ops[i].key;
-          op.increment = results[i].before - results[i].value;
-          op.ttl_seconds = ops[i].ttl_seconds;
-          op.now_us = ops[i].now_us;
-        } else {
-          continue;  // a GCRA arrival time moved back stays moved back
-        }
-        u.indexes.push_back(undo_ops.size());
-        undo_ops.push_back(op);
-      }
-      if (!u.indexes.empty()) undo.push_back(std::move(u));
-    }
-    if (!undo.empty()) {
-      parts = std::move(undo);
+  // each: when the request is refused, or a node failed, what the parts that applied changed is taken back.
+  if (!compensating && split() && (error != nullptr || verdict_refuses())) {
+    if (error != nullptr) failure = error->message;
+    compensate();
+    if (!parts.empty()) {
       send_all();
       return;
     }
   }
-  // A failed compensation changes no decision: the request was refused either way.
-  done.complete(compensating ? nullptr : error);
+  // A failed compensation changes no decision: the request was refused (or failed) either way.
+  const limiter::backend_error failed{failure.value_or(std::string())};
+  done.complete(compensating ? (failure ? &failed : nullptr) : error);
   delete this;
 }
 
