@@ -8,6 +8,7 @@ import threading
 import time
 import unittest
 import uuid
+import zlib
 
 import harness
 from harness import ClusterSetup, RedisServer, Sluice
@@ -395,6 +396,41 @@ class ClusterTest(BackendCase, unittest.TestCase):
 
 class MemcacheTest(BackendCase, unittest.TestCase):
     backend = 'memcache'
+
+
+class MemcacheTwoServersTest(unittest.TestCase):
+    """A sliding window's two keys on one of two memcached servers: its get-multi must find the previous window."""
+
+    def test_sliding_window_reads_the_previous_window_on_two_servers(self):
+        nodes = [MemcachedServer() for _ in range(2)]
+        try:
+            env = {'BACKEND_TYPE': 'memcache', 'EXPIRATION_JITTER_MAX_SECONDS': '0',
+                   'MEMCACHE_HOST_PORT': ','.join('127.0.0.1:%d' % n.port for n in nodes)}
+            with Sluice(rules={'b.yaml': RULES}, env=env) as sluice:
+                wait_healthy(sluice)
+                if time.time() % 2 > 1.0:
+                    time.sleep(2.02 - time.time() % 2)
+                window = int(time.time()) // 2 * 2
+                key = '{b_sliding_%s_}%d_2s_sliding'
+                # A value whose two windows' keys gomemcache would place on different servers.
+                value = next(v for v in (unique('t') for _ in range(1000))
+                             if zlib.crc32((key % (v, window)).encode()) % 2
+                             != zlib.crc32((key % (v, window + 2)).encode()) % 2)
+                d = [{'entries': [('sliding', value)]}]
+                got = [attempt(sluice, 'grpc', 'b', d)[1].overall for _ in range(21)]
+                self.assertEqual(got, ['OK'] * 20 + ['OVER_LIMIT'])
+                time.sleep(window + 2.05 - time.time())
+                # 0.05 s into the next window the previous one still weighs ceil(20 × 1.95 / 2) = 20: 5 more are over
+                # (with the previous window unread they would pass).
+                outcome, detail, _ = attempt(sluice, 'grpc', 'b', [{'entries': [('sliding', value)], 'hits_addend': 5}])
+                self.assertEqual(outcome, 'ok', detail)
+                self.assertLess(time.time() - window - 2, 0.5, 'the request came too late in the window')
+                self.assertEqual(detail.overall, 'OVER_LIMIT')
+                counters = [n.counter(key % (value, window)) for n in nodes]
+                self.assertEqual(sum(1 for c in counters if c), 1, counters)  # both windows on one server
+        finally:
+            for n in nodes:
+                n.close()
 
 
 if __name__ == '__main__':

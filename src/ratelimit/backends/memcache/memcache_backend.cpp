@@ -249,7 +249,11 @@ void memcache_backend::run(bool increment, std::span<const limiter::counter_op> 
   auto* state = new batch(*this, done, ops, results, increment);
   boost::container::small_vector<std::pair<std::size_t, index_list>, 2> groups;
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    const auto node = client_.pick(ops[i].key);
+    // A sliding window's two keys must live on one server, whose get-multi reads both: they are placed by
+    // their common part, the hash tag (up to '}'). Other keys keep gomemcache's placement by the whole key.
+    std::string_view placed_by = ops[i].key;
+    if (ops[i].kind == limiter::op_kind::sliding) placed_by = placed_by.substr(0, placed_by.rfind('}') + 1);
+    const auto node = client_.pick(placed_by);
     auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == node; });
     if (it == groups.end()) it = groups.insert(groups.end(), {node, {}});
     it->second.push_back(i);
