@@ -383,6 +383,22 @@ class RedisTest(BackendCase, unittest.TestCase):
         self.assertEqual(redis.command_calls().get('eval', 0) - after.get('eval', 0), 2)  # once per flush
 
 
+    def test_a_negative_counter_reads_as_zero(self):
+        # A sliding window's take-back (a DECRBY not waited for) can land after negative hits brought the counter
+        # to 0. The counter then reads 0 instead of failing every decision on the key until it expires.
+        redis = servers['redis']
+        harness.avoid_window_edge('HOUR', 5.0)
+        if time.time() % 2 > 1.5:
+            time.sleep(2.05 - time.time() % 2)
+        s, a = unique('n'), unique('n')
+        redis.command('SET', '{b_sliding_%s_}%d_2s_sliding' % (s, int(time.time()) // 2 * 2), '-1', 'EX', '10')
+        redis.command('SET', 'b_atomic_a_%s_%d' % (a, int(time.time()) // 3600 * 3600), '-3', 'EX', '10')
+        self.assertEqual(self.decide([{'entries': [('sliding', s)]}]).overall, 'OK')
+        got = self.decide([{'entries': [('atomic_a', a)]}])
+        self.assertEqual((got.overall, got.statuses[0].remaining), ('OK', 29))
+        self.assertEqual(redis.command('GET', 'b_atomic_a_%s_%d' % (a, int(time.time()) // 3600 * 3600)), '1')
+
+
 class ClusterTest(BackendCase, unittest.TestCase):
     backend = 'cluster'
 

@@ -22,7 +22,7 @@ local function stored(k)
   if v == nil then
     local raw = redis.call('GET', k)
     existed[k] = raw ~= false
-    v = tonumber(raw or '0') or 0
+    v = max(tonumber(raw or '0') or 0, 0)
     known[k] = v
   end
   return v

@@ -25,7 +25,7 @@ using index_list = boost::container::small_vector<std::size_t, 4>;
 // EVAL: refunds are rare, and Redis caches the compiled script.
 constexpr std::string_view refund_script =
     "local c = redis.call('GET', KEYS[1]) "
-    "if not c then return 0 end "
+    "if not c or c:byte(1) == 45 then return 0 end "
     "local a = ARGV[1] "
     "if #a > #c or (#a == #c and a >= c) then a = c end "
     "return redis.call('DECRBY', KEYS[1], a)";
@@ -35,14 +35,17 @@ std::string_view to_text(char (&buf)[24], std::uint64_t v) {
   return {buf, static_cast<std::size_t>(end - buf)};
 }
 
-// Reads INCRBY's integer, or GET's bulk string (nil = 0).
+// Reads INCRBY's integer, or GET's bulk string (nil = 0). A negative counter reads 0: a sliding window's
+// take-back (a DECRBY not waited for) can land after negative hits brought the counter to 0.
 std::optional<std::uint64_t> counter_value(const rd::value& v) {
-  if (v.type == rd::value::kind::integer && v.integer >= 0) return static_cast<std::uint64_t>(v.integer);
+  if (v.type == rd::value::kind::integer)
+    return static_cast<std::uint64_t>(std::max<std::int64_t>(0, v.integer));
   if (v.type == rd::value::kind::null) return 0;
   if (v.type == rd::value::kind::bulk_string) {
-    std::uint64_t out = 0;
+    std::int64_t out = 0;
     auto [ptr, ec] = std::from_chars(v.text.data(), v.text.data() + v.text.size(), out);
-    if (ec == std::errc{} && ptr == v.text.data() + v.text.size()) return out;
+    if (ec == std::errc{} && ptr == v.text.data() + v.text.size())
+      return static_cast<std::uint64_t>(std::max<std::int64_t>(0, out));
   }
   return std::nullopt;
 }
