@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <array>
 #include <optional>
 #include <string>
 #include <thread>
@@ -106,6 +107,21 @@ TEST_CASE("a full backend refuses new counters with an error naming the setting,
   CHECK(incr(b, keys.front(), 1, 30) == 2);
   clock.advance(31);
   CHECK(incr(b, "after-expiry", 1) == 1);
+}
+
+TEST_CASE("a full backend reclaims expired counters everywhere for an all-or-nothing batch too") {
+  core::fake_clock clock(1000);
+  memory_backend b(clock, 1024);
+  for (int i = 0; i < 1024; ++i) incr(b, "key" + std::to_string(i), 1, 30);
+  clock.advance(31);  // every counter expired, in shards other than the new keys' (mostly)
+  std::array<counter_op, 2> ops{count_op("new-a", 1, 30), count_op("new-b", 1, 30)};
+  for (auto& op : ops) op.limit = 10;
+  std::array<op_result, 2> out{};
+  recorder r;
+  b.increment(ops, out, r, batch_mode::all_or_nothing);
+  CHECK_FALSE(r.error);
+  CHECK(out[0].value == 1);
+  CHECK(incr(b, "new-b", 1, 30) == 2);
 }
 
 TEST_CASE("concurrent increments from several threads are all counted") {

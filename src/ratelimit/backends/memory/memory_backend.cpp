@@ -129,6 +129,17 @@ void memory_backend::increment_together(std::span<const limiter::counter_op> ops
   }
   std::ranges::sort(indexes);
   indexes.erase(std::unique(indexes.begin(), indexes.end()), indexes.end());
+  for (bool retried = false;; retried = true) {
+    if (apply_together(ops, results, mode, indexes, now)) return done.complete(nullptr);
+    // The store is full: reclaimed everywhere (which takes every shard's lock, so only with none held), the
+    // batch is tried once more.
+    if (retried || !reclaim_everywhere(now)) return fail_full(done);
+  }
+}
+
+bool memory_backend::apply_together(std::span<const limiter::counter_op> ops,
+                                    std::span<limiter::op_result> results, limiter::batch_mode mode,
+                                    std::span<const std::size_t> indexes, std::int64_t now) {
   boost::container::small_vector<std::unique_lock<std::mutex>, 8> locks;
   for (auto i : indexes) locks.emplace_back(shards_[i].mutex);
 
@@ -163,9 +174,7 @@ void memory_backend::increment_together(std::span<const limiter::counter_op> ops
       }
     }
   }
-  locks.clear();
-  if (full) return fail_full(done);
-  done.complete(nullptr);
+  return !full;
 }
 
 void memory_backend::get(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,

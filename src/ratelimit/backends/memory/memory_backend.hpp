@@ -112,6 +112,10 @@ class memory_backend final : public limiter::backend {
                       limiter::completion& done);
   void increment_together(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
                           limiter::completion& done, limiter::batch_mode mode);
+  // One try of an all-or-nothing batch under the locks of the shards `indexes`; false when the store was
+  // full.
+  bool apply_together(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
+                      limiter::batch_mode mode, std::span<const std::size_t> indexes, std::int64_t now);
   void fail_full(limiter::completion& done) const;
   // Drops the shard's expired counters (its lock held); returns how many.
   std::size_t reclaim_locked(shard& s, std::int64_t now);
