@@ -4,6 +4,8 @@ descriptor, and count_only_admitted (a request over any of its limits consumes n
 admitted over a run are checked against each algorithm's bound, and — where the store can be read — against what
 the store holds. memcached refuses GCRA and count_only_admitted with a message that says why."""
 
+import os
+import subprocess
 import threading
 import time
 import unittest
@@ -383,6 +385,16 @@ class RedisTest(BackendCase, unittest.TestCase):
         self.assertEqual(redis.command_calls().get('eval', 0) - after.get('eval', 0), 2)  # once per flush
 
 
+    def test_the_script_agrees_with_the_memory_store(self):
+        # tests/e2e/decide_script_check.cpp: random calls of every mode, op kind and role, through the Lua script
+        # and through the memory store (limiter/algorithms.hpp) on one fake clock; results, applied flags and
+        # the keys' values must be the same.
+        for seed in (1, 2, 3):
+            p = subprocess.run([os.environ['SLUICE_DECIDE_SCRIPT_CHECK'], str(servers['redis'].port), str(seed), '1500'],
+                               capture_output=True, text=True, timeout=120)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertIn('1500 rounds', p.stdout)
+
     def test_a_negative_counter_reads_as_zero(self):
         # A sliding window's take-back (a DECRBY not waited for) can land after negative hits brought the counter
         # to 0. The counter then reads 0 instead of failing every decision on the key until it expires.
@@ -424,14 +436,23 @@ class MemcacheTwoServersTest(unittest.TestCase):
                    'MEMCACHE_HOST_PORT': ','.join('127.0.0.1:%d' % n.port for n in nodes)}
             with Sluice(rules={'b.yaml': RULES}, env=env) as sluice:
                 wait_healthy(sluice)
-                if time.time() % 2 > 1.0:
-                    time.sleep(2.02 - time.time() % 2)
-                window = int(time.time()) // 2 * 2
                 key = '{b_sliding_%s_}%d_2s_sliding'
-                # A value whose two windows' keys gomemcache would place on different servers.
-                value = next(v for v in (unique('t') for _ in range(1000))
-                             if zlib.crc32((key % (v, window)).encode()) % 2
-                             != zlib.crc32((key % (v, window + 2)).encode()) % 2)
+                value = unique('t')
+
+                def split(window):
+                    return zlib.crc32((key % (value, window)).encode()) % 2 != \
+                        zlib.crc32((key % (value, window + 2)).encode()) % 2
+
+                # A window whose key and the next one's gomemcache would place on different servers (CRC-32 is
+                # affine: which windows those are does not depend on the value), entered in its first second.
+                for _ in range(20):
+                    if time.time() % 2 > 1.0:
+                        time.sleep(2.02 - time.time() % 2)
+                    window = int(time.time()) // 2 * 2
+                    if split(window):
+                        break
+                    time.sleep(2.02 - time.time() % 2)
+                self.assertTrue(split(window), 'no window whose keys gomemcache splits')
                 d = [{'entries': [('sliding', value)]}]
                 got = [attempt(sluice, 'grpc', 'b', d)[1].overall for _ in range(21)]
                 self.assertEqual(got, ['OK'] * 20 + ['OVER_LIMIT'])

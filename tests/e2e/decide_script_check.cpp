@@ -1,0 +1,272 @@
+// Differential check of the Redis decide script against the memory store, which runs limiter/algorithms.hpp:
+// random calls of one to three groups (each mode, every op kind, hits 0 to 3, refunds, every op role, keys
+// shared within and across groups) go to a real Redis as one EVAL and to the memory store group by group, on
+// the same fake clock. Every op's result, every group's applied flag and every key's value afterwards must be
+// the same. Usage: decide_script_check PORT SEED ROUNDS. Exits 0 when all agree, 1 at the first difference.
+//
+// Keys never expire during a run: counters live an hour, and the fake clock only runs ahead of the real one,
+// so a GCRA key Redis expires (by real time) has an arrival time already past on the fake clock too.
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <iostream>
+#include <optional>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/clock.hpp"
+#include "ratelimit/backends/memory/memory_backend.hpp"
+#include "ratelimit/backends/redis/decide_script.hpp"
+#include "ratelimit/limiter/algorithms.hpp"
+#include "redis/resp.hpp"
+
+namespace {
+
+using namespace sluice;
+using namespace sluice::ratelimit;
+using limiter::batch_mode;
+using limiter::counter_op;
+using limiter::op_kind;
+using limiter::op_result;
+
+struct recorder final : limiter::completion {
+  std::optional<std::string> error;
+  void complete(const limiter::backend_error* e) noexcept override {
+    if (e != nullptr) error = e->message;
+  }
+};
+
+class connection {
+ public:
+  explicit connection(int port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd_ < 0 || ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) fail("connect");
+  }
+  ~connection() { ::close(fd_); }
+
+  redis::value call(const std::string& payload) {
+    for (std::size_t sent = 0; sent < payload.size();) {
+      const auto n = ::write(fd_, payload.data() + sent, payload.size() - sent);
+      if (n <= 0) fail("write");
+      sent += static_cast<std::size_t>(n);
+    }
+    for (;;) {
+      std::size_t consumed = 0;
+      redis::value out;
+      std::string error;
+      const auto status = redis::parse_reply(buffer_, consumed, out, error);
+      if (status == redis::parse_status::complete) {
+        buffer_.erase(0, consumed);
+        return out;
+      }
+      if (status == redis::parse_status::protocol_error) fail(error.c_str());
+      char chunk[65536];
+      const auto n = ::read(fd_, chunk, sizeof chunk);
+      if (n <= 0) fail("read");
+      buffer_.append(chunk, static_cast<std::size_t>(n));
+    }
+  }
+
+ private:
+  [[noreturn]] static void fail(const char* what) {
+    std::cerr << "redis connection: " << what << "\n";
+    std::exit(2);
+  }
+  int fd_;
+  std::string buffer_;
+};
+
+std::int64_t real_micros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+struct group {
+  std::size_t first, count;
+  batch_mode mode;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 4) {
+    std::cerr << "usage: decide_script_check PORT SEED ROUNDS\n";
+    return 2;
+  }
+  const int port = std::atoi(argv[1]);
+  const auto seed = std::strtoull(argv[2], nullptr, 10);
+  const int rounds = std::atoi(argv[3]);
+  std::mt19937_64 rng(seed);
+  auto pick = [&](std::uint64_t n) { return std::uniform_int_distribution<std::uint64_t>(0, n - 1)(rng); };
+
+  connection redis_connection(port);
+  core::fake_clock clock;
+  std::int64_t now_us = real_micros();
+  clock.set_micros(now_us);
+  backends::memory::memory_backend memory(clock, 100'000);
+  const std::string prefix = "dsc" + std::to_string(seed) + "_" + std::to_string(now_us) + "_";
+  std::size_t checked = 0;
+
+  for (int round = 0; round < rounds; ++round) {
+    now_us = std::max(now_us + static_cast<std::int64_t>(pick(400'000)), real_micros());
+    clock.set_micros(now_us);
+    const std::int64_t window = now_us / 1'000'000;  // sliding windows of one second
+
+    std::deque<std::string> keys;  // the ops' keys, at stable addresses
+    std::vector<counter_op> ops;
+    std::vector<group> groups;
+    const std::size_t group_count = 1 + pick(3);
+    ops.reserve(group_count * 4);
+    for (std::size_t g = 0; g < group_count; ++g) {
+      const auto mode =
+          std::array{batch_mode::independent, batch_mode::all_or_nothing, batch_mode::evaluate_only}[pick(3)];
+      groups.push_back({ops.size(), 1 + pick(4), mode});
+      for (std::size_t i = 0; i < groups.back().count; ++i) {
+        counter_op op;
+        op.now_us = now_us;
+        op.increment = pick(4);
+        op.refund = pick(6) == 0;
+        op.ttl_seconds = 3600;
+        const auto n = std::to_string(pick(3));
+        switch (pick(3)) {
+          case 0:
+            op.kind = op_kind::count;
+            op.limit = pick(2) == 0 ? 3 : 6;
+            keys.push_back(prefix + "c" + n);
+            break;
+          case 1:
+            op.kind = op_kind::sliding;
+            op.limit = 5;
+            op.window_us = 1'000'000;
+            keys.push_back(prefix + "s" + n + "_" + std::to_string(window));
+            keys.push_back(prefix + "s" + n + "_" + std::to_string(window - 1));
+            op.previous_key = keys.back();
+            keys.push_back(prefix + "s" + n + "_" + std::to_string(window));
+            break;
+          default:
+            op.kind = op_kind::gcra;
+            op.window_us = pick(2) == 0 ? 100'000 : 250'000;
+            op.tolerance_us = op.window_us * static_cast<std::int64_t>(1 + pick(3));
+            keys.push_back(prefix + "g" + n);
+            break;
+        }
+        op.key = keys.back();
+        if (mode != batch_mode::independent) {
+          const auto r = pick(10);
+          op.role = r < 5   ? limiter::op_role::enforced
+                    : r < 7 ? limiter::op_role::advisory
+                            : limiter::op_role::first_quota + static_cast<std::uint32_t>(pick(2));
+        }
+        ops.push_back(op);
+      }
+    }
+
+    // The memory store, group by group.
+    std::vector<op_result> expected(ops.size());
+    std::vector<bool> expected_applied;
+    for (const auto& g : groups) {
+      recorder r;
+      const std::span<const counter_op> part(ops.data() + g.first, g.count);
+      memory.increment(part, std::span<op_result>(expected.data() + g.first, g.count), r, g.mode);
+      if (r.error) {
+        std::cerr << "memory store: " << *r.error << "\n";
+        return 2;
+      }
+      limiter::batch_verdict verdict;
+      for (std::size_t i = g.first; i < g.first + g.count; ++i)
+        verdict.add(ops[i], limiter::admits(ops[i], expected[i]));
+      expected_applied.push_back(g.mode == batch_mode::independent ||
+                                 (g.mode == batch_mode::all_or_nothing && verdict.applies()));
+    }
+
+    // Redis, in one call.
+    std::vector<std::vector<std::size_t>> indexes;
+    std::vector<backends::redis::script_group> script_groups;
+    for (const auto& g : groups) {
+      auto& list = indexes.emplace_back();
+      for (std::size_t i = g.first; i < g.first + g.count; ++i) list.push_back(i);
+    }
+    for (std::size_t k = 0; k < groups.size(); ++k)
+      script_groups.push_back({ops, indexes[k], groups[k].mode});
+    redis::request request;
+    backends::redis::push_decide(request, script_groups, true);
+    const auto reply = redis_connection.call(request.payload());
+    if (reply.is_error()) {
+      std::cerr << "round " << round << ": Redis answered " << reply.text << "\n";
+      return 1;
+    }
+    std::vector<op_result> got(ops.size());
+    std::size_t at = 0;
+    for (std::size_t k = 0; k < groups.size(); ++k) {
+      const auto applied = backends::redis::read_decide_reply(reply, at, ops, indexes[k], got);
+      auto where = [&](std::size_t i) {
+        const auto& op = ops[i];
+        return "round " + std::to_string(round) + ", group " + std::to_string(k) + " (mode " +
+               std::to_string(static_cast<int>(groups[k].mode)) + "), op " + std::to_string(i) + " (kind " +
+               std::to_string(static_cast<int>(op.kind)) + ", key " + std::string(op.key) + ", hits " +
+               (op.refund ? "-" : "") + std::to_string(op.increment) + ", role " + std::to_string(op.role) +
+               ")";
+      };
+      if (!applied) {
+        std::cerr << "round " << round << ", group " << k << ": not the script's reply\n";
+        return 1;
+      }
+      if (*applied != expected_applied[k]) {
+        std::cerr << "round " << round << ", group " << k << ": applied " << *applied << ", memory "
+                  << expected_applied[k] << "\n";
+        return 1;
+      }
+      for (auto i : indexes[k]) {
+        const bool previous_differs =
+            ops[i].kind == op_kind::sliding && got[i].previous != expected[i].previous;
+        if (got[i].value != expected[i].value || previous_differs) {
+          std::cerr << where(i) << ": Redis " << got[i].value << "/" << got[i].previous << ", memory "
+                    << expected[i].value << "/" << expected[i].previous << "\n";
+          return 1;
+        }
+        ++checked;
+      }
+    }
+
+    // What each store holds now (an arrival time already past means the same as none).
+    for (const auto& key : keys) {
+      counter_op probe;
+      probe.key = key;
+      op_result held;
+      recorder r;
+      memory.get({&probe, 1}, {&held, 1}, r);
+      const auto v = redis_connection.call([&] {
+        redis::request get;
+        get.push({"GET", key});
+        return get.payload();
+      }());
+      std::uint64_t in_redis = v.type == redis::value::kind::bulk_string ? std::stoull(v.text) : 0;
+      std::uint64_t in_memory = held.value;
+      if (key.find("_g") != std::string::npos) {
+        in_redis = std::max<std::uint64_t>(in_redis, static_cast<std::uint64_t>(now_us));
+        in_memory = std::max<std::uint64_t>(in_memory, static_cast<std::uint64_t>(now_us));
+      }
+      if (in_redis != in_memory) {
+        std::cerr << "round " << round << ": key " << key << " holds " << in_redis << " in Redis, "
+                  << in_memory << " in memory\n";
+        return 1;
+      }
+    }
+  }
+  std::cout << rounds << " rounds, " << checked << " op results agree\n";
+  return 0;
+}
