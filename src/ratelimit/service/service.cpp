@@ -5,10 +5,9 @@
 #include <optional>
 #include <unordered_set>
 
-#include <google/protobuf/struct.pb.h>
-
 #include "core/strings.hpp"
 #include "ratelimit/limiter/cache_key.hpp"
+#include "ratelimit/service/response_extras.hpp"
 #include "tracing/proto_text.hpp"
 
 namespace sluice::ratelimit::service {
@@ -45,17 +44,6 @@ std::string override_stats_key(std::string_view domain, std::span<const config::
   return key;
 }
 
-// Adds the fields of `from` that `into` lacks; where both hold an object, recursively.
-void merge_first_wins(google::protobuf::Struct& into, const google::protobuf::Struct& from) {
-  auto& fields = *into.mutable_fields();
-  for (const auto& [key, value] : from.fields()) {
-    auto [it, added] = fields.try_emplace(key, value);
-    if (!added && it->second.has_struct_value() && value.has_struct_value()) {
-      merge_first_wins(*it->second.mutable_struct_value(), value.struct_value());
-    }
-  }
-}
-
 // Whether any limit of the node is named in another matched limit's `replaces`.
 bool is_replaced(const config::descriptor_node& node, const std::unordered_set<std::string_view>& replaced) {
   auto named = [&](const config::rate_limit& l) { return !l.name.empty() && replaced.contains(l.name); };
@@ -90,8 +78,6 @@ class request_state final : public limiter::completion {
                  const config::descriptor_node& node, const std::optional<std::string>& stats_key);
   bool is_quota(std::size_t i) const;
   code::Code overall_code() const;
-  void add_headers();
-  void add_dynamic_metadata();
 
   rate_limit_service& service_;
   const rls_request& request_;
@@ -259,8 +245,9 @@ void request_state::finish() {
   const auto overall = overall_code();
   response_.set_overall_code(overall);
   const auto& settings = service_.settings_;
-  if (settings.response_headers_enabled || settings.request_headers_enabled) add_headers();
-  if (settings.response_dynamic_metadata) add_dynamic_metadata();
+  if (settings.response_headers_enabled || settings.request_headers_enabled)
+    add_limit_headers(response_, settings, work_.items);
+  if (settings.response_dynamic_metadata) add_dynamic_metadata(response_, request_, nodes_);
   if (overall == code::OVER_LIMIT && settings.global_shadow_mode) {
     response_.set_overall_code(code::OK);
     service_.global_shadow_mode_.inc();
@@ -290,69 +277,6 @@ code::Code request_state::overall_code() const {
     }
   }
   return normal_over || (quota > 0 && quota_over == quota) ? code::OVER_LIMIT : code::OK;
-}
-
-// upstream's choice (reference §6.2): the limited status with the least remaining, but the last OVER_LIMIT
-// of a normal (not quota) descriptor wins. The same figures go to the client (response headers) and, with
-// LIMIT_REQUEST_HEADERS_ENABLED, to the upstream service (request headers).
-void request_state::add_headers() {
-  const code::DescriptorStatus* chosen = nullptr;
-  std::uint32_t min_remaining = UINT32_MAX;
-  for (int i = 0; i < response_.statuses_size(); ++i) {
-    const auto& s = response_.statuses(i);
-    if (s.has_current_limit() && s.limit_remaining() < min_remaining) {
-      min_remaining = s.limit_remaining();
-      chosen = &s;
-    }
-    if (s.code() == code::OVER_LIMIT && !is_quota(static_cast<std::size_t>(i))) chosen = &s;
-  }
-  if (chosen == nullptr) return;
-  const std::string limit = core::cat(chosen->current_limit().requests_per_unit());
-  const std::string remaining = core::cat(chosen->limit_remaining());
-  const std::string reset = core::cat(chosen->duration_until_reset().seconds());
-  auto add = [&](auto* headers, const limit_header_names& names) {
-    for (const auto& [name, value] :
-         {std::pair{&names.limit, &limit}, {&names.remaining, &remaining}, {&names.reset, &reset}}) {
-      auto* h = headers->Add();
-      h->set_key(*name);
-      h->set_value(*value);
-    }
-  };
-  const auto& settings = service_.settings_;
-  if (settings.response_headers_enabled)
-    add(response_.mutable_response_headers_to_add(), settings.response_headers);
-  if (settings.request_headers_enabled)
-    add(response_.mutable_request_headers_to_add(), settings.request_headers);
-}
-
-// RESPONSE_DYNAMIC_METADATA (reference §6.1): the request as upstream describes it, and the `metadata` of
-// every rule whose descriptor passed, merged in descriptor order (the first value of a key wins, nested
-// objects merge). Unlike upstream, a rule keeps its metadata with detailed_metric or value_to_metric, an
-// unlimited rule's metadata is included, and the rules' own objects are never modified.
-void request_state::add_dynamic_metadata() {
-  auto& fields = *response_.mutable_dynamic_metadata()->mutable_fields();
-  fields["domain"].set_string_value(request_.domain());
-  auto* descriptors = fields["descriptors"].mutable_list_value();
-  for (const auto& d : request_.descriptors()) {
-    auto& described = *descriptors->add_values()->mutable_struct_value()->mutable_fields();
-    auto* entries = described["entries"].mutable_list_value();
-    for (const auto& e : d.entries())
-      entries->add_values()->set_string_value(core::cat(e.key(), "=", e.value()));
-    // The override as Go's prototext prints it, as upstream puts it there.
-    if (d.has_limit()) described["limit"].set_string_value(tracing::go_text(d.limit()));
-    if (d.has_hits_addend())
-      described["hitsAddend"].set_number_value(static_cast<double>(d.hits_addend().value()));
-  }
-  if (request_.hits_addend() != 0) fields["hitsAddend"].set_number_value(request_.hits_addend());
-
-  google::protobuf::Struct merged;
-  for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    const auto* node = nodes_[i];
-    if (node == nullptr || node->metadata == nullptr) continue;
-    if (response_.statuses(static_cast<int>(i)).code() == code::OVER_LIMIT) continue;
-    merge_first_wins(merged, *node->metadata);
-  }
-  if (!merged.fields().empty()) fields["metadata"].mutable_struct_value()->Swap(&merged);
 }
 
 rate_limit_service::rate_limit_service(settings s, limiter::limiter& limiter, limiter::backend& backend,
