@@ -48,8 +48,8 @@ while a <= #ARGV do
   reply[head] = 1
   local each = mode == 'i'
   -- An all-or-nothing group works on an overlay, merged only when the request's verdict admits.
-  local mine, keys, values, kinds, ttls, refunds, oks = nil, nil, nil, nil, nil, nil, nil
-  if not each then mine, keys, values, kinds, ttls, refunds, oks = {}, {}, {}, {}, {}, {}, {} end
+  local mine, keys, values, kinds, ttls, refunds, changes = nil, nil, nil, nil, nil, nil, nil
+  if not each then mine, keys, values, kinds, ttls, refunds, changes = {}, {}, {}, {}, {}, {}, {} end
   local enforced_ok, quota = true, nil
   for i = 1, count do
     local tagged = tonumber(ARGV[a])
@@ -110,7 +110,7 @@ while a <= #ARGV do
       if applies then change(key, value, kind, ttl, refund, now) end
     else
       if applies then mine[key] = value end
-      keys[i], values[i], kinds[i], ttls[i], refunds[i], oks[i] = key, value, kind, ttl, refund, applies
+      keys[i], values[i], kinds[i], ttls[i], refunds[i], changes[i] = key, value, kind, ttl, refund, applies
       if role == 0 then
         enforced_ok = enforced_ok and ok
       elseif role >= 2 then
@@ -130,7 +130,7 @@ while a <= #ARGV do
       reply[head] = 0
     else
       for i = 1, count do
-        if oks[i] then change(keys[i], values[i], kinds[i], ttls[i], refunds[i], now) end
+        if changes[i] then change(keys[i], values[i], kinds[i], ttls[i], refunds[i], now) end
       end
     end
   end

@@ -12,8 +12,7 @@
 //         only), now (µs), the number of ops, then per op: its spec's index + 2^24 × its role (op_role),
 //         hits (negative: given back), and for a counter (c, s) its TTL in seconds
 //   reply: per group: 1 if applied (always in mode "i") else 0, then per op: gcra its arrival time; c its
-//   value
-//          and its value before; s its value, the previous window's count and its value before
+//          value and its value before; s its value, the previous window's count and its value before
 
 #include <optional>
 #include <span>
