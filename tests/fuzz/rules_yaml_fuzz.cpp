@@ -6,9 +6,9 @@
 // Build and run: scripts/fuzz rules_yaml [seconds]
 
 #include <algorithm>
-#include <cstdio>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>
@@ -116,7 +116,8 @@ void check_same(const config::descriptor_node& a, const config::descriptor_node&
   check(a.limit.has_value() == b.limit.has_value());
   if (a.limit) check(same_limit(*a.limit, *b.limit));
   check(a.more_limits.size() == b.more_limits.size());
-  for (std::size_t i = 0; i < a.more_limits.size(); ++i) check(same_limit(a.more_limits[i], b.more_limits[i]));
+  for (std::size_t i = 0; i < a.more_limits.size(); ++i)
+    check(same_limit(a.more_limits[i], b.more_limits[i]));
   check(a.near_limit_ratio == b.near_limit_ratio && a.count_only_admitted == b.count_only_admitted);
   check(a.wildcard_parts == b.wildcard_parts);
   check(a.children.size() == b.children.size() && a.wildcard_children.size() == b.wildcard_children.size());
