@@ -66,8 +66,7 @@ void load_limit_options(const YAML::Node& yaml, rate_limit& limit) {
     throw config_error{"algorithm gcra needs requests_per_unit of at least 1"};
   if (limit.algorithm == algorithm::gcra && limit.burst != 0) {
     // A bucket longer than the longest window could push an arrival time past what the arithmetic holds.
-    const std::int64_t window_us = limit.window_seconds() * 1'000'000;
-    const std::int64_t interval_us = (window_us + limit.requests_per_unit - 1) / limit.requests_per_unit;
+    const std::int64_t interval_us = gcra_interval_us(limit.window_seconds(), limit.requests_per_unit);
     if (limit.burst > max_window_seconds * 1'000'000 / interval_us)
       throw config_error{core::cat("burst: ", limit.burst, " requests at one per ",
                                    interval_us >= 1'000'000 ? interval_us / 1'000'000 : interval_us / 1000,

@@ -2,6 +2,7 @@
 // The compiled, immutable rate limit rules: one tree of descriptor nodes per domain. Built once per (re)load
 // by yaml_loader, then shared read-only by every request through a shared_ptr snapshot.
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -61,6 +62,14 @@ struct rate_limit {
 
   std::int64_t window_seconds() const { return unit_seconds(unit) * unit_multiplier; }
 };
+
+// GCRA's emission interval in microseconds for `requests` per window of `window_seconds`, rounded up so the
+// rate is never above the configured one.
+inline std::int64_t gcra_interval_us(std::int64_t window_seconds, std::uint32_t requests) {
+  const std::int64_t window_us = window_seconds * 1'000'000;
+  const std::int64_t n = std::max<std::int64_t>(1, requests);
+  return std::max<std::int64_t>(1, (window_us + n - 1) / n);
+}
 
 struct string_hash {
   using is_transparent = void;

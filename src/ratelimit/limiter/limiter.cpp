@@ -27,13 +27,6 @@ std::uint64_t gcra_burst(const applied_limit& l) {
   return l.burst != 0 ? l.burst : l.requests_per_unit;
 }
 
-// The emission interval, rounded up: the rate is never above the configured one.
-std::int64_t gcra_interval_us(const applied_limit& l) {
-  const std::int64_t window_us = window_seconds(l) * micros_per_second;
-  const std::int64_t n = std::max<std::int64_t>(1, l.requests_per_unit);
-  return std::max<std::int64_t>(1, (window_us + n - 1) / n);
-}
-
 std::int64_t ceil_seconds(std::int64_t micros) {
   return std::max<std::int64_t>(1, (micros + micros_per_second - 1) / micros_per_second);
 }
@@ -119,7 +112,7 @@ void limiter::prepare(work& w) {
         case config::algorithm::gcra:
           build_tagged_key(lw.cache_key, parts, std::nullopt, limit.key_tag);
           op.kind = op_kind::gcra;
-          op.window_us = gcra_interval_us(limit);
+          op.window_us = config::gcra_interval_us(window, limit.requests_per_unit);
           op.tolerance_us = static_cast<std::int64_t>(gcra_burst(limit)) * op.window_us;
           break;
       }
