@@ -170,13 +170,9 @@ void batch::on_replies(std::size_t node, round r, const index_list& indexes, boo
   if (pending.failed()) return;
   // memcached cannot check before counting: a sliding window counts, then takes back what it did not admit.
   for (auto i : indexes) {
-    limiter::op_result judged;
     const bool counted =
         std::ranges::find(missing, i) == missing.end() && std::ranges::find(taken, i) == taken.end();
-    if (sliding(i) && !ops[i].refund && counted &&
-        !limiter::evaluate(ops[i], results[i].value - ops[i].increment, results[i].previous, judged)) {
-      over.push_back(i);
-    }
+    if (sliding(i) && counted && !limiter::admits(ops[i], results[i])) over.push_back(i);
   }
   if (!over.empty()) send(node, round::take_back, std::move(over));
   if (!missing.empty()) send(node, round::add, std::move(missing));

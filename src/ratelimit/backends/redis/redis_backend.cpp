@@ -188,9 +188,7 @@ void batch::on_pipeline(std::size_t which, boost::system::error_code ec,
     results[index].previous = *before;
     // A sliding window counts only what it admits: hits it did not admit are taken back. The decision does
     // not wait for that; until it lands the window looks fuller than it is (stricter, never looser).
-    limiter::op_result judged;
-    if (!op.refund && !limiter::evaluate(op, *v - std::min(*v, op.increment), *before, judged))
-      take_back(p.store->store, op);
+    if (!limiter::admits(op, results[index])) take_back(p.store->store, op);
   }
 }
 
