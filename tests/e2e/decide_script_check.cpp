@@ -5,7 +5,9 @@
 // the same. Usage: decide_script_check PORT SEED ROUNDS. Exits 0 when all agree, 1 at the first difference.
 //
 // Keys never expire during a run: counters live an hour, and the fake clock only runs ahead of the real one,
-// so a GCRA key Redis expires (by real time) has an arrival time already past on the fake clock too.
+// so a GCRA key Redis expires (by real time) has an arrival time already past on the fake clock too. The TTLs
+// are checked as well: a GCRA key written in a round lives until its arrival time (PX rounded up, + 1 ms), a
+// counter its hour.
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -18,6 +20,7 @@
 #include <cstdlib>
 #include <deque>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <random>
 #include <span>
@@ -27,6 +30,7 @@
 #include "core/clock.hpp"
 #include "ratelimit/backends/memory/memory_backend.hpp"
 #include "ratelimit/backends/redis/decide_script.hpp"
+#include "ratelimit/backends/redis/gcra_command.hpp"
 #include "ratelimit/limiter/algorithms.hpp"
 #include "redis/resp.hpp"
 
@@ -95,6 +99,30 @@ std::int64_t real_micros() {
       .count();
 }
 
+// The longest tolerance of the GCRA ops below (2 × 250 ms), in ms, + 1: BITFIELD's PEXPIRE.
+constexpr std::int64_t longest_gcra_ttl_ms = 501;
+
+// What is wrong with a key's PTTL (ms; -2 absent, -1 none), if anything. `before` is a GCRA key's value after
+// the previous round: a key that changed was written in this round, `now_us` on the fake clock, by the script
+// (PX until its arrival time) or, in a plain round, perhaps by BITFIELD (PEXPIRE of its tolerance, which
+// lasts at least as long). The real time since then is under 50 ms.
+std::optional<std::string> wrong_ttl(std::int64_t pttl, bool gcra, bool plain, std::uint64_t value,
+                                     std::int64_t now_us, std::uint64_t before) {
+  if (pttl == -2) return std::nullopt;
+  if (!gcra) {
+    // Negative hits keep the TTL a counter had, so it may be from an earlier round.
+    if (pttl <= 3'000'000 || pttl > 3'600'000) return "has PTTL " + std::to_string(pttl) + ", not its hour";
+    return std::nullopt;
+  }
+  if (value == before) return std::nullopt;
+  const auto ahead = static_cast<std::int64_t>(value) - now_us;
+  const std::int64_t want = ahead <= 0 ? -2 : (ahead + 999) / 1000 + 1;
+  if (pttl > (plain ? std::max(want, longest_gcra_ttl_ms) : want) || pttl <= want - 50)
+    return "holds " + std::to_string(value) + " with PTTL " + std::to_string(pttl) + ", want " +
+           std::to_string(want);
+  return std::nullopt;
+}
+
 struct group {
   std::size_t first, count;
   batch_mode mode;
@@ -120,6 +148,13 @@ int main(int argc, char** argv) {
   backends::memory::memory_backend memory(clock, 100'000);
   const std::string prefix = "dsc" + std::to_string(seed) + "_" + std::to_string(now_us) + "_";
   std::size_t checked = 0;
+  std::map<std::string, std::uint64_t>
+      gcra_held;  // each GCRA key's arrival time in Redis after the last round
+  auto command = [&](std::initializer_list<std::string_view> parts) {
+    redis::request r;
+    r.push(parts);
+    return redis_connection.call(r.payload());
+  };
 
   for (int round = 0; round < rounds; ++round) {
     now_us = std::max(now_us + static_cast<std::int64_t>(pick(400'000)), real_micros());
@@ -159,8 +194,10 @@ int main(int argc, char** argv) {
             break;
           default:
             op.kind = op_kind::gcra;
-            op.window_us = pick(2) == 0 ? 100'000 : 250'000;
-            op.tolerance_us = op.window_us * static_cast<std::int64_t>(1 + pick(3));
+            // One limit per key, as rules have (BITFIELD's PEXPIRE is its limit's tolerance): key 0 every
+            // 100 ms with a burst of 1, key 1 every 250 ms with 2, key 2 every 100 ms with 3.
+            op.window_us = n == "1" ? 250'000 : 100'000;
+            op.tolerance_us = op.window_us * (1 + std::stoll(n));
             keys.push_back(prefix + "g" + n);
             break;
         }
@@ -193,26 +230,66 @@ int main(int argc, char** argv) {
                                  (g.mode == batch_mode::all_or_nothing && verdict.applies()));
     }
 
-    // Redis, in one call.
+    // Redis: in one call of the script; or, in a "plain" round, group by group, each GCRA op of an
+    // independent group as the backend sends it (gcra_command.hpp's BITFIELD) and every other op and group
+    // through the script, so both forms meet on the same keys.
+    const bool plain = pick(2) == 0;
     std::vector<std::vector<std::size_t>> indexes;
-    std::vector<backends::redis::script_group> script_groups;
     for (const auto& g : groups) {
       auto& list = indexes.emplace_back();
       for (std::size_t i = g.first; i < g.first + g.count; ++i) list.push_back(i);
     }
-    for (std::size_t k = 0; k < groups.size(); ++k)
-      script_groups.push_back({ops, indexes[k], groups[k].mode});
-    redis::request request;
-    backends::redis::push_decide(request, script_groups, true);
-    const auto reply = redis_connection.call(request.payload());
-    if (reply.is_error()) {
-      std::cerr << "round " << round << ": Redis answered " << reply.text << "\n";
+    std::vector<op_result> got(ops.size());
+    std::vector<std::optional<bool>> applied(groups.size());
+    auto script = [&](std::span<const backends::redis::script_group> script_groups) {
+      redis::request request;
+      backends::redis::push_decide(request, script_groups, true);
+      return redis_connection.call(request.payload());
+    };
+    std::string failed;
+    if (!plain) {
+      std::vector<backends::redis::script_group> script_groups;
+      for (std::size_t k = 0; k < groups.size(); ++k)
+        script_groups.push_back({ops, indexes[k], groups[k].mode});
+      const auto reply = script(script_groups);
+      if (reply.is_error()) failed = reply.text;
+      std::size_t at = 0;
+      for (std::size_t k = 0; k < groups.size() && failed.empty(); ++k)
+        applied[k] = backends::redis::read_decide_reply(reply, at, ops, indexes[k], got);
+    }
+    for (std::size_t k = 0; plain && k < groups.size() && failed.empty(); ++k) {
+      if (groups[k].mode != batch_mode::independent) {
+        const backends::redis::script_group g{ops, indexes[k], groups[k].mode};
+        const auto reply = script({&g, 1});
+        std::size_t at = 0;
+        if (reply.is_error()) failed = reply.text;
+        applied[k] = backends::redis::read_decide_reply(reply, at, ops, indexes[k], got);
+        continue;
+      }
+      applied[k] = true;
+      for (auto i : indexes[k]) {
+        if (ops[i].kind != op_kind::gcra) {
+          const std::size_t one[] = {i};
+          const backends::redis::script_group g{ops, one, batch_mode::independent};
+          const auto reply = script({&g, 1});
+          std::size_t at = 0;
+          if (reply.is_error()) failed = reply.text;
+          if (!backends::redis::read_decide_reply(reply, at, ops, one, got)) applied[k] = std::nullopt;
+          continue;
+        }
+        redis::request request;
+        backends::redis::push_gcra(request, ops[i]);
+        const auto reply = redis_connection.call(request.payload());
+        const auto expire = redis_connection.call({});  // PEXPIRE's reply
+        if (reply.is_error() || expire.is_error()) failed = reply.is_error() ? reply.text : expire.text;
+        if (!backends::redis::read_gcra(reply, ops[i], got[i])) applied[k] = std::nullopt;
+      }
+    }
+    if (!failed.empty()) {
+      std::cerr << "round " << round << ": Redis answered " << failed << "\n";
       return 1;
     }
-    std::vector<op_result> got(ops.size());
-    std::size_t at = 0;
     for (std::size_t k = 0; k < groups.size(); ++k) {
-      const auto applied = backends::redis::read_decide_reply(reply, at, ops, indexes[k], got);
       auto where = [&](std::size_t i) {
         const auto& op = ops[i];
         return "round " + std::to_string(round) + ", group " + std::to_string(k) + " (mode " +
@@ -221,12 +298,12 @@ int main(int argc, char** argv) {
                (op.refund ? "-" : "") + std::to_string(op.increment) + ", role " + std::to_string(op.role) +
                ")";
       };
-      if (!applied) {
-        std::cerr << "round " << round << ", group " << k << ": not the script's reply\n";
+      if (!applied[k]) {
+        std::cerr << "round " << round << ", group " << k << ": not the reply of the script or of BITFIELD\n";
         return 1;
       }
-      if (*applied != expected_applied[k]) {
-        std::cerr << "round " << round << ", group " << k << ": applied " << *applied << ", memory "
+      if (*applied[k] != expected_applied[k]) {
+        std::cerr << "round " << round << ", group " << k << ": applied " << *applied[k] << ", memory "
                   << expected_applied[k] << "\n";
         return 1;
       }
@@ -249,14 +326,19 @@ int main(int argc, char** argv) {
       op_result held;
       recorder r;
       memory.get({&probe, 1}, {&held, 1}, r);
-      const auto v = redis_connection.call([&] {
-        redis::request get;
-        get.push({"GET", key});
-        return get.payload();
-      }());
-      std::uint64_t in_redis = v.type == redis::value::kind::bulk_string ? std::stoull(v.text) : 0;
+      const auto v = command({"GET", key});
+      const bool gcra = key.find("_g") != std::string::npos;
+      std::uint64_t in_redis = 0;
+      if (v.type == redis::value::kind::bulk_string)
+        in_redis = gcra ? backends::redis::gcra_time(v.text) : std::stoull(v.text);
       std::uint64_t in_memory = held.value;
-      if (key.find("_g") != std::string::npos) {
+      if (const auto ttl_error =
+              wrong_ttl(command({"PTTL", key}).integer, gcra, plain, in_redis, now_us, gcra_held[key])) {
+        std::cerr << "round " << round << ": key " << key << " " << *ttl_error << "\n";
+        return 1;
+      }
+      if (gcra) {
+        gcra_held[key] = in_redis;
         in_redis = std::max<std::uint64_t>(in_redis, static_cast<std::uint64_t>(now_us));
         in_memory = std::max<std::uint64_t>(in_memory, static_cast<std::uint64_t>(now_us));
       }

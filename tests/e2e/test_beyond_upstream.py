@@ -135,6 +135,16 @@ class BackendCase:
             return None
         return int(v) if v is not None else 0
 
+    def stored_arrival_time(self, key):
+        """A GCRA key's arrival time in µs (BITFIELD's u62 at offset 2, as README shows it); None on memory."""
+        if self.backend == 'redis':
+            node = servers['redis']
+        elif self.backend == 'cluster':
+            node = servers['cluster'].owner(key)
+        else:
+            return None
+        return node.command('BITFIELD', key, 'GET', 'u62', '2')[0]
+
     def decide(self, descriptors, hits_addend=None):
         outcome, detail, _ = attempt(self.sluice, 'grpc', 'b', descriptors, hits_addend)
         self.assertEqual(outcome, 'ok', detail)
@@ -204,9 +214,10 @@ class BackendCase:
         # request's wait gave back).
         self.assertLessEqual(len(ok), 5 + span / 0.05 + 1)
         self.assertGreaterEqual(len(ok), 0.8 * (span - 0.3) / 0.05)
-        if self.backend != 'memory':
-            tat = self.stored('{b_gcra_%s_}1s_gcra' % value)
+        if self.backend in ('redis', 'cluster'):
+            tat = self.stored_arrival_time('{b_gcra_%s_}1s_gcra' % value)
             self.assertGreater(tat, time.time() * 1e6 - 1e6)  # an arrival time in microseconds
+            self.assertLess(tat, time.time() * 1e6 + 1e6)
 
     # -- unit_multiplier ------------------------------------------------------------------------------------------
 
@@ -370,20 +381,35 @@ class RedisTest(BackendCase, unittest.TestCase):
 
     def test_scripts_are_called_by_sha_and_sent_again_after_a_flush(self):
         redis = servers['redis']
-        self.decide([{'entries': [('gcra', unique('f'))]}])
+        atomic = lambda: [{'entries': [('atomic_a', v)]} for v in self.atomic_values()[:1]]
+        self.decide(atomic())
         before = redis.command_calls()
         for _ in range(20):
-            self.decide([{'entries': [('gcra', unique('f'))]}])
+            self.decide(atomic())
         after = redis.command_calls()
         self.assertEqual(after.get('evalsha', 0) - before.get('evalsha', 0), 20)
         self.assertEqual(after.get('eval', 0) - before.get('eval', 0), 0)
         redis.command('SCRIPT', 'FLUSH')
-        self.assertEqual(self.decide([{'entries': [('gcra', unique('f'))]}]).overall, 'OK')
+        self.assertEqual(self.decide(atomic()).overall, 'OK')
         redis.command('SCRIPT', 'FLUSH')
         a, b = self.atomic_values()
         self.assertEqual(self.decide([{'entries': [('atomic_a', a)]}, {'entries': [('atomic_b', b)]}]).overall, 'OK')
         self.assertEqual(redis.command_calls().get('eval', 0) - after.get('eval', 0), 2)  # once per flush
 
+    def test_gcra_is_one_bitfield_and_one_pexpire_per_request(self):
+        # No script: BITFIELD's saturating and failing arithmetic checks and moves the arrival time in one step
+        # (gcra_command.hpp). The key lives the bucket's tolerance (burst 5 × 50 ms) + 1 ms after each request.
+        redis = servers['redis']
+        values = [unique('f') for _ in range(20)]
+        before = redis.command_calls()
+        self.assertEqual([self.decide([{'entries': [('gcra', v)]}]).overall for v in values], ['OK'] * 20)
+        key = '{b_gcra_%s_}1s_gcra' % values[-1]
+        pttl, written = redis.pttl(key), time.time()
+        after = redis.command_calls()
+        calls = {c: after.get(c, 0) - before.get(c, 0) for c in ('bitfield', 'pexpire', 'evalsha', 'eval')}
+        self.assertEqual(calls, {'bitfield': 20, 'pexpire': 20, 'evalsha': 0, 'eval': 0})
+        self.assertTrue(251 - 100 < pttl <= 251, pttl)
+        self.assertAlmostEqual(self.stored_arrival_time(key) / 1e6, written + 0.05, delta=0.1)
 
     def test_the_script_agrees_with_the_memory_store(self):
         # tests/e2e/decide_script_check.cpp: random calls of every mode, op kind and role, through the Lua script

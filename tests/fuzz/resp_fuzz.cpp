@@ -2,7 +2,8 @@
 // complete reply or nothing; the same bytes parse the same whether they come whole or a byte at a time
 // (need_more until the end, then the same reply); the reply scanner never says "not ready" where
 // parse_reply would decode a reply or report an error; and a pipeline fed the bytes in pieces sized by the
-// input matches replies to requests without crashing, leaking or completing a request twice.
+// input matches replies to requests without crashing, leaking or completing a request twice. Each reply is
+// also read as GCRA's BITFIELD (gcra_command.hpp).
 //
 // Build and run: scripts/fuzz resp [seconds]
 
@@ -16,6 +17,7 @@
 
 #include <boost/asio/error.hpp>
 
+#include "ratelimit/backends/redis/gcra_command.hpp"
 #include "redis/pipeline.hpp"
 #include "redis/reply_scanner.hpp"
 #include "redis/resp.hpp"
@@ -26,6 +28,23 @@ using namespace sluice::redis;
 
 void check(bool ok) {
   if (!ok) std::abort();
+}
+
+// Any reply read as GCRA's BITFIELD (as a request and as negative hits): accepted or not, never out of
+// bounds, and when accepted it is the reply of an op that admitted or not.
+void read_as_gcra(const value& reply) {
+  sluice::ratelimit::limiter::counter_op op;
+  op.kind = sluice::ratelimit::limiter::op_kind::gcra;
+  op.increment = 2;
+  op.window_us = 50'000;
+  op.tolerance_us = 250'000;
+  op.now_us = 1'795'000'000'000'000;
+  for (bool refund : {false, true}) {
+    op.refund = refund;
+    sluice::ratelimit::limiter::op_result result;
+    if (sluice::ratelimit::backends::redis::read_gcra(reply, op, result))
+      check(result.value >= static_cast<std::uint64_t>(op.now_us));
+  }
 }
 
 // The replies in `data`, parsed whole; then each one again, fed a byte at a time.
@@ -41,6 +60,7 @@ void parse_whole_and_by_byte(std::string_view data) {
       return;
     }
     check(consumed > 0 && consumed <= data.size() - pos);
+    read_as_gcra(whole);
     if (consumed <= 512) {  // every prefix of the reply is incomplete, and never an error
       for (std::size_t k = 0; k < consumed; ++k) {
         std::size_t c = 0;

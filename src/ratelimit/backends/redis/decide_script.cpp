@@ -10,26 +10,56 @@ namespace sluice::ratelimit::backends::redis {
 
 namespace rd = sluice::redis;
 
-// A group in mode "a" or "e" works on an overlay of the keys (`mine`), merged only when it applies. Numbers
-// go back to Redis through %.0f: Lua's tostring would write 1e+15 from 10^15.
+// A group in mode "a" or "e" works on an overlay of the keys (`mine`), merged only when it applies. Printing
+// a number costs Redis more than the command it goes into (Lua's string.format, or Redis's own %.17g for a
+// number argument), so a counter's only change in a call, when it holds an integer, is written as INCRBY of
+// the hits Sluice sent and EXPIRE. Other counters are printed with %.0f (Lua's tostring would write 1e+15
+// from 10^15). A GCRA key holds its arrival time in gcra_command.hpp's binary form.
 const std::string_view decide_script = R"lua(
 local cap = 4503599627370496
-local max, min, ceil, byte, tonumber = math.max, math.min, math.ceil, string.byte, tonumber
-local known, existed = {}, {}
-local dirty_kind, dirty_ttl, dirty_now = {}, {}, {}
-local function stored(k)
-  local v = known[k]
-  if v == nil then
-    local raw = redis.call('GET', k)
-    existed[k] = raw ~= false
-    v = max(tonumber(raw or '0') or 0, 0)
-    known[k] = v
+local max, min, ceil, floor, tonumber, unpack = math.max, math.min, math.ceil, math.floor, tonumber, unpack
+local raw, known, existed, odd = {}, {}, {}, {}
+local dirty_kind, dirty_ttl, dirty_now, plain = {}, {}, {}, {}
+-- Every key is read first, by MGETs of up to 1000 keys (unpack stops near 8000). A key holding another type
+-- reads as absent, and is overwritten if changed.
+local nkeys = #KEYS
+for first = 1, nkeys, 1000 do
+  local last = min(first + 999, nkeys)
+  local got = redis.call('MGET', unpack(KEYS, first, last))
+  for i = first, last do raw[KEYS[i]] = got[i - first + 1] end
+end
+-- A key's value when first used: a GCRA key's first 8 bytes, big-endian, in 62 bits; a counter's decimal.
+local function stored(key, kind)
+  local v = known[key]
+  if v ~= nil then return v end
+  local text = raw[key]
+  v = 0
+  if text then
+    existed[key] = true
+    if kind == 'g' then
+      local b = {text:byte(1, 8)}
+      for i = 1, 8 do v = v * 256 + (b[i] or 0) end
+      v = v % 4611686018427387904
+    else
+      v = tonumber(text) or 0
+      -- Not a count INCRBY can add to (negative: a late take-back; or not an integer): printed when written.
+      if v < 0 or v % 1 ~= 0 then odd[key], v = true, max(v, 0) end
+    end
   end
+  known[key] = v
   return v
 end
-local function change(key, value, kind, ttl, refund, now)
+local function gcra_bytes(v)
+  local hi = floor(v / 4294967296)
+  local lo = v - hi * 4294967296
+  return string.char(floor(hi / 16777216) % 256, floor(hi / 65536) % 256, floor(hi / 256) % 256, hi % 256,
+    floor(lo / 16777216), floor(lo / 65536) % 256, floor(lo / 256) % 256, lo % 256)
+end
+-- A counter's first change in this call may be written as INCRBY of its hits (p); a second one is printed.
+local function change(key, value, kind, ttl, refund, now, p)
   known[key] = value
-  dirty_kind[key], dirty_now[key] = kind, now
+  if dirty_kind[key] then p = false end
+  dirty_kind[key], dirty_now[key], plain[key] = kind, now, p or false
   if not refund then dirty_ttl[key] = ttl end
 end
 local specs = {}
@@ -48,23 +78,24 @@ while a <= #ARGV do
   reply[head] = 1
   local each = mode == 'i'
   -- An all-or-nothing group works on an overlay, merged only when the request's verdict admits.
-  local mine, keys, values, kinds, ttls, refunds, changes = nil, nil, nil, nil, nil, nil, nil
-  if not each then mine, keys, values, kinds, ttls, refunds, changes = {}, {}, {}, {}, {}, {}, {} end
+  local mine, keys, values, kinds, ttls, refunds, changes, plains
+  if not each then mine, keys, values, kinds, ttls, refunds, changes, plains = {}, {}, {}, {}, {}, {}, {}, {} end
   local enforced_ok, quota = true, nil
   for i = 1, count do
     local tagged = tonumber(ARGV[a])
     local index = tagged % 16777216
     local role = (tagged - index) / 16777216
-    local spec, hits = specs[index], tonumber(ARGV[a + 1])
-    local refund = byte(ARGV[a + 1]) == 45
+    local spec, hits_text = specs[index], ARGV[a + 1]
+    local hits = tonumber(hits_text)
+    local refund = hits_text:byte() == 45
     a = a + 2
     local kind = spec[1]
     if refund then hits = -hits end
     local key = KEYS[k]
     k = k + 1
     local current = mine and mine[key]
-    if current == nil then current = stored(key) end
-    local value, ok, ttl = 0, true, nil
+    if current == nil then current = stored(key, kind) end
+    local value, ok, ttl, p = 0, true, nil, nil
     if kind == 'g' then
       local tat = max(current, now)
       if refund then
@@ -81,7 +112,7 @@ while a <= #ARGV do
       local previous = 0
       if kind == 's' then
         previous = mine and mine[KEYS[k]]
-        if previous == nil then previous = stored(KEYS[k]) end
+        if previous == nil then previous = stored(KEYS[k], kind) end
         k = k + 1
       end
       if refund then
@@ -94,6 +125,7 @@ while a <= #ARGV do
           weighted = ceil(previous * (window - now % window) / window)
         end
         ok = value + weighted <= spec[2]
+        if not odd[key] then p = hits_text end
       end
       n = n + 1
       reply[n] = value
@@ -107,10 +139,11 @@ while a <= #ARGV do
     -- Fixed-window counters count every hit; the others change only when they admit.
     local applies = ok or kind == 'c'
     if each then
-      if applies then change(key, value, kind, ttl, refund, now) end
+      if applies then change(key, value, kind, ttl, refund, now, p) end
     else
       if applies then mine[key] = value end
-      keys[i], values[i], kinds[i], ttls[i], refunds[i], changes[i] = key, value, kind, ttl, refund, applies
+      keys[i], values[i], kinds[i], ttls[i], refunds[i], changes[i], plains[i] =
+        key, value, kind, ttl, refund, applies, p
       if role == 0 then
         enforced_ok = enforced_ok and ok
       elseif role >= 2 then
@@ -130,23 +163,30 @@ while a <= #ARGV do
       reply[head] = 0
     else
       for i = 1, count do
-        if changes[i] then change(keys[i], values[i], kinds[i], ttls[i], refunds[i], now) end
+        if changes[i] then
+          change(keys[i], values[i], kinds[i], ttls[i], refunds[i], now, plains[i])
+        end
       end
     end
   end
 end
 for key, kind in pairs(dirty_kind) do
-  local value = known[key]
+  local value, p = known[key], plain[key]
   if kind == 'g' then
     local now = dirty_now[key]
     if value > now then
-      redis.call('SET', key, string.format('%.0f', value), 'PX', ceil((value - now) / 1000) + 1)
+      redis.call('SET', key, gcra_bytes(value), 'PX', ceil((value - now) / 1000) + 1)
     else
       redis.call('DEL', key)
     end
+  elseif value <= 0 and not existed[key] then
+    -- Nothing counted on an absent key: it stays absent.
+  elseif p and type(redis.pcall('INCRBY', key, p)) == 'number' then
+    -- (A value INCRBY refuses, such as " 7", is printed instead.)
+    redis.call('EXPIRE', key, dirty_ttl[key])
   elseif dirty_ttl[key] then
-    if value > 0 or existed[key] then redis.call('SET', key, string.format('%.0f', value), 'EX', dirty_ttl[key]) end
-  elseif existed[key] then
+    redis.call('SET', key, string.format('%.0f', value), 'EX', dirty_ttl[key])
+  else
     redis.call('SET', key, string.format('%.0f', value), 'KEEPTTL')
   end
 end

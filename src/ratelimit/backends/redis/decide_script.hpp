@@ -1,10 +1,12 @@
 #pragma once
-// The Lua script behind GCRA and all-or-nothing batches on Redis. One call carries the groups of ops of every
-// decision a worker made in one turn (script_batcher): for each group it reads the keys, judges each op with
-// limiter/algorithms.hpp's arithmetic (in Lua's doubles, which agree below 2^53) and applies the group as its
-// mode says; groups see each other's changes in order, and every key changed is written once at the end — all
-// in one atomic step on one node. It is called by its SHA1 (EVALSHA) and sent whole (EVAL, which also loads
-// it) only when the node answers NOSCRIPT.
+// The Lua script behind all-or-nothing batches on Redis (GCRA on its own is gcra_command.hpp's BITFIELD). One
+// call carries the groups of ops of every decision a worker made in one turn (script_batcher): for each group
+// it reads the keys, judges each op with limiter/algorithms.hpp's arithmetic (in Lua's doubles, which agree
+// below 2^53) and applies the group as its mode says; groups see each other's changes in order, and every key
+// changed is written once at the end — all in one atomic step on one node. The keys are read with MGET, and a
+// counter's usual write is INCRBY of the hits Sluice sent, not a number Lua prints: each `redis.call` and
+// each number printed costs Redis about a microsecond. It is called by its SHA1 (EVALSHA) and sent whole
+// (EVAL, which also loads it) only when the node answers NOSCRIPT.
 //
 //   KEYS: per op its key, and a sliding op's previous-window key after it
 //   ARGV: the number of specs, then each spec: kind ("c", "s", "g"), limit, window or interval (µs),

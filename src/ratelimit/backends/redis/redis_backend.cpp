@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "core/strings.hpp"
+#include "ratelimit/backends/redis/gcra_command.hpp"
 #include "ratelimit/limiter/algorithms.hpp"
 #include "ratelimit/limiter/pending_operations.hpp"
 #include "redis/cluster_slot.hpp"
@@ -126,6 +127,8 @@ void batch::send(std::size_t which) {
     const auto& op = all[i];
     if (get) {
       encoded.push({"GET", op.key});
+    } else if (op.kind == limiter::op_kind::gcra) {
+      push_gcra(encoded, op);
     } else if (op.refund) {
       encoded.push({"EVAL", refund_script, "1", op.key, to_text(a, op.increment)});
     } else {
@@ -173,10 +176,19 @@ void batch::on_pipeline(std::size_t which, boost::system::error_code ec,
     const auto& op = ops[index];
     const auto& reply = replies[next++];
     if (reply.is_error()) return pending.fail(core::cat("Redis error: ", reply.text));
-    // INCRBY's reply is followed by EXPIRE's. A counter without its EXPIRE would never go away: that is a
-    // failure too.
-    if (!get && !op.refund && replies[next++].is_error()) {
+    // INCRBY's (or BITFIELD's) reply is followed by EXPIRE's (PEXPIRE's). A key without its expiry would
+    // never go away: that is a failure too.
+    const bool gcra = op.kind == limiter::op_kind::gcra;
+    if (!get && (!op.refund || gcra) && replies[next++].is_error()) {
       return pending.fail(core::cat("Redis error: ", replies[next - 1].text));
+    }
+    if (gcra) {
+      if (get) {
+        results[index].value = reply.type == rd::value::kind::bulk_string ? gcra_time(reply.text) : 0;
+      } else if (!read_gcra(reply, op, results[index])) {
+        return pending.fail("Redis returned a reply that is not GCRA's BITFIELD");
+      }
+      continue;
     }
     auto v = counter_value(reply);
     if (!v) return pending.fail("Redis returned a value that is not a counter");
@@ -278,8 +290,8 @@ void redis_backend::run(bool get, std::span<const limiter::counter_op> ops,
                         limiter::batch_mode mode) {
   if (ops.empty()) return done.complete(nullptr);
   auto* state = new batch(done, ops, results, mode, get);
-  // Group the ops: per store, plain commands apart from script groups (GCRA, and every op of an
-  // all-or-nothing batch); on a cluster, plain commands per op and script groups per slot.
+  // Group the ops: per store, plain commands apart from script groups (every op of an all-or-nothing batch);
+  // on a cluster, plain commands per op and script groups per slot.
   struct group_key {
     store_pair* store;
     bool script;
@@ -289,8 +301,7 @@ void redis_backend::run(bool get, std::span<const limiter::counter_op> ops,
   boost::container::small_vector<group_key, 4> groups;
   for (std::size_t i = 0; i < ops.size(); ++i) {
     store_pair* store = ops[i].per_second && per_second_ ? per_second_.get() : main_.get();
-    const bool script =
-        !get && (mode != limiter::batch_mode::independent || ops[i].kind == limiter::op_kind::gcra);
+    const bool script = !get && mode != limiter::batch_mode::independent;
     std::size_t slot = 0;
     if (store->store.one_key_per_request()) slot = script ? rd::hash_slot(ops[i].key) : SIZE_MAX - i;
     const group_key key{store, script, slot};
