@@ -92,7 +92,7 @@ struct batch final : limiter::completion {
   }
   void send(std::size_t which);
   void on_pipeline(std::size_t which, boost::system::error_code ec, const std::vector<rd::value>& replies);
-  void on_script(std::size_t which, const std::string* error, const rd::value* reply, std::size_t at);
+  void on_script(std::size_t which, const std::string* error, const script_batcher::answer& reply);
   void take_back(rd::store& store, const limiter::counter_op& op);
   void complete(const limiter::backend_error* error) noexcept override;
   // Sends every part. One count more is held while sending: a store may complete inline (nothing reachable),
@@ -112,8 +112,8 @@ void batch::send(std::size_t which) {
     const script_group group{all, p.indexes, compensating ? limiter::batch_mode::independent : mode,
                              !compensating && split()};
     p.store->scripts.add(group, all[p.indexes.front()].key,
-                         [this, which](const std::string* error, const rd::value* reply, std::size_t at) {
-                           on_script(which, error, reply, at);
+                         [this, which](const std::string* error, const script_batcher::answer& reply) {
+                           on_script(which, error, reply);
                            pending.finish_one();
                          });
     return;
@@ -127,8 +127,6 @@ void batch::send(std::size_t which) {
     const auto& op = all[i];
     if (get) {
       encoded.push({"GET", op.key});
-    } else if (op.kind == limiter::op_kind::gcra) {
-      push_gcra(encoded, op);
     } else if (op.refund) {
       encoded.push({"EVAL", refund_script, "1", op.key, to_text(a, op.increment)});
     } else {
@@ -150,11 +148,25 @@ void batch::send(std::size_t which) {
   p.store->store.exec(std::move(request), key);
 }
 
-void batch::on_script(std::size_t which, const std::string* error, const rd::value* reply, std::size_t at) {
+void batch::on_script(std::size_t which, const std::string* error, const script_batcher::answer& reply) {
   auto& p = parts[which];
   if (error != nullptr) return pending.fail(*error);
   if (compensating) return;  // what was taken back changes no decision
-  auto applied = read_decide_reply(*reply, at, ops, p.indexes, results);
+  if (reply.script == nullptr) {
+    // BITFIELD and PEXPIRE per op. A key without its expiry would never go away: that is a failure too.
+    for (std::size_t k = 0; k < p.indexes.size(); ++k) {
+      const auto& bitfield = reply.gcra[2 * k];
+      const auto& expire = reply.gcra[2 * k + 1];
+      if (bitfield.is_error() || expire.is_error())
+        return pending.fail(core::cat("Redis error: ", bitfield.is_error() ? bitfield.text : expire.text));
+      if (!read_gcra(bitfield, ops[p.indexes[k]], results[p.indexes[k]]))
+        return pending.fail("Redis returned a reply that is not GCRA's BITFIELD");
+    }
+    p.applied = true;
+    return;
+  }
+  std::size_t at = reply.at;
+  auto applied = read_decide_reply(*reply.script, at, ops, p.indexes, results);
   if (!applied) return pending.fail("Redis returned a reply that is not the decide script's");
   p.applied = *applied;
 }
@@ -176,18 +188,13 @@ void batch::on_pipeline(std::size_t which, boost::system::error_code ec,
     const auto& op = ops[index];
     const auto& reply = replies[next++];
     if (reply.is_error()) return pending.fail(core::cat("Redis error: ", reply.text));
-    // INCRBY's (or BITFIELD's) reply is followed by EXPIRE's (PEXPIRE's). A key without its expiry would
-    // never go away: that is a failure too.
-    const bool gcra = op.kind == limiter::op_kind::gcra;
-    if (!get && (!op.refund || gcra) && replies[next++].is_error()) {
+    // INCRBY's reply is followed by EXPIRE's. A counter without its EXPIRE would never go away: that is a
+    // failure too.
+    if (!get && !op.refund && replies[next++].is_error()) {
       return pending.fail(core::cat("Redis error: ", replies[next - 1].text));
     }
-    if (gcra) {
-      if (get) {
-        results[index].value = reply.type == rd::value::kind::bulk_string ? gcra_time(reply.text) : 0;
-      } else if (!read_gcra(reply, op, results[index])) {
-        return pending.fail("Redis returned a reply that is not GCRA's BITFIELD");
-      }
+    if (op.kind == limiter::op_kind::gcra) {  // read ahead (only GCRA's own ops change its key)
+      results[index].value = reply.type == rd::value::kind::bulk_string ? gcra_time(reply.text) : 0;
       continue;
     }
     auto v = counter_value(reply);
@@ -290,8 +297,9 @@ void redis_backend::run(bool get, std::span<const limiter::counter_op> ops,
                         limiter::batch_mode mode) {
   if (ops.empty()) return done.complete(nullptr);
   auto* state = new batch(done, ops, results, mode, get);
-  // Group the ops: per store, plain commands apart from script groups (every op of an all-or-nothing batch);
-  // on a cluster, plain commands per op and script groups per slot.
+  // Group the ops: per store, plain commands apart from script groups (GCRA, and every op of an
+  // all-or-nothing batch; the script_batcher sends GCRA on keys no other decision of the turn touches as
+  // BITFIELDs); on a cluster, plain commands per op and script groups per slot.
   struct group_key {
     store_pair* store;
     bool script;
@@ -301,7 +309,8 @@ void redis_backend::run(bool get, std::span<const limiter::counter_op> ops,
   boost::container::small_vector<group_key, 4> groups;
   for (std::size_t i = 0; i < ops.size(); ++i) {
     store_pair* store = ops[i].per_second && per_second_ ? per_second_.get() : main_.get();
-    const bool script = !get && mode != limiter::batch_mode::independent;
+    const bool script =
+        !get && (mode != limiter::batch_mode::independent || ops[i].kind == limiter::op_kind::gcra);
     std::size_t slot = 0;
     if (store->store.one_key_per_request()) slot = script ? rd::hash_slot(ops[i].key) : SIZE_MAX - i;
     const group_key key{store, script, slot};

@@ -5,9 +5,9 @@
 // in one pipeline per store — or, on a Redis Cluster, one request per key (INCRBY and EXPIRE together), each
 // to its node, all in parallel. With a per-second store (REDIS_PERSECOND), keys of SECOND limits go there.
 // Sliding windows add one MGET of their previous windows to the pipeline (and a DECRBY, not waited for, of
-// hits they did not admit). A GCRA op is one BITFIELD and a PEXPIRE in the same pipeline (gcra_command.hpp).
-// All-or-nothing batches are groups of decide_script, gathered per worker turn by a script_batcher into one
-// call per store (per slot on a cluster).
+// hits they did not admit). GCRA ops and all-or-nothing batches are groups of decide_script, gathered per
+// worker turn by a script_batcher into one call per store (per slot on a cluster); GCRA ops on keys no other
+// op of the turn touches go in that round trip as BITFIELDs instead (gcra_command.hpp).
 
 #include <boost/asio/any_io_executor.hpp>
 #include <memory>

@@ -2,7 +2,10 @@
 
 #include <boost/asio/post.hpp>
 
+#include <algorithm>
+
 #include "core/strings.hpp"
+#include "ratelimit/backends/redis/gcra_command.hpp"
 #include "redis/cluster_slot.hpp"
 
 namespace sluice::ratelimit::backends::redis {
@@ -34,30 +37,73 @@ void script_batcher::flush() {
 }
 
 void script_batcher::send(std::shared_ptr<call> c, bool whole) {
+  // How many ops of the call touch each key: a key touched once needs no script.
+  std::unordered_map<std::string_view, std::size_t> uses;
+  for (const auto& e : c->entries) {
+    for (auto i : e.group.indexes) {
+      ++uses[e.group.ops[i].key];
+      if (e.group.ops[i].kind == limiter::op_kind::sliding) ++uses[e.group.ops[i].previous_key];
+    }
+  }
+  auto alone = [&](const script_group& g) {
+    return !whole && g.mode == limiter::batch_mode::independent &&
+           std::ranges::all_of(g.indexes, [&](std::size_t i) {
+             return g.ops[i].kind == limiter::op_kind::gcra && uses[g.ops[i].key] == 1;
+           });
+  };
+  // The BITFIELDs go first, in entry order, then the script's one call.
+  rd::request encoded;
+  std::vector<bool> as_gcra(c->entries.size());
   std::vector<script_group> groups;
   groups.reserve(c->entries.size());
-  for (const auto& e : c->entries) groups.push_back(e.group);
-  rd::request encoded;
-  push_decide(encoded, groups, whole);
+  for (std::size_t k = 0; k < c->entries.size(); ++k) {
+    const auto& g = c->entries[k].group;
+    as_gcra[k] = alone(g);
+    if (!as_gcra[k]) {
+      groups.push_back(g);
+      continue;
+    }
+    for (auto i : g.indexes) push_gcra(encoded, g.ops[i]);
+  }
+  if (!groups.empty()) push_decide(encoded, groups, whole);
   auto request = std::make_shared<rd::pending_request>();
   request->expected_replies = encoded.expected_replies();
   request->payload = encoded.release_payload();
-  request->done = [this, c, whole](boost::system::error_code ec, std::vector<rd::value>&& replies) {
-    std::string error;
-    if (ec) {
-      error = store_.describe(ec);
-    } else if (const auto& reply = replies.front(); reply.is_error()) {
-      // The node lost its scripts (a restart, SCRIPT FLUSH): the script itself goes, and loads it again.
-      if (!whole && reply.text.starts_with("NOSCRIPT")) return send(c, true);
-      error = core::cat("Redis error: ", reply.text);
+  request->done = [this, c, whole, as_gcra = std::move(as_gcra), scripted = !groups.empty()](
+                      boost::system::error_code ec, std::vector<rd::value>&& replies) {
+    std::string error, script_error;
+    if (ec) error = store_.describe(ec);
+    const rd::value* script = ec || !scripted ? nullptr : &replies.back();
+    // The node lost its scripts (a restart, SCRIPT FLUSH): the script's groups go again with the script
+    // itself.
+    std::shared_ptr<call> again;
+    if (script != nullptr && script->is_error()) {
+      if (!whole && script->text.starts_with("NOSCRIPT")) {
+        again = std::make_shared<call>(call{c->routing_key, {}});
+      } else {
+        script_error = core::cat("Redis error: ", script->text);
+      }
     }
-    std::size_t at = 0;
-    for (auto& e : c->entries) {
+    std::size_t next = 0, at = 0;
+    for (std::size_t k = 0; k < c->entries.size(); ++k) {
+      auto& e = c->entries[k];
       // Read first: `done` may finish the decision that owns the group's ops.
-      const std::size_t size = decide_reply_size(e.group.ops, e.group.indexes);
-      e.done(error.empty() ? nullptr : &error, error.empty() ? &replies.front() : nullptr, at);
-      at += size;
+      if (as_gcra[k]) {
+        const std::size_t count = 2 * e.group.indexes.size();
+        const std::span<const rd::value> mine =
+            ec ? std::span<const rd::value>() : std::span<const rd::value>(replies).subspan(next, count);
+        next += count;
+        e.done(ec ? &error : nullptr, answer{nullptr, 0, mine});
+      } else if (again) {
+        again->entries.push_back(std::move(e));
+      } else {
+        const std::size_t size = decide_reply_size(e.group.ops, e.group.indexes);
+        const std::string* failed = ec ? &error : !script_error.empty() ? &script_error : nullptr;
+        e.done(failed, answer{failed == nullptr ? script : nullptr, at, {}});
+        at += size;
+      }
     }
+    if (again) send(std::move(again), true);
   };
   store_.exec(std::move(request), c->routing_key);
 }

@@ -1,14 +1,18 @@
 #pragma once
 // The decide_script calls of one worker's decisions, gathered over one turn of its io_context and sent as one
 // EVALSHA per store — per slot on a cluster. A call's fixed cost in Redis is paid once per turn instead of
-// once per decision, and a key several decisions share is read and written once. Nothing waits for the batch:
-// it goes out when the handlers queued before it have run (a post to the worker's executor).
+// once per decision, and a key several decisions share is read and written once. A group of independent GCRA
+// ops whose keys no other op of the turn touches goes instead as BITFIELDs (gcra_command.hpp) in the same
+// round trip: a script costs Redis about twice as much per key as BITFIELD, and gains only on shared keys.
+// Nothing waits for the batch: it goes out when the handlers queued before it have run (a post to the
+// worker's executor).
 
 #include <boost/asio/any_io_executor.hpp>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -20,9 +24,15 @@ namespace sluice::ratelimit::backends::redis {
 
 class script_batcher {
  public:
-  // With the whole reply and where this group's part starts; or with the error that failed the call.
-  using done_fn =
-      std::function<void(const std::string* error, const sluice::redis::value* reply, std::size_t at)>;
+  // A group's answer: the script's reply and where the group's part starts; or the replies of its BITFIELDs,
+  // two per op (BITFIELD's, then PEXPIRE's).
+  struct answer {
+    const sluice::redis::value* script = nullptr;
+    std::size_t at = 0;
+    std::span<const sluice::redis::value> gcra;
+  };
+  // With the group's answer, or with the error that failed the call.
+  using done_fn = std::function<void(const std::string* error, const answer& reply)>;
 
   script_batcher(boost::asio::any_io_executor ex, sluice::redis::store& store)
       : ex_(std::move(ex)), store_(store) {}
@@ -44,6 +54,7 @@ class script_batcher {
   };
 
   void flush();
+  // Sends the call; `whole` (after NOSCRIPT): the script itself, and every group through it.
   void send(std::shared_ptr<call> c, bool whole);
 
   boost::asio::any_io_executor ex_;

@@ -1,0 +1,127 @@
+#include <doctest/doctest.h>
+
+#include <boost/asio/io_context.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ratelimit/backends/redis/script_batcher.hpp"
+
+using namespace sluice;
+using ratelimit::backends::redis::script_batcher;
+using ratelimit::backends::redis::script_group;
+using ratelimit::limiter::batch_mode;
+using ratelimit::limiter::counter_op;
+using ratelimit::limiter::op_kind;
+
+namespace {
+
+// Keeps what is sent; the test answers it.
+class fake_store final : public redis::store {
+ public:
+  std::vector<std::shared_ptr<redis::pending_request>> sent;
+  void start(observer) override {}
+  void stop() override {}
+  void exec(std::shared_ptr<redis::pending_request> request, std::string_view) override {
+    sent.push_back(std::move(request));
+  }
+  bool one_key_per_request() const override { return false; }
+  bool up() const override { return true; }
+  std::string describe(boost::system::error_code) const override { return "down"; }
+  std::string last_error() const override { return {}; }
+  redis::connection_stats stats() const override { return {}; }
+};
+
+counter_op gcra_op(std::string_view key) {
+  counter_op op;
+  op.kind = op_kind::gcra;
+  op.key = key;
+  op.increment = 1;
+  op.window_us = 1'000;
+  op.tolerance_us = 5'000;
+  op.now_us = 1'795'000'000'000'000;
+  return op;
+}
+
+redis::value integer(std::int64_t n) {
+  redis::value v;
+  v.type = redis::value::kind::integer;
+  v.integer = n;
+  return v;
+}
+
+std::size_t count(const std::string& payload, std::string_view what) {
+  std::size_t n = 0;
+  for (auto at = payload.find(what); at != std::string::npos; at = payload.find(what, at + 1)) ++n;
+  return n;
+}
+
+struct answered {
+  bool called = false;
+  bool error = false;
+  const redis::value* script = nullptr;
+  std::size_t at = 0, gcra = 0;
+};
+
+}  // namespace
+
+TEST_CASE(
+    "script_batcher: a GCRA key only one decision touches goes as BITFIELD, shared keys through the script") {
+  boost::asio::io_context io;
+  fake_store store;
+  script_batcher batcher(io.get_executor(), store);
+  const std::vector<counter_op> ops{gcra_op("shared"), gcra_op("shared"), gcra_op("alone"),
+                                    gcra_op("atomic")};
+  const std::size_t first[] = {0}, second[] = {1}, third[] = {2}, fourth[] = {3};
+  std::vector<answered> got(4);
+  auto add = [&](std::span<const std::size_t> indexes, batch_mode mode, std::size_t k) {
+    batcher.add(script_group{ops, indexes, mode}, ops[indexes.front()].key,
+                [&, k](const std::string* error, const script_batcher::answer& a) {
+                  got[k] = {true, error != nullptr, a.script, a.at, a.gcra.size()};
+                });
+  };
+  add(first, batch_mode::independent, 0);
+  add(second, batch_mode::independent, 1);
+  add(third, batch_mode::independent, 2);
+  add(fourth, batch_mode::all_or_nothing, 3);  // all or nothing: always the script
+  io.run();
+
+  REQUIRE(store.sent.size() == 1);
+  const auto& payload = store.sent[0]->payload;
+  CHECK(count(payload, "BITFIELD") == 1);
+  CHECK(count(payload, "PEXPIRE") == 1);
+  CHECK(count(payload, "EVALSHA") == 1);
+  CHECK(payload.find("BITFIELD") < payload.find("EVALSHA"));
+  CHECK(count(payload, "$5\r\nalone\r\n") == 2);  // BITFIELD's and PEXPIRE's key, not the script's
+  CHECK(store.sent[0]->expected_replies == 3);
+
+  SUBCASE("each group gets its part") {
+    redis::value script;
+    script.type = redis::value::kind::array;
+    std::vector<redis::value> replies{redis::value{}, integer(1), script};
+    store.sent[0]->done({}, std::move(replies));
+    CHECK((got[2].called && !got[2].error && got[2].script == nullptr && got[2].gcra == 2));
+    for (std::size_t k : {0, 1, 3}) CHECK((got[k].called && !got[k].error && got[k].script != nullptr));
+    CHECK(got[0].at == 0);
+    CHECK(got[1].at == 2);  // after the first group's applied flag and arrival time
+    CHECK(got[3].at == 4);
+  }
+  SUBCASE("NOSCRIPT: the BITFIELDs are answered, the script's groups go again with the script") {
+    redis::value noscript;
+    noscript.type = redis::value::kind::error;
+    noscript.text = "NOSCRIPT No matching script.";
+    std::vector<redis::value> replies{redis::value{}, integer(1), noscript};
+    store.sent[0]->done({}, std::move(replies));
+    CHECK((got[2].called && got[2].gcra == 2));
+    CHECK_FALSE((got[0].called || got[1].called || got[3].called));
+    REQUIRE(store.sent.size() == 2);
+    const auto& again = store.sent[1]->payload;
+    CHECK(count(again, "BITFIELD") == 0);
+    CHECK(count(again, "$4\r\nEVAL\r\n") == 1);
+    CHECK(store.sent[1]->expected_replies == 1);
+  }
+  SUBCASE("a failed connection fails every group") {
+    store.sent[0]->done(boost::asio::error::connection_reset, {});
+    for (const auto& g : got) CHECK((g.called && g.error));
+  }
+}
