@@ -19,13 +19,16 @@ namespace {
 // Keeps what is sent; the test answers it.
 class fake_store final : public redis::store {
  public:
+  bool cluster = false;
   std::vector<std::shared_ptr<redis::pending_request>> sent;
+  std::vector<std::string> keys;  // each request's routing key
   void start(observer) override {}
   void stop() override {}
-  void exec(std::shared_ptr<redis::pending_request> request, std::string_view) override {
+  void exec(std::shared_ptr<redis::pending_request> request, std::string_view key) override {
     sent.push_back(std::move(request));
+    keys.emplace_back(key);
   }
-  bool one_key_per_request() const override { return false; }
+  bool one_key_per_request() const override { return cluster; }
   bool up() const override { return true; }
   std::string describe(boost::system::error_code) const override { return "down"; }
   std::string last_error() const override { return {}; }
@@ -124,4 +127,38 @@ TEST_CASE(
     store.sent[0]->done(boost::asio::error::connection_reset, {});
     for (const auto& g : got) CHECK((g.called && g.error));
   }
+}
+
+TEST_CASE("script_batcher: on a cluster a lone GCRA op is a request of its own") {
+  // A request is sent again whole when its first key is being migrated: BITFIELDs of other keys must not
+  // share it. A group of two GCRA ops stays in the script.
+  boost::asio::io_context io;
+  fake_store store;
+  store.cluster = true;
+  script_batcher batcher(io.get_executor(), store);
+  const std::vector<counter_op> ops{gcra_op("{t}a"), gcra_op("{t}b"), gcra_op("{t}c"), gcra_op("{t}d")};
+  const std::size_t first[] = {0}, second[] = {1}, pair[] = {2, 3};
+  std::vector<answered> got(3);
+  auto add = [&](std::span<const std::size_t> indexes, std::size_t k) {
+    batcher.add(script_group{ops, indexes, batch_mode::independent}, ops[indexes.front()].key,
+                [&, k](const std::string* error, const script_batcher::answer& a) {
+                  got[k] = {true, error != nullptr, a.script, a.at, a.gcra.size()};
+                });
+  };
+  add(first, 0);
+  add(second, 1);
+  add(pair, 2);
+  io.run();
+
+  REQUIRE(store.sent.size() == 3);
+  CHECK(store.keys == std::vector<std::string>{"{t}a", "{t}b", "{t}a"});
+  for (std::size_t r : {0, 1}) {
+    CHECK(count(store.sent[r]->payload, "BITFIELD") == 1);
+    CHECK(store.sent[r]->expected_replies == 2);
+  }
+  CHECK(count(store.sent[2]->payload, "BITFIELD") == 0);
+  CHECK(count(store.sent[2]->payload, "EVALSHA") == 1);
+  store.sent[1]->done({}, {redis::value{}, integer(1)});
+  CHECK((got[1].called && got[1].gcra == 2));
+  CHECK_FALSE((got[0].called || got[2].called));
 }

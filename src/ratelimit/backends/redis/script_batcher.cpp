@@ -45,31 +45,38 @@ void script_batcher::send(std::shared_ptr<call> c, bool whole) {
       if (e.group.ops[i].kind == limiter::op_kind::sliding) ++uses[e.group.ops[i].previous_key];
     }
   }
+  // On a cluster a BITFIELD goes alone: a request whose first key is being migrated is sent again whole to
+  // the importing node (cluster.cpp), which must not repeat what the commands of other keys did.
+  const bool cluster = store_.one_key_per_request();
   auto alone = [&](const script_group& g) {
-    return !whole && g.mode == limiter::batch_mode::independent &&
+    return !whole && g.mode == limiter::batch_mode::independent && (!cluster || g.indexes.size() == 1) &&
            std::ranges::all_of(g.indexes, [&](std::size_t i) {
              return g.ops[i].kind == limiter::op_kind::gcra && uses[g.ops[i].key] == 1;
            });
   };
   // The BITFIELDs go first, in entry order, then the script's one call.
   rd::request encoded;
-  std::vector<bool> as_gcra(c->entries.size());
+  std::vector<route> routes(c->entries.size(), route::script);
   std::vector<script_group> groups;
   groups.reserve(c->entries.size());
   for (std::size_t k = 0; k < c->entries.size(); ++k) {
     const auto& g = c->entries[k].group;
-    as_gcra[k] = alone(g);
-    if (!as_gcra[k]) {
+    if (!alone(g)) {
       groups.push_back(g);
-      continue;
+    } else if (cluster) {
+      routes[k] = route::own_request;
+      send_gcra(c, k);
+    } else {
+      routes[k] = route::with_script;
+      for (auto i : g.indexes) push_gcra(encoded, g.ops[i]);
     }
-    for (auto i : g.indexes) push_gcra(encoded, g.ops[i]);
   }
+  if (encoded.expected_replies() == 0 && groups.empty()) return;
   if (!groups.empty()) push_decide(encoded, groups, whole);
   auto request = std::make_shared<rd::pending_request>();
   request->expected_replies = encoded.expected_replies();
   request->payload = encoded.release_payload();
-  request->done = [this, c, whole, as_gcra = std::move(as_gcra), scripted = !groups.empty()](
+  request->done = [this, c, whole, routes = std::move(routes), scripted = !groups.empty()](
                       boost::system::error_code ec, std::vector<rd::value>&& replies) {
     std::string error, script_error;
     if (ec) error = store_.describe(ec);
@@ -88,12 +95,14 @@ void script_batcher::send(std::shared_ptr<call> c, bool whole) {
     for (std::size_t k = 0; k < c->entries.size(); ++k) {
       auto& e = c->entries[k];
       // Read first: `done` may finish the decision that owns the group's ops.
-      if (as_gcra[k]) {
+      if (routes[k] == route::with_script) {
         const std::size_t count = 2 * e.group.indexes.size();
         const std::span<const rd::value> mine =
             ec ? std::span<const rd::value>() : std::span<const rd::value>(replies).subspan(next, count);
         next += count;
         e.done(ec ? &error : nullptr, answer{nullptr, 0, mine});
+      } else if (routes[k] == route::own_request) {
+        continue;
       } else if (again) {
         again->entries.push_back(std::move(e));
       } else {
@@ -106,6 +115,21 @@ void script_batcher::send(std::shared_ptr<call> c, bool whole) {
     if (again) send(std::move(again), true);
   };
   store_.exec(std::move(request), c->routing_key);
+}
+
+void script_batcher::send_gcra(std::shared_ptr<call> c, std::size_t k) {
+  const auto& g = c->entries[k].group;
+  rd::request encoded;
+  push_gcra(encoded, g.ops[g.indexes.front()]);
+  const std::string_view key = g.ops[g.indexes.front()].key;
+  auto request = std::make_shared<rd::pending_request>();
+  request->expected_replies = encoded.expected_replies();
+  request->payload = encoded.release_payload();
+  request->done = [this, c, k](boost::system::error_code ec, std::vector<rd::value>&& replies) {
+    const std::string error = ec ? store_.describe(ec) : std::string();
+    c->entries[k].done(ec ? &error : nullptr, answer{nullptr, 0, replies});
+  };
+  store_.exec(std::move(request), key);
 }
 
 }  // namespace sluice::ratelimit::backends::redis

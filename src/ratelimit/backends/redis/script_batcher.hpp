@@ -3,9 +3,9 @@
 // EVALSHA per store — per slot on a cluster. A call's fixed cost in Redis is paid once per turn instead of
 // once per decision, and a key several decisions share is read and written once. A group of independent GCRA
 // ops whose keys no other op of the turn touches goes instead as BITFIELDs (gcra_command.hpp) in the same
-// round trip: a script costs Redis about twice as much per key as BITFIELD, and gains only on shared keys.
-// Nothing waits for the batch: it goes out when the handlers queued before it have run (a post to the
-// worker's executor).
+// round trip (on a cluster, one op per request, beside the script's): a script costs Redis about twice as
+// much per key as BITFIELD, and gains only on shared keys. Nothing waits for the batch: it goes out when the
+// handlers queued before it have run (a post to the worker's executor).
 
 #include <boost/asio/any_io_executor.hpp>
 #include <cstdint>
@@ -53,9 +53,15 @@ class script_batcher {
     std::vector<entry> entries;
   };
 
+  // Where a group goes: in the script's call, as BITFIELDs in the same request, or (on a cluster) as a
+  // request of its own.
+  enum class route : std::uint8_t { script, with_script, own_request };
+
   void flush();
   // Sends the call; `whole` (after NOSCRIPT): the script itself, and every group through it.
   void send(std::shared_ptr<call> c, bool whole);
+  // Sends the k-th group of `c` (one GCRA op) as its own BITFIELD request.
+  void send_gcra(std::shared_ptr<call> c, std::size_t k);
 
   boost::asio::any_io_executor ex_;
   sluice::redis::store& store_;
