@@ -154,6 +154,7 @@ void batch::on_script(std::size_t which, const std::string* error, const script_
   if (compensating) return;  // what was taken back changes no decision
   if (reply.script == nullptr) {
     // BITFIELD and PEXPIRE per op. A key without its expiry would never go away: that is a failure too.
+    if (reply.gcra.size() != 2 * p.indexes.size()) return pending.fail("Redis returned too few replies");
     for (std::size_t k = 0; k < p.indexes.size(); ++k) {
       const auto& bitfield = reply.gcra[2 * k];
       const auto& expire = reply.gcra[2 * k + 1];
@@ -193,7 +194,7 @@ void batch::on_pipeline(std::size_t which, boost::system::error_code ec,
     if (!get && !op.refund && replies[next++].is_error()) {
       return pending.fail(core::cat("Redis error: ", replies[next - 1].text));
     }
-    if (op.kind == limiter::op_kind::gcra) {  // read ahead (only GCRA's own ops change its key)
+    if (op.kind == limiter::op_kind::gcra) {  // read ahead: the arrival time, in BITFIELD's form
       results[index].value = reply.type == rd::value::kind::bulk_string ? gcra_time(reply.text) : 0;
       continue;
     }
