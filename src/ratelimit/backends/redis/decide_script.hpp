@@ -12,8 +12,12 @@
 //   ARGV: the number of specs, then each spec: kind ("c", "s", "g"), limit, window or interval (µs),
 //         tolerance (µs); then per group: mode ("i" each op on its own, "a" all or nothing, "e" evaluate
 //         only), now (µs), the number of ops, then per op: its spec's index + 2^24 × its role (op_role),
-//         hits (negative: given back), and for a counter (c, s) its TTL in seconds
-//   reply: per group: 1 if applied (always in mode "i") else 0, then per op: gcra its arrival time; c its
+//         hits (negative: given back), and for a counter (c, s) its TTL in seconds; or a run of m groups in
+//         mode "i" with the same GCRA ops (keys, specs, hits), as a hot descriptor's decisions send them:
+//         "r", m, the number of ops c, c × (spec index, hits), then each group's now (µs); its c keys are in
+//         KEYS once
+//   reply: per group (a run's each): 1 if applied (always in mode "i") else 0, then per op: gcra its arrival
+//   time; c its
 //          value and its value before; s its value, the previous window's count and its value before
 
 #include <optional>
