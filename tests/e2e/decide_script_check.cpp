@@ -1,13 +1,17 @@
-// Differential check of the Redis decide script against the memory store, which runs limiter/algorithms.hpp:
-// random calls of one to three groups (each mode, every op kind, hits 0 to 3, refunds, every op role, keys
-// shared within and across groups) go to a real Redis as one EVAL and to the memory store group by group, on
-// the same fake clock. Every op's result, every group's applied flag and every key's value afterwards must be
-// the same. Usage: decide_script_check PORT SEED ROUNDS. Exits 0 when all agree, 1 at the first difference.
+// Differential check of the Redis decide script and of GCRA's BITFIELD (gcra_command.hpp) against the memory
+// store, which runs limiter/algorithms.hpp: random calls of one to three groups (each mode, every op kind,
+// hits 0 to 3, refunds, every op role, keys shared within and across groups) go to a real Redis as one EVAL —
+// or, in "plain" rounds, group by group with independent GCRA ops as BITFIELD — and to the memory store group
+// by group, on the same fake clock. "Hot" rounds send 2 to 6 independent groups of the same GCRA ops, 20 ms
+// apart (the script's runs). Every op's result, every group's applied flag and every key's value afterwards
+// must be the same. Usage: decide_script_check PORT SEED ROUNDS. Exits 0 when all agree, 1 at the first
+// difference.
 //
 // Keys never expire during a run: counters live an hour, and the fake clock only runs ahead of the real one,
-// so a GCRA key Redis expires (by real time) has an arrival time already past on the fake clock too. The TTLs
-// are checked as well: a GCRA key written in a round lives until its arrival time (PX rounded up, + 1 ms), a
-// counter its hour.
+// so a GCRA key Redis expires (by real time) has an arrival time already past on the fake clock too — but for
+// the real time a round itself takes, which the comparison allows for. The TTLs
+// are checked as well: a GCRA key written in a round lives until its arrival time (the script: PX rounded up,
+// + 1 ms; BITFIELD: PEXPIRE of its tolerance), a counter its hour.
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -256,6 +260,7 @@ int main(int argc, char** argv) {
     // independent group as the backend sends it (gcra_command.hpp's BITFIELD) and every other op and group
     // through the script, so both forms meet on the same keys.
     const bool plain = pick(2) == 0;
+    const std::int64_t sent_real = real_micros();
     std::vector<std::vector<std::size_t>> indexes;
     for (const auto& g : groups) {
       auto& list = indexes.emplace_back();
@@ -355,6 +360,11 @@ int main(int argc, char** argv) {
       if (v.type == redis::value::kind::bulk_string)
         in_redis = gcra ? backends::redis::gcra_time(v.text) : std::stoull(v.text);
       std::uint64_t in_memory = held.value;
+      // The fake clock stands still while the round runs in real time: a GCRA key whose arrival time was less
+      // than that real time ahead may have expired in Redis since it was written (its TTL runs to that time).
+      const auto ahead = static_cast<std::int64_t>(in_memory) - now_us;
+      if (gcra && v.type == redis::value::kind::null && ahead > 0 && ahead <= real_micros() - sent_real)
+        in_memory = 0;
       const std::int64_t spread_ms = hot ? static_cast<std::int64_t>(group_count - 1) * 20 : 0;
       if (const auto ttl_error = wrong_ttl(command({"PTTL", key}).integer, gcra, plain, spread_ms, in_redis,
                                            now_us, gcra_held[key])) {

@@ -413,8 +413,8 @@ class RedisTest(BackendCase, unittest.TestCase):
 
     def test_the_script_agrees_with_the_memory_store(self):
         # tests/e2e/decide_script_check.cpp: random calls of every mode, op kind and role, through the Lua script
-        # and through the memory store (limiter/algorithms.hpp) on one fake clock; results, applied flags and
-        # the keys' values must be the same.
+        # (and GCRA's BITFIELD, and the script's runs) and through the memory store (limiter/algorithms.hpp) on
+        # one fake clock; results, applied flags, the keys' values and their TTLs must agree.
         for seed in (1, 2, 3):
             p = subprocess.run([os.environ['SLUICE_DECIDE_SCRIPT_CHECK'], str(servers['redis'].port), str(seed), '1500'],
                                capture_output=True, text=True, timeout=120)
