@@ -16,9 +16,9 @@
 //         mode "i" with the same GCRA ops (keys, specs, hits), as a hot descriptor's decisions send them:
 //         "r", m, the number of ops c, c × (spec index, hits), then each group's now (µs); its c keys are in
 //         KEYS once
-//   reply: per group (a run's each): 1 if applied (always in mode "i") else 0, then per op: gcra its arrival
-//   time; c its
-//          value and its value before; s its value, the previous window's count and its value before
+//   reply: per group (a run's each): 1 if applied (always in mode "i") else 0, then per op: gcra its
+//          arrival time; c its value and its value before; s its value, the previous window's count and its
+//          value before
 
 #include <optional>
 #include <span>

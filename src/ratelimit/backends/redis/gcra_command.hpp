@@ -14,7 +14,7 @@
 // admitted request leaves TAT ≤ now + τ, so the key outlives its arrival time. BITFIELD's bit-by-bit field
 // access costs Redis about twice an INCRBY; a Lua script costs it three times as much again.
 
-#include <optional>
+#include <cstdint>
 #include <string_view>
 
 #include "ratelimit/limiter/backend.hpp"

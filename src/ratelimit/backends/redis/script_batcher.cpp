@@ -37,10 +37,11 @@ void script_batcher::flush() {
 }
 
 void script_batcher::send(std::shared_ptr<call> c, bool whole) {
-  // How many ops of the call touch each key: a key touched once needs no script.
+  // How many ops of the call touch each key: a key touched once needs no script (a call sent whole, after
+  // NOSCRIPT, holds only groups that go through it).
   std::unordered_map<std::string_view, std::size_t> uses;
   for (const auto& e : c->entries) {
-    for (auto i : e.group.indexes) {
+    for (auto i : whole ? std::span<const std::size_t>() : e.group.indexes) {
       ++uses[e.group.ops[i].key];
       if (e.group.ops[i].kind == limiter::op_kind::sliding) ++uses[e.group.ops[i].previous_key];
     }
