@@ -10,8 +10,8 @@
 // Keys never expire during a run: counters live an hour, and the fake clock only runs ahead of the real one,
 // so a GCRA key Redis expires (by real time) has an arrival time already past on the fake clock too — but for
 // the real time a round itself takes, which the comparison allows for. The TTLs
-// are checked as well: a GCRA key written in a round lives until its arrival time (the script: PX rounded up,
-// + 1 ms; BITFIELD: PEXPIRE of its tolerance), a counter its hour.
+// are checked as well: every write of a GCRA key (the script's SET, BITFIELD's PEXPIRE) gives it its
+// tolerance + 1 ms + one second (gcra_ttl_ms), and none lasts longer; a counter lives its hour.
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -27,6 +27,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -103,28 +104,21 @@ std::int64_t real_micros() {
       .count();
 }
 
-// The longest tolerance of the GCRA ops below (2 × 250 ms), in ms, + 1: BITFIELD's PEXPIRE.
-constexpr std::int64_t longest_gcra_ttl_ms = 501;
-
-// What is wrong with a key's PTTL (ms; -2 absent, -1 none), if anything. `before` is a GCRA key's value after
-// the previous round: a key that changed was written in this round, by the script (PX until its arrival time,
-// from the time of the op that last moved it: up to `spread_ms` before `now_us`, the round's last time on the
-// fake clock) or, in a plain round, perhaps by BITFIELD (PEXPIRE of its tolerance, which lasts at least as
-// long). The real time since then is under 50 ms.
-std::optional<std::string> wrong_ttl(std::int64_t pttl, bool gcra, bool plain, std::int64_t spread_ms,
-                                     std::uint64_t value, std::int64_t now_us, std::uint64_t before) {
+// What is wrong with a key's PTTL (ms; -2 absent, -1 none), if anything. A GCRA key's TTL is `want_ms`
+// (gcra_ttl_ms of its one limit) less the real time since it was last given, at most; `written`: it was given
+// in this round (an admitted op through the script, or any BITFIELD with its PEXPIRE), and the real time
+// since is under 50 ms. Otherwise it was kept (negative hits: KEEPTTL) from an earlier write.
+std::optional<std::string> wrong_ttl(std::int64_t pttl, bool gcra, bool written, std::int64_t want_ms,
+                                     std::uint64_t value) {
   if (pttl == -2) return std::nullopt;
   if (!gcra) {
     // Negative hits keep the TTL a counter had, so it may be from an earlier round.
     if (pttl <= 3'000'000 || pttl > 3'600'000) return "has PTTL " + std::to_string(pttl) + ", not its hour";
     return std::nullopt;
   }
-  if (value == before) return std::nullopt;
-  const auto ahead = static_cast<std::int64_t>(value) - now_us;
-  const std::int64_t want = ahead <= 0 ? -2 : (ahead + 999) / 1000 + 1;
-  if (pttl > (plain ? std::max(want, longest_gcra_ttl_ms) : want + spread_ms) || pttl <= want - 50)
+  if (pttl == -1 || pttl > want_ms || (written && pttl <= want_ms - 50))
     return "holds " + std::to_string(value) + " with PTTL " + std::to_string(pttl) + ", want " +
-           std::to_string(want);
+           std::to_string(want_ms) + (written ? " (written in this round)" : "");
   return std::nullopt;
 }
 
@@ -153,8 +147,6 @@ int main(int argc, char** argv) {
   backends::memory::memory_backend memory(clock, 100'000);
   const std::string prefix = "dsc" + std::to_string(seed) + "_" + std::to_string(now_us) + "_";
   std::size_t checked = 0;
-  std::map<std::string, std::uint64_t>
-      gcra_held;  // each GCRA key's arrival time in Redis after the last round
   auto command = [&](std::initializer_list<std::string_view> parts) {
     redis::request r;
     r.push(parts);
@@ -306,6 +298,7 @@ int main(int argc, char** argv) {
         }
         redis::request request;
         backends::redis::push_gcra(request, ops[i]);
+        backends::redis::push_gcra_expiry(request, ops[i]);  // as the backend does when it is due
         const auto reply = redis_connection.call(request.payload());
         const auto expire = redis_connection.call({});  // PEXPIRE's reply
         if (reply.is_error() || expire.is_error()) failed = reply.is_error() ? reply.text : expire.text;
@@ -347,6 +340,20 @@ int main(int argc, char** argv) {
       }
     }
 
+    // Each GCRA key's TTL (of its one limit), and whether this round gave it.
+    std::map<std::string, std::int64_t, std::less<>> gcra_ttl;
+    std::set<std::string, std::less<>> ttl_given;
+    for (std::size_t k = 0; k < groups.size(); ++k) {
+      for (auto i : indexes[k]) {
+        if (ops[i].kind != op_kind::gcra) continue;
+        gcra_ttl[std::string(ops[i].key)] = backends::redis::gcra_ttl_ms(ops[i]);
+        const bool admitted_write =
+            !ops[i].refund && expected_applied[k] && limiter::admits(ops[i], expected[i]);
+        if (admitted_write || (plain && groups[k].mode == batch_mode::independent))
+          ttl_given.emplace(ops[i].key);
+      }
+    }
+
     // What each store holds now (an arrival time already past means the same as none).
     for (const auto& key : keys) {
       counter_op probe;
@@ -365,14 +372,12 @@ int main(int argc, char** argv) {
       const auto ahead = static_cast<std::int64_t>(in_memory) - now_us;
       if (gcra && v.type == redis::value::kind::null && ahead > 0 && ahead <= real_micros() - sent_real)
         in_memory = 0;
-      const std::int64_t spread_ms = hot ? static_cast<std::int64_t>(group_count - 1) * 20 : 0;
-      if (const auto ttl_error = wrong_ttl(command({"PTTL", key}).integer, gcra, plain, spread_ms, in_redis,
-                                           now_us, gcra_held[key])) {
+      if (const auto ttl_error = wrong_ttl(command({"PTTL", key}).integer, gcra, ttl_given.contains(key),
+                                           gcra_ttl[key], in_redis)) {
         std::cerr << "round " << round << ": key " << key << " " << *ttl_error << "\n";
         return 1;
       }
       if (gcra) {
-        gcra_held[key] = in_redis;
         in_redis = std::max<std::uint64_t>(in_redis, static_cast<std::uint64_t>(now_us));
         in_memory = std::max<std::uint64_t>(in_memory, static_cast<std::uint64_t>(now_us));
       }

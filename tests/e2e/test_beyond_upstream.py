@@ -136,14 +136,14 @@ class BackendCase:
         return int(v) if v is not None else 0
 
     def stored_arrival_time(self, key):
-        """A GCRA key's arrival time in µs (BITFIELD's u62 at offset 2, as README shows it); None on memory."""
+        """A GCRA key's arrival time in µs (BITFIELD's u52 at offset 12, as README shows it); None on memory."""
         if self.backend == 'redis':
             node = servers['redis']
         elif self.backend == 'cluster':
             node = servers['cluster'].owner(key)
         else:
             return None
-        return node.command('BITFIELD', key, 'GET', 'u62', '2')[0]
+        return node.command('BITFIELD', key, 'GET', 'u52', '12')[0]
 
     def decide(self, descriptors, hits_addend=None):
         outcome, detail, _ = attempt(self.sluice, 'grpc', 'b', descriptors, hits_addend)
@@ -396,9 +396,10 @@ class RedisTest(BackendCase, unittest.TestCase):
         self.assertEqual(self.decide([{'entries': [('atomic_a', a)]}, {'entries': [('atomic_b', b)]}]).overall, 'OK')
         self.assertEqual(redis.command_calls().get('eval', 0) - after.get('eval', 0), 2)  # once per flush
 
-    def test_gcra_is_one_bitfield_and_one_pexpire_per_request(self):
+    def test_gcra_is_one_bitfield_per_request_and_a_pexpire_per_key_a_second(self):
         # No script: BITFIELD's saturating and failing arithmetic checks and moves the arrival time in one step
-        # (gcra_command.hpp). The key lives the bucket's tolerance (burst 5 × 50 ms) + 1 ms after each request.
+        # (gcra_command.hpp). Every write gives the key the bucket's tolerance (burst 5 × 50 ms) + 1 ms + 1 s,
+        # so a worker sends a key's PEXPIRE once a second at most (gcra_expiry.hpp).
         redis = servers['redis']
         values = [unique('f') for _ in range(20)]
         before = redis.command_calls()
@@ -408,8 +409,25 @@ class RedisTest(BackendCase, unittest.TestCase):
         after = redis.command_calls()
         calls = {c: after.get(c, 0) - before.get(c, 0) for c in ('bitfield', 'pexpire', 'evalsha', 'eval')}
         self.assertEqual(calls, {'bitfield': 20, 'pexpire': 20, 'evalsha': 0, 'eval': 0})
-        self.assertTrue(251 - 100 < pttl <= 251, pttl)
+        self.assertTrue(1251 - 100 < pttl <= 1251, pttl)
         self.assertAlmostEqual(self.stored_arrival_time(key) / 1e6, written + 0.05, delta=0.1)
+
+        # One key, ten decisions in a row (five admitted, then refused): a PEXPIRE per worker (IO_THREADS=2).
+        value = unique('f')
+        key = '{b_gcra_%s_}1s_gcra' % value
+        before = redis.command_calls()
+        answers = [self.decide([{'entries': [('gcra', value)]}]).overall for _ in range(10)]
+        after = redis.command_calls()
+        self.assertEqual(answers[:5], ['OK'] * 5)
+        self.assertEqual(after.get('bitfield', 0) - before.get('bitfield', 0), 10)
+        self.assertIn(after.get('pexpire', 0) - before.get('pexpire', 0), (1, 2))
+        self.assertTrue(1251 - 300 < redis.pttl(key) <= 1251)
+        # A second later the next decision sends it again, whichever worker takes it.
+        time.sleep(1.05)
+        before = redis.command_calls()
+        self.decide([{'entries': [('gcra', value)]}])
+        self.assertEqual(redis.command_calls().get('pexpire', 0) - before.get('pexpire', 0), 1)
+        self.assertTrue(1251 - 100 < redis.pttl(key) <= 1251)
 
     def test_the_script_agrees_with_the_memory_store(self):
         # tests/e2e/decide_script_check.cpp: random calls of every mode, op kind and role, through the Lua script

@@ -95,15 +95,16 @@ TEST_CASE(
   CHECK(count(payload, "PEXPIRE") == 1);
   CHECK(count(payload, "EVALSHA") == 1);
   CHECK(payload.find("BITFIELD") < payload.find("EVALSHA"));
+  CHECK(payload.find("EVALSHA") < payload.find("PEXPIRE"));
   CHECK(count(payload, "$5\r\nalone\r\n") == 2);  // BITFIELD's and PEXPIRE's key, not the script's
   CHECK(store.sent[0]->expected_replies == 3);
+  redis::value script;
+  script.type = redis::value::kind::array;
 
   SUBCASE("each group gets its part") {
-    redis::value script;
-    script.type = redis::value::kind::array;
-    std::vector<redis::value> replies{redis::value{}, integer(1), script};
+    std::vector<redis::value> replies{redis::value{}, script, integer(1)};
     store.sent[0]->done({}, std::move(replies));
-    CHECK((got[2].called && !got[2].error && got[2].script == nullptr && got[2].gcra == 2));
+    CHECK((got[2].called && !got[2].error && got[2].script == nullptr && got[2].gcra == 1));
     for (std::size_t k : {0, 1, 3}) CHECK((got[k].called && !got[k].error && got[k].script != nullptr));
     CHECK(got[0].at == 0);
     CHECK(got[1].at == 2);  // after the first group's applied flag and arrival time
@@ -113,15 +114,23 @@ TEST_CASE(
     redis::value noscript;
     noscript.type = redis::value::kind::error;
     noscript.text = "NOSCRIPT No matching script.";
-    std::vector<redis::value> replies{redis::value{}, integer(1), noscript};
+    std::vector<redis::value> replies{redis::value{}, noscript, integer(1)};
     store.sent[0]->done({}, std::move(replies));
-    CHECK((got[2].called && got[2].gcra == 2));
+    CHECK((got[2].called && got[2].gcra == 1));
     CHECK_FALSE((got[0].called || got[1].called || got[3].called));
     REQUIRE(store.sent.size() == 2);
     const auto& again = store.sent[1]->payload;
     CHECK(count(again, "BITFIELD") == 0);
     CHECK(count(again, "$4\r\nEVAL\r\n") == 1);
     CHECK(store.sent[1]->expected_replies == 1);
+  }
+  SUBCASE("a failed PEXPIRE fails its group: the key would never go away") {
+    redis::value readonly;
+    readonly.type = redis::value::kind::error;
+    readonly.text = "READONLY You can't write against a read only replica.";
+    store.sent[0]->done({}, {redis::value{}, script, readonly});
+    CHECK((got[2].called && got[2].error));
+    for (std::size_t k : {0, 1, 3}) CHECK((got[k].called && !got[k].error));
   }
   SUBCASE("a failed connection fails every group") {
     store.sent[0]->done(boost::asio::error::connection_reset, {});
@@ -159,6 +168,51 @@ TEST_CASE("script_batcher: on a cluster a lone GCRA op is a request of its own")
   CHECK(count(store.sent[2]->payload, "BITFIELD") == 0);
   CHECK(count(store.sent[2]->payload, "EVALSHA") == 1);
   store.sent[1]->done({}, {redis::value{}, integer(1)});
-  CHECK((got[1].called && got[1].gcra == 2));
+  CHECK((got[1].called && got[1].gcra == 1));
   CHECK_FALSE((got[0].called || got[2].called));
+}
+
+TEST_CASE("script_batcher: a worker sends a GCRA key's PEXPIRE at most once a second") {
+  // Every write gives the key τ + 1 ms + 1 s (gcra_command.hpp): for a second after a PEXPIRE, the key
+  // outlives any arrival time this worker's decisions leave.
+  boost::asio::io_context io;
+  fake_store store;
+  script_batcher batcher(io.get_executor(), store);
+  std::vector<counter_op> ops;
+  const std::size_t only[] = {0};
+  auto decide = [&](std::int64_t after_us, std::int64_t tolerance_us = 5'000) {
+    ops = {gcra_op("hot")};
+    ops[0].now_us += after_us;
+    ops[0].tolerance_us = tolerance_us;
+    batcher.add(script_group{ops, only, batch_mode::independent}, "hot",
+                [](const std::string*, const script_batcher::answer&) {});
+    io.restart();
+    io.run();
+    REQUIRE(!store.sent.empty());
+    return count(store.sent.back()->payload, "PEXPIRE");
+  };
+  CHECK(decide(0) == 1);
+  CHECK(store.sent.back()->expected_replies == 2);
+  store.sent.back()->done({}, {redis::value{}, integer(1)});
+  CHECK(decide(400'000) == 0);
+  CHECK(store.sent.back()->expected_replies == 1);
+  store.sent.back()->done({}, {redis::value{}});
+  CHECK(decide(999'999) == 0);
+  store.sent.back()->done({}, {redis::value{}});
+  CHECK(decide(1'000'000) == 1);  // a second after the last
+  store.sent.back()->done({}, {redis::value{}, integer(1)});
+  CHECK(decide(1'100'000, 9'000) == 1);  // a reload gave the bucket a longer tolerance
+  store.sent.back()->done({}, {redis::value{}, integer(1)});
+  CHECK(decide(1'200'000) == 0);
+
+  SUBCASE("a request that failed may not have set the expiry: the next decision sends it") {
+    store.sent.back()->done(boost::asio::error::connection_reset, {});
+    CHECK(decide(1'300'000) == 0);  // sent before the failure was known
+    store.sent.back()->done({}, {redis::value{}});
+    CHECK(decide(3'000'000) == 1);
+    store.sent.back()->done(boost::asio::error::connection_reset, {});
+    io.restart();
+    io.run();  // the batcher forgets on the worker's thread
+    CHECK(decide(3'100'000) == 1);
+  }
 }

@@ -28,7 +28,7 @@ for first = 1, nkeys, 1000 do
   local got = redis.call('MGET', unpack(KEYS, first, last))
   for i = first, last do raw[KEYS[i]] = got[i - first + 1] end
 end
--- A key's value when first used: a GCRA key's first 8 bytes, big-endian, in 62 bits; a counter's decimal.
+-- A key's value when first used: a GCRA key's first 8 bytes, big-endian, in 52 bits; a counter's decimal.
 local function stored(key, kind)
   local v = known[key]
   if v ~= nil then return v end
@@ -39,7 +39,7 @@ local function stored(key, kind)
     if kind == 'g' then
       local b = {text:byte(1, 8)}
       for i = 1, 8 do v = v * 256 + (b[i] or 0) end
-      v = v % 4611686018427387904
+      v = v % 4503599627370496
     else
       v = tonumber(text) or 0
       -- Not a count INCRBY can add to (negative: a late take-back; or not an integer): printed when written.
@@ -96,7 +96,7 @@ local function run(a)
     end
   end
   for i = 1, c do
-    if last[i] then change(keys[i], cur[i], 'g', nil, false, last[i], nil) end
+    if last[i] then change(keys[i], cur[i], 'g', tol[i], false, last[i], nil) end
   end
   return a
 end
@@ -130,6 +130,7 @@ while a <= #ARGV do
       if current == nil then current = stored(key, kind) end
       local value, ok, ttl, p = 0, true, nil, nil
       if kind == 'g' then
+        ttl = spec[4]
         local tat = max(current, now)
         if refund then
           value = max(tat - min(hits * spec[3], cap), now)
@@ -208,10 +209,16 @@ for key, kind in pairs(dirty_kind) do
   local value, p = known[key], plain[key]
   if kind == 'g' then
     local now = dirty_now[key]
-    if value > now then
-      redis.call('SET', key, gcra_bytes(value), 'PX', ceil((value - now) / 1000) + 1)
+    local tolerance = dirty_ttl[key]
+    if value <= now and not existed[key] then
+      -- A full bucket (an arrival time passed) on an absent key: it stays absent.
+    elseif tolerance then
+      -- The TTL every write gives a GCRA key (gcra_command.hpp, gcra_ttl_ms): τ + 1 ms + one second. Never
+      -- shorter: a worker may skip its PEXPIREs for that second (gcra_expiry.hpp).
+      redis.call('SET', key, gcra_bytes(value), 'PX', ceil(tolerance / 1000) + 1001)
     else
-      redis.call('DEL', key)
+      -- Only given back (negative hits): the TTL an earlier write set still covers the arrival time.
+      redis.call('SET', key, gcra_bytes(value), 'KEEPTTL')
     end
   elseif value <= 0 and not existed[key] then
     -- Nothing counted on an absent key: it stays absent.

@@ -8,7 +8,7 @@ namespace sluice::ratelimit::backends::redis {
 
 namespace {
 
-constexpr std::int64_t field_max = (std::int64_t{1} << 62) - 1;  // M
+constexpr std::int64_t field_max = (std::int64_t{1} << 52) - 1;  // M
 
 struct number {
   char buf[24];
@@ -21,21 +21,30 @@ struct number {
 
 }  // namespace
 
+std::int64_t gcra_ttl_ms(const limiter::counter_op& op) {
+  return (op.tolerance_us + 999) / 1000 + 1 + gcra_expiry_slack_ms;
+}
+
 void push_gcra(sluice::redis::request& out, const limiter::counter_op& op) {
   // Δ and τ stay below 2^52 (gcra_advance's cap; bursts are refused at load beyond 3650 days), so the offset
-  // Δ + M − τ fits in INCRBY's signed 64 bits.
+  // Δ + M − τ fits in INCRBY's signed 64 bits. The last INCRBY cannot overflow: it needs no OVERFLOW of its
+  // own.
   const std::int64_t delta = limiter::gcra_advance(0, op.increment, op.window_us);
-  const number minus_now(-op.now_us), now(op.now_us), ttl_ms((op.tolerance_us + 999) / 1000 + 1);
+  const number minus_now(-op.now_us), now(op.now_us);
   if (op.refund) {
     const number minus_delta(-delta);
-    out.push({"BITFIELD", op.key, "OVERFLOW", "SAT", "INCRBY", "u62", "2", minus_now.text, "INCRBY", "u62",
-              "2", minus_delta.text, "INCRBY", "u62", "2", now.text});
+    out.push({"BITFIELD", op.key, "OVERFLOW", "SAT", "INCRBY", "u52", "12", minus_now.text, "INCRBY", "u52",
+              "12", minus_delta.text, "INCRBY", "u52", "12", now.text});
   } else {
     const number offset(delta + field_max - op.tolerance_us), back(-(field_max - op.tolerance_us));
-    out.push({"BITFIELD", op.key,    "OVERFLOW", "SAT", "INCRBY", "u62",       "2",      minus_now.text,
-              "OVERFLOW", "FAIL",    "INCRBY",   "u62", "2",      offset.text, "INCRBY", "u62",
-              "2",        back.text, "OVERFLOW", "SAT", "INCRBY", "u62",       "2",      now.text});
+    out.push({"BITFIELD", op.key,    "OVERFLOW", "SAT", "INCRBY", "u52",       "12",     minus_now.text,
+              "OVERFLOW", "FAIL",    "INCRBY",   "u52", "12",     offset.text, "INCRBY", "u52",
+              "12",       back.text, "INCRBY",   "u52", "12",     now.text});
   }
+}
+
+void push_gcra_expiry(sluice::redis::request& out, const limiter::counter_op& op) {
+  const number ttl_ms(gcra_ttl_ms(op));
   out.push({"PEXPIRE", op.key, ttl_ms.text});
 }
 
@@ -60,7 +69,7 @@ std::uint64_t gcra_time(std::string_view bytes) {
   std::uint64_t v = 0;
   for (std::size_t i = 0; i < 8; ++i)
     v = v << 8 | (i < bytes.size() ? static_cast<unsigned char>(bytes[i]) : 0);
-  return v & static_cast<std::uint64_t>(field_max);
+  return v & static_cast<std::uint64_t>(field_max);  // BITFIELD's u52 at offset 12
 }
 
 }  // namespace sluice::ratelimit::backends::redis

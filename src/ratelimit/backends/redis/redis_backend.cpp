@@ -153,13 +153,11 @@ void batch::on_script(std::size_t which, const std::string* error, const script_
   if (error != nullptr) return pending.fail(*error);
   if (compensating) return;  // what was taken back changes no decision
   if (reply.script == nullptr) {
-    // BITFIELD and PEXPIRE per op. A key without its expiry would never go away: that is a failure too.
-    if (reply.gcra.size() != 2 * p.indexes.size()) return pending.fail("Redis returned too few replies");
+    // A BITFIELD per op (the script_batcher checked their PEXPIREs).
+    if (reply.gcra.size() != p.indexes.size()) return pending.fail("Redis returned too few replies");
     for (std::size_t k = 0; k < p.indexes.size(); ++k) {
-      const auto& bitfield = reply.gcra[2 * k];
-      const auto& expire = reply.gcra[2 * k + 1];
-      if (bitfield.is_error() || expire.is_error())
-        return pending.fail(core::cat("Redis error: ", bitfield.is_error() ? bitfield.text : expire.text));
+      const auto& bitfield = reply.gcra[k];
+      if (bitfield.is_error()) return pending.fail(core::cat("Redis error: ", bitfield.text));
       if (!read_gcra(bitfield, ops[p.indexes[k]], results[p.indexes[k]]))
         return pending.fail("Redis returned a reply that is not GCRA's BITFIELD");
     }

@@ -55,9 +55,11 @@ void script_batcher::send(std::shared_ptr<call> c, bool whole) {
              return g.ops[i].kind == limiter::op_kind::gcra && uses[g.ops[i].key] == 1;
            });
   };
-  // The BITFIELDs go first, in entry order, then the script's one call.
+  // The BITFIELDs go first, in entry order, then the script's one call, then the PEXPIREs due.
   rd::request encoded;
   std::vector<route> routes(c->entries.size(), route::script);
+  std::vector<std::size_t> expiring(c->entries.size(), 0);  // how many PEXPIREs each BITFIELD group sends
+  std::vector<const limiter::counter_op*> expire;
   std::vector<script_group> groups;
   groups.reserve(c->entries.size());
   for (std::size_t k = 0; k < c->entries.size(); ++k) {
@@ -69,19 +71,35 @@ void script_batcher::send(std::shared_ptr<call> c, bool whole) {
       send_gcra(c, k);
     } else {
       routes[k] = route::with_script;
-      for (auto i : g.indexes) push_gcra(encoded, g.ops[i]);
+      for (auto i : g.indexes) {
+        push_gcra(encoded, g.ops[i]);
+        if (expiry_.due(g.ops[i].key, g.ops[i].now_us, g.ops[i].tolerance_us)) {
+          expire.push_back(&g.ops[i]);
+          ++expiring[k];
+        }
+      }
     }
   }
-  if (encoded.expected_replies() == 0 && groups.empty()) return;
+  const std::size_t bitfields = encoded.expected_replies();
+  if (bitfields == 0 && groups.empty()) return;
   if (!groups.empty()) push_decide(encoded, groups, whole);
+  std::vector<std::uint64_t> expired_keys;
+  for (const auto* op : expire) {
+    push_gcra_expiry(encoded, *op);
+    expired_keys.push_back(gcra_expiry::hash(op->key));
+  }
   auto request = std::make_shared<rd::pending_request>();
   request->expected_replies = encoded.expected_replies();
   request->payload = encoded.release_payload();
-  request->done = [this, c, whole, routes = std::move(routes), scripted = !groups.empty()](
+  request->done = [this, c, whole, routes = std::move(routes), expiring = std::move(expiring), bitfields,
+                   expired_keys = std::move(expired_keys), scripted = !groups.empty()](
                       boost::system::error_code ec, std::vector<rd::value>&& replies) {
+    if (ec || std::ranges::any_of(std::span(replies).subspan(std::min(replies.size(), bitfields + scripted)),
+                                  [](const rd::value& v) { return v.is_error(); }))
+      forget(expired_keys);
     std::string error, script_error;
     if (ec) error = store_.describe(ec);
-    const rd::value* script = ec || !scripted ? nullptr : &replies.back();
+    const rd::value* script = ec || !scripted ? nullptr : &replies[bitfields];
     // The node lost its scripts (a restart, SCRIPT FLUSH): the script's groups go again with the script
     // itself.
     std::shared_ptr<call> again;
@@ -92,16 +110,23 @@ void script_batcher::send(std::shared_ptr<call> c, bool whole) {
         script_error = core::cat("Redis error: ", script->text);
       }
     }
-    std::size_t next = 0, at = 0;
+    std::size_t next = 0, at = 0, next_expire = bitfields + (scripted ? 1 : 0);
     for (std::size_t k = 0; k < c->entries.size(); ++k) {
       auto& e = c->entries[k];
       // Read first: `done` may finish the decision that owns the group's ops.
       if (routes[k] == route::with_script) {
-        const std::size_t count = 2 * e.group.indexes.size();
+        const std::size_t count = e.group.indexes.size();
         const std::span<const rd::value> mine =
             ec ? std::span<const rd::value>() : std::span<const rd::value>(replies).subspan(next, count);
         next += count;
-        e.done(ec ? &error : nullptr, answer{nullptr, 0, mine});
+        // A key without its expiry would never go away: a failed PEXPIRE fails the group too.
+        std::string expire_error;
+        for (std::size_t x = 0; !ec && x < expiring[k]; ++x, ++next_expire) {
+          if (replies[next_expire].is_error() && expire_error.empty())
+            expire_error = core::cat("Redis error: ", replies[next_expire].text);
+        }
+        const std::string* failed = ec ? &error : !expire_error.empty() ? &expire_error : nullptr;
+        e.done(failed, answer{nullptr, 0, failed == nullptr ? mine : std::span<const rd::value>()});
       } else if (routes[k] == route::own_request) {
         continue;
       } else if (again) {
@@ -118,19 +143,35 @@ void script_batcher::send(std::shared_ptr<call> c, bool whole) {
   store_.exec(std::move(request), c->routing_key);
 }
 
+void script_batcher::forget(std::vector<std::uint64_t> key_hashes) {
+  if (key_hashes.empty()) return;
+  boost::asio::post(ex_, [this, key_hashes = std::move(key_hashes)] {
+    for (auto h : key_hashes) expiry_.forget(h);
+  });
+}
+
 void script_batcher::send_gcra(std::shared_ptr<call> c, std::size_t k) {
   const auto& g = c->entries[k].group;
+  const auto& op = g.ops[g.indexes.front()];
   rd::request encoded;
-  push_gcra(encoded, g.ops[g.indexes.front()]);
-  const std::string_view key = g.ops[g.indexes.front()].key;
+  push_gcra(encoded, op);
+  const bool expires = expiry_.due(op.key, op.now_us, op.tolerance_us);
+  if (expires) push_gcra_expiry(encoded, op);
   auto request = std::make_shared<rd::pending_request>();
   request->expected_replies = encoded.expected_replies();
   request->payload = encoded.release_payload();
-  request->done = [this, c, k](boost::system::error_code ec, std::vector<rd::value>&& replies) {
-    const std::string error = ec ? store_.describe(ec) : std::string();
-    c->entries[k].done(ec ? &error : nullptr, answer{nullptr, 0, replies});
+  request->done = [this, c, k, expires, key_hash = gcra_expiry::hash(op.key)](
+                      boost::system::error_code ec, std::vector<rd::value>&& replies) {
+    std::string error = ec ? store_.describe(ec) : std::string();
+    if (!ec && replies.size() > 1 && replies[1].is_error())
+      error = core::cat("Redis error: ", replies[1].text);
+    const bool failed = !error.empty();
+    if (failed && expires) forget({key_hash});
+    c->entries[k].done(
+        failed ? &error : nullptr,
+        answer{nullptr, 0, failed ? std::span<const rd::value>() : std::span(replies).first(1)});
   };
-  store_.exec(std::move(request), key);
+  store_.exec(std::move(request), op.key);
 }
 
 }  // namespace sluice::ratelimit::backends::redis

@@ -3,8 +3,8 @@
 // EVALSHA per store — per slot on a cluster. A call's fixed cost in Redis is paid once per turn instead of
 // once per decision, and a key several decisions share is read and written once. A group of independent GCRA
 // ops whose keys no other op of the turn touches goes instead as BITFIELDs (gcra_command.hpp) in the same
-// round trip (on a cluster, one op per request, beside the script's): a script costs Redis about twice as
-// much per key as BITFIELD, and gains only on shared keys. Nothing waits for the batch: it goes out when the
+// round trip (on a cluster, one op per request, beside the script's), with a PEXPIRE where gcra_expiry says
+// one is due: a script costs Redis about twice as much per key as BITFIELD, and gains only on shared keys. Nothing waits for the batch: it goes out when the
 // handlers queued before it have run (a post to the worker's executor).
 
 #include <boost/asio/any_io_executor.hpp>
@@ -18,14 +18,15 @@
 #include <vector>
 
 #include "ratelimit/backends/redis/decide_script.hpp"
+#include "ratelimit/backends/redis/gcra_expiry.hpp"
 #include "redis/store.hpp"
 
 namespace sluice::ratelimit::backends::redis {
 
 class script_batcher {
  public:
-  // A group's answer: the script's reply and where the group's part starts; or the replies of its BITFIELDs,
-  // two per op (BITFIELD's, then PEXPIRE's).
+  // A group's answer: the script's reply and where the group's part starts; or its BITFIELDs' replies, one
+  // per op (their PEXPIREs, where due, are checked here).
   struct answer {
     const sluice::redis::value* script = nullptr;
     std::size_t at = 0;
@@ -62,12 +63,15 @@ class script_batcher {
   void send(std::shared_ptr<call> c, bool whole);
   // Sends the k-th group of `c` (one GCRA op) as its own BITFIELD request.
   void send_gcra(std::shared_ptr<call> c, std::size_t k);
+  // PEXPIREs that failed, or may not have run: the keys' next decisions send them again.
+  void forget(std::vector<std::uint64_t> key_hashes);
 
   boost::asio::any_io_executor ex_;
   sluice::redis::store& store_;
   std::mutex mutex_;
   std::unordered_map<std::uint32_t, std::shared_ptr<call>> calls_;  // by slot (0 off a cluster)
   bool flush_posted_ = false;
+  gcra_expiry expiry_;  // used by send() off NOSCRIPT's path: on the worker's thread only
 };
 
 }  // namespace sluice::ratelimit::backends::redis
