@@ -196,6 +196,28 @@ class BackendCase:
             harness.wait_until(lambda: [self.stored('{b_sliding_%s_}%d_2s_sliding' % (v, window)) for v in (v1, v2)]
                                == [20, 15], timeout=2.0, message='counts of 20 and 15')
 
+    def test_sliding_window_reads_a_final_previous_window_once_per_worker(self):
+        # A window's count is final a tenth of the window after it ended (at most 1 s; previous_counts.hpp): from
+        # then on each worker reads it once, and a sliding decision costs Redis an INCRBY and an EXPIRE, as a
+        # fixed window's does.
+        if self.backend != 'redis':
+            self.skipTest('counted on Redis single')
+        redis = servers['redis']
+        value = unique('s')
+        self.assertEqual(self.decide([{'entries': [('sliding', value)], 'hits_addend': 4}]).overall, 'OK')
+        window = int(time.time()) // 2 * 2
+        time.sleep(window + 2.25 - time.time())  # 0.25 s into the next window: 0.2 s is its grace
+        before = redis.command_calls()
+        got = [self.decide([{'entries': [('sliding', value)]}]) for _ in range(10)]
+        after = redis.command_calls()
+        self.assertLess(time.time(), window + 4, 'the decisions straddled a window')
+        self.assertEqual(after.get('incrby', 0) - before.get('incrby', 0), 10)
+        self.assertIn(after.get('mget', 0) - before.get('mget', 0), (1, 2))  # one per worker (IO_THREADS=2)
+        # Every answer weighed the previous window's 4 hits (at least 1 of them, 1.75 s or less before its end).
+        for k, d in enumerate(got):
+            self.assertEqual(d.overall, 'OK')
+            self.assertLessEqual(d.statuses[0].remaining, 20 - (k + 1) - 1, k)
+
     # -- GCRA ---------------------------------------------------------------------------------------------------
 
     def test_gcra_burst_then_rate_under_concurrent_load(self):

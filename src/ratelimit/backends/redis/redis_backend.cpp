@@ -75,6 +75,9 @@ struct batch final : limiter::completion {
   std::span<limiter::op_result> results;
   limiter::batch_mode mode;
   bool get;  // GET the counters (STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT's read ahead)
+  // Sliding ops whose previous window's count the store's previous_counts knew: no MGET for them. Sized
+  // before sending when there are sliding ops (each part writes and reads only its own).
+  boost::container::small_vector<bool, 4> previous_known;
   boost::container::small_vector<part, 4> parts;
   // Compensation: the ops that take back what applied parts counted, and the error that failed the decision.
   boost::container::small_vector<limiter::counter_op, 4> undo_ops;
@@ -87,6 +90,9 @@ struct batch final : limiter::completion {
   bool verdict_refuses() const;
   void compensate();
 
+  bool mgets_previous(std::size_t i) const {
+    return ops[i].kind == limiter::op_kind::sliding && !previous_known[i];
+  }
   std::span<const limiter::counter_op> current_ops() const {
     return compensating ? std::span<const limiter::counter_op>(undo_ops) : ops;
   }
@@ -121,7 +127,7 @@ void batch::send(std::size_t which) {
   rd::request encoded;
   char a[24], b[24];
   // The previous windows of sliding windows are read with one MGET after the counters (a part on a cluster
-  // holds one op).
+  // holds one op), but for the final counts this worker read before.
   boost::container::small_vector<std::string_view, 8> previous{"MGET"};
   for (auto i : p.indexes) {
     const auto& op = all[i];
@@ -133,7 +139,13 @@ void batch::send(std::size_t which) {
       encoded.push({"INCRBY", op.key, to_text(a, op.increment)});
       encoded.push({"EXPIRE", op.key, to_text(b, op.ttl_seconds)});
     }
-    if (!get && op.kind == limiter::op_kind::sliding) previous.push_back(op.previous_key);
+    if (get || op.kind != limiter::op_kind::sliding) continue;
+    if (auto count = p.store->previous.find(op)) {
+      results[i].previous = *count;
+      previous_known[i] = true;
+    } else {
+      previous.push_back(op.previous_key);
+    }
   }
   if (previous.size() > 1) encoded.push(std::span<const std::string_view>(previous.data(), previous.size()));
   auto request = std::make_shared<rd::pending_request>();
@@ -177,8 +189,7 @@ void batch::on_pipeline(std::size_t which, boost::system::error_code ec,
   std::size_t next = 0;
   const rd::value* previous = nullptr;  // MGET's reply, after the counters'
   std::size_t previous_next = 0;
-  if (!get &&
-      std::ranges::any_of(p.indexes, [&](auto i) { return ops[i].kind == limiter::op_kind::sliding; })) {
+  if (!get && std::ranges::any_of(p.indexes, [&](auto i) { return mgets_previous(i); })) {
     previous = &replies.back();
     if (previous->type != rd::value::kind::array)
       return pending.fail(core::cat("Redis error: ", previous->text));
@@ -200,10 +211,13 @@ void batch::on_pipeline(std::size_t which, boost::system::error_code ec,
     if (!v) return pending.fail("Redis returned a value that is not a counter");
     results[index].value = *v;
     if (get || op.kind != limiter::op_kind::sliding) continue;
-    if (previous_next >= previous->elements.size()) return pending.fail("Redis returned too few values");
-    auto before = counter_value(previous->elements[previous_next++]);
-    if (!before) return pending.fail("Redis returned a value that is not a counter");
-    results[index].previous = *before;
+    if (mgets_previous(index)) {
+      if (previous_next >= previous->elements.size()) return pending.fail("Redis returned too few values");
+      auto before = counter_value(previous->elements[previous_next++]);
+      if (!before) return pending.fail("Redis returned a value that is not a counter");
+      results[index].previous = *before;
+      p.store->previous.remember(op, *before);
+    }
     // A sliding window counts only what it admits: hits it did not admit are taken back. The decision does
     // not wait for that; until it lands the window looks fuller than it is (stricter, never looser).
     if (!limiter::admits(op, results[index])) take_back(p.store->store, op);
@@ -296,6 +310,8 @@ void redis_backend::run(bool get, std::span<const limiter::counter_op> ops,
                         limiter::batch_mode mode) {
   if (ops.empty()) return done.complete(nullptr);
   auto* state = new batch(done, ops, results, mode, get);
+  if (std::ranges::any_of(ops, [](const auto& op) { return op.kind == limiter::op_kind::sliding; }))
+    state->previous_known.resize(ops.size());
   // Group the ops: per store, plain commands apart from script groups (GCRA, and every op of an
   // all-or-nothing batch; the script_batcher sends GCRA on keys no other decision of the turn touches as
   // BITFIELDs); on a cluster, plain commands per op and script groups per slot.

@@ -5,13 +5,15 @@
 // in one pipeline per store — or, on a Redis Cluster, one request per key (INCRBY and EXPIRE together), each
 // to its node, all in parallel. With a per-second store (REDIS_PERSECOND), keys of SECOND limits go there.
 // Sliding windows add one MGET of their previous windows to the pipeline (and a DECRBY, not waited for, of
-// hits they did not admit). GCRA ops and all-or-nothing batches are groups of decide_script, gathered per
-// worker turn by a script_batcher into one call per store (per slot on a cluster); GCRA ops on keys no other
-// op of the turn touches go in that round trip as BITFIELDs instead (gcra_command.hpp).
+// hits they did not admit), until the previous window is final (previous_counts.hpp). GCRA ops and
+// all-or-nothing batches are groups of decide_script, gathered per worker turn by a script_batcher into one
+// call per store (per slot on a cluster); GCRA ops on keys no other op of the turn touches go in that round
+// trip as BITFIELDs instead (gcra_command.hpp).
 
 #include <boost/asio/any_io_executor.hpp>
 #include <memory>
 
+#include "ratelimit/backends/redis/previous_counts.hpp"
 #include "ratelimit/backends/redis/script_batcher.hpp"
 #include "ratelimit/limiter/backend.hpp"
 #include "redis/store.hpp"
@@ -34,12 +36,13 @@ class redis_backend final : public limiter::backend {
   void get(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
            limiter::completion& done) override;
 
-  // A store and the batcher of its script calls.
+  // A store, the batcher of its script calls, and the final previous-window counts read from it.
   struct store_pair {
     store_pair(boost::asio::any_io_executor ex, sluice::redis::store& s)
         : store(s), scripts(std::move(ex), s) {}
     sluice::redis::store& store;
     script_batcher scripts;
+    previous_counts previous;
   };
 
  private:

@@ -4,8 +4,9 @@
 // once per decision, and a key several decisions share is read and written once. A group of independent GCRA
 // ops whose keys no other op of the turn touches goes instead as BITFIELDs (gcra_command.hpp) in the same
 // round trip (on a cluster, one op per request, beside the script's), with a PEXPIRE where gcra_expiry says
-// one is due: a script costs Redis about twice as much per key as BITFIELD, and gains only on shared keys. Nothing waits for the batch: it goes out when the
-// handlers queued before it have run (a post to the worker's executor).
+// one is due: a script costs Redis about twice as much per key as BITFIELD, and gains only on shared keys.
+// Nothing waits for the batch: it goes out when the handlers queued before it have run (a post to the
+// worker's executor).
 
 #include <boost/asio/any_io_executor.hpp>
 #include <cstdint>
