@@ -49,6 +49,20 @@ void append_to(std::string& out, const Args&... args) {
   (detail::append(out, args), ...);
 }
 
+// An integer's decimal text in a buffer of its own, for a command built from views without allocating:
+// `const decimal hits(3);` then `hits.text()`.
+class decimal {
+ public:
+  template <std::integral T>
+  explicit decimal(T v)
+      : size_(static_cast<unsigned char>(std::to_chars(buf_, buf_ + sizeof buf_, v).ptr - buf_)) {}
+  std::string_view text() const { return {buf_, size_}; }
+
+ private:
+  char buf_[24];
+  unsigned char size_;
+};
+
 // "host:port", with an IPv6 host in brackets: "[::1]:8081".
 template <typename Port>
 std::string host_port(std::string_view host, const Port& port) {

@@ -2,13 +2,14 @@
 
 #include <charconv>
 
+#include "core/strings.hpp"
+
 namespace sluice::memcache {
 
 namespace {
 
 void append_number(std::string& out, std::uint64_t v) {
-  char buf[20];
-  out.append(buf, static_cast<std::size_t>(std::to_chars(buf, buf + sizeof buf, v).ptr - buf));
+  core::append_to(out, v);
 }
 
 template <typename T>

@@ -1,6 +1,6 @@
 #include "ratelimit/limiter/cache_key.hpp"
 
-#include <charconv>
+#include "core/strings.hpp"
 
 namespace sluice::ratelimit::limiter {
 
@@ -20,9 +20,7 @@ void append_base(std::string& out, const key_parts& p, std::size_t extra) {
 }
 
 void append_number(std::string& out, std::int64_t n) {
-  char buf[24];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, n);
-  out.append(buf, static_cast<std::size_t>(end - buf));
+  core::append_to(out, n);
 }
 
 }  // namespace

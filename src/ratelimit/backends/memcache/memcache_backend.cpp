@@ -1,7 +1,6 @@
 #include "ratelimit/backends/memcache/memcache_backend.hpp"
 
 #include <boost/container/small_vector.hpp>
-#include <charconv>
 #include <optional>
 #include <string>
 
@@ -74,16 +73,13 @@ void batch::send(std::size_t node, round r, index_list indexes) {
   }
   if (increment) {
     const auto now = backend.clock_.now_seconds();
-    char hits[24];
     for (auto i : indexes) {
       const auto& op = ops[i];
       if (r == round::take_back) {
         mc::encode_decr(out, op.key, op.increment);
         request->expected.push_back(mc::reply_kind::incr);
       } else if (r == round::add) {
-        auto [end, ec] = std::to_chars(hits, hits + sizeof hits, op.increment);
-        mc::encode_add(out, op.key, std::string_view(hits, static_cast<std::size_t>(end - hits)),
-                       mc::exptime_for(op.ttl_seconds, now));
+        mc::encode_add(out, op.key, core::decimal(op.increment).text(), mc::exptime_for(op.ttl_seconds, now));
         request->expected.push_back(mc::reply_kind::store);
       } else if (op.refund) {
         mc::encode_decr(out, op.key, op.increment);

@@ -3,8 +3,9 @@
 #include <openssl/sha.h>
 
 #include <algorithm>
-#include <charconv>
 #include <vector>
+
+#include "core/strings.hpp"
 
 namespace sluice::ratelimit::backends::redis {
 
@@ -308,10 +309,8 @@ void push_decide(rd::request& out, std::span<const script_group> groups, bool wh
   std::string numbers;
   numbers.reserve((ops * 3 + specs.size() * 3 + groups.size() * 2 + 2) * 21);
   auto number = [&](std::int64_t n) {
-    char buf[24];
-    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, n);
     const std::size_t at = numbers.size();
-    numbers.append(buf, static_cast<std::size_t>(end - buf));
+    core::append_to(numbers, n);
     return std::string_view(numbers).substr(at);
   };
   std::vector<std::string_view> args;

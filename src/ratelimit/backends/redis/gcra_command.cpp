@@ -1,6 +1,6 @@
 #include "ratelimit/backends/redis/gcra_command.hpp"
 
-#include <charconv>
+#include "core/strings.hpp"
 
 #include "ratelimit/limiter/algorithms.hpp"
 
@@ -9,15 +9,6 @@ namespace sluice::ratelimit::backends::redis {
 namespace {
 
 constexpr std::int64_t field_max = (std::int64_t{1} << 52) - 1;  // M
-
-struct number {
-  char buf[24];
-  std::string_view text;
-  explicit number(std::int64_t v) {
-    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-    text = {buf, static_cast<std::size_t>(end - buf)};
-  }
-};
 
 }  // namespace
 
@@ -30,22 +21,22 @@ void push_gcra(sluice::redis::request& out, const limiter::counter_op& op) {
   // Δ + M − τ fits in INCRBY's signed 64 bits. The last INCRBY cannot overflow: it needs no OVERFLOW of its
   // own.
   const std::int64_t delta = limiter::gcra_advance(0, op.increment, op.window_us);
-  const number minus_now(-op.now_us), now(op.now_us);
+  const core::decimal minus_now(-op.now_us), now(op.now_us);
   if (op.refund) {
-    const number minus_delta(-delta);
-    out.push({"BITFIELD", op.key, "OVERFLOW", "SAT", "INCRBY", "u52", "12", minus_now.text, "INCRBY", "u52",
-              "12", minus_delta.text, "INCRBY", "u52", "12", now.text});
+    const core::decimal minus_delta(-delta);
+    out.push({"BITFIELD", op.key, "OVERFLOW", "SAT", "INCRBY", "u52", "12", minus_now.text(), "INCRBY", "u52",
+              "12", minus_delta.text(), "INCRBY", "u52", "12", now.text()});
   } else {
-    const number offset(delta + field_max - op.tolerance_us), back(-(field_max - op.tolerance_us));
-    out.push({"BITFIELD", op.key,    "OVERFLOW", "SAT", "INCRBY", "u52",       "12",     minus_now.text,
-              "OVERFLOW", "FAIL",    "INCRBY",   "u52", "12",     offset.text, "INCRBY", "u52",
-              "12",       back.text, "INCRBY",   "u52", "12",     now.text});
+    const core::decimal offset(delta + field_max - op.tolerance_us), back(-(field_max - op.tolerance_us));
+    out.push({"BITFIELD", op.key,      "OVERFLOW", "SAT", "INCRBY", "u52",         "12",     minus_now.text(),
+              "OVERFLOW", "FAIL",      "INCRBY",   "u52", "12",     offset.text(), "INCRBY", "u52",
+              "12",       back.text(), "INCRBY",   "u52", "12",     now.text()});
   }
 }
 
 void push_gcra_expiry(sluice::redis::request& out, const limiter::counter_op& op) {
-  const number ttl_ms(gcra_ttl_ms(op));
-  out.push({"PEXPIRE", op.key, ttl_ms.text});
+  const core::decimal ttl_ms(gcra_ttl_ms(op));
+  out.push({"PEXPIRE", op.key, ttl_ms.text()});
 }
 
 bool read_gcra(const sluice::redis::value& reply, const limiter::counter_op& op, limiter::op_result& out) {

@@ -31,11 +31,6 @@ constexpr std::string_view refund_script =
     "if #a > #c or (#a == #c and a >= c) then a = c end "
     "return redis.call('DECRBY', KEYS[1], a)";
 
-std::string_view to_text(char (&buf)[24], std::uint64_t v) {
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  return {buf, static_cast<std::size_t>(end - buf)};
-}
-
 // Reads INCRBY's integer, or GET's bulk string (nil = 0). A negative counter reads 0: a sliding window's
 // take-back (a DECRBY not waited for) can land after negative hits brought the counter to 0.
 std::optional<std::uint64_t> counter_value(const rd::value& v) {
@@ -125,7 +120,6 @@ void batch::send(std::size_t which) {
     return;
   }
   rd::request encoded;
-  char a[24], b[24];
   // The previous windows of sliding windows are read with one MGET after the counters (a part on a cluster
   // holds one op), but for the final counts this worker read before.
   boost::container::small_vector<std::string_view, 8> previous{"MGET"};
@@ -134,10 +128,10 @@ void batch::send(std::size_t which) {
     if (get) {
       encoded.push({"GET", op.key});
     } else if (op.refund) {
-      encoded.push({"EVAL", refund_script, "1", op.key, to_text(a, op.increment)});
+      encoded.push({"EVAL", refund_script, "1", op.key, core::decimal(op.increment).text()});
     } else {
-      encoded.push({"INCRBY", op.key, to_text(a, op.increment)});
-      encoded.push({"EXPIRE", op.key, to_text(b, op.ttl_seconds)});
+      encoded.push({"INCRBY", op.key, core::decimal(op.increment).text()});
+      encoded.push({"EXPIRE", op.key, core::decimal(op.ttl_seconds).text()});
     }
     if (get || op.kind != limiter::op_kind::sliding) continue;
     if (auto count = p.store->previous.find(op)) {
@@ -226,8 +220,7 @@ void batch::on_pipeline(std::size_t which, boost::system::error_code ec,
 
 void batch::take_back(rd::store& store, const limiter::counter_op& op) {
   rd::request encoded;
-  char a[24];
-  encoded.push({"DECRBY", op.key, to_text(a, op.increment)});
+  encoded.push({"DECRBY", op.key, core::decimal(op.increment).text()});
   auto request = std::make_shared<rd::pending_request>();
   request->expected_replies = encoded.expected_replies();
   request->payload = encoded.release_payload();
