@@ -13,9 +13,12 @@ std::uint64_t gcra_expiry::hash(std::string_view key) {
 
 bool gcra_expiry::due(std::string_view key, std::int64_t now_us, std::int64_t tolerance_us) {
   const std::uint64_t hash = gcra_expiry::hash(key);
-  const std::int64_t next = now_us + gcra_expiry_slack_ms * 1000;
+  const std::int64_t slack_us = gcra_expiry_slack_ms * 1000, next = now_us + slack_us;
   if (auto it = next_due_.find(hash); it != next_due_.end()) {
-    if (now_us < it->second.next_due_us && tolerance_us <= it->second.tolerance_us) return false;
+    // Skipped within the slack after the last PEXPIRE; a clock set back before it sends one again.
+    const std::int64_t sent_us = it->second.next_due_us - slack_us;
+    if (now_us >= sent_us && now_us < it->second.next_due_us && tolerance_us <= it->second.tolerance_us)
+      return false;
     it->second = {next, tolerance_us};
     return true;
   }
