@@ -83,20 +83,20 @@ void script_batcher::send(std::shared_ptr<call> c, bool whole) {
   const std::size_t bitfields = encoded.expected_replies();
   if (bitfields == 0 && groups.empty()) return;
   if (!groups.empty()) push_decide(encoded, groups, whole);
-  std::vector<std::uint64_t> expired_keys;
+  std::vector<std::uint64_t> pexpire_keys;
   for (const auto* op : expire) {
     push_gcra_expiry(encoded, *op);
-    expired_keys.push_back(gcra_expiry::hash(op->key));
+    pexpire_keys.push_back(gcra_expiry::hash(op->key));
   }
   auto request = std::make_shared<rd::pending_request>();
   request->expected_replies = encoded.expected_replies();
   request->payload = encoded.release_payload();
   request->done = [this, c, whole, routes = std::move(routes), expiring = std::move(expiring), bitfields,
-                   expired_keys = std::move(expired_keys), scripted = !groups.empty()](
+                   pexpire_keys = std::move(pexpire_keys), scripted = !groups.empty()](
                       boost::system::error_code ec, std::vector<rd::value>&& replies) {
     if (ec || std::ranges::any_of(std::span(replies).subspan(std::min(replies.size(), bitfields + scripted)),
                                   [](const rd::value& v) { return v.is_error(); }))
-      forget(expired_keys);
+      forget(pexpire_keys);
     std::string error, script_error;
     if (ec) error = store_.describe(ec);
     const rd::value* script = ec || !scripted ? nullptr : &replies[bitfields];
