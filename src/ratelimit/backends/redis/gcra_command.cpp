@@ -1,7 +1,6 @@
 #include "ratelimit/backends/redis/gcra_command.hpp"
 
 #include "core/strings.hpp"
-
 #include "ratelimit/limiter/algorithms.hpp"
 
 namespace sluice::ratelimit::backends::redis {

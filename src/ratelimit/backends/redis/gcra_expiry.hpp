@@ -10,31 +10,32 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
-#include <unordered_map>
+
+#include "ratelimit/backends/redis/expiring_cache.hpp"
 
 namespace sluice::ratelimit::backends::redis {
 
 class gcra_expiry {
  public:
-  explicit gcra_expiry(std::size_t capacity = 65'536) : capacity_(capacity) {}
+  explicit gcra_expiry(std::size_t capacity = 65'536) : sent_(capacity) {}
 
-  // True when a decision at `now_us` with tolerance τ must send the key's PEXPIRE; it is then taken as sent.
-  bool due(std::string_view key, std::int64_t now_us, std::int64_t tolerance_us);
+  static std::uint64_t hash(std::string_view key) { return expiring_cache<sent>::hash(key); }
 
-  // The PEXPIRE sent for the key (by its hash()) may not have run: the next decision sends it again.
-  void forget(std::uint64_t key_hash) { next_due_.erase(key_hash); }
-  static std::uint64_t hash(std::string_view key);
+  // True when a decision at `now_us` with tolerance τ must send the PEXPIRE of the key (by its hash()); it
+  // is then taken as sent.
+  bool due(std::uint64_t key_hash, std::int64_t now_us, std::int64_t tolerance_us);
 
-  std::size_t size() const { return next_due_.size(); }
+  // The PEXPIRE sent for the key may not have run: the next decision sends it again.
+  void forget(std::uint64_t key_hash) { sent_.erase(key_hash); }
+
+  std::size_t size() const { return sent_.size(); }
 
  private:
-  std::size_t capacity_;
   struct sent {
-    std::int64_t next_due_us;   // when the key's PEXPIRE is due again
+    std::int64_t at_us;         // when the key's last PEXPIRE was sent
     std::int64_t tolerance_us;  // the τ it was sent with
   };
-  std::unordered_map<std::uint64_t, sent> next_due_;  // by the key's hash
-  std::int64_t next_sweep_us_ = 0;                    // when full: no entry can be forgotten before then
+  expiring_cache<sent> sent_;  // each until its PEXPIRE is due again
 };
 
 }  // namespace sluice::ratelimit::backends::redis

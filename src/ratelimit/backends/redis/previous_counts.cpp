@@ -1,8 +1,6 @@
 #include "ratelimit/backends/redis/previous_counts.hpp"
 
 #include <algorithm>
-#include <functional>
-#include <string_view>
 
 namespace sluice::ratelimit::backends::redis {
 
@@ -20,44 +18,29 @@ window_times times_of(const limiter::counter_op& op) {
   return {start, op.now_us >= start + grace};
 }
 
-std::uint64_t hash_of(std::string_view key) {
-  return std::hash<std::string_view>{}(key);
-}
-
 }  // namespace
 
 std::optional<std::uint64_t> previous_counts::find(const limiter::counter_op& op) {
   if (op.window_us <= 0 || !times_of(op).previous_final) return std::nullopt;
-  const std::uint64_t hash = hash_of(op.previous_key);
+  const std::uint64_t hash = counts_.hash(op.previous_key);
   std::lock_guard lock(mutex_);
-  auto it = entries_.find(hash);
   // The entry's window is the op's previous one while it lasts (a later window has another key).
-  if (it == entries_.end() || op.now_us >= it->second.until_us) return std::nullopt;
-  return it->second.count;
+  const std::uint64_t* count = counts_.find(hash, op.now_us);
+  return count != nullptr ? std::optional(*count) : std::nullopt;
 }
 
 void previous_counts::remember(const limiter::counter_op& op, std::uint64_t count) {
   if (op.window_us <= 0) return;
   const auto times = times_of(op);
   if (!times.previous_final) return;
-  const std::int64_t until = times.start_us + op.window_us;
-  const std::uint64_t hash = hash_of(op.previous_key);
+  const std::uint64_t hash = counts_.hash(op.previous_key);
   std::lock_guard lock(mutex_);
-  if (entries_.size() >= capacity_ && !entries_.contains(hash)) {
-    if (op.now_us < next_sweep_us_) return;
-    next_sweep_us_ = until;
-    std::erase_if(entries_, [&](const auto& e) {
-      if (e.second.until_us > op.now_us) next_sweep_us_ = std::min(next_sweep_us_, e.second.until_us);
-      return e.second.until_us <= op.now_us;
-    });
-    if (entries_.size() >= capacity_) return;
-  }
-  entries_[hash] = {count, until};
+  counts_.put(hash, count, times.start_us + op.window_us, op.now_us);
 }
 
 std::size_t previous_counts::size() {
   std::lock_guard lock(mutex_);
-  return entries_.size();
+  return counts_.size();
 }
 
 }  // namespace sluice::ratelimit::backends::redis

@@ -11,15 +11,15 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
-#include <unordered_map>
 
+#include "ratelimit/backends/redis/expiring_cache.hpp"
 #include "ratelimit/limiter/backend.hpp"
 
 namespace sluice::ratelimit::backends::redis {
 
 class previous_counts {
  public:
-  explicit previous_counts(std::size_t capacity = 65'536) : capacity_(capacity) {}
+  explicit previous_counts(std::size_t capacity = 65'536) : counts_(capacity) {}
 
   // The final count of the sliding op's previous window, if this worker has read it since it became final.
   std::optional<std::uint64_t> find(const limiter::counter_op& op);
@@ -29,14 +29,8 @@ class previous_counts {
   std::size_t size();
 
  private:
-  struct entry {
-    std::uint64_t count;
-    std::int64_t until_us;  // when the window stops being the previous one
-  };
-  std::size_t capacity_;
   std::mutex mutex_;
-  std::unordered_map<std::uint64_t, entry> entries_;  // by the previous window's key's hash
-  std::int64_t next_sweep_us_ = 0;                    // when full: no entry ends before then
+  expiring_cache<std::uint64_t> counts_;  // by the previous window's key, until that window stops being it
 };
 
 }  // namespace sluice::ratelimit::backends::redis

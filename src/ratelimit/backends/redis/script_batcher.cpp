@@ -60,6 +60,7 @@ void script_batcher::send(std::shared_ptr<call> c, bool whole) {
   std::vector<route> routes(c->entries.size(), route::script);
   std::vector<std::size_t> expiring(c->entries.size(), 0);  // how many PEXPIREs each BITFIELD group sends
   std::vector<const limiter::counter_op*> expire;
+  std::vector<std::uint64_t> pexpire_keys;  // their keys' hashes
   std::vector<script_group> groups;
   groups.reserve(c->entries.size());
   for (std::size_t k = 0; k < c->entries.size(); ++k) {
@@ -73,8 +74,10 @@ void script_batcher::send(std::shared_ptr<call> c, bool whole) {
       routes[k] = route::with_script;
       for (auto i : g.indexes) {
         push_gcra(encoded, g.ops[i]);
-        if (expiry_.due(g.ops[i].key, g.ops[i].now_us, g.ops[i].tolerance_us)) {
+        const std::uint64_t key_hash = gcra_expiry::hash(g.ops[i].key);
+        if (expiry_.due(key_hash, g.ops[i].now_us, g.ops[i].tolerance_us)) {
           expire.push_back(&g.ops[i]);
+          pexpire_keys.push_back(key_hash);
           ++expiring[k];
         }
       }
@@ -83,11 +86,7 @@ void script_batcher::send(std::shared_ptr<call> c, bool whole) {
   const std::size_t bitfields = encoded.expected_replies();
   if (bitfields == 0 && groups.empty()) return;
   if (!groups.empty()) push_decide(encoded, groups, whole);
-  std::vector<std::uint64_t> pexpire_keys;
-  for (const auto* op : expire) {
-    push_gcra_expiry(encoded, *op);
-    pexpire_keys.push_back(gcra_expiry::hash(op->key));
-  }
+  for (const auto* op : expire) push_gcra_expiry(encoded, *op);
   auto request = std::make_shared<rd::pending_request>();
   request->expected_replies = encoded.expected_replies();
   request->payload = encoded.release_payload();
@@ -155,13 +154,14 @@ void script_batcher::send_gcra(std::shared_ptr<call> c, std::size_t k) {
   const auto& op = g.ops[g.indexes.front()];
   rd::request encoded;
   push_gcra(encoded, op);
-  const bool expires = expiry_.due(op.key, op.now_us, op.tolerance_us);
+  const std::uint64_t key_hash = gcra_expiry::hash(op.key);
+  const bool expires = expiry_.due(key_hash, op.now_us, op.tolerance_us);
   if (expires) push_gcra_expiry(encoded, op);
   auto request = std::make_shared<rd::pending_request>();
   request->expected_replies = encoded.expected_replies();
   request->payload = encoded.release_payload();
-  request->done = [this, c, k, expires, key_hash = gcra_expiry::hash(op.key)](
-                      boost::system::error_code ec, std::vector<rd::value>&& replies) {
+  request->done = [this, c, k, expires, key_hash](boost::system::error_code ec,
+                                                  std::vector<rd::value>&& replies) {
     std::string error = ec ? store_.describe(ec) : std::string();
     if (!ec && replies.size() > 1 && replies[1].is_error())
       error = core::cat("Redis error: ", replies[1].text);
