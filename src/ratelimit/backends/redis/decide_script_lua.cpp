@@ -1,0 +1,249 @@
+// The decide script's Lua text and its SHA1 (decide_script.cpp encodes its calls and reads its replies).
+#include "ratelimit/backends/redis/decide_script.hpp"
+
+#include <openssl/sha.h>
+
+#include <string>
+
+namespace sluice::ratelimit::backends::redis {
+
+// A group in mode "a" or "e" works on an overlay of the keys (`mine`), merged only when it applies. Printing
+// a number costs Redis more than the command it goes into (Lua's string.format, or Redis's own %.17g for a
+// number argument), so a counter's only change in a call, when it holds an integer, is written as INCRBY of
+// the hits Sluice sent and EXPIRE. Other counters are printed with %.0f (Lua's tostring would write 1e+15
+// from 10^15). A GCRA key holds its arrival time in gcra_command.hpp's binary form.
+const std::string_view decide_script = R"lua(
+local cap = 4503599627370496
+local max, min, ceil, floor, tonumber, unpack = math.max, math.min, math.ceil, math.floor, tonumber, unpack
+local raw, known, existed, odd = {}, {}, {}, {}
+local dirty_kind, dirty_ttl, dirty_now, plain = {}, {}, {}, {}
+-- Every key is read first, by MGETs of up to 1000 keys (unpack stops near 8000). A key holding another type
+-- reads as absent, and is overwritten if changed.
+local nkeys = #KEYS
+for first = 1, nkeys, 1000 do
+  local last = min(first + 999, nkeys)
+  local got = redis.call('MGET', unpack(KEYS, first, last))
+  for i = first, last do raw[KEYS[i]] = got[i - first + 1] end
+end
+-- A key's value when first used: a GCRA key's first 8 bytes, big-endian, in 52 bits; a counter's decimal.
+local function stored(key, kind)
+  local v = known[key]
+  if v ~= nil then return v end
+  local text = raw[key]
+  v = 0
+  if text then
+    existed[key] = true
+    if kind == 'g' then
+      local b = {text:byte(1, 8)}
+      for i = 1, 8 do v = v * 256 + (b[i] or 0) end
+      v = v % 4503599627370496
+    else
+      v = tonumber(text) or 0
+      -- Not a count INCRBY can add to (negative: a late take-back; or not an integer): printed when written.
+      if v < 0 or v % 1 ~= 0 then odd[key], v = true, max(v, 0) end
+    end
+  end
+  known[key] = v
+  return v
+end
+local function gcra_bytes(v)
+  local hi = floor(v / 4294967296)
+  local lo = v - hi * 4294967296
+  return string.char(floor(hi / 16777216) % 256, floor(hi / 65536) % 256, floor(hi / 256) % 256, hi % 256,
+    floor(lo / 16777216), floor(lo / 65536) % 256, floor(lo / 256) % 256, lo % 256)
+end
+-- A counter's first change in this call may be written as INCRBY of its hits (p); a second one is printed.
+local function change(key, value, kind, ttl, refund, now, p)
+  known[key] = value
+  if dirty_kind[key] then p = false end
+  dirty_kind[key], dirty_now[key], plain[key] = kind, now, p or false
+  if not refund then dirty_ttl[key] = ttl end
+end
+local specs = {}
+local a = 2
+for s = 1, tonumber(ARGV[1]) do
+  specs[s] = {ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])}
+  a = a + 4
+end
+local reply, n = {}, 0
+local k = 1
+-- A run: m groups in a row of the same independent GCRA ops (keys, specs, hits), which differ only in their
+-- time, as a hot descriptor's decisions do. Worked as m groups in mode "i" would be, for a third of the cost.
+local function run(a)
+  local m, c = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+  a = a + 3
+  local keys, cur, step, tol, last = {}, {}, {}, {}, {}
+  for i = 1, c do
+    local spec = specs[tonumber(ARGV[a])]
+    step[i], tol[i] = tonumber(ARGV[a + 1]) * spec[3], spec[4]
+    a = a + 2
+    keys[i], k = KEYS[k], k + 1
+    cur[i] = stored(keys[i], 'g')
+  end
+  for _ = 1, m do
+    local now = tonumber(ARGV[a])
+    a = a + 1
+    n = n + 1
+    reply[n] = 1
+    for i = 1, c do
+      local value = min(max(cur[i], now) + step[i], cap)
+      if value - tol[i] <= now then cur[i], last[i] = value, now end
+      n = n + 1
+      reply[n] = value
+    end
+  end
+  for i = 1, c do
+    if last[i] then change(keys[i], cur[i], 'g', tol[i], false, last[i], nil) end
+  end
+  return a
+end
+while a <= #ARGV do
+  if ARGV[a] == 'r' then
+    a = run(a)
+  else
+    local mode, now, count = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+    a = a + 3
+    n = n + 1
+    local head = n
+    reply[head] = 1
+    local each = mode == 'i'
+    -- An all-or-nothing group works on an overlay, merged only when the request's verdict admits.
+    local mine, keys, values, kinds, ttls, refunds, changes, plains
+    if not each then mine, keys, values, kinds, ttls, refunds, changes, plains = {}, {}, {}, {}, {}, {}, {}, {} end
+    local enforced_ok, quota = true, nil
+    for i = 1, count do
+      local tagged = tonumber(ARGV[a])
+      local index = tagged % 16777216
+      local role = (tagged - index) / 16777216
+      local spec, hits_text = specs[index], ARGV[a + 1]
+      local hits = tonumber(hits_text)
+      local refund = hits_text:byte() == 45
+      a = a + 2
+      local kind = spec[1]
+      if refund then hits = -hits end
+      local key = KEYS[k]
+      k = k + 1
+      local current = mine and mine[key]
+      if current == nil then current = stored(key, kind) end
+      local value, ok, ttl, p = 0, true, nil, nil
+      if kind == 'g' then
+        ttl = spec[4]
+        local tat = max(current, now)
+        if refund then
+          value = max(tat - min(hits * spec[3], cap), now)
+        else
+          value = min(tat + hits * spec[3], cap)
+          ok = value - spec[4] <= now
+        end
+        n = n + 1
+        reply[n] = value
+      else
+        ttl = ARGV[a]
+        a = a + 1
+        local previous = 0
+        if kind == 's' then
+          previous = mine and mine[KEYS[k]]
+          if previous == nil then previous = stored(KEYS[k], kind) end
+          k = k + 1
+        end
+        if refund then
+          value = current - min(current, hits)
+        else
+          value = current + hits
+          local weighted = 0
+          if kind == 's' then
+            local window = spec[3]
+            weighted = ceil(previous * (window - now % window) / window)
+          end
+          ok = value + weighted <= spec[2]
+          if not odd[key] then p = hits_text end
+        end
+        n = n + 1
+        reply[n] = value
+        if kind == 's' then
+          n = n + 1
+          reply[n] = previous
+        end
+        n = n + 1
+        reply[n] = current
+      end
+      -- Fixed-window counters count every hit; the others change only when they admit.
+      local applies = ok or kind == 'c'
+      if each then
+        if applies then change(key, value, kind, ttl, refund, now, p) end
+      else
+        if applies then mine[key] = value end
+        keys[i], values[i], kinds[i], ttls[i], refunds[i], changes[i], plains[i] =
+          key, value, kind, ttl, refund, applies, p
+        if role == 0 then
+          enforced_ok = enforced_ok and ok
+        elseif role >= 2 then
+          quota = quota or {}
+          quota[role] = ok and quota[role] ~= false
+        end
+      end
+    end
+    if not each then
+      -- The request's verdict (op_role): every enforced op admits, and some quota descriptor has room.
+      local admit = enforced_ok
+      if admit and quota then
+        admit = false
+        for _, room in pairs(quota) do admit = admit or room end
+      end
+      if mode == 'e' or not admit then
+        reply[head] = 0
+      else
+        for i = 1, count do
+          if changes[i] then
+            change(keys[i], values[i], kinds[i], ttls[i], refunds[i], now, plains[i])
+          end
+        end
+      end
+    end
+  end
+end
+for key, kind in pairs(dirty_kind) do
+  local value, p = known[key], plain[key]
+  if kind == 'g' then
+    local now = dirty_now[key]
+    local tolerance = dirty_ttl[key]
+    if value <= now and not existed[key] then
+      -- A full bucket (an arrival time passed) on an absent key: it stays absent.
+    elseif tolerance then
+      -- The TTL every write gives a GCRA key (gcra_command.hpp, gcra_ttl_ms): τ + 1 ms + one second. Never
+      -- shorter: a worker may skip its PEXPIREs for that second (gcra_expiry.hpp).
+      redis.call('SET', key, gcra_bytes(value), 'PX', ceil(tolerance / 1000) + 1001)
+    else
+      -- Only given back (negative hits): the TTL an earlier write set still covers the arrival time.
+      redis.call('SET', key, gcra_bytes(value), 'KEEPTTL')
+    end
+  elseif value <= 0 and not existed[key] then
+    -- Nothing counted on an absent key: it stays absent.
+  elseif p and type(redis.pcall('INCRBY', key, p)) == 'number' then
+    -- (A value INCRBY refuses, such as " 7", is printed instead.)
+    redis.call('EXPIRE', key, dirty_ttl[key])
+  elseif dirty_ttl[key] then
+    redis.call('SET', key, string.format('%.0f', value), 'EX', dirty_ttl[key])
+  else
+    redis.call('SET', key, string.format('%.0f', value), 'KEEPTTL')
+  end
+end
+return reply
+)lua";
+
+std::string_view decide_script_sha() {
+  static const std::string sha = [] {
+    unsigned char digest[SHA_DIGEST_LENGTH];
+    SHA1(reinterpret_cast<const unsigned char*>(decide_script.data()), decide_script.size(), digest);
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string out;
+    for (unsigned char b : digest) {
+      out.push_back(hex[b >> 4]);
+      out.push_back(hex[b & 15]);
+    }
+    return out;
+  }();
+  return sha;
+}
+
+}  // namespace sluice::ratelimit::backends::redis
