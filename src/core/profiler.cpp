@@ -25,7 +25,9 @@ namespace asio = boost::asio;
 namespace {
 
 std::atomic<bool> cpu_busy{false};
+#ifndef SLUICE_NO_TCMALLOC
 std::atomic<bool> heap_busy{false};
+#endif
 
 // Clears a busy flag however the coroutine leaves.
 struct busy_guard {

@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include "source_paths.hpp"
+
 namespace {
 
 using namespace sluice::echo;

@@ -7,6 +7,8 @@
 #include <map>
 #include <string>
 
+#include "source_paths.hpp"
+
 namespace {
 
 using namespace sluice;

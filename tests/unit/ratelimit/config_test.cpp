@@ -9,6 +9,7 @@
 
 #include "ratelimit/config/directory.hpp"
 #include "ratelimit/config/yaml_loader.hpp"
+#include "source_paths.hpp"
 
 using namespace sluice::ratelimit::config;
 namespace fs = std::filesystem;

@@ -61,9 +61,9 @@ struct service_fixture {
   }
 
   rls_response decide(const rls_request& request) {
-    auto [response, error] = try_decide(request);
-    REQUIRE_MESSAGE(!error, *error);
-    return response;
+    auto decided = try_decide(request);
+    REQUIRE_MESSAGE(!decided.second, *decided.second);
+    return std::move(decided.first);
   }
 
   std::uint64_t counter(const std::string& name) { return stats.get_counter(name).value(); }

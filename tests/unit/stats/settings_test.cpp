@@ -102,9 +102,11 @@ TEST_CASE("sink settings: every bad value names its variable") {
       {"EXTRA_TAGS", "url:http://x"},
       {"PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS", "ms"},
   };
-  for (auto [name, value] : cases) {
-    CAPTURE(name);
-    CAPTURE(value);
+  // CAPTURE names item: clang 14 cannot capture a structured binding in CAPTURE's lambda.
+  for (const auto& item : cases) {
+    const auto& [name, value] = item;
+    CAPTURE(item.first);
+    CAPTURE(item.second);
     auto message = error_of({{name, value}});
     CHECK(message.find(name) != std::string::npos);
     CHECK(message.find(value) != std::string::npos);
