@@ -31,7 +31,8 @@ std::string_view next_word(std::string_view& line) {
 std::optional<std::string_view> read_line(std::string_view data, bool& bad) {
   const auto end = data.find("\r\n");
   if (end == std::string_view::npos) {
-    bad = data.size() > limits::max_line_length;
+    // A line of the longest length may still be waiting for its CRLF, or for the LF after its CR.
+    bad = data.size() > limits::max_line_length + (data.ends_with('\r') ? 1 : 0);
     return std::nullopt;
   }
   bad = end > limits::max_line_length;

@@ -117,3 +117,17 @@ TEST_CASE("malformed replies are protocol errors with a reason") {
   CHECK(parse(std::string(600, 'x'), reply_kind::incr).error == "memcached sent a line without an end");
   CHECK(parse(std::string(100, 'x'), reply_kind::incr).status == parse_status::need_more);
 }
+
+// Found by fuzz_memcache_protocol: 512 bytes and a CR were "a line without an end".
+TEST_CASE("a line of the longest length waits for its CRLF however the reads cut it") {
+  const std::string line = "CLIENT_ERROR " + std::string(limits::max_line_length - 13, 'x');
+  REQUIRE(line.size() == limits::max_line_length);
+  const auto whole = parse(line + "\r\n", reply_kind::incr);
+  CHECK(whole.status == parse_status::complete);
+  CHECK(whole.consumed == line.size() + 2);
+  CHECK(parse(line, reply_kind::incr).status == parse_status::need_more);
+  CHECK(parse(line + "\r", reply_kind::incr).status == parse_status::need_more);
+  CHECK(parse(line + "x", reply_kind::incr).error == "memcached sent a line without an end");
+  CHECK(parse(line + "\r", reply_kind::values).status == parse_status::need_more);
+  CHECK(parse(line + "xx", reply_kind::values).error == "memcached sent a line without an end");
+}
