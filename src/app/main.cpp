@@ -41,6 +41,7 @@
 #include "stats/sink_settings.hpp"
 #include "stats/store.hpp"
 #include "tracing_setup.hpp"
+#include "version.hpp"
 
 namespace asio = boost::asio;
 using namespace sluice;
@@ -51,7 +52,7 @@ constexpr std::string_view usage = R"(Usage:
   sluice                        start the server (configured by environment variables; see README.md)
   sluice check-config DIR [--merge-domain-config]
                                 validate the rate limit rule files in DIR and exit
-  sluice client [flags]          send one ShouldRateLimit request and print the answer
+  sluice client [flags]         send one ShouldRateLimit request and print the answer
                                 (sluice client -help lists the flags)
   sluice --help | --version
 )";
@@ -358,7 +359,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (command == "--version") {
-    std::cout << "sluice " << SLUICE_VERSION << "\n";
+    std::cout << "sluice " << SLUICE_VERSION << " (commit " << build_commit << ")\n";
     return 0;
   }
   if (command == "check-config") return check_config(argc, argv);

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Checks the Kubernetes manifests in deploy/kubernetes/: installs the npm packages the checker needs (once, and
+# again whenever package-lock.json changes), runs check_manifests.mjs on the repository's manifests, README.md and
+# Dockerfile, then selftest.mjs (broken copies in a temporary directory must each be caught).
+#
+#   tests/deploy/run.sh [--no-selftest]
+#
+# Needs Node.js 20+ and npm, nothing else. SLUICE_NPM_DIR: where the packages go (default tests/deploy/node_modules);
+# a directory not named node_modules gets a node_modules inside it, next to a copy of package.json and
+# package-lock.json. Exit status: 0 when every check passed.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+selftest=1
+for arg in "$@"; do
+  case $arg in
+    --no-selftest) selftest=0 ;;
+    -h | --help) sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "run.sh: unknown argument: $arg" >&2; exit 2 ;;
+  esac
+done
+
+die() { echo "run.sh: $*" >&2; exit 2; }
+command -v node >/dev/null || die "node not found: install Node.js 20 or later"
+command -v npm >/dev/null || die "npm not found: install npm"
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+((node_major >= 20)) || die "Node.js $(node --version) is too old: 20 or later is needed"
+
+# Where the packages live: $npm_dir is a node_modules directory inside the npm project directory $project.
+npm_dir=${SLUICE_NPM_DIR:-$here/node_modules}
+mkdir -p "$npm_dir"
+npm_dir=$(cd "$npm_dir" && pwd)
+if [[ $(basename "$npm_dir") != node_modules ]]; then
+  npm_dir=$npm_dir/node_modules
+fi
+project=$(dirname "$npm_dir")
+if [[ $project != "$here" ]]; then
+  # A project directory of our own: never overwrite someone else's package.json.
+  for f in package.json package-lock.json; do
+    if [[ -e $project/$f && ! -e $project/.sluice-deploy-checks ]] && ! cmp -s "$here/$f" "$project/$f"; then
+      die "$project/$f exists and is not ours: choose another SLUICE_NPM_DIR"
+    fi
+  done
+  touch "$project/.sluice-deploy-checks"
+  cp "$here/package.json" "$here/package-lock.json" "$project/"
+fi
+
+# Install when the packages are missing or were installed from another package-lock.json.
+stamp=$npm_dir/.sluice-package-lock.sha256
+want=$(sha256sum "$here/package-lock.json" | cut -d' ' -f1)
+if [[ ! -f $stamp || $(cat "$stamp") != "$want" ]]; then
+  echo "run.sh: installing the npm packages into $npm_dir (npm ci)"
+  log=$(mktemp)
+  start=$SECONDS
+  if ! (cd "$project" && npm ci --no-audit --no-fund --loglevel=error >"$log" 2>&1); then
+    cat "$log" >&2
+    rm -f "$log"
+    die "npm ci failed in $project"
+  fi
+  rm -f "$log"
+  echo "$want" >"$stamp"
+  echo "run.sh: installed in $((SECONDS - start)) s"
+fi
+
+export SLUICE_NPM_DIR=$npm_dir
+status=0
+node "$here/check_manifests.mjs" \
+  --manifests "$repo/deploy/kubernetes" --readme "$repo/README.md" --dockerfile "$repo/Dockerfile" || status=$?
+if ((selftest)); then
+  node "$here/selftest.mjs" || status=$?
+fi
+exit "$status"
