@@ -46,8 +46,8 @@ class Stream:
 
 
 class XdsServer:
-    def __init__(self, port=None, tls=None, snapshot=None):
-        """tls: {'cert', 'key', 'ca' (for client certificates), 'require_client_auth'} paths and flag, or None.
+    def __init__(self, port=None, tls=None, snapshot=None, host='127.0.0.1'):
+        """host: the address to listen on (a container reaches the host at its bridge's gateway). tls: {'cert', 'key', 'ca' (for client certificates), 'require_client_auth'} paths and flag, or None.
         snapshot: (version, [resources]) served to each stream from the start."""
         self.port = port or harness.free_port()
         self.tls = tls
@@ -65,7 +65,7 @@ class XdsServer:
             response_serializer=discovery_pb2.DiscoveryResponse.SerializeToString)
         self._server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler(
             'envoy.service.discovery.v3.AggregatedDiscoveryService', {'StreamAggregatedResources': handler})])
-        address = '127.0.0.1:%d' % self.port
+        address = '%s:%d' % (host, self.port)
         if tls:
             def read(path):
                 with open(path, 'rb') as f:
