@@ -99,7 +99,8 @@ struct worker_apis {
   std::unique_ptr<ratelimit::service::rate_limit_service> service;
   std::unique_ptr<ratelimit::api::rls_grpc_service> rls;
   std::unique_ptr<net::grpc::health_service> grpc_health;
-  std::unique_ptr<net::http::server> http;
+  std::shared_ptr<net::http::router> routes;
+  std::unique_ptr<net::http::server> http;  // made by listen_http, once the first rules are in
 };
 
 std::size_t open_http(const std::vector<worker_apis>& apis) {
@@ -141,28 +142,20 @@ void wait_for_workers(core::worker_pool& workers) {
   workers.stop();
 }
 
-// Per worker: the service, its HTTP routes and listener (one socket per worker on the same port), its gRPC
-// methods. Returns the HTTP endpoint bound.
-asio::ip::tcp::endpoint build_workers(std::vector<worker_apis>& apis, core::worker_pool& workers,
-                                      process_settings& proc, const ratelimit::module_settings& rl,
-                                      ratelimit::limiter::limiter& limiter, backend_holder& backend,
-                                      stats::store& stats, core::health& health, shared_apis& shared,
-                                      net::grpc::server& grpc, const tracing_holder& tracing) {
-  asio::ip::tcp::endpoint http_endpoint;
-  auto http_options = proc.http;
-  http_options.reuse_port = workers.size() > 1;
+// Per worker: the service, its HTTP routes, its gRPC methods.
+void build_workers(std::vector<worker_apis>& apis, core::worker_pool& workers,
+                   const ratelimit::module_settings& rl, ratelimit::limiter::limiter& limiter,
+                   backend_holder& backend, stats::store& stats, core::health& health, shared_apis& shared,
+                   net::grpc::server& grpc, const tracing_holder& tracing) {
   auto& check_requests = stats.get_counter("ratelimit_server.Check.total_requests");
   for (unsigned i = 0; i < workers.size(); ++i) {
     auto& w = apis.emplace_back();
     w.service =
         std::make_unique<ratelimit::service::rate_limit_service>(rl.service, limiter, backend.get(i), stats);
     w.service->set_tracer(tracing.tracer(i));
-    auto routes = std::make_shared<net::http::router>();
-    ratelimit::api::add_http_routes(*routes, *w.service, health, tracing.tracer(i));
-    shared.add_routes(*routes);
-    w.http = std::make_unique<net::http::server>(workers.context(i), http_options, routes);
-    http_endpoint = w.http->listen();
-    http_options.port = http_endpoint.port();  // port 0: the other workers bind the port the first got
+    w.routes = std::make_shared<net::http::router>();
+    ratelimit::api::add_http_routes(*w.routes, *w.service, health, tracing.tracer(i));
+    shared.add_routes(*w.routes);
 
     auto methods = std::make_shared<net::grpc::method_table>();
     w.rls = std::make_unique<ratelimit::api::rls_grpc_service>(*w.service, stats);
@@ -178,7 +171,21 @@ asio::ip::tcp::endpoint build_workers(std::vector<worker_apis>& apis, core::work
     for (unsigned i = 0; i < workers.size(); ++i)
       asio::post(workers.context(i), [&h = *apis[i].grpc_health] { h.notify(); });
   });
-  return http_endpoint;
+}
+
+// One HTTP listening socket per worker on the same port. Only once the first rules are in: a port that
+// listened before would take connections nobody answers. Returns the endpoint bound.
+asio::ip::tcp::endpoint listen_http(std::vector<worker_apis>& apis, core::worker_pool& workers,
+                                    const process_settings& proc) {
+  asio::ip::tcp::endpoint endpoint;
+  auto options = proc.http;
+  options.reuse_port = workers.size() > 1;
+  for (unsigned i = 0; i < workers.size(); ++i) {
+    apis[i].http = std::make_unique<net::http::server>(workers.context(i), options, apis[i].routes);
+    endpoint = apis[i].http->listen();
+    options.port = endpoint.port();  // port 0: the other workers bind the port the first got
+  }
+  return endpoint;
 }
 
 // A reload hands each worker's service the new snapshot, on the worker's own thread.
@@ -286,8 +293,7 @@ int run_server() {
   tracing_parts = make_tracing(trace_settings, workers.size(), control, stats);
   std::vector<worker_apis> apis;
   net::grpc::server grpc(proc.grpc);
-  auto http_endpoint =
-      build_workers(apis, workers, proc, rl, limiter, backend, stats, health, shared, grpc, tracing_parts);
+  build_workers(apis, workers, rl, limiter, backend, stats, health, shared, grpc, tracing_parts);
   ratelimit::service::rules_source rules(rl.rules, publish_to(workers, apis), stats, health);
   auto xds = start_xds(rl, control, rules);
   if (!load_first_rules(rules, rl, xds.get(), control, stop_signals)) {
@@ -295,6 +301,7 @@ int run_server() {
     backend.stop();
     return xds ? 0 : 1;
   }
+  auto http_endpoint = listen_http(apis, workers, proc);
   shared.log_started();
   grpc.listen();
   control_listeners listeners;  // after everything that records stats: its sink stops first

@@ -155,4 +155,40 @@ std::optional<std::chrono::nanoseconds> parse_go_duration(std::string_view s) {
   return negative ? -ns : ns;
 }
 
+namespace {
+
+// `v` with its last `digits` digits as a fraction, trailing zeros dropped: (1500, 3) -> "1.5".
+std::string with_fraction(std::uint64_t v, int digits) {
+  std::uint64_t scale = 1;
+  for (int i = 0; i < digits; ++i) scale *= 10;
+  std::string fraction = std::to_string(v % scale);
+  fraction.insert(0, static_cast<std::size_t>(digits) - fraction.size(), '0');
+  while (!fraction.empty() && fraction.back() == '0') fraction.pop_back();
+  return cat(v / scale, fraction.empty() ? "" : ".", fraction);
+}
+
+}  // namespace
+
+std::string format_go_duration(std::chrono::nanoseconds d) {
+  const std::int64_t n = d.count();
+  const std::uint64_t u = n < 0 ? 0 - static_cast<std::uint64_t>(n) : static_cast<std::uint64_t>(n);
+  constexpr std::uint64_t second = 1'000'000'000, minute = 60 * second;
+  if (u == 0) return "0s";
+  std::string out;
+  if (u < 1'000) {
+    out = cat(u, "ns");
+  } else if (u < 1'000'000) {
+    out = with_fraction(u, 3) + "\u00b5s";
+  } else if (u < second) {
+    out = with_fraction(u, 6) + "ms";
+  } else {
+    out = with_fraction(u % minute, 9) + "s";
+    if (const auto minutes = u / minute; minutes > 0) {
+      out = cat(minutes % 60, "m", out);
+      if (minutes >= 60) out = cat(minutes / 60, "h", out);
+    }
+  }
+  return n < 0 ? "-" + out : out;
+}
+
 }  // namespace sluice::core

@@ -53,5 +53,7 @@ class env_reader {
 // Exposed for tests and for other parsers of the same formats.
 std::optional<bool> parse_go_bool(std::string_view s);
 std::optional<std::chrono::nanoseconds> parse_go_duration(std::string_view s);
+// As Go's time.Duration.String(): "5s", "1m30s", "1h0m0s", "1.5ms", "0s".
+std::string format_go_duration(std::chrono::nanoseconds d);
 
 }  // namespace sluice::core

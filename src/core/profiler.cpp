@@ -11,8 +11,10 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 
 #include "core/read_file.hpp"
@@ -47,7 +49,11 @@ asio::awaitable<profile_result> cpu_profile(std::chrono::seconds duration) {
   busy_guard guard{cpu_busy};
   char path[] = "/tmp/sluice-cpu-XXXXXX";
   const int fd = mkstemp(path);
-  if (fd < 0) co_return profile_result{std::nullopt, "cannot create a temporary file for the CPU profile"};
+  // gperftools writes CPU profiles to a file: on a read-only root this is the one place that needs /tmp.
+  if (fd < 0)
+    co_return profile_result{std::nullopt,
+                             std::string("cannot create a temporary file for the CPU profile in /tmp: ") +
+                                 std::strerror(errno) + " (a read-only root needs a writable /tmp)"};
   close(fd);
   if (ProfilerStart(path) == 0) {
     std::remove(path);

@@ -29,16 +29,21 @@ std::optional<std::string> watched_file::load(bool initial) {
   if (!text) {
     error = cat("cannot read the file: ", error);
   } else if (!initial && *text == applied_text_) {
+    failed_.reset();      // back to what is applied: breaking it again is news
     return std::nullopt;  // another file of the directory changed
   } else if (auto refused = apply_(*text)) {
     error = std::move(*refused);
   }
   if (!error.empty()) {
     error = cat(path_, ": ", error);
-    if (!initial) log_error(error, " (keeping what was loaded before)");
+    // Any change in the directory reloads: a log file there would otherwise log this again and again.
+    const bool repeated = failed_ && failed_->text == text && failed_->error == error;
+    if (!initial && !repeated) log_error(error, " (keeping what was loaded before)");
+    failed_ = failure{std::move(text), error};
     return error;
   }
   applied_text_ = std::move(*text);
+  failed_.reset();
   return std::nullopt;
 }
 

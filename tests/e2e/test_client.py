@@ -4,6 +4,7 @@ gRPC rate limit server the client did not come with (grpcio, in this process).""
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -27,6 +28,20 @@ descriptors:
 """
 
 OK, OVER_LIMIT, ERROR = 0, 1, 2
+README = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'README.md')
+
+
+def readme_flags():
+    """{flag name: default} from README's `sluice client` table; a default not in backquotes counts as ''."""
+    with open(README, encoding='utf-8') as f:
+        text = f.read()
+    table = text.split('### `sluice client`', 1)[1].split('```', 1)[0]
+    flags = {}
+    for row in re.findall(r'^\| (`-.*?) \| (.*?) \|', table, re.M):
+        default = re.fullmatch(r'`([^`]*)`', row[1])
+        for name in re.findall(r'`-([^`]+)`', row[0]):
+            flags[name] = default.group(1) if default else ''
+    return flags
 
 
 def run_client(*flags):
@@ -68,7 +83,7 @@ class Plain(unittest.TestCase):
             'Flag: --domain="c"', 'Flag: --grpc-cert-file=""', 'Flag: --grpc-key-file=""',
             'Flag: --grpc-server-ca-file=""', 'Flag: --grpc-server-name=""', 'Flag: --grpc-use-tls="false"',
             'Flag: --hits_addend="1"', 'Flag: --json="false"', 'Flag: --negative_hits="false"',
-            'Flag: --timeout="5000ms"', 'Flag: --unix=""'])
+            'Flag: --oltp-protocol=""', 'Flag: --timeout="5s"', 'Flag: --unix=""'])
         self.assertRegex(out, r'response: overall_code: OK statuses \{ code: OK current_limit \{ requests_per_unit: 3 '
                               r'unit: HOUR name: "three" \} limit_remaining: 2 duration_until_reset \{ seconds: \d+ \}')
         self.call(OK, '-descriptors', 'k=text', '-hits_addend', '2')
@@ -112,6 +127,15 @@ class Plain(unittest.TestCase):
         status, out, _ = run_client('-help')
         self.assertEqual(status, OK)
         self.assertIn('Exit status: 0 OK, 1 OVER_LIMIT, 2 error.', out)
+
+    def test_help_dump_and_readme_agree(self):
+        """-help, the flag dump and README's table list the same flags; the dump's defaults are the table's."""
+        readme = readme_flags()
+        _, help_text, _ = run_client('-help')
+        self.assertEqual(sorted(re.findall(r'^  -(\S+)', help_text, re.M)), sorted(readme))
+        _, out, _ = run_client()  # every flag at its default; the dump comes before the call (which fails)
+        dump = dict(re.findall(r'^Flag: --(\S+?)="(.*)"$', out, re.M))
+        self.assertEqual(dump, readme)
 
 
 class UnixSocket(unittest.TestCase):

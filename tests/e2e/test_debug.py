@@ -2,6 +2,7 @@
 /stats, and CPU and heap profiles that Debian's google-pprof reads."""
 
 import os
+import re
 import socket
 import subprocess
 import threading
@@ -147,10 +148,14 @@ class DebugServer(unittest.TestCase):
                 self.assertIn('json', ctype)
 
     def pprof(self, profile):
+        """Reads the profile with the command /debug/pprof/ gives, so that its help is known to work."""
         path = os.path.join(self.s.tmp, 'profile.%d' % time.monotonic_ns())
         with open(path, 'wb') as f:
             f.write(profile)
-        r = subprocess.run(['google-pprof', '--text', harness.SLUICE_BIN, path], capture_output=True, text=True,
+        _, _, help_text = fetch(self.s.debug_port, '/debug/pprof/')
+        command = re.search(r'(google-pprof(?: -\S+)*) /path/to/sluice profile$', help_text.decode(), re.M)
+        self.assertIsNotNone(command, help_text)
+        r = subprocess.run(command.group(1).split() + [harness.SLUICE_BIN, path], capture_output=True, text=True,
                            timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr)
         return r.stdout

@@ -382,6 +382,9 @@ class Ics(Checks):
         self.assertEqual(sum(1 for line in unfolded if line.startswith('SUMMARY')), len(with_date) - 1)
         uids = [uid for uid, _, _, _ in events]
         self.assertEqual(len(set(uids)), len(uids), uids)
+        # README: <yyyymmdd>-<slug of the name>, -2, -3... for a repeat, `holiday` without a name
+        self.assertEqual(uids[6:9], ['20300107-holiday@holidays.sluice', '20300108-new-years-day@holidays.sluice',
+                                     '20300108-new-years-day-2@holidays.sluice'])
         ends = {s: e for _, s, _, e in events}
         self.assertEqual(ends['Leap eve'], datetime.date(2028, 2, 29))
         self.assertEqual(ends['Not leap'], datetime.date(2030, 3, 1))
@@ -662,6 +665,43 @@ class Reload(Checks):
         rows = [('Back', '2033-01-01')]
         write_atomically(self.path, csv_text(rows))
         self.wait_items(rows)
+
+
+class ReloadLog(Checks):
+    """What a reload logs, at LOG_LEVEL=info to see the good reload's line too."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix='sluice-e2e-holidays-log-')
+        self.addCleanup(harness.remove_tmp, self.dir)
+        self.path = os.path.join(self.dir, 'holidays.csv')
+        write_file(self.path, csv_text(Reload.FIRST))
+        self.server = Sluice(env={'HOLIDAYS_CSV': self.path, 'LOG_LEVEL': 'info'})
+        self.addCleanup(self.server.close)
+
+    def touch_a_neighbour(self, times=8):
+        """Changes another file of the directory, each change past the 100 ms debounce (as a log file there)."""
+        for i in range(times):
+            write_file(os.path.join(self.dir, 'sluice.log'), 'line %d\n' % i)
+            time.sleep(0.15)
+        time.sleep(0.3)
+
+    def test_a_failed_reload_is_logged_once_per_change_of_the_file(self):
+        error = ("%s: line 2: date '2012-13-01' is not a Y-m-d calendar date (keeping what was loaded before)"
+                 % self.path)
+        write_atomically(self.path, 'name,date\nA,2012-13-01\n')
+        self.server.wait_for_log(error, timeout=1.5)
+        self.touch_a_neighbour()
+        self.assertEqual(self.server.log().count(error), 1, self.server.log_tail())
+        # Another broken text, the same message: a new change, logged once more.
+        write_atomically(self.path, 'name,date\nA,2012-13-01\nB,2030-01-01\n')
+        harness.wait_until(lambda: self.server.log().count(error) == 2, timeout=1.5, message='logged again',
+                           describe=self.server.log_tail)
+        self.touch_a_neighbour()
+        self.assertEqual(self.server.log().count(error), 2, self.server.log_tail())
+        since = len(self.server.log())
+        write_atomically(self.path, csv_text([('Back', '2033-01-01')]))
+        self.server.wait_for_log('%s: loaded 1 holidays' % self.path, since=since, timeout=1.5)
+        self.assertEqual(self.server.log().count(error), 2)
 
 
 if __name__ == '__main__':

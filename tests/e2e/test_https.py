@@ -102,6 +102,15 @@ class Https(unittest.TestCase):
         os.replace(self.cert + '.new', self.cert)
         harness.wait_until(lambda: self.get()[0] == 200, message='the right certificate again',
                            describe=self.s.log_tail)
+        # Other files changing beside the certificate (a log file written there) reload and log nothing.
+        time.sleep(0.3)
+        seen = len(self.s.log())
+        for i in range(5):
+            with open(os.path.join(self.dir, 'sluice.log'), 'a') as f:
+                f.write('line %d\n' % i)
+            time.sleep(0.15)
+        time.sleep(0.3)
+        self.assertNotIn('certificate', self.s.log()[seen:])
 
 
 class BadTlsSettings(unittest.TestCase):

@@ -395,5 +395,39 @@ class Contour(ImageCase):
         self.assertIn('Shutdown complete', pod.logs())
 
 
+class MissingMounts(ImageCase):
+    """A mounted file that is missing or unreadable is named in one log line, and the process exits non-zero
+    (rules, as upstream without FORCE_START_WITHOUT_INITIAL_CONFIG; certificates; the Prometheus mapping)."""
+
+    BASE = {'USE_STATSD': 'false', 'BACKEND_TYPE': 'memory', 'RUNTIME_ROOT': '/data',
+            'RUNTIME_SUBDIRECTORY': 'ratelimit', 'RUNTIME_WATCH_ROOT': 'false', 'RUNTIME_IGNOREDOTFILES': 'true'}
+
+    def run_fails(self, env, needle, mounts=()):
+        args = ['run', '--rm'] + RESTRICTED
+        for host_path, container_path in mounts:
+            args += ['-v', '%s:%s:ro' % (host_path, container_path)]
+        for k, v in dict(self.BASE, **env).items():
+            args += ['-e', '%s=%s' % (k, v)]
+        r = podman(*(args + [IMAGE]), check=False, timeout=30)
+        self.assertNotEqual(r.returncode, 0, r.stdout + r.stderr)
+        lines = [line for line in (r.stdout + r.stderr).splitlines() if needle in line]
+        self.assertTrue(lines, 'no line names %r in:\n%s' % (needle, r.stdout + r.stderr))
+
+    def test_rules_certificates_and_mapper(self):
+        cm = ConfigMapDir({'config.yaml': RULES_V1})
+        self.addCleanup(cm.close)
+        rules = [(cm.dir, '/data/ratelimit/config')]
+        self.run_fails({}, '/data/ratelimit/config')
+        self.run_fails({'GRPC_SERVER_USE_TLS': 'true', 'GRPC_SERVER_TLS_CERT': '/certs/tls.crt',
+                        'GRPC_SERVER_TLS_KEY': '/certs/tls.key'}, 'GRPC_SERVER_TLS_CERT', mounts=rules)
+        self.run_fails({'USE_PROMETHEUS': 'true', 'PROMETHEUS_MAPPER_YAML': '/etc/statsd-exporter/conf.yaml'},
+                       '/etc/statsd-exporter/conf.yaml', mounts=rules)
+        unreadable = ConfigMapDir({'conf.yaml': 'mappings: []\n'})
+        self.addCleanup(unreadable.close)
+        os.chmod(os.path.join(unreadable.dir, os.readlink(os.path.join(unreadable.dir, '..data')), 'conf.yaml'), 0o600)
+        self.run_fails({'USE_PROMETHEUS': 'true', 'PROMETHEUS_MAPPER_YAML': '/etc/statsd-exporter/conf.yaml'},
+                       '/etc/statsd-exporter/conf.yaml', mounts=rules + [(unreadable.dir, '/etc/statsd-exporter')])
+
+
 if __name__ == '__main__':
     unittest.main(verbosity=2)

@@ -5,6 +5,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 import threading
 import time
@@ -41,7 +42,11 @@ class CommandLine(unittest.TestCase):
     def test_version(self):
         r = harness.run_sluice(['--version'])
         self.assertEqual(r.returncode, 0, r)
-        self.assertEqual(r.stdout, 'sluice %s\n' % project_version())
+        # The commit from meson's vcs_tag: 40 hex digits (-dirty from a changed work tree), or 'unknown' outside
+        # a checkout; the clone the tests run in is one.
+        self.assertRegex(r.stdout, r'\Asluice %s \(commit [0-9a-f]{40}(-dirty)?\)\n\Z' % re.escape(project_version()))
+        head = subprocess.run(['git', '-C', harness.REPO, 'rev-parse', 'HEAD'], stdout=subprocess.PIPE, text=True)
+        self.assertIn(head.stdout.strip(), r.stdout)
 
     def test_help(self):
         r = harness.run_sluice(['--help'])

@@ -152,6 +152,32 @@ class DirectoryMode(ReloadCases, unittest.TestCase):
         self.wait_limit('da', (2, 'HOUR'))
         self.assertEqual(self.limit('dn'), (8, 'HOUR'))
 
+    def stats(self):
+        _, _, body = harness.http_get(self.server.debug_port, '/stats')
+        return dict(line.split(': ', 1) for line in body.splitlines() if ': ' in line)
+
+    def test_a_refused_reload_leaves_no_stats_behind(self):
+        # The broken file sorts last: the new domain and the changed limit are compiled before the error.
+        errors = lambda: int(self.stats().get('ratelimit.service.config_load_error', 0))  # noqa: E731
+        self.write('z.yaml', 'domain: dz\nfoo: 1\ndescriptors:\n  - key: k\n')
+        harness.wait_until(lambda: errors() >= 1, timeout=POLL, message='the first refused reload')
+        refused = errors()
+        self.write('a.yaml', rule('da', 'k', 50))
+        self.write('b.yaml', rule('dnew', 'k', 7))
+        harness.wait_until(lambda: errors() > refused, timeout=POLL, message='the reload with b.yaml refused')
+        time.sleep(0.3)  # a second event of the same writes may still be reloading
+        stats = self.stats()
+        self.assertEqual([name for name in stats if '.dnew.' in name], [])
+        self.assertEqual(stats['ratelimit.service.rate_limit.da.k.limit'], '1')
+        self.assertEqual(self.limit('dnew'), None)
+        # Once the broken file is gone, the new rules and their stats are in.
+        self.server.remove_rule('z.yaml')
+        self.wait_limit('dnew', (7, 'HOUR'))
+        stats = self.stats()
+        self.assertEqual(stats['ratelimit.service.rate_limit.dnew.k.limit'], '7')
+        self.assertEqual(stats['ratelimit.service.rate_limit.dnew.k.total_hits'], '0')
+        self.assertEqual(stats['ratelimit.service.rate_limit.da.k.limit'], '50')
+
 
 class WatchRootMode(ReloadCases, unittest.TestCase):
     layout = 'watch_root'

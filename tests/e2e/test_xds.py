@@ -4,6 +4,7 @@ last good rules kept), the server killed and restarted, the node, metadata and h
 TLS, a message over XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES, start-up with and without FORCE_START_WITHOUT_INITIAL_CONFIG,
 and updates while decisions flow. Decisions are checked over gRPC after each step."""
 
+import socket
 import threading
 import time
 import unittest
@@ -44,6 +45,17 @@ def codes(sluice, domain, entries, n):
 
 
 OK, OVER = 1, 2
+
+
+def probe(port, timeout=2.0):
+    """GET /healthcheck: 'refused', or the status code (bytes) of an answer within the timeout (a hang raises)."""
+    try:
+        sock = socket.create_connection(('127.0.0.1', port), timeout=timeout)
+    except ConnectionRefusedError:
+        return 'refused'
+    with sock:
+        sock.sendall(b'GET /healthcheck HTTP/1.1\r\nHost: sluice\r\nConnection: close\r\n\r\n')
+        return sock.recv(64).split(b' ')[1]
 
 
 class XdsCase(unittest.TestCase):
@@ -180,6 +192,23 @@ class StartUp(XdsCase):
             harness.http_get(s.http_port, '/healthcheck', timeout=0.5)
         server.push('v1', v1())
         s.wait_ready(timeout=10)
+        self.assertCodes(s, 'xds', ('k', 'e'), [OK, OK, OVER])
+
+    def test_every_port_refuses_at_once_while_waiting(self):
+        # A probe must never see an open port that does not answer: each port refuses until the rules load.
+        port = harness.free_port()
+        s = Sluice(env=xds_env(type('P', (), {'port': port}), **FAST_BACKOFF), start=False)
+        self.addCleanup(s.close)
+        s.start(wait_ready=False)
+        s.wait_for_log(lambda log: 'Waiting for initial ratelimit config update event' in log, message='waiting')
+        time.sleep(0.3)
+        self.assertIn(probe(s.http_port), ('refused', b'503'))
+        self.assertEqual(probe(s.grpc_port), 'refused')
+        self.assertEqual(probe(s.debug_port), 'refused')
+        server = self.server(port=port, snapshot=('v1', v1()))
+        s.wait_ready(timeout=10)
+        self.assertEqual(s.healthcheck()[0], 200)
+        self.assertEqual(harness.http_get(s.debug_port, '/stats')[0], 200)
         self.assertCodes(s, 'xds', ('k', 'e'), [OK, OK, OVER])
 
     def test_sigterm_while_waiting(self):

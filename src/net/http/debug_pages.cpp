@@ -57,7 +57,7 @@ std::vector<debug_page> pprof_pages() {
                          "/debug/pprof/heap?seconds=N: allocations made in N seconds (default 10) and still "
                          "live at its end\n"
                          "Read them with google-pprof (Debian package google-perftools): "
-                         "google-pprof -top /path/to/sluice profile\n");
+                         "google-pprof --text /path/to/sluice profile\n");
                    }});
   pages.push_back({"/debug/pprof/profile", "CPU profiling endpoint", profile_page(30, &core::cpu_profile)});
   pages.push_back({"/debug/pprof/heap", "heap profiling endpoint", profile_page(10, &core::heap_profile)});

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/log.hpp"
+#include "core/read_file.hpp"
 #include "core/strings.hpp"
 
 namespace sluice::net::tls {
@@ -65,10 +66,24 @@ std::string parent_directory(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
+// What the three files hold now (a file that cannot be read counts as its error): a change in the directory
+// that leaves them as they were (another file, a log file written there) reloads and logs nothing.
+std::string read_all(const certificate_options& o) {
+  std::string all;
+  for (const auto* file : {&o.cert_file, &o.key_file, &o.client_ca_file}) {
+    if (file->empty()) continue;
+    std::string error;
+    auto data = core::read_file(*file, error);
+    const std::string& part = data ? *data : error;
+    all += core::cat(data ? "ok " : "error ", part.size(), "\n", part);
+  }
+  return all;
+}
+
 }  // namespace
 
 server_certificate::server_certificate(certificate_options options)
-    : options_(std::move(options)), context_(load(options_)) {}
+    : options_(std::move(options)), context_(load(options_)), last_read_(read_all(options_)) {}
 
 server_certificate::~server_certificate() {
   stop();
@@ -93,6 +108,9 @@ void server_certificate::stop() {
 }
 
 void server_certificate::reload() {
+  auto now = read_all(options_);
+  if (now == last_read_) return;  // unchanged since the last load or the last logged failure
+  last_read_ = std::move(now);
   try {
     std::atomic_store(&context_, load(options_));
     core::log_warn("reloaded the ", options_.description, " from ", options_.cert_file);

@@ -47,6 +47,7 @@ class server_certificate {
   const certificate_options options_;
   std::shared_ptr<boost::asio::ssl::context> context_;
   std::unique_ptr<core::file_watch> watch_;
+  std::string last_read_;  // the files as last loaded or refused (control thread only)
 };
 
 }  // namespace sluice::net::tls

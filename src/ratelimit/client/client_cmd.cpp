@@ -6,6 +6,7 @@
 
 #include <iostream>
 
+#include "core/env.hpp"
 #include "core/read_file.hpp"
 #include "core/strings.hpp"
 #include "net/grpc/status.hpp"
@@ -97,7 +98,8 @@ void print_flags(const client_options& o) {
                                                             {"hits_addend", core::cat(o.hits_addend)},
                                                             {"json", yes_no(o.json)},
                                                             {"negative_hits", yes_no(o.negative_hits)},
-                                                            {"timeout", core::cat(o.timeout.count(), "ms")},
+                                                            {"oltp-protocol", o.oltp_protocol},
+                                                            {"timeout", core::format_go_duration(o.timeout)},
                                                             {"unix", o.unix_socket}};
   for (const auto& [name, value] : flags) std::cout << "Flag: --" << name << "=" << quoted(value) << "\n";
 }

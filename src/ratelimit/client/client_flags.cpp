@@ -25,6 +25,7 @@ Exit status: 0 OK, 1 OVER_LIMIT, 2 error.
   -grpc-cert-file f        client certificate, for mutual TLS (with -grpc-key-file)
   -grpc-key-file f         client private key
   -grpc-server-name name   the name the server certificate must carry (default: the dial host)
+  -oltp-protocol p         upstream's tracing flag: accepted, ignored with a warning (no traces exported)
 )";
 
 namespace {
@@ -62,12 +63,13 @@ std::optional<std::string> parse_timeout(std::string_view value, client_options&
     return core::cat("invalid value '", value,
                      "' for -timeout: expected a positive duration such as 500ms or 2s");
   }
-  o.timeout = std::chrono::ceil<std::chrono::milliseconds>(*d);
+  o.timeout = *d;
   return std::nullopt;
 }
 
 std::optional<std::string> ignore_tracing(std::string_view value, client_options& o) {
   if (!value.empty()) o.warnings.push_back("-oltp-protocol is ignored: this client exports no traces");
+  o.oltp_protocol = value;
   return std::nullopt;
 }
 

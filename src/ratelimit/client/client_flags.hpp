@@ -30,8 +30,9 @@ struct client_options {
   std::string cert_file;       // client certificate and key, for mutual TLS
   std::string key_file;
   std::string server_name;  // the name the server's certificate must carry, when not the dial host
-  std::chrono::milliseconds timeout{5000};
+  std::chrono::nanoseconds timeout = std::chrono::seconds(5);
   bool json = false;                  // print the response as JSON only
+  std::string oltp_protocol;          // upstream's tracing flag: accepted and printed, nothing exported
   std::vector<std::string> warnings;  // flags accepted but without effect
 };
 

@@ -86,7 +86,7 @@ void load_rule_options(const YAML::Node& yaml, descriptor_node& node) {
   }
 }
 
-void finish_limits(descriptor_node& node, stats::store& stats) {
+void finish_limits(descriptor_node& node) {
   if (!node.limit) {
     if (node.near_limit_ratio) throw config_error{"near_limit_ratio needs a rate_limit or rate_limits"};
     return;
@@ -114,7 +114,16 @@ void finish_limits(descriptor_node& node, stats::store& stats) {
                                      " (only the lower one could ever apply)")};
       }
     }
-    const std::string key = several ? core::cat(node.stats_key, ".", l.stats_suffix) : node.stats_key;
+  };
+  finish(*node.limit);
+  for (auto& l : node.more_limits) finish(l);
+}
+
+void bind_stats(descriptor_node& node, stats::store& stats) {
+  auto bind = [&](rate_limit& l) {
+    if (l.unlimited) return;
+    const std::string key =
+        l.stats_suffix.empty() ? node.stats_key : core::cat(node.stats_key, ".", l.stats_suffix);
     l.stats = rule_stats::make(stats, key);
     // What a dashboard needs to show utilisation: total_hits per window against these.
     const std::string prefix =
@@ -122,8 +131,9 @@ void finish_limits(descriptor_node& node, stats::store& stats) {
     stats.get_gauge(prefix + "limit").set(l.requests_per_unit);
     stats.get_gauge(prefix + "window_seconds").set(l.window_seconds());
   };
-  finish(*node.limit);
-  for (auto& l : node.more_limits) finish(l);
+  if (node.limit) bind(*node.limit);
+  for (auto& l : node.more_limits) bind(l);
+  for (auto& [_, child] : node.children) bind_stats(*child, stats);
 }
 
 std::string describe_options(const rate_limit& l) {

@@ -28,8 +28,11 @@ void load_limit_options(const YAML::Node& yaml, rate_limit& limit);
 // Reads `near_limit_ratio` and `count_only_admitted` of a descriptor.
 void load_rule_options(const YAML::Node& yaml, descriptor_node& node);
 // Once every limit of `node` is loaded: gives each its key tag and stats suffix (refusing two limits that
-// would share a counter or a stats name), and makes its counters and its configuration gauges.
-void finish_limits(descriptor_node& node, stats::store& stats);
+// would share a counter or a stats name).
+void finish_limits(descriptor_node& node);
+// Once the whole rule set has loaded: makes the counters and configuration gauges of every limit in the tree.
+// Not before, so rules that are refused leave no stats behind (nor change a gauge of the rules in use).
+void bind_stats(descriptor_node& node, stats::store& stats);
 // ", algorithm: gcra, unit_multiplier: 5, burst: 20" for /rlconfig ("" for upstream's defaults).
 std::string describe_options(const rate_limit& limit);
 

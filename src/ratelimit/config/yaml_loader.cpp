@@ -22,7 +22,10 @@ class rule_set_builder {
       : merge_(merge), stats_(stats), warnings_(warnings), rules_(std::make_shared<rule_set>()) {}
 
   void load_file(const config_file& file);
-  std::shared_ptr<const rule_set> finish() { return std::move(rules_); }
+  std::shared_ptr<const rule_set> finish() {
+    for (auto& [_, domain] : rules_->domains_) bind_stats(*domain, stats_);
+    return std::move(rules_);
+  }
 
  private:
   void load_descriptors(descriptor_node& parent, const YAML::Node& list, const std::string& domain);
@@ -316,7 +319,7 @@ void rule_set_builder::load_descriptor(descriptor_node& parent, const YAML::Node
     }
   }
   load_rule_options(yaml, *node);
-  finish_limits(*node, stats_);
+  finish_limits(*node);
   if (node->share_threshold && composite.find('*') == std::string::npos) {
     throw config_error{
         core::cat("share_threshold can only be used with wildcard values (containing '*'), but found "

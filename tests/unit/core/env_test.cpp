@@ -44,6 +44,20 @@ TEST_CASE("parse_go_duration") {
   CHECK_FALSE(parse_go_duration(""));
 }
 
+TEST_CASE("format_go_duration prints as Go's time.Duration.String()") {
+  CHECK(format_go_duration(0ns) == "0s");
+  CHECK(format_go_duration(5s) == "5s");
+  CHECK(format_go_duration(250ms) == "250ms");
+  CHECK(format_go_duration(1500us) == "1.5ms");
+  CHECK(format_go_duration(1500ns) == "1.5\u00b5s");
+  CHECK(format_go_duration(7ns) == "7ns");
+  CHECK(format_go_duration(1500ms) == "1.5s");
+  CHECK(format_go_duration(90s) == "1m30s");
+  CHECK(format_go_duration(1h) == "1h0m0s");
+  CHECK(format_go_duration(2h + 45min + 1ms) == "2h45m0.001s");
+  CHECK(format_go_duration(-1s) == "-1s");
+}
+
 TEST_CASE("health: healthy only while every component is, observers see each change") {
   health h;
   std::vector<bool> seen;

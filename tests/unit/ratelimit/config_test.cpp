@@ -2,6 +2,7 @@
 
 #include <google/protobuf/struct.pb.h>
 
+#include <algorithm>
 #include <array>
 #include <filesystem>
 #include <fstream>
@@ -128,6 +129,29 @@ TEST_CASE("the same domain in two files: an error unless merging, which adds the
   std::vector<config_file> clash{{"a.yaml", "domain: d\ndescriptors:\n  - key: a\n"},
                                  {"b.yaml", "domain: d\ndescriptors:\n  - key: a\n"}};
   CHECK(load_rules(clash, true, stats).error == "b.yaml: duplicate descriptor composite key 'd.a'");
+}
+
+TEST_CASE("a refused rule set makes no stats and changes no gauge") {
+  sluice::stats::store stats;
+  std::vector<config_file> good{{"a.yaml",
+                                 "domain: d\ndescriptors:\n  - key: k\n"
+                                 "    rate_limit: {unit: minute, requests_per_unit: 4}\n"}};
+  REQUIRE(load_rules(good, false, stats).rules != nullptr);
+  std::vector<config_file> refused{{"a.yaml",
+                                    "domain: d\ndescriptors:\n  - key: k\n"
+                                    "    rate_limit: {unit: hour, requests_per_unit: 9}\n"},
+                                   {"b.yaml",
+                                    "domain: e\ndescriptors:\n  - key: k\n"
+                                    "    rate_limit: {unit: minute, requests_per_unit: 1}\n"},
+                                   {"z.yaml", "domain: z\nfoo: 1\n"}};
+  CHECK_FALSE(load_rules(refused, false, stats).error.empty());
+  std::vector<std::string> names;
+  stats.for_each_counter([&](const std::string& name, const auto&) { names.push_back(name); });
+  stats.for_each_gauge([&](const std::string& name, const auto&) { names.push_back(name); });
+  CHECK(std::ranges::none_of(names, [](const auto& n) { return n.find(".e.") != std::string::npos; }));
+  CHECK(names.size() == 9);  // d.k's seven counters and two gauges
+  CHECK(stats.get_gauge("ratelimit.service.rate_limit.d.k.limit").value() == 4);
+  CHECK(stats.get_gauge("ratelimit.service.rate_limit.d.k.window_seconds").value() == 60);
 }
 
 TEST_CASE("quoted scalars are strings; plain YAML 1.1 scalars are typed as upstream types them") {
