@@ -5,7 +5,8 @@
 #
 #   tests/deploy/run.sh [--no-selftest]
 #
-# Needs Node.js 20+ and npm, nothing else. SLUICE_NPM_DIR: where the packages go (default tests/deploy/node_modules);
+# Needs Node.js 18+ (Debian 12's nodejs; scripts/setup installs it when node is missing) and npm, nothing else.
+# SLUICE_NPM_DIR: where the packages go (default tests/deploy/node_modules);
 # a directory not named node_modules gets a node_modules inside it, next to a copy of package.json and
 # package-lock.json. Exit status: 0 when every check passed.
 set -euo pipefail
@@ -16,16 +17,16 @@ selftest=1
 for arg in "$@"; do
   case $arg in
     --no-selftest) selftest=0 ;;
-    -h | --help) sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown argument: $arg" >&2; exit 2 ;;
   esac
 done
 
 die() { echo "run.sh: $*" >&2; exit 2; }
-command -v node >/dev/null || die "node not found: install Node.js 20 or later"
+command -v node >/dev/null || die "node not found: install Node.js 18 or later (scripts/setup)"
 command -v npm >/dev/null || die "npm not found: install npm"
 node_major=$(node -p 'process.versions.node.split(".")[0]')
-((node_major >= 20)) || die "Node.js $(node --version) is too old: 20 or later is needed"
+((node_major >= 18)) || die "Node.js $(node --version) is too old: 18 or later is needed"
 
 # Where the packages live: $npm_dir is a node_modules directory inside the npm project directory $project.
 npm_dir=${SLUICE_NPM_DIR:-$here/node_modules}
