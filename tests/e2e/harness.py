@@ -897,13 +897,26 @@ class TlsCerts:
                       '-addext', 'keyUsage=critical,keyCertSign,cRLSign')
         return crt, key
 
-    def _leaf(self, name, cn, san, usage, ca=None):
+    def rsa_leaf(self, name, cn, san):
+        """A leaf as Envoy Gateway makes them: RSA-2048, the key in PKCS#1 PEM, no extended key usage (so one
+        certificate serves as a server's and as a client's), signed by the CA. -> (cert path, key path)."""
+        return self._leaf(name, cn, san, None, rsa=True)
+
+    def _leaf(self, name, cn, san, usage, ca=None, rsa=False):
         ca_crt, ca_key = ca or (self.ca, self.ca_key)
         crt, key, csr, ext = (self.path(name + x) for x in ('.crt', '.key', '.csr', '.ext'))
-        self._openssl('req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
-                      '-keyout', key, '-out', csr, '-subj', '/CN=' + cn)
+        if rsa:
+            self._openssl('genrsa', '-traditional', '-out', key, '2048')
+            self._openssl('req', '-new', '-key', key, '-out', csr, '-subj', '/CN=' + cn)
+        else:
+            self._openssl('req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
+                          '-keyout', key, '-out', csr, '-subj', '/CN=' + cn)
         with open(ext, 'w') as f:
-            f.write('basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=%s\n' % usage)
+            f.write('basicConstraints=CA:FALSE\n')
+            f.write('keyUsage=critical,digitalSignature,keyEncipherment\n' if rsa else
+                    'keyUsage=critical,digitalSignature\n')
+            if usage:
+                f.write('extendedKeyUsage=%s\n' % usage)
             if san:
                 f.write('subjectAltName=%s\n' % san)
         self._serial += 1

@@ -176,12 +176,18 @@ class Reconnect(XdsCase):
 
 
 class StartUp(XdsCase):
-    def test_waits_for_the_first_good_rules_before_opening_its_ports(self):
+    def waiting_sluice(self):
+        """Sluice pointed at a free port where no xDS server listens yet, waiting for its first rules.
+        -> (sluice, the port to start the server on)."""
         port = harness.free_port()
         s = Sluice(env=xds_env(type('P', (), {'port': port}), **FAST_BACKOFF), start=False)
         self.addCleanup(s.close)
         s.start(wait_ready=False)
         s.wait_for_log(lambda log: 'Waiting for initial ratelimit config update event' in log, message='waiting')
+        return s, port
+
+    def test_waits_for_the_first_good_rules_before_opening_its_ports(self):
+        s, port = self.waiting_sluice()
         time.sleep(0.5)
         with self.assertRaises(OSError):
             harness.http_get(s.http_port, '/healthcheck', timeout=0.5)
@@ -196,11 +202,7 @@ class StartUp(XdsCase):
 
     def test_every_port_refuses_at_once_while_waiting(self):
         # A probe must never see an open port that does not answer: each port refuses until the rules load.
-        port = harness.free_port()
-        s = Sluice(env=xds_env(type('P', (), {'port': port}), **FAST_BACKOFF), start=False)
-        self.addCleanup(s.close)
-        s.start(wait_ready=False)
-        s.wait_for_log(lambda log: 'Waiting for initial ratelimit config update event' in log, message='waiting')
+        s, port = self.waiting_sluice()
         time.sleep(0.3)
         self.assertIn(probe(s.http_port), ('refused', b'503'))
         self.assertEqual(probe(s.grpc_port), 'refused')
