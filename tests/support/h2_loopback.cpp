@@ -1,9 +1,25 @@
 #include "h2_loopback.hpp"
 
+#include <zlib.h>
+
 #include <cstring>
 #include <stdexcept>
 
 namespace sluice::test {
+
+std::string gzip(const std::string& in) {
+  z_stream z{};
+  deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
+  std::string out(compressBound(static_cast<uLong>(in.size())) + 64, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  z.avail_in = static_cast<uInt>(in.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
 
 h2_client::h2_client() {
   nghttp2_session_callbacks* cbs = nullptr;
@@ -34,6 +50,26 @@ std::string h2_client::frame(const std::string& payload, bool compressed) {
 
 std::int32_t h2_client::request(const std::vector<std::pair<std::string, std::string>>& headers,
                                 std::string body, const std::string& method) {
+  auto source = std::make_unique<body_source>();
+  source->data = std::move(body);
+  return submit(headers, std::move(source), method);
+}
+
+std::int32_t h2_client::open(const std::vector<std::pair<std::string, std::string>>& headers) {
+  auto source = std::make_unique<body_source>();
+  source->ended = false;
+  return submit(headers, std::move(source), "POST");
+}
+
+void h2_client::send(std::int32_t id, const std::string& data, bool end) {
+  auto& source = *bodies_.at(id);
+  source.data += data;
+  source.ended = end;
+  nghttp2_session_resume_data(ng_, id);
+}
+
+std::int32_t h2_client::submit(const std::vector<std::pair<std::string, std::string>>& headers,
+                               std::unique_ptr<body_source> source, const std::string& method) {
   std::vector<std::pair<std::string, std::string>> all = {
       {":method", method}, {":scheme", "http"}, {":authority", "test"}};
   all.insert(all.end(), headers.begin(), headers.end());
@@ -42,8 +78,6 @@ std::int32_t h2_client::request(const std::vector<std::pair<std::string, std::st
     nva.push_back({reinterpret_cast<std::uint8_t*>(n.data()), reinterpret_cast<std::uint8_t*>(v.data()),
                    n.size(), v.size(), NGHTTP2_NV_FLAG_NONE});
   }
-  auto source = std::make_unique<body_source>();
-  source->data = std::move(body);
   nghttp2_data_provider provider{};
   provider.source.ptr = source.get();
   provider.read_callback = read_body;
@@ -90,7 +124,13 @@ ssize_t h2_client::read_body(nghttp2_session*, std::int32_t, std::uint8_t* buf, 
   const std::size_t n = std::min(length, s->data.size() - s->offset);
   std::memcpy(buf, s->data.data() + s->offset, n);
   s->offset += n;
-  if (s->offset == s->data.size()) *flags |= NGHTTP2_DATA_FLAG_EOF;
+  if (s->offset == s->data.size()) {
+    if (!s->ended) {
+      if (n == 0) return NGHTTP2_ERR_DEFERRED;
+      return static_cast<ssize_t>(n);
+    }
+    *flags |= NGHTTP2_DATA_FLAG_EOF;
+  }
   return static_cast<ssize_t>(n);
 }
 

@@ -36,6 +36,9 @@ class grpc_server_side final : public net::h2::stream_factory {
   net::h2::session session_;
 };
 
+// gzip (RFC 1952) of `in`, as a client compresses a message.
+std::string gzip(const std::string& in);
+
 // What the client saw on one stream.
 struct response {
   std::map<std::string, std::string> headers;   // the first HEADERS block
@@ -54,6 +57,10 @@ class h2_client {
   // Starts a POST with these headers (":path" and "content-type" among them) and body; returns the stream id.
   std::int32_t request(const std::vector<std::pair<std::string, std::string>>& headers, std::string body,
                        const std::string& method = "POST");
+  // A request whose body is sent later, piece by piece (a client-streaming call); returns the stream id.
+  std::int32_t open(const std::vector<std::pair<std::string, std::string>>& headers);
+  // More of that request's body; with `end`, END_STREAM after it (half-close).
+  void send(std::int32_t id, const std::string& data, bool end = false);
   void reset(std::int32_t id);
   // Everything the client has queued to send.
   std::string take_output();
@@ -68,7 +75,10 @@ class h2_client {
   struct body_source {
     std::string data;
     std::size_t offset = 0;
+    bool ended = true;  // false while a streaming request may send more
   };
+  std::int32_t submit(const std::vector<std::pair<std::string, std::string>>& headers,
+                      std::unique_ptr<body_source> source, const std::string& method);
   static ssize_t read_body(nghttp2_session*, std::int32_t, std::uint8_t*, std::size_t, std::uint32_t*,
                            nghttp2_data_source*, void*);
   static int on_header(nghttp2_session*, const nghttp2_frame*, const std::uint8_t*, std::size_t,

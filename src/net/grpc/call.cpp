@@ -34,8 +34,8 @@ bool call::on_header(std::string_view name, std::string_view value) {
   switch (name.size()) {
     case 5:
       if (name == ":path") {
-        handler_ = methods_.find(value);
-        if (handler_ == nullptr) path_ = value;
+        method_ = methods_.find(value);
+        if (method_ == nullptr) path_ = value;
       }
       break;
     case 7:
@@ -70,6 +70,17 @@ bool call::on_header(std::string_view name, std::string_view value) {
 }
 
 void call::on_headers_done() {
+  check_headers();
+  // A bidirectional client may never half-close: its call is refused at once (the stream then asks the
+  // client to stop sending).
+  if (rejection_ && method_ != nullptr && method_->kind == method_kind::bidi_streaming) {
+    auto r = std::move(*rejection_);
+    rejection_.reset();
+    answer_rejection(r);
+  }
+}
+
+void call::check_headers() {
   // gRPC's order: what HTTP says first (method, content type), then the gRPC headers, then routing.
   if (!post_) return reject("405", status_code::internal, "grpc: the request method must be POST");
   if (!grpc_content_type_) {
@@ -81,7 +92,7 @@ void call::on_headers_done() {
     return reject("200", status_code::unimplemented,
                   core::cat("grpc: Decompressor is not installed for grpc-encoding \"", path_, "\""));
   }
-  if (handler_ == nullptr) {
+  if (method_ == nullptr) {
     // "/package.Service/Method": tell an unknown service from an unknown method, as grpc-go does.
     std::string_view path = path_;
     if (path.starts_with('/')) path.remove_prefix(1);
@@ -93,12 +104,48 @@ void call::on_headers_done() {
                   core::cat("unknown method ", path.substr(slash + 1), " for service ", service));
   }
   if (timeout_) start_deadline(*timeout_);
+  if (method_->kind == method_kind::bidi_streaming) start_stream();
 }
 
 bool call::on_data(std::span<const std::uint8_t> chunk) {
   if (done_ || rejection_) return true;  // the rest of the body is ignored
+  if (messages_) {
+    if (auto e = messages_->feed(chunk, [this](std::string_view m) { deliver(m); })) {
+      abort_with(e->code, e->message);
+    }
+    return true;
+  }
   if (auto e = reader_.feed(chunk)) reject("200", e->code, std::move(e->message));
   return true;
+}
+
+void call::start_stream() {
+  messages_ = std::make_unique<message_stream>(reader_.max_bytes(), encoding_);
+  try {
+    method_->h(shared_from_this());
+  } catch (const std::exception& e) {
+    abort_with(status_code::internal, core::cat("internal error: ", e.what()));
+  }
+}
+
+void call::deliver(std::string_view message) {
+  if (done_) return;  // finished by the handler: later messages are dropped
+  auto l = listener_;
+  if (!l) return;
+  try {
+    l->on_message(message);
+  } catch (const std::exception& e) {
+    abort_with(status_code::internal, core::cat("internal error: ", e.what()));
+  }
+}
+
+void call::listen(std::shared_ptr<stream_listener> listener) {
+  listener->call_ = this;
+  listener_ = std::move(listener);
+}
+
+void stream_listener::on_half_close() {
+  if (call_ != nullptr) call_->finish(status_code::ok);
 }
 
 void call::on_request_end() {
@@ -108,10 +155,15 @@ void call::on_request_end() {
     return answer_rejection(r);
   }
   if (done_) return;
+  if (messages_) {
+    if (auto e = messages_->finish()) return abort_with(e->code, e->message);
+    if (auto l = listener_) return l->on_half_close();
+    return end(status_code::ok, {});
+  }
   if (auto e = reader_.finish(encoding_)) return end(e->code, e->message);
   auto self = shared_from_this();
   try {
-    (*handler_)(self);
+    method_->h(self);
   } catch (const std::exception& e) {
     // One catch at the handler boundary: the client sees INTERNAL, never a hung call.
     end(status_code::internal, core::cat("internal error: ", e.what()));
@@ -143,12 +195,32 @@ void call::answer_rejection(const rejection& r) {
 void call::on_closed(std::uint32_t) {
   if (deadline_) deadline_->cancel();
   cancelled();
+  listener_.reset();  // it may hold the call: the cycle ends with the stream
+}
+
+void call::on_going_away() {
+  if (done_ || method_ == nullptr || method_->kind == method_kind::unary) return;
+  if (auto l = listener_) l->on_going_away();
+  abort_with(status_code::unavailable, "the server is closing the connection (GOAWAY)");
 }
 
 void call::cancelled() {
   if (done_) return;
   done_ = true;
+  notify_cancel();
+}
+
+void call::notify_cancel() {
   if (auto f = std::move(on_cancel_)) f();
+  if (auto l = listener_) l->on_cancel();
+}
+
+// The call ends here without the handler's finish(): the status goes to the client, the handler hears it
+// was cancelled (whatever it still has pending would find the call done).
+void call::abort_with(status_code code, std::string_view message) {
+  if (done_) return;
+  end(code, message);
+  notify_cancel();
 }
 
 void call::start_deadline(std::chrono::nanoseconds timeout) {
@@ -156,11 +228,8 @@ void call::start_deadline(std::chrono::nanoseconds timeout) {
   deadline_->expires_after(timeout);
   deadline_->async_wait([self = weak_from_this()](boost::system::error_code ec) {
     auto c = self.lock();
-    if (ec || !c || c->done_) return;
-    // Whatever the handler still has pending is dropped: its answer would find the call done.
-    auto f = std::move(c->on_cancel_);
-    c->end(status_code::deadline_exceeded, "Deadline Exceeded");
-    if (f) f();
+    if (ec || !c) return;
+    c->abort_with(status_code::deadline_exceeded, "Deadline Exceeded");
   });
 }
 
@@ -189,6 +258,13 @@ void call::reply(const google::protobuf::MessageLite& response) {
 void call::write(const google::protobuf::MessageLite& message) {
   if (done_) return;
   append_message(message);
+  if (unsent_bytes() > max_unsent_bytes_) {
+    // The client is not reading: holding more for it would let one stream take the server's memory.
+    done_ = true;
+    if (deadline_) deadline_->cancel();
+    stream::reset(NGHTTP2_CANCEL);
+    notify_cancel();
+  }
 }
 
 void call::finish(status_code code, std::string_view message) {

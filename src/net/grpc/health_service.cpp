@@ -29,7 +29,9 @@ health_service::health_service(std::string service_name, std::function<bool()> h
 
 void health_service::add_to(method_table& methods) {
   methods.add("/grpc.health.v1.Health/Check", [this](const std::shared_ptr<call>& c) { check(c); });
-  methods.add("/grpc.health.v1.Health/Watch", [this](const std::shared_ptr<call>& c) { watch(c); });
+  methods.add(
+      "/grpc.health.v1.Health/Watch", [this](const std::shared_ptr<call>& c) { watch(c); },
+      method_kind::server_streaming);
 }
 
 int health_service::status_of(const std::string& name) const {

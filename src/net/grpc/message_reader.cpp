@@ -8,19 +8,14 @@ namespace sluice::net::grpc {
 
 namespace {
 
-constexpr std::size_t prefix_bytes = 5;
-
-call_error too_large(std::size_t length, std::size_t max) {
-  // grpc-go's wording, so clients and their logs read the same.
-  return {status_code::resource_exhausted,
-          core::cat("grpc: received message larger than max (", length, " vs. ", max, ")")};
-}
+constexpr std::size_t prefix_bytes = message_prefix_bytes;
 
 }  // namespace
 
-std::size_t message_reader::declared_length() const {
-  auto b = [&](std::size_t i) { return static_cast<std::size_t>(static_cast<unsigned char>(body_[i])); };
-  return b(1) << 24 | b(2) << 16 | b(3) << 8 | b(4);
+call_error message_too_large(std::size_t length, std::size_t max) {
+  // grpc-go's wording, so clients and their logs read the same.
+  return {status_code::resource_exhausted,
+          core::cat("grpc: received message larger than max (", length, " vs. ", max, ")")};
 }
 
 std::optional<call_error> message_reader::feed(std::span<const std::uint8_t> chunk) {
@@ -28,8 +23,8 @@ std::optional<call_error> message_reader::feed(std::span<const std::uint8_t> chu
   const auto* bytes = reinterpret_cast<const char*>(chunk.data());
   body_.insert(body_.end(), bytes, bytes + chunk.size());
   if (body_.size() < prefix_bytes) return std::nullopt;
-  const std::size_t length = declared_length();
-  if (!had_prefix && length > max_bytes_) return too_large(length, max_bytes_);
+  const std::size_t length = declared_length(body_.data());
+  if (!had_prefix && length > max_bytes_) return message_too_large(length, max_bytes_);
   if (body_.size() > prefix_bytes + length) {
     return call_error{status_code::internal, "grpc: a unary request carries exactly one message"};
   }
@@ -37,7 +32,7 @@ std::optional<call_error> message_reader::feed(std::span<const std::uint8_t> chu
 }
 
 std::optional<call_error> message_reader::finish(encoding enc) {
-  if (body_.size() < prefix_bytes || body_.size() < prefix_bytes + declared_length()) {
+  if (body_.size() < prefix_bytes || body_.size() < prefix_bytes + declared_length(body_.data())) {
     return call_error{status_code::internal, body_.empty() ? "grpc: the request has no message"
                                                            : "grpc: the request message is incomplete"};
   }
@@ -76,7 +71,7 @@ std::optional<call_error> gunzip(std::string_view in, std::size_t max_bytes, std
     if (rv == Z_BUF_ERROR && z.avail_in == 0) break;  // truncated input
   }
   inflateEnd(&z);
-  if (out.size() > max_bytes) return too_large(out.size(), max_bytes);
+  if (out.size() > max_bytes) return message_too_large(out.size(), max_bytes);
   if (rv != Z_STREAM_END) return call_error{status_code::internal, "grpc: failed to decompress the message"};
   return std::nullopt;
 }

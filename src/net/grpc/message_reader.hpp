@@ -21,6 +21,14 @@ struct call_error {
 
 enum class encoding : std::uint8_t { identity, gzip };
 
+// Every message is framed: 1 byte compressed flag, 4 bytes big-endian length, the message.
+constexpr std::size_t message_prefix_bytes = 5;
+// The length a message's prefix declares.
+inline std::size_t declared_length(const char* prefix) {
+  auto b = [&](std::size_t i) { return static_cast<std::size_t>(static_cast<unsigned char>(prefix[i])); };
+  return b(1) << 24 | b(2) << 16 | b(3) << 8 | b(4);
+}
+
 class message_reader {
  public:
   explicit message_reader(std::size_t max_bytes) : max_bytes_(max_bytes) {}
@@ -30,16 +38,18 @@ class message_reader {
   // At the end of the request: the one message, decoded. Valid until the reader is destroyed.
   std::optional<call_error> finish(encoding enc);
   std::string_view message() const { return message_; }
+  std::size_t max_bytes() const { return max_bytes_; }
 
  private:
-  std::size_t declared_length() const;
-
   std::size_t max_bytes_;
   // Prefix + message as received; a typical request fits inline.
   boost::container::small_vector<char, 192> body_;
   std::string inflated_;
   std::string_view message_;
 };
+
+// RESOURCE_EXHAUSTED for a message of `length` bytes past the receive limit, in grpc-go's words.
+call_error message_too_large(std::size_t length, std::size_t max);
 
 // gzip-decompresses `in` into `out`; more than `max_bytes` of output is RESOURCE_EXHAUSTED.
 std::optional<call_error> gunzip(std::string_view in, std::size_t max_bytes, std::string& out);

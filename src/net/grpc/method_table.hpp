@@ -1,7 +1,8 @@
 #pragma once
-// What a gRPC server serves: handlers by full method path ("/package.Service/Method", case-sensitive). A
-// handler gets the call once its request message has arrived whole, and answers it now or later (on the
-// same worker thread).
+// What a gRPC server serves: handlers by full method path ("/package.Service/Method", case-sensitive) and
+// their kind. A unary or server-streaming handler gets the call once its one request message has arrived
+// whole, and answers it now or later (on the same worker thread). A bidirectional-streaming handler gets the
+// call as soon as its headers are checked, and gives it a stream_listener (call.hpp) for the messages.
 
 #include <bitset>
 #include <cstdint>
@@ -17,21 +18,32 @@ namespace sluice::net::grpc {
 class call;
 using handler = std::function<void(const std::shared_ptr<call>&)>;
 
+enum class method_kind : std::uint8_t {
+  unary,
+  server_streaming,  // one request, many responses: ends with the call's finish() (or at GOAWAY)
+  bidi_streaming,    // many requests (client streaming included), many responses
+};
+
+struct method {
+  handler h;
+  method_kind kind = method_kind::unary;
+};
+
 class method_table {
  public:
-  void add(std::string path, handler h) {
+  void add(std::string path, handler h, method_kind kind = method_kind::unary) {
     for (auto& [p, existing] : methods_) {
       if (p == path) {
-        existing = std::move(h);
+        existing = {std::move(h), kind};
         return;
       }
     }
-    methods_.emplace_back(std::move(path), std::move(h));
+    methods_.emplace_back(std::move(path), method{std::move(h), kind});
   }
   // A handful of methods: comparing them beats hashing a 60-byte path on every call.
-  const handler* find(std::string_view path) const {
-    for (const auto& [p, h] : methods_) {
-      if (p == path) return &h;
+  const method* find(std::string_view path) const {
+    for (const auto& [p, m] : methods_) {
+      if (p == path) return &m;
     }
     return nullptr;
   }
@@ -67,7 +79,7 @@ class method_table {
   }
 
  private:
-  std::vector<std::pair<std::string, handler>> methods_;
+  std::vector<std::pair<std::string, method>> methods_;
   std::vector<std::string> kept_headers_;
   std::uint64_t kept_lengths_ = 0;  // bit n: a kept name has n characters
   std::bitset<256> kept_first_;     // bit c: a kept name starts with c

@@ -73,6 +73,7 @@ struct session::callbacks {
     }
     if ((frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
         (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0 && st->open()) {
+      st->request_ended_ = true;
       s.release_held(*st);
       st->on_request_end();
     }
@@ -94,6 +95,19 @@ struct session::callbacks {
     const bool ok = st->on_data({data, len});
     if (!st->keeps_body()) self(p).release_held(*st);
     return ok ? 0 : NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  }
+
+  // RFC 9113 §8.1: a server that answered before the request ended asks the client to stop sending with
+  // RST_STREAM NO_ERROR once the answer's last frame is out (queued earlier, nghttp2 would drop the answer).
+  // Without it a client that never half-closes (a bidirectional stream refused at once) holds the stream.
+  static int on_frame_send(nghttp2_session* ng, const nghttp2_frame* frame, void* p) {
+    if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) == 0 ||
+        (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA))
+      return 0;
+    auto* st = self(p).find(frame->hd.stream_id);
+    if (st != nullptr && !st->request_ended_)
+      nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, frame->hd.stream_id, NGHTTP2_NO_ERROR);
+    return 0;
   }
 
   static int on_stream_close(nghttp2_session*, std::int32_t id, std::uint32_t error_code, void* p) {
@@ -143,6 +157,7 @@ session::session(stream_factory& factory, const limits& l)
   nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, callbacks::on_frame_recv);
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, callbacks::on_data_chunk);
   nghttp2_session_callbacks_set_on_stream_close_callback(cbs, callbacks::on_stream_close);
+  nghttp2_session_callbacks_set_on_frame_send_callback(cbs, callbacks::on_frame_send);
   nghttp2_option* opt = nullptr;
   if (nghttp2_option_new(&opt) != 0) {
     nghttp2_session_callbacks_del(cbs);
@@ -223,6 +238,12 @@ void session::goaway() {
   nghttp2_submit_goaway(ng_, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(ng_),
                         NGHTTP2_NO_ERROR, nullptr, 0);
   queued();
+  // Held first: a stream that ends itself here may leave the list.
+  std::vector<std::shared_ptr<stream>> open;
+  for (stream* st = open_; st != nullptr; st = st->next_) open.push_back(st->self_);
+  for (auto& st : open) {
+    if (st->open()) st->on_going_away();
+  }
 }
 
 void session::queued() {
@@ -287,6 +308,12 @@ char* stream::reserve(std::size_t n) {
   out_.resize(at + n, boost::container::default_init);
   if (session_ != nullptr && body_open_ && !ended_) session_->resume(*this);
   return out_.data() + at;
+}
+
+void stream::reset(std::uint32_t error_code) {
+  if (session_ == nullptr) return;
+  nghttp2_submit_rst_stream(session_->ng_, NGHTTP2_FLAG_NONE, id_, error_code);
+  session_->queued();
 }
 
 void stream::finish(std::span<const header> trailers) {

@@ -64,9 +64,13 @@ class stream {
   virtual void on_request_end() = 0;
   // The stream is gone (answered, reset by either side, or the connection closed): send nothing more.
   virtual void on_closed(std::uint32_t error_code) { (void)error_code; }
+  // The connection is going away (the final GOAWAY was queued): a long-lived stream should end now.
+  virtual void on_going_away() {}
 
   std::int32_t id() const { return id_; }
   bool open() const { return session_ != nullptr; }
+  // Tells connections apart while the stream is open (null once closed); never dereferenced by callers.
+  const void* connection_id() const { return session_; }
 
  protected:
   // Answering (all no-ops once the stream is closed). `respond` sends the response headers; with
@@ -76,6 +80,10 @@ class stream {
   char* reserve(std::size_t n);
   // At most two trailers.
   void finish(std::span<const header> trailers);
+  // Response bytes queued and not yet taken by nghttp2 (the peer may not be reading).
+  std::size_t unsent_bytes() const { return out_.size() - out_taken_; }
+  // RST_STREAM with this HTTP/2 error code: the stream ends at once, with nothing more sent.
+  void reset(std::uint32_t error_code);
 
  private:
   friend class session;
@@ -95,6 +103,7 @@ class stream {
   bool body_open_ = false;      // respond() was called without end_stream and finish() not yet
   bool ended_ = false;          // finish() was called
   bool deferred_ = false;       // nghttp2 is waiting for more body (NGHTTP2_ERR_DEFERRED)
+  bool request_ended_ = false;  // the peer's END_STREAM arrived
   std::size_t held_bytes_ = 0;  // request bytes not yet given back to the connection window
 };
 
@@ -126,6 +135,7 @@ class session {
 
   // Graceful close: a GOAWAY announcing the end (last stream id 2^31-1), then, with goaway(), the real one.
   void shutdown_notice();
+  // The final GOAWAY; then every open stream hears on_going_away().
   void goaway();
 
  private:

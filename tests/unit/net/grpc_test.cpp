@@ -18,6 +18,7 @@
 
 using namespace std::chrono_literals;
 using sluice::test::grpc_server_side;
+using sluice::test::gzip;
 using sluice::test::h2_client;
 namespace sg = sluice::net::grpc;
 using health_request = ::grpc::health::v1::HealthCheckRequest;
@@ -26,20 +27,6 @@ using health_response = ::grpc::health::v1::HealthCheckResponse;
 namespace {
 
 constexpr auto echo_path = "/test.Echo/Echo";
-
-std::string gzip(const std::string& in) {
-  z_stream z{};
-  deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
-  std::string out(compressBound(static_cast<uLong>(in.size())) + 64, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  z.avail_in = static_cast<uInt>(in.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  deflate(&z, Z_FINISH);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
 
 std::string request_body(const std::string& service) {
   health_request r;

@@ -1,0 +1,71 @@
+#include "net/grpc/message_stream.hpp"
+
+namespace sluice::net::grpc {
+
+namespace {
+
+constexpr std::size_t prefix_bytes = message_prefix_bytes;
+
+}  // namespace
+
+std::optional<call_error> message_stream::feed(std::span<const std::uint8_t> chunk,
+                                               const std::function<void(std::string_view)>& deliver) {
+  std::string_view in(reinterpret_cast<const char*>(chunk.data()), chunk.size());
+  while (!in.empty()) {
+    if (partial_.empty() && in.size() >= prefix_bytes) {
+      // The common case: whole messages inside one chunk are delivered from it, without a copy.
+      const std::size_t length = declared_length(in.data());
+      if (length > max_bytes_) {
+        return message_too_large(length, max_bytes_);
+      }
+      if (in.size() >= prefix_bytes + length) {
+        if (auto e = take(in.substr(0, prefix_bytes + length), deliver)) return e;
+        in.remove_prefix(prefix_bytes + length);
+        continue;
+      }
+    }
+    // A message split across chunks: gather it.
+    const bool had_prefix = partial_.size() >= prefix_bytes;
+    std::size_t want = prefix_bytes - std::min(partial_.size(), prefix_bytes);
+    if (had_prefix) want = prefix_bytes + declared_length(partial_.data()) - partial_.size();
+    const std::size_t n = std::min(want, in.size());
+    partial_.append(in.substr(0, n));
+    in.remove_prefix(n);
+    if (partial_.size() < prefix_bytes) continue;
+    const std::size_t length = declared_length(partial_.data());
+    if (!had_prefix && length > max_bytes_) {
+      return message_too_large(length, max_bytes_);
+    }
+    if (partial_.size() == prefix_bytes + length) {
+      auto e = take(partial_, deliver);
+      partial_.clear();
+      if (e) return e;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<call_error> message_stream::take(std::string_view framed,
+                                               const std::function<void(std::string_view)>& deliver) {
+  const auto flag = static_cast<unsigned char>(framed[0]);
+  const auto payload = framed.substr(prefix_bytes);
+  if (flag == 0) {
+    deliver(payload);
+    return std::nullopt;
+  }
+  if (flag != 1) return call_error{status_code::internal, "grpc: invalid message flags"};
+  if (encoding_ != encoding::gzip) {
+    return call_error{status_code::internal,
+                      "grpc: compressed flag set with identity or empty encoding (grpc-encoding)"};
+  }
+  if (auto e = gunzip(payload, max_bytes_, inflated_)) return e;
+  deliver(inflated_);
+  return std::nullopt;
+}
+
+std::optional<call_error> message_stream::finish() const {
+  if (partial_.empty()) return std::nullopt;
+  return call_error{status_code::internal, "grpc: the stream ended inside a message"};
+}
+
+}  // namespace sluice::net::grpc
