@@ -35,13 +35,16 @@
 #include "ratelimit/config/directory.hpp"
 #include "ratelimit/settings.hpp"
 #include "ratelimit/xds/client.hpp"
+#include "rlqs_setup.hpp"
 #include "rules_setup.hpp"
 #include "shared_apis.hpp"
+#include "shutdown_plan.hpp"
 #include "stats/prometheus_setup.hpp"
 #include "stats/sink_settings.hpp"
 #include "stats/store.hpp"
 #include "tracing_setup.hpp"
 #include "version.hpp"
+#include "worker_apis.hpp"
 
 namespace asio = boost::asio;
 using namespace sluice;
@@ -93,22 +96,6 @@ void protobuf_log(google::protobuf::LogLevel, const char*, int, const std::strin
   core::log_debug("protobuf: ", message);
 }
 
-// One worker's share of the APIs: its rate limit service (its backend connections, its rules snapshot), the
-// gRPC methods and the HTTP listener on its io_context.
-struct worker_apis {
-  std::unique_ptr<ratelimit::service::rate_limit_service> service;
-  std::unique_ptr<ratelimit::api::rls_grpc_service> rls;
-  std::unique_ptr<net::grpc::health_service> grpc_health;
-  std::shared_ptr<net::http::router> routes;
-  std::unique_ptr<net::http::server> http;  // made by listen_http, once the first rules are in
-};
-
-std::size_t open_http(const std::vector<worker_apis>& apis) {
-  std::size_t n = 0;
-  for (const auto& w : apis) n += w.http->open_connections();
-  return n;
-}
-
 // A listener that fails to accept (out of file descriptors) makes the process unhealthy until it accepts
 // again.
 std::function<void(bool)> report_accepting(core::health& health, std::string listener) {
@@ -122,17 +109,6 @@ std::function<void(bool)> report_accepting(core::health& health, std::string lis
   };
 }
 
-// Polls (on the control thread) until `drained` or the deadline, then runs `then`.
-void wait_for_drain(asio::steady_timer& timer, std::chrono::steady_clock::time_point deadline,
-                    std::function<bool()> drained, std::function<void()> then) {
-  if (drained() || std::chrono::steady_clock::now() >= deadline) return then();
-  timer.expires_after(std::chrono::milliseconds(20));
-  timer.async_wait([&timer, deadline, drained = std::move(drained),
-                    then = std::move(then)](const boost::system::error_code& ec) mutable {
-    if (!ec) wait_for_drain(timer, deadline, std::move(drained), std::move(then));
-  });
-}
-
 // The workers end by themselves once their backends have stopped; whatever is left after a second is
 // abandoned.
 void wait_for_workers(core::worker_pool& workers) {
@@ -141,105 +117,6 @@ void wait_for_workers(core::worker_pool& workers) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   workers.stop();
 }
-
-// Per worker: the service, its HTTP routes, its gRPC methods.
-void build_workers(std::vector<worker_apis>& apis, core::worker_pool& workers,
-                   const ratelimit::module_settings& rl, ratelimit::limiter::limiter& limiter,
-                   backend_holder& backend, stats::store& stats, core::health& health, shared_apis& shared,
-                   net::grpc::server& grpc, const tracing_holder& tracing) {
-  auto& check_requests = stats.get_counter("ratelimit_server.Check.total_requests");
-  for (unsigned i = 0; i < workers.size(); ++i) {
-    auto& w = apis.emplace_back();
-    w.service =
-        std::make_unique<ratelimit::service::rate_limit_service>(rl.service, limiter, backend.get(i), stats);
-    w.service->set_tracer(tracing.tracer(i));
-    w.routes = std::make_shared<net::http::router>();
-    ratelimit::api::add_http_routes(*w.routes, *w.service, health, tracing.tracer(i));
-    shared.add_routes(*w.routes);
-
-    auto methods = std::make_shared<net::grpc::method_table>();
-    w.rls = std::make_unique<ratelimit::api::rls_grpc_service>(*w.service, stats);
-    w.rls->set_tracer(tracing.tracer(i));
-    w.rls->add_to(*methods);
-    w.grpc_health = std::make_unique<net::grpc::health_service>(
-        "ratelimit", [&health] { return health.healthy(); }, [&check_requests] { check_requests.inc(); });
-    w.grpc_health->add_to(*methods);
-    grpc.add_worker(workers.context(i), std::move(methods));
-  }
-  // Every Health/Watch hears each change, on its own worker.
-  health.on_change([&workers, &apis](bool) {
-    for (unsigned i = 0; i < workers.size(); ++i)
-      asio::post(workers.context(i), [&h = *apis[i].grpc_health] { h.notify(); });
-  });
-}
-
-// One HTTP listening socket per worker on the same port. Only once the first rules are in: a port that
-// listened before would take connections nobody answers. Returns the endpoint bound.
-asio::ip::tcp::endpoint listen_http(std::vector<worker_apis>& apis, core::worker_pool& workers,
-                                    const process_settings& proc) {
-  asio::ip::tcp::endpoint endpoint;
-  auto options = proc.http;
-  options.reuse_port = workers.size() > 1;
-  for (unsigned i = 0; i < workers.size(); ++i) {
-    apis[i].http = std::make_unique<net::http::server>(workers.context(i), options, apis[i].routes);
-    endpoint = apis[i].http->listen();
-    options.port = endpoint.port();  // port 0: the other workers bind the port the first got
-  }
-  return endpoint;
-}
-
-// A reload hands each worker's service the new snapshot, on the worker's own thread.
-ratelimit::service::rules_source::publish_fn publish_to(core::worker_pool& workers,
-                                                        std::vector<worker_apis>& apis) {
-  return [&workers, &apis](std::shared_ptr<const ratelimit::config::rule_set> snapshot) {
-    for (unsigned i = 0; i < workers.size(); ++i)
-      asio::post(workers.context(i), [&svc = *apis[i].service, snapshot] { svc.set_rules(snapshot); });
-  };
-}
-
-// What a stop does, in order, on the control thread: unhealthy, no new connections, GOAWAY on gRPC, the
-// requests in flight may finish within the grace period, then the backends and the workers stop.
-struct shutdown_plan {
-  asio::io_context& control;
-  core::worker_pool& workers;
-  core::health& health;
-  std::size_t sigterm_component;
-  std::vector<worker_apis>& apis;
-  net::grpc::server& grpc;
-  ratelimit::service::rules_source& rules;
-  ratelimit::xds::client* xds;  // null with rule files
-  shared_apis& shared;
-  control_listeners& listeners;
-  backend_holder& backend;
-  const tracing_holder& tracing;
-  std::function<void()> release_control;  // lets the control thread's run() return
-  std::chrono::milliseconds grace;
-  asio::steady_timer timer{control};
-  bool stopping = false;
-
-  // Thread-safe.
-  void begin() {
-    asio::post(control, [this] {
-      if (std::exchange(stopping, true)) return;
-      health.set(sigterm_component, false);
-      for (auto& w : apis) w.http->stop();
-      listeners.stop();
-      rules.stop();
-      if (xds) xds->stop();
-      shared.stop();
-      grpc.drain(grace);
-      wait_for_drain(
-          timer, std::chrono::steady_clock::now() + grace + std::chrono::seconds(1),
-          [this] { return grpc.open_connections() == 0 && open_http(apis) == 0; },
-          [this] {
-            backend.stop();
-            tracing.stop();  // what is queued goes out once more
-            workers.release();
-            release_control();
-          });
-    });
-  }
-};
 
 int run_server() {
   // SIGTERM and SIGINT stay pending (blocked here, and so in every thread started from here) until their
@@ -293,7 +170,9 @@ int run_server() {
   tracing_parts = make_tracing(trace_settings, workers.size(), control, stats);
   std::vector<worker_apis> apis;
   net::grpc::server grpc(proc.grpc);
-  build_workers(apis, workers, rl, limiter, backend, stats, health, shared, grpc, tracing_parts);
+  auto demand = make_demand_exchange(rl, workers.size(), control, stats);
+  build_workers(apis, workers,
+                {rl, limiter, backend, stats, health, shared, grpc, tracing_parts, *demand, clock});
   ratelimit::service::rules_source rules(rl.rules, publish_to(workers, apis), stats, health);
   auto xds = start_xds(rl, control, rules);
   if (!load_first_rules(rules, rl, xds.get(), control, stop_signals)) {
@@ -320,6 +199,7 @@ int run_server() {
     }
   } guard{workers};
   for (auto& w : apis) w.http->start();
+  start_quota(workers, apis);
   grpc.start(control.get_executor());
   tracing_parts.start(control);
   shared.watch(control.get_executor());

@@ -1,5 +1,6 @@
 #include "ratelimit/settings.hpp"
 
+#include "ratelimit/rlqs_settings.hpp"
 #include "ratelimit/xds_settings.hpp"
 
 #include "core/strings.hpp"
@@ -319,6 +320,7 @@ module_settings read_module_settings(const core::env_reader& env) {
   lim.local_cache_size_bytes = env.get_uint("LOCAL_CACHE_SIZE_IN_BYTES", 0, 0, std::uint64_t{1} << 40);
   lim.stop_cache_key_increment_when_overlimit =
       env.get_bool("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", false);
+  s.rlqs = read_rlqs_settings(env);
   return s;
 }
 

@@ -11,6 +11,7 @@
 #include "core/env.hpp"
 #include "core/tls_client.hpp"
 #include "ratelimit/limiter/limiter.hpp"
+#include "ratelimit/rlqs/settings.hpp"
 #include "ratelimit/service/rules_source.hpp"
 #include "ratelimit/service/service.hpp"
 #include "ratelimit/xds/client.hpp"
@@ -52,6 +53,7 @@ struct module_settings {
   std::optional<xds::client_settings> xds;          // CONFIG_TYPE=GRPC_XDS_SOTW: the xDS server
   service::settings service;
   limiter::settings limiter;
+  rlqs::settings rlqs;  // RLQS_*
 };
 
 module_settings read_module_settings(const core::env_reader& env);

@@ -1,0 +1,48 @@
+#pragma once
+// Part of the composition root: what a stop does, in order, on the control thread — unhealthy, no new
+// connections, GOAWAY on gRPC (open quota and Watch streams end with UNAVAILABLE, so their clients reconnect
+// elsewhere), the requests in flight may finish within the grace period, then the backends and the workers
+// stop.
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <functional>
+#include <vector>
+
+#include "backend_setup.hpp"
+#include "control_listeners.hpp"
+#include "core/health.hpp"
+#include "core/workers.hpp"
+#include "net/grpc/server.hpp"
+#include "ratelimit/service/rules_source.hpp"
+#include "ratelimit/xds/client.hpp"
+#include "shared_apis.hpp"
+#include "tracing_setup.hpp"
+#include "worker_apis.hpp"
+
+namespace sluice {
+
+struct shutdown_plan {
+  boost::asio::io_context& control;
+  core::worker_pool& workers;
+  core::health& health;
+  std::size_t sigterm_component;
+  std::vector<worker_apis>& apis;
+  net::grpc::server& grpc;
+  ratelimit::service::rules_source& rules;
+  ratelimit::xds::client* xds;  // null with rule files
+  shared_apis& shared;
+  control_listeners& listeners;
+  backend_holder& backend;
+  const tracing_holder& tracing;
+  std::function<void()> release_control;  // lets the control thread's run() return
+  std::chrono::milliseconds grace;
+  boost::asio::steady_timer timer{control};
+  bool stopping = false;
+
+  // Thread-safe.
+  void begin();
+};
+
+}  // namespace sluice

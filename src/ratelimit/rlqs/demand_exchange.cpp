@@ -1,0 +1,28 @@
+#include "ratelimit/rlqs/demand_exchange.hpp"
+
+namespace sluice::ratelimit::rlqs {
+
+void in_process_exchange::publish(std::size_t worker, demand_map needs) {
+  std::lock_guard lock(mutex_);
+  if (worker < published_.size()) published_[worker] = std::move(needs);
+}
+
+void in_process_exchange::collect(const std::string& bucket, std::vector<double>& out) const {
+  std::lock_guard lock(mutex_);
+  for (const auto& worker : published_) {
+    auto it = worker.find(bucket);
+    if (it != worker.end()) out.insert(out.end(), it->second.begin(), it->second.end());
+  }
+}
+
+void in_process_exchange::snapshot(demand_map& out) const {
+  std::lock_guard lock(mutex_);
+  for (const auto& worker : published_) {
+    for (const auto& [bucket, needs] : worker) {
+      auto& all = out[bucket];
+      all.insert(all.end(), needs.begin(), needs.end());
+    }
+  }
+}
+
+}  // namespace sluice::ratelimit::rlqs

@@ -1,0 +1,39 @@
+#include "ratelimit/rlqs/demand_meter.hpp"
+
+namespace sluice::ratelimit::rlqs {
+
+void demand_meter::report(std::uint64_t requests, std::int64_t now_us) {
+  if (requests > 0) last_busy_us_ = now_us;
+  const bool first = last_report_us_ == 0;
+  const std::int64_t elapsed = now_us - last_report_us_;
+  last_report_us_ = now_us;
+  idle_ = requests == 0;
+  if (idle_) {
+    count_ = 0;  // the next busy report measures from here
+    return;
+  }
+  // Two reports in the same millisecond (a client's first report then a periodic one) merge into the current
+  // interval instead of making a zero-length one.
+  if (first || elapsed < 1000) {
+    if (count_ > 0) recent_[(next_ + intervals - 1) % intervals].requests += requests;
+    return;
+  }
+  recent_[next_] = {requests, elapsed};
+  next_ = (next_ + 1) % intervals;
+  if (count_ < intervals) ++count_;
+}
+
+std::optional<double> demand_meter::rate() const {
+  if (idle_) return 0.0;
+  if (count_ == 0) return std::nullopt;
+  std::uint64_t requests = 0;
+  std::int64_t micros = 0;
+  for (std::size_t i = 0; i < count_; ++i) {
+    const auto& r = recent_[(next_ + intervals - 1 - i) % intervals];
+    requests += r.requests;
+    micros += r.micros;
+  }
+  return static_cast<double>(requests) * 1e6 / static_cast<double>(micros);
+}
+
+}  // namespace sluice::ratelimit::rlqs

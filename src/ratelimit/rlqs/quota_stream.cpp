@@ -1,0 +1,109 @@
+#include "ratelimit/rlqs/quota_stream.hpp"
+
+#include <algorithm>
+
+#include "core/strings.hpp"
+
+namespace sluice::ratelimit::rlqs {
+
+namespace rlqs_pb = envoy::service::rate_limit_quota::v3;
+using net::grpc::status_code;
+
+quota_stream::quota_stream(std::shared_ptr<worker_state> state, const void* connection)
+    : state_(std::move(state)), connection_(connection) {
+  state_->streams.push_back(this);
+  ++state_->streams_per_connection[connection_];
+}
+
+quota_stream::~quota_stream() {
+  for (auto& [group, b] : buckets_) std::erase(b.group->members, &b);
+  std::erase(state_->streams, this);
+  auto it = state_->streams_per_connection.find(connection_);
+  if (it != state_->streams_per_connection.end() && --it->second == 0)
+    state_->streams_per_connection.erase(it);
+}
+
+void quota_stream::on_message(std::string_view bytes) {
+  if (failed_) return;
+  rlqs_pb::RateLimitQuotaUsageReports reports;
+  if (!reports.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    failed_ = true;
+    return end(status_code::internal, "grpc: error unmarshalling request");
+  }
+  if (state_->stats.reports != nullptr) state_->stats.reports->inc();
+  if (!bind_domain(reports.domain())) return;
+  const std::int64_t now = state_->clock.now_micros();
+  rlqs_pb::RateLimitQuotaResponse first_answers;
+  for (const auto& usage : reports.bucket_quota_usages()) {
+    take(usage, now, first_answers);
+    if (failed_) return;
+  }
+  if (first_answers.bucket_action_size() > 0) send(first_answers);
+}
+
+bool quota_stream::bind_domain(const std::string& domain) {
+  if (domain_.empty()) {
+    if (domain.empty()) {
+      failed_ = true;
+      end(status_code::invalid_argument, "the first message of a quota stream must name its domain");
+      return false;
+    }
+    domain_ = domain;
+    return true;
+  }
+  if (domain.empty() || domain == domain_) return true;
+  failed_ = true;
+  end(status_code::invalid_argument, core::cat("this stream's domain is \"", domain_,
+                                               "\"; a report may not name another (\"", domain, "\")"));
+  return false;
+}
+
+void quota_stream::take(const rlqs_pb::RateLimitQuotaUsageReports::BucketQuotaUsage& usage, std::int64_t now,
+                        rlqs_pb::RateLimitQuotaResponse& first_answers) {
+  auto group = state_->group_for(domain_, usage.bucket_id());
+  auto it = buckets_.find(group.get());
+  const bool first = it == buckets_.end();
+  if (first) {
+    if (buckets_.size() >= state_->config.max_buckets_per_stream) {
+      failed_ = true;
+      return end(status_code::resource_exhausted,
+                 core::cat("a quota stream may report at most ", state_->config.max_buckets_per_stream,
+                           " buckets (RLQS_MAX_BUCKETS_PER_STREAM)"));
+    }
+    it = buckets_.try_emplace(group.get()).first;
+    it->second.group = group;
+    it->second.stream = this;
+    it->second.joined_us = now;
+    group->members.push_back(&it->second);
+  }
+  auto& b = it->second;
+  b.demand.report(usage.num_requests_allowed() + usage.num_requests_denied(), now);
+  if (group->stats.allowed != nullptr) {
+    group->stats.allowed->add(usage.num_requests_allowed());
+    group->stats.denied->add(usage.num_requests_denied());
+  }
+  if (!first) return;
+  std::vector<double> fleet;
+  state_->fleet_demands(*group, fleet);
+  fleet.push_back(state_->demand_of(b));  // not published yet
+  b.sent = state_->assign(b, fleet);
+  b.sent_at_us = now;
+  add_action(first_answers, *group, b.sent,
+             static_cast<std::uint32_t>(state_->config.assignment_ttl.count()));
+}
+
+void quota_stream::drop(const bucket_group* g) {
+  auto it = buckets_.find(g);
+  if (it == buckets_.end()) return;
+  std::erase(it->second.group->members, &it->second);
+  buckets_.erase(it);
+}
+
+void add_action(rlqs_pb::RateLimitQuotaResponse& response, const bucket_group& g, const assignment& a,
+                std::uint32_t ttl_seconds) {
+  auto& action = *response.add_bucket_action();
+  *action.mutable_bucket_id() = g.id;
+  to_proto(a, ttl_seconds, *action.mutable_quota_assignment_action());
+}
+
+}  // namespace sluice::ratelimit::rlqs

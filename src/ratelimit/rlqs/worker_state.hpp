@@ -1,0 +1,77 @@
+#pragma once
+// The state of the quota service on one worker, shared by its streams (which may outlive the service object
+// by a little at shutdown): the bucket groups, the open streams, the planning timer.
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/clock.hpp"
+#include "ratelimit/rlqs/bucket_group.hpp"
+#include "ratelimit/rlqs/demand_exchange.hpp"
+#include "ratelimit/rlqs/demand_meter.hpp"
+#include "ratelimit/rlqs/quota_service.hpp"
+#include "ratelimit/rlqs/settings.hpp"
+
+namespace sluice::ratelimit::rlqs {
+
+// One client's view of one bucket.
+struct stream_bucket {
+  std::shared_ptr<bucket_group> group;
+  quota_stream* stream = nullptr;
+  demand_meter demand;
+  assignment sent;
+  std::int64_t sent_at_us = 0;  // 0: nothing sent yet
+  std::int64_t joined_us = 0;
+};
+
+struct worker_state {
+  worker_state(const settings& s, std::size_t worker, demand_exchange& exchange, const core::clock& clock,
+               stats::store& store, boost::asio::any_io_executor ex);
+
+  const settings& config;
+  std::size_t worker;
+  demand_exchange& exchange;
+  const core::clock& clock;
+  stats::store& store;
+  service_stats stats;
+  boost::asio::steady_timer timer;
+  bool stopped = false;
+  std::shared_ptr<const config::rule_set> rules;
+  std::unordered_map<std::string, std::shared_ptr<bucket_group>> groups;  // by canonical key
+  std::vector<quota_stream*> streams;
+  std::unordered_map<const void*, std::size_t> streams_per_connection;
+  std::int64_t streams_published = 0;  // this worker's part of the gauges
+  std::int64_t buckets_published = 0;
+
+  // Matches every group again (a new rules snapshot).
+  void rematch();
+  // The group for a bucket, made (and matched) on first use.
+  std::shared_ptr<bucket_group> group_for(std::string_view domain,
+                                          const envoy::service::rate_limit_quota::v3::BucketId& id);
+  // The assignment for one client, given every client's demand for its bucket (itself included).
+  assignment assign(const stream_bucket& b, const std::vector<double>& fleet_demands) const;
+  // Every client's demand for a group, fleet-wide (this worker's as published).
+  void fleet_demands(const bucket_group& g, std::vector<double>& out) const;
+  // This client's demand as the plan sees it: unmeasured yet means it may want the whole budget.
+  double demand_of(const stream_bucket& b) const;
+  // One plan period: idle buckets abandoned, demand published, shares planned, changed assignments pushed.
+  void plan();
+  void schedule(const std::shared_ptr<worker_state>& self);
+
+ private:
+  using responses =
+      std::unordered_map<quota_stream*, envoy::service::rate_limit_quota::v3::RateLimitQuotaResponse>;
+  void abandon_idle(std::int64_t now, responses& out);
+  void publish_demand();
+  void plan_group(bucket_group& g, std::int64_t now, responses& out);
+  static bool share_moved(const stream_bucket& b, const assignment& a);
+  bool resend_due(const stream_bucket& b, std::int64_t now) const;
+  void update_gauges();
+};
+
+}  // namespace sluice::ratelimit::rlqs

@@ -1,0 +1,12 @@
+#pragma once
+// RLQS_* (README "Rate Limit Quota Service"): read once; anything invalid throws core::settings_error naming
+// the variable.
+
+#include "core/env.hpp"
+#include "ratelimit/rlqs/settings.hpp"
+
+namespace sluice::ratelimit {
+
+rlqs::settings read_rlqs_settings(const core::env_reader& env);
+
+}  // namespace sluice::ratelimit
