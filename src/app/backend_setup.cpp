@@ -17,6 +17,11 @@ namespace asio = boost::asio;
 
 namespace {
 
+// REDIS_POOL_SIZE is the process's total: the workers share it out, each with at least one connection.
+std::size_t share_of(std::size_t pool_size, unsigned worker, unsigned workers) {
+  return std::max<std::size_t>(1, pool_size / workers + (worker < pool_size % workers ? 1 : 0));
+}
+
 // Sweeps expired memory counters a few shards at a time, so no sweep holds up requests for long.
 asio::awaitable<void> sweep_loop(ratelimit::backends::memory::memory_backend& backend,
                                  asio::steady_timer& timer, const bool& stopped) {
@@ -27,20 +32,6 @@ asio::awaitable<void> sweep_loop(ratelimit::backends::memory::memory_backend& ba
     if (ec || stopped) co_return;
     backend.sweep(ratelimit::backends::memory::memory_backend::shard_count / 8);
   }
-}
-
-// REDIS_POOL_SIZE is the process's total: the workers share it out, each with at least one connection.
-std::size_t share_of(std::size_t pool_size, unsigned worker, unsigned workers) {
-  return std::max<std::size_t>(1, pool_size / workers + (worker < pool_size % workers ? 1 : 0));
-}
-
-std::unique_ptr<redis::store> make_store(const ratelimit::redis_store_settings& s, asio::io_context& ioc,
-                                         unsigned worker, unsigned workers) {
-  const auto size = share_of(s.pool_size, worker, workers);
-  if (!s.cluster_seeds.empty()) {
-    return std::make_unique<redis::cluster>(ioc.get_executor(), s.connection, s.cluster_seeds, size);
-  }
-  return std::make_unique<redis::pool>(ioc.get_executor(), s.connection, size);
 }
 
 // upstream's pool stats, summed over the workers: gauge <prefix>cx_active, counters <prefix>cx_total and
@@ -197,6 +188,15 @@ void add_memcache_stats(stats::store& stats, const backend_holder& b) {
 }
 
 }  // namespace
+
+std::unique_ptr<redis::store> make_store(const ratelimit::redis_store_settings& s, asio::io_context& ioc,
+                                         unsigned worker, unsigned workers) {
+  const auto size = share_of(s.pool_size, worker, workers);
+  if (!s.cluster_seeds.empty()) {
+    return std::make_unique<redis::cluster>(ioc.get_executor(), s.connection, s.cluster_seeds, size);
+  }
+  return std::make_unique<redis::pool>(ioc.get_executor(), s.connection, size);
+}
 
 bool backend_holder::redis_up() const {
   for (const auto& w : redis) {

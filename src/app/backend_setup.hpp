@@ -23,6 +23,10 @@
 
 namespace sluice {
 
+// One Redis store (a pool, or a cluster client) on `ioc`, with the worker's share of REDIS_POOL_SIZE.
+std::unique_ptr<redis::store> make_store(const ratelimit::redis_store_settings& s,
+                                         boost::asio::io_context& ioc, unsigned worker, unsigned workers);
+
 // One worker's Redis: its stores and the backend over them.
 struct worker_redis {
   std::unique_ptr<redis::store> main;

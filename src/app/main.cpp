@@ -170,7 +170,7 @@ int run_server() {
   tracing_parts = make_tracing(trace_settings, workers.size(), control, stats);
   std::vector<worker_apis> apis;
   net::grpc::server grpc(proc.grpc);
-  auto demand = make_demand_exchange(rl, workers.size(), control, stats);
+  auto demand = make_demand_exchange(rl, workers.size(), control);
   build_workers(apis, workers,
                 {rl, limiter, backend, stats, health, shared, grpc, tracing_parts, *demand, clock});
   ratelimit::service::rules_source rules(rl.rules, publish_to(workers, apis), stats, health);
@@ -200,6 +200,7 @@ int run_server() {
   } guard{workers};
   for (auto& w : apis) w.http->start();
   start_quota(workers, apis);
+  demand->start();
   grpc.start(control.get_executor());
   tracing_parts.start(control);
   shared.watch(control.get_executor());
@@ -217,6 +218,7 @@ int run_server() {
                      shared,
                      listeners,
                      backend,
+                     *demand,
                      tracing_parts,
                      [&] {
                        signals.cancel();

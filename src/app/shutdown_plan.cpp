@@ -36,6 +36,7 @@ void shutdown_plan::begin() {
         [this] { return grpc.open_connections() == 0 && open_http(apis) == 0; },
         [this] {
           stop_quota(workers, apis);
+          demand.stop();
           backend.stop();
           tracing.stop();  // what is queued goes out once more
           workers.release();

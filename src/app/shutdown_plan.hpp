@@ -15,6 +15,7 @@
 #include "core/health.hpp"
 #include "core/workers.hpp"
 #include "net/grpc/server.hpp"
+#include "ratelimit/rlqs/demand_exchange.hpp"
 #include "ratelimit/service/rules_source.hpp"
 #include "ratelimit/xds/client.hpp"
 #include "shared_apis.hpp"
@@ -35,6 +36,7 @@ struct shutdown_plan {
   shared_apis& shared;
   control_listeners& listeners;
   backend_holder& backend;
+  ratelimit::rlqs::demand_exchange& demand;
   const tracing_holder& tracing;
   std::function<void()> release_control;  // lets the control thread's run() return
   std::chrono::milliseconds grace;

@@ -19,6 +19,9 @@ using demand_map = std::unordered_map<std::string, std::vector<double>>;
 class demand_exchange {
  public:
   virtual ~demand_exchange() = default;
+  // On the control thread: exchanges that talk to other replicas start and stop doing so.
+  virtual void start() {}
+  virtual void stop() {}
   // Replaces what `worker` published before.
   virtual void publish(std::size_t worker, demand_map needs) = 0;
   // Appends every client's need for `bucket` (all workers, and other replicas where shared) to `out`.

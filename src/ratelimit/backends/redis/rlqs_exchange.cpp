@@ -1,0 +1,200 @@
+#include "ratelimit/backends/redis/rlqs_exchange.hpp"
+
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdio>
+#include <random>
+
+#include "core/log.hpp"
+#include "core/strings.hpp"
+#include "redis/resp.hpp"
+
+namespace sluice::ratelimit::backends::redis {
+
+namespace rd = sluice::redis;
+
+namespace {
+
+std::int64_t unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string make_replica_id() {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  std::random_device rd;
+  return core::cat(host, "-", getpid(), "-", std::to_string(rd() % 1'000'000));
+}
+
+}  // namespace
+
+// One exchange with Redis: a request per bucket; the other replicas' demands gathered as replies come in.
+struct rlqs_exchange::round {
+  std::size_t waiting = 0;
+  bool failed = false;
+  std::string error;
+  std::int64_t started_ms = 0;
+  rlqs::demand_map remote;
+  std::set<std::string> replicas;
+};
+
+rlqs_exchange::rlqs_exchange(std::size_t workers, std::unique_ptr<rd::store> store, std::string key_prefix,
+                             boost::asio::any_io_executor control, std::chrono::milliseconds period)
+    : local_(workers),
+      store_(std::move(store)),
+      prefix_(std::move(key_prefix)),
+      replica_(make_replica_id()),
+      period_(period),
+      timer_(std::move(control)) {}
+
+rlqs_exchange::~rlqs_exchange() = default;
+
+void rlqs_exchange::start() {
+  store_->start([] {});
+  last_success_ms_ = unix_ms();
+  schedule();
+}
+
+void rlqs_exchange::stop() {
+  stopped_ = true;
+  timer_.cancel();
+  store_->stop();
+}
+
+void rlqs_exchange::collect(const std::string& bucket, std::vector<double>& out) const {
+  local_.collect(bucket, out);
+  std::lock_guard lock(mutex_);
+  auto it = remote_.find(bucket);
+  if (it != remote_.end()) out.insert(out.end(), it->second.begin(), it->second.end());
+}
+
+std::string rlqs_exchange::encode(std::int64_t ms, const std::vector<double>& demands) {
+  std::string out = std::to_string(ms);
+  out += '|';
+  char buf[32];
+  for (std::size_t i = 0; i < demands.size(); ++i) {
+    if (i > 0) out += ',';
+    const int n = std::snprintf(buf, sizeof buf, "%.3f", demands[i]);
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  return out;
+}
+
+bool rlqs_exchange::decode(std::string_view text, std::int64_t& ms, std::vector<double>& demands) {
+  const auto bar = text.find('|');
+  if (bar == std::string_view::npos) return false;
+  if (std::from_chars(text.data(), text.data() + bar, ms).ec != std::errc{}) return false;
+  std::string_view rest = text.substr(bar + 1);
+  while (!rest.empty()) {
+    const auto comma = rest.find(',');
+    const auto item = rest.substr(0, comma);
+    double d = 0;
+    const auto r = std::from_chars(item.data(), item.data() + item.size(), d);
+    if (r.ec != std::errc{} || r.ptr != item.data() + item.size() || !(d >= 0)) return false;
+    demands.push_back(d);
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return true;
+}
+
+void rlqs_exchange::schedule() {
+  if (stopped_) return;
+  timer_.expires_after(period_);
+  timer_.async_wait([this](boost::system::error_code ec) {
+    if (ec || stopped_) return;
+    sync();
+    schedule();
+  });
+}
+
+void rlqs_exchange::sync() {
+  if (in_flight_) return;  // the last round has not finished: Redis is slow, skip this one
+  rlqs::demand_map mine;
+  local_.snapshot(mine);
+  auto r = std::make_shared<round>();
+  r->started_ms = unix_ms();
+  const auto ttl_ms = std::to_string(period_.count() * 10);
+  std::vector<std::pair<std::string, rd::request>> requests;
+  for (const auto& bucket : published_) {
+    if (mine.contains(bucket)) continue;
+    rd::request gone;  // no client here any more: our share of the demand leaves at once
+    gone.push({"HDEL", key_of(bucket), replica_});
+    requests.emplace_back(bucket, std::move(gone));
+  }
+  published_.clear();
+  for (const auto& [bucket, demands] : mine) {
+    const auto key = key_of(bucket);
+    rd::request req;
+    req.push({"HSET", key, replica_, encode(r->started_ms, demands)});
+    req.push({"PEXPIRE", key, ttl_ms});
+    req.push({"HGETALL", key});
+    requests.emplace_back(bucket, std::move(req));
+    published_.insert(bucket);
+  }
+  if (requests.empty()) {
+    finish(*r);
+    return;
+  }
+  in_flight_ = r;
+  r->waiting = requests.size();
+  for (auto& [bucket, req] : requests) {
+    auto pending = std::make_shared<rd::pending_request>();
+    pending->expected_replies = req.expected_replies();
+    pending->payload = req.release_payload();
+    const auto key = key_of(bucket);
+    pending->done = [this, r, bucket = bucket](boost::system::error_code ec,
+                                               std::vector<rd::value>&& replies) {
+      if (ec) {
+        r->failed = true;
+        r->error = store_->describe(ec);
+      } else if (replies.size() == 3 && replies[2].type == rd::value::kind::array) {
+        const auto& fields = replies[2].elements;
+        for (std::size_t i = 0; i + 1 < fields.size(); i += 2) {
+          if (fields[i].text == replica_) continue;
+          std::int64_t at = 0;
+          std::vector<double> demands;
+          if (!decode(fields[i + 1].text, at, demands) || at < r->started_ms - 3 * period_.count()) continue;
+          r->replicas.insert(fields[i].text);
+          auto& all = r->remote[bucket];
+          all.insert(all.end(), demands.begin(), demands.end());
+        }
+      }
+      if (--r->waiting == 0) finish(*r);
+    };
+    store_->exec(std::move(pending), key);
+  }
+}
+
+void rlqs_exchange::finish(round& r) {
+  in_flight_.reset();
+  const auto now = unix_ms();
+  if (!r.failed) {
+    last_success_ms_ = now;
+    replicas_seen_ = r.replicas.size() + 1;
+    {
+      std::lock_guard lock(mutex_);
+      remote_ = std::move(r.remote);
+    }
+    fraction_.store(1.0, std::memory_order_relaxed);
+    if (degraded_) {
+      degraded_ = false;
+      core::log_warn("RLQS: Redis is reachable again; shares are planned from the fleet's demand");
+    }
+    return;
+  }
+  if (degraded_ || now - last_success_ms_ < 3 * period_.count()) return;
+  degraded_ = true;
+  {
+    std::lock_guard lock(mutex_);
+    remote_.clear();
+  }
+  fraction_.store(1.0 / static_cast<double>(replicas_seen_), std::memory_order_relaxed);
+  core::log_warn("RLQS: cannot reach Redis to share demand (", r.error, "); each replica plans with 1/",
+                 replicas_seen_, " of every budget (", replicas_seen_, " replicas seen last) until it can");
+}
+
+}  // namespace sluice::ratelimit::backends::redis
