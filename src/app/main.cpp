@@ -32,6 +32,7 @@
 #include "ratelimit/api/grpc_service.hpp"
 #include "ratelimit/api/http_handlers.hpp"
 #include "ratelimit/client/client_cmd.hpp"
+#include "ratelimit/client/rlqs_client_cmd.hpp"
 #include "ratelimit/config/directory.hpp"
 #include "ratelimit/settings.hpp"
 #include "ratelimit/xds/client.hpp"
@@ -57,6 +58,8 @@ constexpr std::string_view usage = R"(Usage:
                                 validate the rate limit rule files in DIR and exit
   sluice client [flags]         send one ShouldRateLimit request and print the answer
                                 (sluice client -help lists the flags)
+  sluice rlqs-client [flags]    a small quota data plane: report buckets, print the actions received
+                                (sluice rlqs-client -help lists the flags)
   sluice --help | --version
 )";
 
@@ -252,9 +255,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (command == "check-config") return check_config(argc, argv);
-  if (command == "client") {
+  if (command == "client" || command == "rlqs-client") {
     std::vector<std::string_view> flags(argv + 2, argv + argc);
-    return ratelimit::client::run_client(flags);
+    return command == "client" ? ratelimit::client::run_client(flags)
+                               : ratelimit::client::run_rlqs_client(flags);
   }
   if (!command.empty()) {
     std::cerr << "unknown command '" << command << "'\n" << usage;

@@ -10,6 +10,7 @@
 #include "core/read_file.hpp"
 #include "core/strings.hpp"
 #include "net/grpc/status.hpp"
+#include "ratelimit/client/channel.hpp"
 #include "ratelimit/client/client_flags.hpp"
 #include "rls.grpc.pb.h"
 
@@ -41,27 +42,6 @@ RateLimitRequest build_request(const client_options& o) {
     }
   }
   return request;
-}
-
-std::string read_flag_file(std::string_view flag, const std::string& path) {
-  std::string error;
-  auto content = core::read_file(path, error);
-  if (!content) throw std::runtime_error(core::cat("-", flag, ": cannot read ", path, ": ", error));
-  return std::move(*content);
-}
-
-std::shared_ptr<grpc::Channel> open_channel(const client_options& o) {
-  const std::string target = o.unix_socket.empty() ? o.dial_string : "unix:" + o.unix_socket;
-  grpc::ChannelArguments args;
-  if (!o.use_tls) return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
-  grpc::SslCredentialsOptions ssl;
-  if (!o.server_ca_file.empty()) ssl.pem_root_certs = read_flag_file("grpc-server-ca-file", o.server_ca_file);
-  if (!o.cert_file.empty()) {
-    ssl.pem_cert_chain = read_flag_file("grpc-cert-file", o.cert_file);
-    ssl.pem_private_key = read_flag_file("grpc-key-file", o.key_file);
-  }
-  if (!o.server_name.empty()) args.SetSslTargetNameOverride(o.server_name);
-  return grpc::CreateCustomChannel(target, grpc::SslCredentials(ssl), args);
 }
 
 // Go's %q for the printable text a flag value usually holds: quotes and backslashes escaped.

@@ -1,5 +1,7 @@
 #include "ratelimit/client/client_flags.hpp"
 
+#include "ratelimit/client/flag_parser.hpp"
+
 #include <charconv>
 #include <limits>
 
@@ -30,22 +32,8 @@ Exit status: 0 OK, 1 OVER_LIMIT, 2 error.
 
 namespace {
 
-// upstream: each pair has exactly one '='; the value may be empty.
 std::optional<std::string> parse_descriptor(const std::string_view flag_value, client_options& out) {
-  auto& descriptor = out.descriptors.emplace_back();
-  std::string_view text = flag_value;
-  while (true) {
-    const auto comma = text.find(',');
-    const auto pair = text.substr(0, comma);
-    const auto eq = pair.find('=');
-    if (eq == std::string_view::npos || pair.find('=', eq + 1) != std::string_view::npos) {
-      return core::cat("invalid descriptor list '", flag_value,
-                       "': expected key=value pairs separated by commas");
-    }
-    descriptor.emplace_back(std::string(pair.substr(0, eq)), std::string(pair.substr(eq + 1)));
-    if (comma == std::string_view::npos) return std::nullopt;
-    text.remove_prefix(comma + 1);
-  }
+  return parse_key_values(flag_value, out.descriptors.emplace_back());
 }
 
 std::optional<std::string> parse_hits(std::string_view value, client_options& o) {
@@ -73,77 +61,59 @@ std::optional<std::string> ignore_tracing(std::string_view value, client_options
   return std::nullopt;
 }
 
-// Each flag and where its value goes: a string or a boolean of the options, or a parser of its own.
-struct flag_spec {
-  std::string_view name;
-  std::string client_options::*text = nullptr;
-  bool client_options::*boolean = nullptr;
-  std::optional<std::string> (*parse)(std::string_view value, client_options& o) = nullptr;
-};
-
-const flag_spec specs[] = {{"dial_string", &client_options::dial_string},
-                           {"unix", &client_options::unix_socket},
-                           {"domain", &client_options::domain},
-                           {"descriptors", nullptr, nullptr, parse_descriptor},
-                           {"hits_addend", nullptr, nullptr, parse_hits},
-                           {"negative_hits", nullptr, &client_options::negative_hits},
-                           {"timeout", nullptr, nullptr, parse_timeout},
-                           {"json", nullptr, &client_options::json},
-                           {"grpc-use-tls", nullptr, &client_options::use_tls},
-                           {"grpc-server-ca-file", &client_options::server_ca_file},
-                           {"grpc-cert-file", &client_options::cert_file},
-                           {"grpc-key-file", &client_options::key_file},
-                           {"grpc-server-name", &client_options::server_name},
-                           {"oltp-protocol", nullptr, nullptr, ignore_tracing}};
+const flag_spec<client_options> specs[] = {{"dial_string", &client_options::dial_string},
+                                           {"unix", &client_options::unix_socket},
+                                           {"domain", &client_options::domain},
+                                           {"descriptors", nullptr, nullptr, parse_descriptor},
+                                           {"hits_addend", nullptr, nullptr, parse_hits},
+                                           {"negative_hits", nullptr, &client_options::negative_hits},
+                                           {"timeout", nullptr, nullptr, parse_timeout},
+                                           {"json", nullptr, &client_options::json},
+                                           {"grpc-use-tls", nullptr, &client_options::use_tls},
+                                           {"grpc-server-ca-file", &client_options::server_ca_file},
+                                           {"grpc-cert-file", &client_options::cert_file},
+                                           {"grpc-key-file", &client_options::key_file},
+                                           {"grpc-server-name", &client_options::server_name},
+                                           {"oltp-protocol", nullptr, nullptr, ignore_tracing}};
 
 }  // namespace
+
+// upstream: each pair has exactly one '='; the value may be empty.
+std::optional<std::string> parse_key_values(std::string_view flag_value,
+                                            std::vector<std::pair<std::string, std::string>>& out) {
+  std::string_view text = flag_value;
+  while (true) {
+    const auto comma = text.find(',');
+    const auto pair = text.substr(0, comma);
+    const auto eq = pair.find('=');
+    if (eq == std::string_view::npos || pair.find('=', eq + 1) != std::string_view::npos) {
+      return core::cat("invalid descriptor list '", flag_value,
+                       "': expected key=value pairs separated by commas");
+    }
+    out.emplace_back(std::string(pair.substr(0, eq)), std::string(pair.substr(eq + 1)));
+    if (comma == std::string_view::npos) return std::nullopt;
+    text.remove_prefix(comma + 1);
+  }
+}
 
 std::variant<client_options, help_requested, std::string> parse_client_flags(
     std::span<const std::string_view> args) {
   client_options o;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    std::string_view arg = args[i];
-    if (arg == "--" && i + 1 == args.size()) break;  // Go's end of flags
-    if (arg.size() < 2 || arg[0] != '-' || arg == "--") {
-      return core::cat("unexpected argument '", arg, "': every argument is a flag (see -help)");
-    }
-    arg.remove_prefix(arg.starts_with("--") ? 2 : 1);
-    if (arg == "h" || arg == "help") return help_requested{};
-    const auto eq = arg.find('=');
-    const std::string_view name = arg.substr(0, eq);
-    const flag_spec* spec = nullptr;
-    for (const auto& s : specs) {
-      if (s.name == name) spec = &s;
-    }
-    if (spec == nullptr) return core::cat("flag provided but not defined: -", name);
-    if (spec->boolean != nullptr) {
-      const auto value =
-          eq == std::string_view::npos ? std::optional<bool>(true) : core::parse_go_bool(arg.substr(eq + 1));
-      if (!value) return core::cat("invalid boolean value '", arg.substr(eq + 1), "' for -", name);
-      o.*spec->boolean = *value;
-      continue;
-    }
-    std::string_view value;
-    if (eq != std::string_view::npos) {
-      value = arg.substr(eq + 1);
-    } else if (i + 1 < args.size()) {
-      value = args[++i];
-    } else {
-      return core::cat("flag needs an argument: -", name);
-    }
-    if (spec->text != nullptr) {
-      o.*spec->text = value;
-    } else if (auto error = spec->parse(value, o)) {
-      return *error;
-    }
+  if (auto stop = parse_flags(args, std::span<const flag_spec<client_options>>(specs), o)) {
+    return stopped<std::variant<client_options, help_requested, std::string>>(std::move(*stop));
   }
+  if (auto error = tls_flags_error(o)) return *error;
+  return o;
+}
+
+std::optional<std::string> tls_flags_error(const client_options& o) {
   if (o.cert_file.empty() != o.key_file.empty()) {
     return "-grpc-cert-file and -grpc-key-file go together (mutual TLS needs both)";
   }
   if (!o.use_tls && (!o.server_ca_file.empty() || !o.cert_file.empty() || !o.server_name.empty())) {
     return "TLS flags given without -grpc-use-tls";
   }
-  return o;
+  return std::nullopt;
 }
 
 }  // namespace sluice::ratelimit::client

@@ -1,7 +1,5 @@
 #pragma once
-// The flags of `sluice client`, parsed as Go's flag package parses upstream's client_cmd: `-name value`,
-// `--name value`, `-name=value`; a boolean flag takes no value unless written `-name=false`. Sans-io, so the
-// parsing is unit-tested and fuzzed apart from the gRPC call.
+// The flags of `sluice client`, parsed as Go's flag package parses upstream's client_cmd (flag_parser.hpp).
 
 #include <chrono>
 #include <cstdint>
@@ -12,6 +10,8 @@
 #include <utility>
 #include <variant>
 #include <vector>
+
+#include "ratelimit/client/flag_parser.hpp"
 
 namespace sluice::ratelimit::client {
 
@@ -36,11 +36,14 @@ struct client_options {
   std::vector<std::string> warnings;  // flags accepted but without effect
 };
 
-struct help_requested {};
-
 // The options, help_requested for -h/-help, or an error message naming the flag.
 std::variant<client_options, help_requested, std::string> parse_client_flags(
     std::span<const std::string_view> args);
+// "k=v,k2=v2" (each pair exactly one '='; values may be empty) appended to `out`; an error names the text.
+std::optional<std::string> parse_key_values(std::string_view flag_value,
+                                            std::vector<std::pair<std::string, std::string>>& out);
+// What is wrong with the TLS flags together (nothing when they go together), for every command that has them.
+std::optional<std::string> tls_flags_error(const client_options& o);
 
 extern const std::string_view client_usage;
 

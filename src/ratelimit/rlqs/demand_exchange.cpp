@@ -7,11 +7,13 @@ void in_process_exchange::publish(std::size_t worker, demand_map needs) {
   if (worker < published_.size()) published_[worker] = std::move(needs);
 }
 
-void in_process_exchange::collect(const std::string& bucket, std::vector<double>& out) const {
+void in_process_exchange::collect(const std::string& bucket, std::vector<double>& out,
+                                  std::size_t except_worker) const {
   std::lock_guard lock(mutex_);
-  for (const auto& worker : published_) {
-    auto it = worker.find(bucket);
-    if (it != worker.end()) out.insert(out.end(), it->second.begin(), it->second.end());
+  for (std::size_t w = 0; w < published_.size(); ++w) {
+    if (w == except_worker) continue;
+    auto it = published_[w].find(bucket);
+    if (it != published_[w].end()) out.insert(out.end(), it->second.begin(), it->second.end());
   }
 }
 

@@ -24,8 +24,11 @@ class demand_exchange {
   virtual void stop() {}
   // Replaces what `worker` published before.
   virtual void publish(std::size_t worker, demand_map needs) = 0;
-  // Appends every client's need for `bucket` (all workers, and other replicas where shared) to `out`.
-  virtual void collect(const std::string& bucket, std::vector<double>& out) const = 0;
+  // Appends every client's need for `bucket` (all workers, and other replicas where shared) to `out`, but
+  // for `except_worker`'s (the caller, who adds its own, current ones; `no_worker`: every worker's).
+  static constexpr std::size_t no_worker = static_cast<std::size_t>(-1);
+  virtual void collect(const std::string& bucket, std::vector<double>& out,
+                       std::size_t except_worker) const = 0;
   // The fraction of a budget this process may plan with: 1 when the fleet's demand is known; less when
   // replicas cannot see each other (then each keeps to a conservative part of it).
   virtual double budget_fraction() const { return 1.0; }
@@ -36,7 +39,7 @@ class in_process_exchange : public demand_exchange {
  public:
   explicit in_process_exchange(std::size_t workers) : published_(workers) {}
   void publish(std::size_t worker, demand_map needs) override;
-  void collect(const std::string& bucket, std::vector<double>& out) const override;
+  void collect(const std::string& bucket, std::vector<double>& out, std::size_t except_worker) const override;
   // Every worker's needs summed per bucket into `out` (bucket → needs), for sharing with other replicas.
   void snapshot(demand_map& out) const;
 

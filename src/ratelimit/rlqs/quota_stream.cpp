@@ -84,8 +84,7 @@ void quota_stream::take(const rlqs_pb::RateLimitQuotaUsageReports::BucketQuotaUs
   }
   if (!first) return;
   std::vector<double> fleet;
-  state_->fleet_demands(*group, fleet);
-  fleet.push_back(state_->demand_of(b));  // not published yet
+  state_->fleet_demands(*group, fleet);  // this client included: it is a member now
   b.sent = state_->assign(b, fleet);
   b.sent_at_us = now;
   add_action(first_answers, *group, b.sent,

@@ -51,7 +51,8 @@ double worker_state::demand_of(const stream_bucket& b) const {
 }
 
 void worker_state::fleet_demands(const bucket_group& g, std::vector<double>& out) const {
-  exchange.collect(g.key.canonical, out);
+  exchange.collect(g.key.canonical, out, worker);
+  for (const auto* m : g.members) out.push_back(demand_of(*m));
 }
 
 assignment worker_state::assign(const stream_bucket& b, const std::vector<double>& fleet) const {
@@ -126,7 +127,6 @@ void worker_state::plan_group(bucket_group& g, std::int64_t now, responses& out)
   double assigned = 0;
   for (auto* m : g.members) {
     const auto a = assign(*m, fleet);
-    assigned += a.rate;
     const bool moved = share_moved(*m, a);
     if (!moved && !resend_due(*m, now)) continue;
     // A share that moved by less than the threshold keeps its action: re-sent as it was, the client keeps its
@@ -135,6 +135,7 @@ void worker_state::plan_group(bucket_group& g, std::int64_t now, responses& out)
     m->sent_at_us = now;
     add_action(out[m->stream], g, m->sent, ttl);
   }
+  for (const auto* m : g.members) assigned += m->sent.rate;  // what clients hold
   if (g.stats.assigned != nullptr) {
     const auto per_window =
         static_cast<std::int64_t>(std::llround(assigned * static_cast<double>(g.rule.budget.window_seconds)));
@@ -143,9 +144,11 @@ void worker_state::plan_group(bucket_group& g, std::int64_t now, responses& out)
   }
 }
 
+// Any decrease goes out (what clients hold must stay within the budget); an increase only past the threshold
+// (a changed token bucket starts again from max_tokens, so small gains are not worth a push).
 bool worker_state::share_moved(const stream_bucket& b, const assignment& a) {
   if (b.sent_at_us == 0 || b.sent.what != a.what) return true;
-  return std::abs(a.rate - b.sent.rate) > push_threshold * b.sent.rate;
+  return a.rate < b.sent.rate || a.rate - b.sent.rate > push_threshold * b.sent.rate;
 }
 
 bool worker_state::resend_due(const stream_bucket& b, std::int64_t now) const {

@@ -35,6 +35,7 @@ std::string make_replica_id() {
 struct rlqs_exchange::round {
   std::size_t waiting = 0;
   bool failed = false;
+  bool abandoned = false;  // given up on (no reply in time): replies that come later are dropped
   std::string error;
   std::int64_t started_ms = 0;
   rlqs::demand_map remote;
@@ -64,8 +65,9 @@ void rlqs_exchange::stop() {
   store_->stop();
 }
 
-void rlqs_exchange::collect(const std::string& bucket, std::vector<double>& out) const {
-  local_.collect(bucket, out);
+void rlqs_exchange::collect(const std::string& bucket, std::vector<double>& out,
+                            std::size_t except_worker) const {
+  local_.collect(bucket, out, except_worker);
   std::lock_guard lock(mutex_);
   auto it = remote_.find(bucket);
   if (it != remote_.end()) out.insert(out.end(), it->second.begin(), it->second.end());
@@ -78,7 +80,7 @@ std::string rlqs_exchange::encode(std::int64_t ms, const std::vector<double>& de
   for (std::size_t i = 0; i < demands.size(); ++i) {
     if (i > 0) out += ',';
     const int n = std::snprintf(buf, sizeof buf, "%.3f", demands[i]);
-    out.append(buf, static_cast<std::size_t>(n));
+    out.append(buf, std::min(sizeof buf - 1, static_cast<std::size_t>(std::max(n, 0))));
   }
   return out;
 }
@@ -86,7 +88,8 @@ std::string rlqs_exchange::encode(std::int64_t ms, const std::vector<double>& de
 bool rlqs_exchange::decode(std::string_view text, std::int64_t& ms, std::vector<double>& demands) {
   const auto bar = text.find('|');
   if (bar == std::string_view::npos) return false;
-  if (std::from_chars(text.data(), text.data() + bar, ms).ec != std::errc{}) return false;
+  const auto parsed = std::from_chars(text.data(), text.data() + bar, ms);
+  if (parsed.ec != std::errc{} || parsed.ptr != text.data() + bar) return false;
   std::string_view rest = text.substr(bar + 1);
   while (!rest.empty()) {
     const auto comma = rest.find(',');
@@ -112,7 +115,16 @@ void rlqs_exchange::schedule() {
 }
 
 void rlqs_exchange::sync() {
-  if (in_flight_) return;  // the last round has not finished: Redis is slow, skip this one
+  if (in_flight_) {
+    // Requests wait in the pipeline while Redis is away: a round without its replies after three periods
+    // counts as failed.
+    if (unix_ms() - in_flight_->started_ms < 3 * period_.count()) return;
+    auto late = std::move(in_flight_);
+    late->abandoned = true;
+    late->failed = true;
+    if (late->error.empty()) late->error = core::cat("no reply within ", 3 * period_.count(), " ms");
+    finish(*late);
+  }
   rlqs::demand_map mine;
   local_.snapshot(mine);
   auto r = std::make_shared<round>();
@@ -163,7 +175,7 @@ void rlqs_exchange::sync() {
           all.insert(all.end(), demands.begin(), demands.end());
         }
       }
-      if (--r->waiting == 0) finish(*r);
+      if (--r->waiting == 0 && !r->abandoned) finish(*r);
     };
     store_->exec(std::move(pending), key);
   }
@@ -186,7 +198,7 @@ void rlqs_exchange::finish(round& r) {
     }
     return;
   }
-  if (degraded_ || now - last_success_ms_ < 3 * period_.count()) return;
+  if (degraded_ || now - last_success_ms_ < 3 * period_.count() - period_.count() / 2) return;
   degraded_ = true;
   {
     std::lock_guard lock(mutex_);

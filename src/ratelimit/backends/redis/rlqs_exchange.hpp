@@ -33,7 +33,7 @@ class rlqs_exchange final : public rlqs::demand_exchange {
   void publish(std::size_t worker, rlqs::demand_map needs) override {
     local_.publish(worker, std::move(needs));
   }
-  void collect(const std::string& bucket, std::vector<double>& out) const override;
+  void collect(const std::string& bucket, std::vector<double>& out, std::size_t except_worker) const override;
   double budget_fraction() const override { return fraction_.load(std::memory_order_relaxed); }
 
   // "<unix ms>|d,d,..." and back (exposed for tests).

@@ -1,0 +1,78 @@
+#pragma once
+// Go's flag package, as upstream's client parses its flags: `-name value`, `--name value`, `-name=value`; a
+// boolean flag takes no value unless written `-name=false`; `-h`/`-help` asks for the usage. Shared by
+// `sluice client` and `sluice rlqs-client`; sans-io, so unit-tested and fuzzed apart from any call.
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "core/env.hpp"
+#include "core/strings.hpp"
+
+namespace sluice::ratelimit::client {
+
+struct help_requested {};
+
+// One flag and where its value goes: a string or a boolean of the options, or a parser of its own.
+template <class Options>
+struct flag_spec {
+  std::string_view name;
+  std::string Options::*text = nullptr;
+  bool Options::*boolean = nullptr;
+  std::optional<std::string> (*parse)(std::string_view value, Options& o) = nullptr;
+};
+
+// Fills `o` from `args`. Nothing when every argument was a flag taken; else what stops the command:
+// help_requested, or an error naming the flag.
+template <class Options>
+std::optional<std::variant<help_requested, std::string>> parse_flags(
+    std::span<const std::string_view> args, std::span<const flag_spec<Options>> specs, Options& o) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string_view arg = args[i];
+    if (arg == "--" && i + 1 == args.size()) break;  // Go's end of flags
+    if (arg.size() < 2 || arg[0] != '-' || arg == "--") {
+      return core::cat("unexpected argument '", arg, "': every argument is a flag (see -help)");
+    }
+    arg.remove_prefix(arg.starts_with("--") ? 2 : 1);
+    if (arg == "h" || arg == "help") return help_requested{};
+    const auto eq = arg.find('=');
+    const std::string_view name = arg.substr(0, eq);
+    const flag_spec<Options>* spec = nullptr;
+    for (const auto& s : specs) {
+      if (s.name == name) spec = &s;
+    }
+    if (spec == nullptr) return core::cat("flag provided but not defined: -", name);
+    if (spec->boolean != nullptr) {
+      const auto value =
+          eq == std::string_view::npos ? std::optional<bool>(true) : core::parse_go_bool(arg.substr(eq + 1));
+      if (!value) return core::cat("invalid boolean value '", arg.substr(eq + 1), "' for -", name);
+      o.*spec->boolean = *value;
+      continue;
+    }
+    std::string_view value;
+    if (eq != std::string_view::npos) {
+      value = arg.substr(eq + 1);
+    } else if (i + 1 < args.size()) {
+      value = args[++i];
+    } else {
+      return core::cat("flag needs an argument: -", name);
+    }
+    if (spec->text != nullptr) {
+      o.*spec->text = value;
+    } else if (auto error = spec->parse(value, o)) {
+      return *error;
+    }
+  }
+  return std::nullopt;
+}
+
+// What parse_flags stopped with, as a command's result type.
+template <class Result>
+Result stopped(std::variant<help_requested, std::string>&& stop) {
+  return std::visit([](auto&& v) -> Result { return std::move(v); }, std::move(stop));
+}
+
+}  // namespace sluice::ratelimit::client

@@ -1,0 +1,384 @@
+"""The Rate Limit Quota Service (issue 29): StreamRateLimitQuotas driven by test data planes that behave as Envoy's
+rate_limit_quota filter and as gRPC's A77 client (rlqs_dataplane.py), against one Sluice on the memory backend and
+two Sluice replicas sharing a real redis-server: buckets matched to the rules, fair shares of one budget under
+skewed demand, a client leaving, a reload, idle buckets abandoned, bad domains, the bounds, TLS, shutdown, stats.
+
+Most data planes here report every second instead of Envoy's fixed 5 s, to keep the suite short; the server
+measures demand by its own clock either way, and SkewedDemand runs at Envoy's 5 s."""
+
+import os
+import threading
+import time
+import unittest
+
+import grpc
+
+import harness
+import rlqs_pb2
+from harness import RedisServer, Sluice, TlsCerts
+from rlqs_dataplane import DataPlane, Load
+
+RULES = """
+domain: quota
+descriptors:
+  - key: tenant
+    rate_limit: {unit: minute, requests_per_unit: 6000}
+  - key: free
+    rate_limit: {unlimited: true}
+  - key: blocked
+    rate_limit: {unit: minute, requests_per_unit: 0}
+  - key: watched
+    shadow_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 10}
+  - key: app
+    descriptors:
+      - key: path
+        value: /api
+        rate_limit: {unit: second, requests_per_unit: 50}
+"""
+BUDGET = 100.0  # tenant: 6000 per minute
+TENANT = {'tenant': 'acme'}
+
+
+def strategy_kind(action):
+    return action[3].WhichOneof('strategy') if action and action[3] is not None else None
+
+
+def token_rate(action):
+    tb = action[3].token_bucket
+    return tb.tokens_per_fill.value / tb.fill_interval.seconds
+
+
+def wait_action(plane, bucket, predicate=lambda a: True, timeout=5.0, message='an action'):
+    """Waits for the latest action for `bucket` to satisfy predicate. -> the action."""
+    harness.wait_until(lambda: (a := plane.last_action(bucket)) is not None and predicate(a), timeout=timeout,
+                       message=message, describe=lambda: repr(plane.last_action(bucket)))
+    return plane.last_action(bucket)
+
+
+def stats_of(sluice):
+    status, _, body = harness.http_get(sluice.debug_port, '/stats')
+    out = {}
+    for line in body.splitlines():
+        name, _, value = line.partition(': ')
+        if value.strip().lstrip('-').isdigit():
+            out[name] = int(value)
+    return out
+
+
+class Memory(unittest.TestCase):
+    """One Sluice on the memory backend."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.sluice = Sluice(rules={'quota.yaml': RULES}, env={'RLQS_BUCKET_IDLE_TIMEOUT': '3s'})
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.sluice.close()
+
+    def plane(self, **kw):
+        p = DataPlane('127.0.0.1:%d' % self.sluice.grpc_port, kw.pop('domain', 'quota'), interval=kw.pop('interval', 1.0),
+                      **kw)
+        self.addCleanup(p.close)
+        return p
+
+    def test_buckets_follow_the_rules(self):
+        p = self.plane()
+        cases = [({'free': 'x'}, 'ALLOW_ALL'), ({'blocked': 'x'}, 'DENY_ALL'), ({'watched': 'x'}, 'ALLOW_ALL'),
+                 ({'nobody': 'x'}, 'ALLOW_ALL'), ({'tenant': 'acme'}, 'token_bucket'),
+                 # pairs sorted by key (app, then path): the nested rule, whatever the order the map is written in
+                 ({'path': '/api', 'app': 'shop'}, 'token_bucket'), ({'app': 'shop', 'path': '/other'}, 'ALLOW_ALL')]
+        for bucket, _ in cases:
+            p.request(bucket)
+        for bucket, want in cases:
+            with self.subTest(bucket=bucket):
+                a = wait_action(p, bucket, message='the first answer for %r' % bucket)
+                self.assertEqual(a[1], bucket)  # bucket_id echoed
+                self.assertEqual(a[4], 15)  # RLQS_ASSIGNMENT_TTL: whole seconds
+                kind = strategy_kind(a)
+                if want == 'token_bucket':
+                    self.assertEqual(kind, 'token_bucket')
+                    tb = a[3].token_bucket
+                    self.assertTrue(tb.HasField('tokens_per_fill'))
+                    self.assertGreaterEqual(tb.fill_interval.seconds, 1)
+                    self.assertEqual(tb.fill_interval.nanos, 0)
+                    self.assertGreaterEqual(tb.max_tokens, 1)
+                else:
+                    self.assertEqual(kind, 'blanket_rule')
+                    self.assertEqual(a[3].blanket_rule, 0 if want == 'ALLOW_ALL' else 1)
+        # One client alone may use the whole budget, burst included, and no more: within any minute
+        # max_tokens + the refill over the minute stays within 6000.
+        tb = p.last_action(TENANT)[3].token_bucket
+        self.assertLessEqual(tb.max_tokens + tb.tokens_per_fill.value * 60 / tb.fill_interval.seconds, 6000)
+        self.assertGreater(tb.tokens_per_fill.value * 60 / tb.fill_interval.seconds, 0.9 * 6000)
+        nested = p.last_action({'app': 'shop', 'path': '/api'})[3].token_bucket
+        self.assertLessEqual(nested.max_tokens + nested.tokens_per_fill.value / nested.fill_interval.seconds, 50)
+
+    def test_two_clients_share_and_a_leaving_client_releases_its_share(self):
+        a, b = self.plane(), self.plane()
+        loads = [Load(a, TENANT, 300), Load(b, TENANT, 300)]
+        self.addCleanup(lambda: [l.stop() for l in loads])
+        # Both greedy: about half each, and never more than the budget together.
+        wait_action(a, TENANT, lambda x: token_rate(x) < 0.6 * BUDGET, message='a half share for a')
+        wait_action(b, TENANT, lambda x: token_rate(x) < 0.6 * BUDGET, message='a half share for b')
+        time.sleep(2.5)
+        ra, rb = token_rate(a.last_action(TENANT)), token_rate(b.last_action(TENANT))
+        self.assertAlmostEqual(ra, BUDGET / 2, delta=0.1 * BUDGET)
+        self.assertAlmostEqual(rb, BUDGET / 2, delta=0.1 * BUDGET)
+        self.assertLessEqual(ra + rb, BUDGET)
+        # b leaves: a gets the whole budget, pushed unasked.
+        loads[1].stop()
+        b.close()
+        wait_action(a, TENANT, lambda x: token_rate(x) > 0.9 * BUDGET, timeout=4.0,
+                    message='the whole budget for a once b left')
+
+    def test_idle_bucket_is_abandoned_and_comes_back(self):
+        p = self.plane()
+        bucket = {'tenant': 'sleepy'}
+        p.request(bucket)
+        wait_action(p, bucket, message='the first assignment')
+        # Reported 0/0 from now on: abandoned after RLQS_BUCKET_IDLE_TIMEOUT (3 s); the client forgets it.
+        a = wait_action(p, bucket, lambda x: x[2] == 'abandon', timeout=6.0, message='abandon_action')
+        self.assertEqual(a[1], bucket)
+        with p.lock:
+            self.assertNotIn(tuple(sorted(bucket.items())), p.buckets)
+        # Its next request makes it again, with a new first report and a new assignment.
+        p.request(bucket)
+        wait_action(p, bucket, lambda x: x[2] == 'assign', message='a new assignment after the abandon')
+        # A bucket with traffic is never abandoned.
+        busy = {'tenant': 'busy'}
+        load = Load(p, busy, 20)
+        self.addCleanup(load.stop)
+        time.sleep(4.5)
+        self.assertFalse(any(x[2] == 'abandon' and x[1] == busy for x in p.actions))
+
+    def test_bad_domains(self):
+        p = self.plane()
+        p.send_raw(rlqs_pb2.RateLimitQuotaUsageReports())  # no domain in the first message
+        harness.wait_until(lambda: p.statuses, message='the stream to end')
+        self.assertEqual(p.statuses[0][0], grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn('must name its domain', p.statuses[0][1])
+
+        q = self.plane()
+        q.request(TENANT)
+        wait_action(q, TENANT)
+        q.send_raw(rlqs_pb2.RateLimitQuotaUsageReports(domain='other'))
+        harness.wait_until(lambda: q.statuses, message='the stream to end')
+        self.assertEqual(q.statuses[0][0], grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn('"quota"', q.statuses[0][1])
+        self.assertIn('"other"', q.statuses[0][1])
+
+        # A77: the domain in the first message only, later ones empty: fine.
+        r = self.plane(flavor='a77')
+        r.request(TENANT)
+        wait_action(r, TENANT)
+        r.request({'tenant': 'second'})
+        wait_action(r, {'tenant': 'second'})
+        self.assertEqual(r.statuses, [])
+
+        # A domain without rules: every bucket ALLOW_ALL, as ShouldRateLimit answers OK.
+        s = self.plane(domain='unknown-domain')
+        s.request(TENANT)
+        self.assertEqual(wait_action(s, TENANT)[3].blanket_rule, 0)
+
+    def test_a_malformed_message_ends_the_stream(self):
+        p = self.plane()
+        p.request(TENANT)
+        wait_action(p, TENANT)
+        channel = grpc.insecure_channel('127.0.0.1:%d' % self.sluice.grpc_port)
+        self.addCleanup(channel.close)
+        call = channel.stream_stream('/envoy.service.rate_limit_quota.v3.RateLimitQuotaService/StreamRateLimitQuotas',
+                                     request_serializer=lambda b: b, response_deserializer=lambda b: b)
+        with self.assertRaises(grpc.RpcError) as e:
+            list(call(iter([b'\xff\xff\xff'])))
+        self.assertEqual(e.exception.code(), grpc.StatusCode.INTERNAL)
+        self.assertIn('unmarshalling', e.exception.details())
+
+    def test_stats(self):
+        p = self.plane()
+        load = Load(p, {'tenant': 'counted'}, 50)
+        self.addCleanup(load.stop)
+        time.sleep(2.5)
+        s = stats_of(self.sluice)
+        self.assertGreaterEqual(s['ratelimit.rlqs.active_streams'], 1)
+        self.assertGreaterEqual(s['ratelimit.rlqs.active_buckets'], 1)
+        self.assertGreater(s['ratelimit.rlqs.reports'], 0)
+        self.assertGreater(s['ratelimit.service.rate_limit.quota.tenant.rlqs_allowed'], 50)
+        self.assertIn('ratelimit.service.rate_limit.quota.tenant.rlqs_denied', s)
+        self.assertGreater(s['ratelimit.service.rate_limit.quota.tenant.rlqs_assigned'], 0)
+        self.assertLessEqual(s['ratelimit.service.rate_limit.quota.tenant.rlqs_assigned'], 6000)
+
+
+class SkewedDemand(unittest.TestCase):
+    """Envoy's real 5 s reports: one heavy client and four light ones share 100 per second."""
+
+    def test_light_clients_get_their_need_and_the_fleet_stays_within_the_budget(self):
+        with Sluice(rules={'quota.yaml': RULES}) as sluice:
+            target = '127.0.0.1:%d' % sluice.grpc_port
+            planes = [DataPlane(target, 'quota', interval=5.0) for _ in range(5)]
+            self.addCleanup(lambda: [p.close() for p in planes])
+            loads = [Load(planes[0], TENANT, 400)] + [Load(p, TENANT, 8) for p in planes[1:]]
+            self.addCleanup(lambda: [l.stop() for l in loads])
+            time.sleep(12)  # two report intervals to measure, one to push
+            before = [l.snapshot() for l in loads]
+            time.sleep(10)
+            after = [l.snapshot() for l in loads]
+            admitted = [b[0] - a[0] for a, b in zip(before, after)]
+            denied = [b[1] - a[1] for a, b in zip(before, after)]
+            # The light clients (8/s) are below an equal share (20/s): they get their need, nearly nothing denied.
+            for i in range(1, 5):
+                self.assertLessEqual(denied[i], 0.05 * (admitted[i] + denied[i]), (admitted, denied))
+            # The heavy one gets the rest; the fleet admits the budget over the 10 s (its bursts: the documented
+            # bound, each assignment's max_tokens) and no more.
+            bursts = sum(p.last_action(TENANT)[3].token_bucket.max_tokens for p in planes)
+            self.assertLessEqual(sum(admitted), BUDGET * 10 + bursts, (admitted, denied))
+            self.assertGreaterEqual(sum(admitted), 0.85 * BUDGET * 10, (admitted, denied))
+            self.assertGreater(admitted[0], 0.5 * BUDGET * 10, (admitted, denied))
+
+
+class Settings(unittest.TestCase):
+    def test_bounds(self):
+        with Sluice(rules={'quota.yaml': RULES},
+                    env={'RLQS_MAX_BUCKETS_PER_STREAM': '3', 'RLQS_MAX_STREAMS_PER_CONNECTION': '2',
+                         'GRPC_MAX_RECV_MESSAGE_BYTES': '2000'}) as sluice:
+            target = '127.0.0.1:%d' % sluice.grpc_port
+            p = DataPlane(target, 'quota', interval=1.0)
+            self.addCleanup(p.close)
+            for i in range(4):
+                p.request({'tenant': 't%d' % i})
+            harness.wait_until(lambda: p.statuses, message='the stream to end')
+            self.assertEqual(p.statuses[0][0], grpc.StatusCode.RESOURCE_EXHAUSTED)
+            self.assertIn('RLQS_MAX_BUCKETS_PER_STREAM', p.statuses[0][1])
+
+            # Streams per connection: three data planes on one channel.
+            channel = grpc.insecure_channel(target)
+            self.addCleanup(channel.close)
+            method = channel.stream_stream(
+                '/envoy.service.rate_limit_quota.v3.RateLimitQuotaService/StreamRateLimitQuotas',
+                request_serializer=rlqs_pb2.RateLimitQuotaUsageReports.SerializeToString,
+                response_deserializer=rlqs_pb2.RateLimitQuotaResponse.FromString)
+            stop = threading.Event()
+
+            def forever():
+                yield rlqs_pb2.RateLimitQuotaUsageReports(domain='quota')
+                stop.wait(30)
+
+            calls = [method(forever()) for _ in range(2)]
+            time.sleep(0.5)
+            third = method(forever())
+            with self.assertRaises(grpc.RpcError) as e:
+                next(third)
+            self.assertEqual(e.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+            self.assertIn('RLQS_MAX_STREAMS_PER_CONNECTION', e.exception.details())
+            stop.set()
+            for c in calls:
+                c.cancel()
+
+            # A message over GRPC_MAX_RECV_MESSAGE_BYTES.
+            big = DataPlane(target, 'quota', interval=1.0)
+            self.addCleanup(big.close)
+            big.request({'tenant': 'x' * 3000})
+            harness.wait_until(lambda: big.statuses, message='the stream to end')
+            self.assertEqual(big.statuses[0][0], grpc.StatusCode.RESOURCE_EXHAUSTED)
+
+    def test_bad_settings_stop_the_start(self):
+        for env, message in [({'RLQS_STRATEGY': 'leaky'}, 'RLQS_STRATEGY'),
+                             ({'RLQS_ASSIGNMENT_TTL': '1500ms'}, 'RLQS_ASSIGNMENT_TTL'),
+                             ({'RLQS_ASSIGNMENT_TTL': '1s'}, 'RLQS_ASSIGNMENT_TTL'),
+                             ({'RLQS_BUCKET_IDLE_TIMEOUT': '0'}, 'RLQS_BUCKET_IDLE_TIMEOUT'),
+                             ({'RLQS_MAX_BUCKETS_PER_STREAM': '0'}, 'RLQS_MAX_BUCKETS_PER_STREAM')]:
+            with self.subTest(env=env):
+                self.assertIn(message, Sluice.failed_start(self, dict(env, BACKEND_TYPE='memory')))
+
+    def test_requests_per_time_unit_for_clients_that_apply_it(self):
+        with Sluice(rules={'quota.yaml': RULES}, env={'RLQS_STRATEGY': 'requests_per_time_unit'}) as sluice:
+            p = DataPlane('127.0.0.1:%d' % sluice.grpc_port, 'quota', flavor='a77', interval=1.0)
+            self.addCleanup(p.close)
+            p.request(TENANT)
+            a = wait_action(p, TENANT)
+            per = a[3].requests_per_time_unit
+            self.assertEqual(a[3].WhichOneof('strategy'), 'requests_per_time_unit')
+            self.assertEqual(per.time_unit, 2)  # MINUTE, the rule's unit
+            self.assertGreater(per.requests_per_time_unit, 0.9 * 6000)
+            self.assertLessEqual(per.requests_per_time_unit, 6000)
+
+
+class Reload(unittest.TestCase):
+    def test_a_new_budget_is_pushed_within_a_second_or_two(self):
+        with Sluice(rules={'quota.yaml': RULES}) as sluice:
+            p = DataPlane('127.0.0.1:%d' % sluice.grpc_port, 'quota', interval=1.0)
+            self.addCleanup(p.close)
+            load = Load(p, TENANT, 200)
+            self.addCleanup(load.stop)
+            wait_action(p, TENANT, lambda a: token_rate(a) > 0.9 * BUDGET, message='the whole budget')
+            sluice.write_rule('quota.yaml', RULES.replace('requests_per_unit: 6000', 'requests_per_unit: 1200'))
+            start = time.monotonic()
+            wait_action(p, TENANT, lambda a: strategy_kind(a) == 'token_bucket' and token_rate(a) <= 20,
+                        timeout=3.0, message='the new budget (1200 per minute)')
+            self.assertLess(time.monotonic() - start, 2.5)
+            # The rule removed: ALLOW_ALL.
+            sluice.write_rule('quota.yaml', RULES.replace('- key: tenant\n', '- key: renamed\n'))
+            wait_action(p, TENANT, lambda a: strategy_kind(a) == 'blanket_rule' and a[3].blanket_rule == 0,
+                        timeout=3.0, message='ALLOW_ALL once no rule matches')
+
+
+class TlsAndShutdown(unittest.TestCase):
+    def test_tls_then_sigterm_ends_the_stream_with_unavailable(self):
+        with TlsCerts() as certs:
+            env = {'GRPC_SERVER_USE_TLS': 'true', 'GRPC_SERVER_TLS_CERT': certs.server,
+                   'GRPC_SERVER_TLS_KEY': certs.server_key}
+            with Sluice(rules={'quota.yaml': RULES}, env=env) as sluice:
+                with open(certs.ca, 'rb') as f:
+                    creds = grpc.ssl_channel_credentials(root_certificates=f.read())
+                p = DataPlane('localhost:%d' % sluice.grpc_port, 'quota', interval=1.0, credentials=creds)
+                self.addCleanup(p.close)
+                p.request(TENANT)
+                self.assertEqual(strategy_kind(wait_action(p, TENANT)), 'token_bucket')
+                start = time.monotonic()
+                sluice.terminate()
+                harness.wait_until(lambda: p.statuses, timeout=3.0, message='the stream to end at shutdown')
+                self.assertEqual(p.statuses[0][0], grpc.StatusCode.UNAVAILABLE)
+                self.assertLess(time.monotonic() - start, 2.0)
+                self.assertEqual(sluice.wait_exit(10), 0)
+
+
+class Replicas(unittest.TestCase):
+    """Two Sluice replicas on one Redis share each budget among all their clients."""
+
+    def test_two_replicas_share_one_budget(self):
+        with RedisServer() as redis:
+            env = dict(redis.sluice_env(), BACKEND_TYPE='redis')
+            with Sluice(rules={'quota.yaml': RULES}, env=env) as one, \
+                    Sluice(rules={'quota.yaml': RULES}, env=env) as two:
+                planes = [DataPlane('127.0.0.1:%d' % s.grpc_port, 'quota', interval=1.0)
+                          for s in (one, one, two, two)]
+                self.addCleanup(lambda: [p.close() for p in planes])
+                loads = [Load(p, TENANT, 200) for p in planes]
+                self.addCleanup(lambda: [l.stop() for l in loads])
+                for p in planes:
+                    wait_action(p, TENANT, lambda a: token_rate(a) < 0.35 * BUDGET, timeout=6.0,
+                                message='a quarter share on each of four clients')
+                time.sleep(2)
+                rates = [token_rate(p.last_action(TENANT)) for p in planes]
+                self.assertLessEqual(sum(rates), BUDGET, rates)
+                self.assertGreater(sum(rates), 0.9 * BUDGET, rates)
+                before = [l.snapshot()[0] for l in loads]
+                time.sleep(5)
+                admitted = sum(l.snapshot()[0] for l in loads) - sum(before)
+                bursts = sum(p.last_action(TENANT)[3].token_bucket.max_tokens for p in planes)
+                self.assertLessEqual(admitted, BUDGET * 5 + bursts)
+
+                # Redis gone: each replica keeps to half of the budget (two replicas seen), and says so once.
+                redis.stop()
+                one.wait_for_log('cannot reach Redis to share demand', timeout=8.0)
+                wait_action(planes[0], TENANT, lambda a: token_rate(a) < 0.3 * BUDGET, timeout=5.0,
+                            message='a quarter of the budget each on replica one (half of it, two clients)')
+                time.sleep(2)
+                self.assertEqual(one.log().count('cannot reach Redis to share demand'), 1)
+                rates = [token_rate(p.last_action(TENANT)) for p in planes]
+                self.assertLessEqual(sum(rates), BUDGET, rates)
+
+
+if __name__ == '__main__':
+    harness.main()

@@ -1,0 +1,291 @@
+// The worker's plan, end to end over in-process streams: fair shares of a bucket's budget among the clients
+// that report it (on one worker, and on two workers through the exchange), pushes when a share moves,
+// re-sends before the time to live runs out, idle buckets abandoned, rules reloads, and the stream/bucket
+// gauges. Settings (quota_fixture.hpp): ttl 6 s (re-sent after 4 s), idle timeout 10 s, plan period 2 ms.
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "quota_fixture.hpp"
+
+using namespace sluice::test::rlqs_support;
+using envoy::type::v3::RateLimitStrategy;
+
+namespace {
+
+const bucket acme{{"tenant", "acme"}};
+
+std::optional<bucket_numbers> last_bucket(quota_fixture& f, std::int32_t id, const bucket& b) {
+  const auto a = actions_for(f.body(id), b);
+  if (a.empty()) return std::nullopt;
+  return token_bucket_of(a.back());
+}
+
+}  // namespace
+
+TEST_CASE("two clients of one bucket: the first alone gets the whole budget, then each half") {
+  quota_fixture f;
+  const auto a = f.open();
+  const auto b = f.open();
+  f.send(a, reports("quota", {{acme, 1}}));
+  f.send(b, reports("quota", {{acme, 1}}));
+  // a's first answer: the client alone, the whole budget (see quota_stream_test): {1, 59, 60}. b's first
+  // answer counts a, a member of the bucket on this worker (unmeasured: as if it wanted the whole budget):
+  // half at once, {1, 29, 60}.
+  CHECK(last_bucket(f, a, acme) == bucket_numbers{1, 59, 60});
+  CHECK(last_bucket(f, b, acme) == bucket_numbers{1, 29, 60});
+
+  f.clock.advance(1);
+  f.send(a, reports("quota", {{acme, 90, 10}}));  // 100 in 1 s each
+  f.send(b, reports("quota", {{acme, 100, 0}}));
+  f.plan();
+  // fleet {100, 100}, budget 1/s: needs {125, 125} (floor 1 × 0.05 / 2 = 0.025); level 1 / 2 = 0.5.
+  // share 0.5/s = 30 per minute: max_tokens max(1, floor(0.6)) = 1; tokens_per_fill floor(29 / 60 × 60) = 29.
+  // a's share fell: pushed; b's is what it holds: nothing new.
+  CHECK(actions_for(f.body(a), acme).size() == 2);
+  CHECK(actions_for(f.body(b), acme).size() == 1);
+  const auto ta = last_bucket(f, a, acme);
+  const auto tb = last_bucket(f, b, acme);
+  CHECK(ta == bucket_numbers{1, 29, 60});
+  CHECK(tb == bucket_numbers{1, 29, 60});
+  REQUIRE(ta);
+  REQUIRE(tb);
+  // Together within the budget per window: (1 + 29) + (1 + 29) = 60 <= 60.
+  CHECK(ta->max_tokens + ta->tokens_per_fill + tb->max_tokens + tb->tokens_per_fill <= 60);
+  // Assigned on this instance, per rule window: llround((29 / 60 + 29 / 60) × 60) = 58.
+  CHECK(f.gauge("ratelimit.service.rate_limit.quota.tenant.rlqs_assigned") == 58);
+  CHECK(f.gauge("ratelimit.rlqs.active_streams") == 2);
+  CHECK(f.gauge("ratelimit.rlqs.active_buckets") == 2);
+
+  SUBCASE("the plan is stable: more periods at the same time push nothing more") {
+    f.plan();
+    CHECK(actions_for(f.body(a), acme).size() == 2);
+    CHECK(actions_for(f.body(b), acme).size() == 1);
+  }
+  SUBCASE("when one leaves, the other's share moves back to the whole budget and is pushed") {
+    f.send(b, "", true);
+    CHECK(f.client.at(b).closed);
+    f.plan();
+    // fleet {100}: needs {125} → level 1 → share 1/s: {1, 59, 60} again.
+    CHECK(actions_for(f.body(a), acme).size() == 3);
+    CHECK(last_bucket(f, a, acme) == bucket_numbers{1, 59, 60});
+    CHECK(f.gauge("ratelimit.service.rate_limit.quota.tenant.rlqs_assigned") == 59);
+    CHECK(f.gauge("ratelimit.rlqs.active_streams") == 1);
+    CHECK(f.gauge("ratelimit.rlqs.active_buckets") == 1);
+  }
+}
+
+TEST_CASE("a heavy and a light client: the light one gets its need, the heavy one the rest") {
+  quota_fixture f;
+  const auto heavy = f.open();
+  const auto light = f.open();
+  f.send(heavy, reports("quota", {{acme, 1}}));
+  f.send(light, reports("quota", {{acme, 1}}));
+  f.clock.advance(10);
+  f.send(heavy, reports("quota", {{acme, 600, 400}}));  // 1000 in 10 s: 100/s
+  f.send(light, reports("quota", {{acme, 1, 0}}));      // 1 in 10 s: 0.1/s
+  f.plan();
+  // needs: light max(0.1 × 1.25, 0.025) = 0.125, heavy 125; sorted, left = 1:
+  //   i=0: 1 / 2 = 0.5 > 0.125 → left 0.875;  i=1: 0.875 / 1 <= 125 → level 0.875.
+  // light 0.125/s = 7.5 per minute: max_tokens 1, tokens_per_fill floor(6.5) = 6.
+  // heavy 0.875/s = 52.5 per minute: max_tokens max(1, floor(1.05)) = 1, tokens_per_fill floor(51.5) = 51.
+  const auto th = last_bucket(f, heavy, acme);
+  const auto tl = last_bucket(f, light, acme);
+  CHECK(th == bucket_numbers{1, 51, 60});
+  CHECK(tl == bucket_numbers{1, 6, 60});
+  REQUIRE(th);
+  REQUIRE(tl);
+  CHECK(th->max_tokens + th->tokens_per_fill + tl->max_tokens + tl->tokens_per_fill <= 60);  // 59
+}
+
+TEST_CASE("two workers share a bucket through the demand exchange") {
+  sluice::ratelimit::rlqs::in_process_exchange exchange(2);
+  quota_fixture w0(test_settings(), true, &exchange, 0);
+  quota_fixture w1(test_settings(), true, &exchange, 1);
+  const auto s0 = w0.open();
+  const auto s1 = w1.open();
+  w0.send(s0, reports("quota", {{acme, 1}}));
+  w1.send(s1, reports("quota", {{acme, 1}}));
+  w0.clock.advance(1);
+  w1.clock.advance(1);
+  w0.send(s0, reports("quota", {{acme, 100}}));
+  w1.send(s1, reports("quota", {{acme, 100}}));
+
+  // Worker 0 plans first: it sees only its own client's demand (worker 1 has published nothing): {1, 59, 60},
+  // what it was told already, so nothing is pushed.
+  w0.plan();
+  CHECK(actions_for(w0.body(s0), acme).size() == 1);
+  // Worker 1 sees both: half each, {1, 29, 60}.
+  w1.plan();
+  CHECK(actions_for(w1.body(s1), acme).size() == 2);
+  CHECK(last_bucket(w1, s1, acme) == bucket_numbers{1, 29, 60});
+  // Worker 0's next plan sees worker 1's client too.
+  w0.plan();
+  CHECK(actions_for(w0.body(s0), acme).size() == 2);
+  CHECK(last_bucket(w0, s0, acme) == bucket_numbers{1, 29, 60});
+}
+
+TEST_CASE("an unchanged assignment is re-sent when two thirds of its time to live have passed") {
+  quota_fixture f;
+  const auto id = f.open();
+  f.send(id, reports("quota", {{acme, 1}}));
+  f.plan();  // the same share as the first answer: nothing pushed
+  CHECK(actions_for(f.body(id), acme).size() == 1);
+  f.clock.advance(3);
+  f.plan();  // 3 s < 6 s × 2/3
+  CHECK(actions_for(f.body(id), acme).size() == 1);
+  f.clock.advance(1);
+  f.plan();  // 4 s: re-sent, the same action
+  const auto a = actions_for(f.body(id), acme);
+  REQUIRE(a.size() == 2);
+  CHECK(token_bucket_of(a[1]) == bucket_numbers{1, 59, 60});
+  CHECK(a[1].quota_assignment_action().assignment_time_to_live().seconds() == 6);
+  f.clock.advance(3);
+  f.plan();  // 3 s since the re-send
+  CHECK(actions_for(f.body(id), acme).size() == 2);
+}
+
+TEST_CASE("a bucket idle for longer than bucket_idle_timeout is abandoned") {
+  quota_fixture f;  // bucket_idle_timeout 10 s
+  const bucket idle{{"tenant", "idle"}};
+  const bucket busy{{"tenant", "busy"}};
+  const auto id = f.open();
+  f.send(id, reports("quota", {{idle, 1}, {busy, 1}}));  // T: both busy
+  f.clock.advance(5);
+  f.send(id, reports("quota", {{idle, 0, 0}, {busy, 5}}));  // T+5: idle says 0/0
+  f.clock.advance(4);
+  f.send(id, reports("quota", {{idle, 0, 0}, {busy, 5}}));  // T+9
+  f.plan();
+  // 9 s since idle's last request: kept.
+  for (const auto& a : actions_for(f.body(id), idle)) CHECK_FALSE(a.has_abandon_action());
+  CHECK(f.gauge("ratelimit.rlqs.active_buckets") == 2);
+
+  f.clock.advance(1);
+  f.send(id, reports("quota", {{idle, 0, 0}, {busy, 5}}));  // T+10
+  f.plan();
+  // 10 s since idle's last request: abandoned; busy is not.
+  auto idle_actions = actions_for(f.body(id), idle);
+  REQUIRE_FALSE(idle_actions.empty());
+  CHECK(idle_actions.back().has_abandon_action());
+  CHECK(bucket_of(idle_actions.back()) == idle);
+  CHECK(std::count_if(idle_actions.begin(), idle_actions.end(),
+                      [](const auto& a) { return a.has_abandon_action(); }) == 1);
+  for (const auto& a : actions_for(f.body(id), busy)) CHECK_FALSE(a.has_abandon_action());
+  CHECK(f.gauge("ratelimit.rlqs.active_buckets") == 1);
+  CHECK(f.gauge("ratelimit.rlqs.active_streams") == 1);
+  CHECK_FALSE(f.client.at(id).closed);
+
+  SUBCASE("reported again, it is a new bucket: answered at once") {
+    const auto before = idle_actions.size();
+    f.send(id, reports("quota", {{idle, 0, 0}}));
+    idle_actions = actions_for(f.body(id), idle);
+    REQUIRE(idle_actions.size() == before + 1);
+    CHECK(token_bucket_of(idle_actions.back()).has_value());
+    f.plan();
+    CHECK(f.gauge("ratelimit.rlqs.active_buckets") == 2);
+  }
+  SUBCASE("a bucket the client stops reporting is abandoned as well") {
+    f.clock.advance(10);
+    f.plan();
+    const auto busy_actions = actions_for(f.body(id), busy);
+    REQUIRE_FALSE(busy_actions.empty());
+    CHECK(busy_actions.back().has_abandon_action());
+    CHECK(f.gauge("ratelimit.rlqs.active_buckets") == 0);
+  }
+}
+
+TEST_CASE("a rules reload matches every bucket again; the changed assignments go out with the next plan") {
+  quota_fixture f(test_settings(), false);
+  const auto id = f.open();
+  f.send(id, reports("quota", {{acme, 1}}));
+  auto a = actions_for(f.body(id), acme);
+  REQUIRE(a.size() == 1);
+  CHECK(blanket_of(a[0]) == RateLimitStrategy::ALLOW_ALL);
+
+  f.service->set_rules(sluice::test::compile_rules(quota_rules, f.stats));
+  f.plan();
+  // tenant: 60 per minute, one client, unmeasured: the whole budget, {1, 59, 60}.
+  CHECK(last_bucket(f, id, acme) == bucket_numbers{1, 59, 60});
+  CHECK(f.gauge("ratelimit.service.rate_limit.quota.tenant.rlqs_assigned") == 59);
+
+  f.service->set_rules(sluice::test::compile_rules(R"(---
+domain: quota
+descriptors:
+  - key: tenant
+    rate_limit: {unit: minute, requests_per_unit: 0}
+)",
+                                                   f.stats));
+  f.plan();
+  a = actions_for(f.body(id), acme);
+  REQUIRE(a.size() == 3);
+  CHECK(blanket_of(a[2]) == RateLimitStrategy::DENY_ALL);
+  CHECK(f.gauge("ratelimit.service.rate_limit.quota.tenant.rlqs_assigned") == 0);
+}
+
+TEST_CASE("the gauges count open streams and their buckets") {
+  quota_fixture f;
+  const auto a = f.open();
+  const auto b = f.open();
+  f.send(a, reports("quota", {{{{"tenant", "1"}}, 1}, {{{"free", "1"}}, 1}}));
+  f.send(b, reports("quota", {{{{"tenant", "1"}}, 1}}));
+  f.plan();
+  CHECK(f.gauge("ratelimit.rlqs.active_streams") == 2);
+  CHECK(f.gauge("ratelimit.rlqs.active_buckets") == 3);  // (stream, bucket) pairs
+
+  f.send(b, "", true);  // half-close: ended with OK
+  CHECK(grpc_status(f.client.at(b)) == "0");
+  f.plan();
+  CHECK(f.gauge("ratelimit.rlqs.active_streams") == 1);
+  CHECK(f.gauge("ratelimit.rlqs.active_buckets") == 2);
+
+  f.client.reset(a);  // RST_STREAM
+  f.pump();
+  f.plan();
+  CHECK(f.gauge("ratelimit.rlqs.active_streams") == 0);
+  CHECK(f.gauge("ratelimit.rlqs.active_buckets") == 0);
+}
+
+TEST_CASE("while shares are steady, the assignments in effect add up to at most the budget") {
+  // README: "the fleet's clients together admit at most the budget per window while shares are steady".
+  // big: 6000 per minute (100/s). Ten saturated clients, then an eleventh.
+  quota_fixture f;
+  const bucket big{{"big", "x"}};
+  std::vector<std::int32_t> streams;
+  for (int i = 0; i < 10; ++i) {
+    streams.push_back(f.open());
+    f.send(streams.back(), reports("quota", {{big, 1}}));
+  }
+  f.clock.advance(1);
+  for (auto id : streams) f.send(id, reports("quota", {{big, 1000}}));
+  f.plan();
+  // fleet 10 × 1000/s: needs 1250 each, level 100 / 10 = 10/s = 600 per window:
+  // max_tokens floor(600 × 0.02) = 12, tokens_per_fill floor(588 / 60 × 60) = 588.
+  for (auto id : streams) CHECK(last_bucket(f, id, big) == bucket_numbers{12, 588, 60});
+
+  streams.push_back(f.open());
+  f.send(streams.back(), reports("quota", {{big, 1}}));
+  // The eleventh, unmeasured (counts as 100/s): needs 10 × 1250 and 125; level 100 / 11 = 9.09/s = 545.45
+  // per window: max_tokens floor(10.9) = 10, tokens_per_fill floor(535.45) = 535.
+  CHECK(last_bucket(f, streams.back(), big) == bucket_numbers{10, 535, 60});
+  for (int round = 0; round < 3; ++round) {  // steady: everyone saturated, reporting every second
+    f.clock.advance(1);
+    for (auto id : streams) f.send(id, reports("quota", {{big, 1000}}));
+    f.plan();
+  }
+  // Every client's fair share is now 100 / 11 = 9.09/s: {10, 535, 60}, 545 per window, 11 × 545 = 5995.
+  // The ten first ones were told {12, 588, 60} (9.8/s); 9.09 is 7% less, under the 10% push threshold, so
+  // they keep it (and it is re-sent as it was): 10 × 600 + 545 = 6545 per window, 9% over the budget.
+  double in_effect = 0;
+  double refill = 0;
+  for (auto id : streams) {
+    const auto tb = last_bucket(f, id, big);
+    REQUIRE(tb);
+    in_effect += tb->max_tokens + static_cast<double>(tb->tokens_per_fill) / tb->fill_seconds * 60;
+    refill += static_cast<double>(tb->tokens_per_fill) / tb->fill_seconds * 60;
+  }
+  CHECK(in_effect <= 6000);
+  // The rlqs_assigned gauge ("the shares assigned on this instance, in requests per rule window") counts the
+  // shares just computed (11 × 535 = 5885), not the actions the clients hold (10 × 588 + 535 = 6415).
+  CHECK(f.gauge("ratelimit.service.rate_limit.quota.big.rlqs_assigned") == static_cast<std::int64_t>(refill));
+}
