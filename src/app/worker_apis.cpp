@@ -25,6 +25,7 @@ void build_workers(std::vector<worker_apis>& apis, core::worker_pool& workers, c
     a.rls->add_to(*methods);
     a.quota = std::make_unique<ratelimit::rlqs::quota_service>(w.rl.rlqs, i, w.demand, w.clock, w.stats,
                                                                workers.context(i).get_executor());
+    a.quota->set_tracer(w.tracing.tracer(i));
     a.quota->add_to(*methods);
     a.grpc_health = std::make_unique<net::grpc::health_service>(
         "ratelimit", [&health = w.health] { return health.healthy(); },

@@ -16,6 +16,7 @@ import grpc
 import harness
 import rlqs_pb2
 from harness import RedisServer, Sluice, TlsCerts
+from otlp_collector import HttpCollector
 from rlqs_dataplane import DataPlane, Load
 
 RULES = """
@@ -341,6 +342,36 @@ class TlsAndShutdown(unittest.TestCase):
                 self.assertEqual(p.statuses[0][0], grpc.StatusCode.UNAVAILABLE)
                 self.assertLess(time.monotonic() - start, 2.0)
                 self.assertEqual(sluice.wait_exit(10), 0)
+
+
+class Tracing(unittest.TestCase):
+    def test_a_span_per_usage_report_under_the_streams_trace_context(self):
+        with HttpCollector() as col:
+            env = {'TRACING_ENABLED': 'true', 'OTEL_BSP_SCHEDULE_DELAY': '100',
+                   'OTEL_EXPORTER_OTLP_ENDPOINT': col.endpoint}
+            with Sluice(rules={'quota.yaml': RULES}, env=env) as sluice:
+                trace_id, parent = os.urandom(16).hex(), os.urandom(8).hex()
+                channel = grpc.insecure_channel('127.0.0.1:%d' % sluice.grpc_port)
+                self.addCleanup(channel.close)
+                call = channel.stream_stream(
+                    '/envoy.service.rate_limit_quota.v3.RateLimitQuotaService/StreamRateLimitQuotas',
+                    request_serializer=rlqs_pb2.RateLimitQuotaUsageReports.SerializeToString,
+                    response_deserializer=rlqs_pb2.RateLimitQuotaResponse.FromString)
+                report = rlqs_pb2.RateLimitQuotaUsageReports(domain='quota')
+                usage = report.bucket_quota_usages.add(num_requests_allowed=1)
+                usage.bucket_id.bucket['tenant'] = 'traced'
+                responses = call(iter([report, report]),
+                                 metadata=[('traceparent', '00-%s-%s-01' % (trace_id, parent))])
+                self.assertEqual(len(next(responses).bucket_action), 1)
+                spans = col.wait_for_spans(lambda sp: sp.trace_id == trace_id, count=2,
+                                           message='a span for each of the two reports')
+                for sp in spans:
+                    self.assertEqual(sp.kind, 'SERVER', sp)
+                    self.assertEqual(sp.parent_span_id, parent, sp)
+                    self.assertEqual(sp.attributes.get('rpc.method'), 'StreamRateLimitQuotas', sp)
+                    self.assertEqual(sp.attributes.get('rlqs.domain'), 'quota', sp)
+                    self.assertEqual(sp.attributes.get('rlqs.buckets'), 1, sp)
+                self.assertEqual(sorted(sp.attributes.get('rlqs.new_buckets') for sp in spans), [0, 1])
 
 
 class Replicas(unittest.TestCase):

@@ -23,10 +23,15 @@ assignment token_bucket_for(double share_rate, const budget& b) {
   a.what = assignment::kind::token_bucket;
   const double window = static_cast<double>(b.window_seconds);
   const double share = share_rate * window;  // requests per window
-  a.max_tokens = std::max<std::uint32_t>(1, clamp_u32(share * burst_fraction));
+  a.max_tokens = clamp_u32(share * burst_fraction);
+  // The burst comes out of the share, so a window never admits more than the share; a share too small for a
+  // burst of one whole token (under 50 a window) keeps its whole refill and a burst of one, or it would never
+  // refill at all: such a client may admit one request more than its share in a window.
+  const double refill = a.max_tokens >= 1 ? share - a.max_tokens : share;
+  a.max_tokens = std::max<std::uint32_t>(1, a.max_tokens);
   a.fill_seconds =
       static_cast<std::uint32_t>(std::clamp<std::int64_t>(b.window_seconds, min_fill_seconds, 0xffffffff));
-  const double refill_rate = std::max(0.0, share - a.max_tokens) / window;
+  const double refill_rate = std::max(0.0, refill) / window;
   a.tokens_per_fill = clamp_u32(refill_rate * a.fill_seconds);
   a.rate = static_cast<double>(a.tokens_per_fill) / a.fill_seconds;
   return a;

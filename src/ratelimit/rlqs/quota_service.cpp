@@ -4,6 +4,7 @@
 #include "net/grpc/call.hpp"
 #include "ratelimit/rlqs/quota_stream.hpp"
 #include "ratelimit/rlqs/worker_state.hpp"
+#include "tracing/propagation.hpp"
 
 namespace sluice::ratelimit::rlqs {
 
@@ -15,7 +16,16 @@ quota_service::~quota_service() {
   stop();
 }
 
+void quota_service::set_tracer(tracing::tracer* t) {
+  state_->tracer = t;
+}
+
 void quota_service::add_to(net::grpc::method_table& methods) {
+  if (state_->tracer != nullptr) {
+    for (auto name : tracing::context_headers) {
+      if (!methods.keeps_header(name)) methods.keep_header(std::string(name));
+    }
+  }
   methods.add(
       "/envoy.service.rate_limit_quota.v3.RateLimitQuotaService/StreamRateLimitQuotas",
       [state = state_](const std::shared_ptr<net::grpc::call>& c) {
@@ -27,7 +37,10 @@ void quota_service::add_to(net::grpc::method_table& methods) {
                            core::cat("at most ", state->config.max_streams_per_connection,
                                      " quota streams per connection (RLQS_MAX_STREAMS_PER_CONNECTION)"));
         }
-        c->listen(std::make_shared<quota_stream>(state, connection));
+        std::optional<tracing::span_context> parent;
+        if (state->tracer != nullptr && c->kept_headers())
+          parent = tracing::extract([&c](std::string_view name) { return c->header(name); });
+        c->listen(std::make_shared<quota_stream>(state, connection, parent));
       },
       net::grpc::method_kind::bidi_streaming);
 }
@@ -39,6 +52,10 @@ void quota_service::set_rules(std::shared_ptr<const config::rule_set> rules) {
 
 void quota_service::start() {
   state_->schedule(state_);
+}
+
+void quota_service::plan_now() {
+  state_->plan();
 }
 
 void quota_service::stop() {

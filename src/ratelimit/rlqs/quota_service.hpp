@@ -21,6 +21,7 @@
 #include "ratelimit/rlqs/demand_exchange.hpp"
 #include "ratelimit/rlqs/settings.hpp"
 #include "stats/store.hpp"
+#include "tracing/tracer.hpp"
 
 namespace sluice::ratelimit::rlqs {
 
@@ -43,6 +44,8 @@ class quota_service {
   quota_service(const quota_service&) = delete;
   quota_service& operator=(const quota_service&) = delete;
 
+  // Before add_to: a span per usage report (null: no tracing).
+  void set_tracer(tracing::tracer* t);
   void add_to(net::grpc::method_table& methods);
   // A new rules snapshot (on the worker's thread): every bucket is matched again; changed assignments go out
   // with the next plan.
@@ -50,6 +53,8 @@ class quota_service {
   // Starts planning every plan period; stop() ends it.
   void start();
   void stop();
+  // One plan period's work, now (the fuzzer drives planning by its input instead of a timer).
+  void plan_now();
 
  private:
   std::shared_ptr<worker_state> state_;

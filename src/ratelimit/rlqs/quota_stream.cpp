@@ -9,8 +9,9 @@ namespace sluice::ratelimit::rlqs {
 namespace rlqs_pb = envoy::service::rate_limit_quota::v3;
 using net::grpc::status_code;
 
-quota_stream::quota_stream(std::shared_ptr<worker_state> state, const void* connection)
-    : state_(std::move(state)), connection_(connection) {
+quota_stream::quota_stream(std::shared_ptr<worker_state> state, const void* connection,
+                           std::optional<tracing::span_context> parent)
+    : state_(std::move(state)), connection_(connection), parent_(std::move(parent)) {
   state_->streams.push_back(this);
   ++state_->streams_per_connection[connection_];
 }
@@ -25,18 +26,41 @@ quota_stream::~quota_stream() {
 
 void quota_stream::on_message(std::string_view bytes) {
   if (failed_) return;
+  tracing::span span;
+  if (state_->tracer != nullptr) {
+    span =
+        state_->tracer->start("envoy.service.rate_limit_quota.v3.RateLimitQuotaService/StreamRateLimitQuotas",
+                              tracing::span_kind::server, parent_);
+    if (span.recording()) {
+      span.set_attribute("rpc.system", std::string("grpc"));
+      span.set_attribute("rpc.service",
+                         std::string("envoy.service.rate_limit_quota.v3.RateLimitQuotaService"));
+      span.set_attribute("rpc.method", std::string("StreamRateLimitQuotas"));
+    }
+  }
+  handle(bytes, span);
+}
+
+// One usage report; `span` (possibly not recording) hears what it held and how it ended.
+void quota_stream::handle(std::string_view bytes, tracing::span& span) {
   rlqs_pb::RateLimitQuotaUsageReports reports;
   if (!reports.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     failed_ = true;
+    span.set_error("grpc: error unmarshalling request");
     return end(status_code::internal, "grpc: error unmarshalling request");
   }
   if (state_->stats.reports != nullptr) state_->stats.reports->inc();
-  if (!bind_domain(reports.domain())) return;
+  if (!bind_domain(reports.domain())) return span.set_error("bad domain");
   const std::int64_t now = state_->clock.now_micros();
   rlqs_pb::RateLimitQuotaResponse first_answers;
   for (const auto& usage : reports.bucket_quota_usages()) {
     take(usage, now, first_answers);
-    if (failed_) return;
+    if (failed_) return span.set_error("too many buckets");
+  }
+  if (span.recording()) {
+    span.set_attribute("rlqs.domain", domain_);
+    span.set_attribute("rlqs.buckets", static_cast<std::int64_t>(reports.bucket_quota_usages_size()));
+    span.set_attribute("rlqs.new_buckets", static_cast<std::int64_t>(first_answers.bucket_action_size()));
   }
   if (first_answers.bucket_action_size() > 0) send(first_answers);
 }

@@ -13,12 +13,15 @@
 #include "net/grpc/call.hpp"
 #include "ratelimit/rlqs/worker_state.hpp"
 #include "rlqs.pb.h"
+#include "tracing/tracer.hpp"
 
 namespace sluice::ratelimit::rlqs {
 
 class quota_stream final : public net::grpc::stream_listener {
  public:
-  quota_stream(std::shared_ptr<worker_state> state, const void* connection);
+  // `parent`: the trace context the stream's headers carried (each report's span is its child).
+  quota_stream(std::shared_ptr<worker_state> state, const void* connection,
+               std::optional<tracing::span_context> parent = std::nullopt);
   ~quota_stream() override;
   quota_stream(const quota_stream&) = delete;
   quota_stream& operator=(const quota_stream&) = delete;
@@ -38,11 +41,13 @@ class quota_stream final : public net::grpc::stream_listener {
 
  private:
   bool bind_domain(const std::string& domain);
+  void handle(std::string_view bytes, tracing::span& span);
   void take(const envoy::service::rate_limit_quota::v3::RateLimitQuotaUsageReports::BucketQuotaUsage& usage,
             std::int64_t now, envoy::service::rate_limit_quota::v3::RateLimitQuotaResponse& first_answers);
 
   std::shared_ptr<worker_state> state_;
   const void* connection_;
+  std::optional<tracing::span_context> parent_;
   std::string domain_;
   std::unordered_map<const bucket_group*, stream_bucket> buckets_;
   bool failed_ = false;

@@ -39,6 +39,7 @@ struct worker_state {
   const core::clock& clock;
   stats::store& store;
   service_stats stats;
+  tracing::tracer* tracer = nullptr;
   boost::asio::steady_timer timer;
   bool stopped = false;
   std::shared_ptr<const config::rule_set> rules;

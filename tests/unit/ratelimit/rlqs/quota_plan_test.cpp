@@ -32,29 +32,31 @@ TEST_CASE("two clients of one bucket: the first alone gets the whole budget, the
   f.send(b, reports("quota", {{acme, 1}}));
   // a's first answer: the client alone, the whole budget (see quota_stream_test): {1, 59, 60}. b's first
   // answer counts a, a member of the bucket on this worker (unmeasured: as if it wanted the whole budget):
-  // half at once, {1, 29, 60}.
+  // half at once, {1, 30, 60}.
   CHECK(last_bucket(f, a, acme) == bucket_numbers{1, 59, 60});
-  CHECK(last_bucket(f, b, acme) == bucket_numbers{1, 29, 60});
+  CHECK(last_bucket(f, b, acme) == bucket_numbers{1, 30, 60});
 
   f.clock.advance(1);
   f.send(a, reports("quota", {{acme, 90, 10}}));  // 100 in 1 s each
   f.send(b, reports("quota", {{acme, 100, 0}}));
   f.plan();
   // fleet {100, 100}, budget 1/s: needs {125, 125} (floor 1 × 0.05 / 2 = 0.025); level 1 / 2 = 0.5.
-  // share 0.5/s = 30 per minute: max_tokens max(1, floor(0.6)) = 1; tokens_per_fill floor(29 / 60 × 60) = 29.
+  // share 0.5/s = 30 per minute: floor(30 × 0.02) = 0, a share too small for a burst out of it: max_tokens 1
+  // and the whole refill, tokens_per_fill 30.
   // a's share fell: pushed; b's is what it holds: nothing new.
   CHECK(actions_for(f.body(a), acme).size() == 2);
   CHECK(actions_for(f.body(b), acme).size() == 1);
   const auto ta = last_bucket(f, a, acme);
   const auto tb = last_bucket(f, b, acme);
-  CHECK(ta == bucket_numbers{1, 29, 60});
-  CHECK(tb == bucket_numbers{1, 29, 60});
+  CHECK(ta == bucket_numbers{1, 30, 60});
+  CHECK(tb == bucket_numbers{1, 30, 60});
   REQUIRE(ta);
   REQUIRE(tb);
-  // Together within the budget per window: (1 + 29) + (1 + 29) = 60 <= 60.
-  CHECK(ta->max_tokens + ta->tokens_per_fill + tb->max_tokens + tb->tokens_per_fill <= 60);
-  // Assigned on this instance, per rule window: llround((29 / 60 + 29 / 60) × 60) = 58.
-  CHECK(f.gauge("ratelimit.service.rate_limit.quota.tenant.rlqs_assigned") == 58);
+  // Together within the budget per window, but for one token each (shares under 50 a window keep their whole
+  // refill): (1 + 30) + (1 + 30) = 62 <= 60 + 2.
+  CHECK(ta->max_tokens + ta->tokens_per_fill + tb->max_tokens + tb->tokens_per_fill <= 60 + 2);
+  // Assigned on this instance, per rule window: llround((30 / 60 + 30 / 60) × 60) = 60.
+  CHECK(f.gauge("ratelimit.service.rate_limit.quota.tenant.rlqs_assigned") == 60);
   CHECK(f.gauge("ratelimit.rlqs.active_streams") == 2);
   CHECK(f.gauge("ratelimit.rlqs.active_buckets") == 2);
 
@@ -88,12 +90,13 @@ TEST_CASE("a heavy and a light client: the light one gets its need, the heavy on
   f.plan();
   // needs: light max(0.1 × 1.25, 0.025) = 0.125, heavy 125; sorted, left = 1:
   //   i=0: 1 / 2 = 0.5 > 0.125 → left 0.875;  i=1: 0.875 / 1 <= 125 → level 0.875.
-  // light 0.125/s = 7.5 per minute: max_tokens 1, tokens_per_fill floor(6.5) = 6.
-  // heavy 0.875/s = 52.5 per minute: max_tokens max(1, floor(1.05)) = 1, tokens_per_fill floor(51.5) = 51.
+  // light 0.125/s = 7.5 per minute (no whole token of burst in it): max_tokens 1, tokens_per_fill floor(7.5)
+  // = 7. heavy 0.875/s = 52.5 per minute: max_tokens max(1, floor(1.05)) = 1, tokens_per_fill floor(51.5)
+  // = 51.
   const auto th = last_bucket(f, heavy, acme);
   const auto tl = last_bucket(f, light, acme);
   CHECK(th == bucket_numbers{1, 51, 60});
-  CHECK(tl == bucket_numbers{1, 6, 60});
+  CHECK(tl == bucket_numbers{1, 7, 60});
   REQUIRE(th);
   REQUIRE(tl);
   CHECK(th->max_tokens + th->tokens_per_fill + tl->max_tokens + tl->tokens_per_fill <= 60);  // 59
@@ -116,14 +119,14 @@ TEST_CASE("two workers share a bucket through the demand exchange") {
   // what it was told already, so nothing is pushed.
   w0.plan();
   CHECK(actions_for(w0.body(s0), acme).size() == 1);
-  // Worker 1 sees both: half each, {1, 29, 60}.
+  // Worker 1 sees both: half each, {1, 30, 60}.
   w1.plan();
   CHECK(actions_for(w1.body(s1), acme).size() == 2);
-  CHECK(last_bucket(w1, s1, acme) == bucket_numbers{1, 29, 60});
+  CHECK(last_bucket(w1, s1, acme) == bucket_numbers{1, 30, 60});
   // Worker 0's next plan sees worker 1's client too.
   w0.plan();
   CHECK(actions_for(w0.body(s0), acme).size() == 2);
-  CHECK(last_bucket(w0, s0, acme) == bucket_numbers{1, 29, 60});
+  CHECK(last_bucket(w0, s0, acme) == bucket_numbers{1, 30, 60});
 }
 
 TEST_CASE("an unchanged assignment is re-sent when two thirds of its time to live have passed") {
