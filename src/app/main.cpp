@@ -121,14 +121,160 @@ void wait_for_workers(core::worker_pool& workers) {
   workers.stop();
 }
 
-int run_server() {
-  // SIGTERM and SIGINT stay pending (blocked here, and so in every thread started from here) until their
-  // handler exists: one that came during start-up killed the process without a clean exit.
+// SIGTERM and SIGINT stay pending (blocked here, and so in every thread started from here) until their
+// handler exists: one that came during start-up killed the process without a clean exit.
+sigset_t block_stop_signals() {
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  return stop_signals;
+}
+
+void log_start(std::size_t workers, const core::open_file_limit& open_files, const process_settings& proc) {
+  core::log_warn("Starting ", workers, " workers (IO_THREADS)");
+  if (open_files.now != open_files.before)
+    core::log_info("Open file limit raised from ", open_files.before, " to ", open_files.now);
+  core::log_info("At most ", proc.max_connections, " client connections (MAX_CONNECTIONS)");
+}
+
+// MAX_CONNECTIONS, shared by the HTTP and gRPC listeners; a listener that cannot accept makes us unhealthy.
+void limit_connections(process_settings& proc, core::health& health) {
+  auto connections = std::make_shared<core::connection_limit>(proc.max_connections);
+  proc.http.connections = proc.grpc.connections = connections;
+  proc.http.on_accepting = report_accepting(health, "HTTP listener");
+  proc.grpc.on_accepting = report_accepting(health, "gRPC listener");
+}
+
+// Once the workers run: the listeners accept, the quota services plan, the watches and exporters start.
+void start_serving(std::vector<worker_apis>& apis, core::worker_pool& workers,
+                   ratelimit::rlqs::demand_exchange& demand, net::grpc::server& grpc, tracing_holder& tracing,
+                   shared_apis& shared, ratelimit::service::rules_source& rules, bool from_xds,
+                   asio::io_context& control) {
+  for (auto& w : apis) w.http->start();
+  start_quota(workers, apis);
+  demand.start();
+  grpc.start(control.get_executor());
+  tracing.start(control);
+  shared.watch(control.get_executor());
+  if (!from_xds) rules.watch(control.get_executor());
+}
+
+// What the start-up made before the services: the settings, the control loop, the workers, stats and health.
+struct process_parts {
+  const sigset_t& stop_signals;
+  process_settings& proc;
+  asio::io_context& control;
+  tracing_holder& tracing;
+  core::worker_pool& workers;
+  const ratelimit::module_settings& rl;
+  const tracing::settings& trace_settings;
+  const stats::sink_settings& stats_settings;
+  const core::clock& clock;
+  shared_apis& shared;
+  stats::store& stats;
+  stats::prometheus_exporter* prometheus;
+  core::health& health;
+  std::size_t sigterm_component;  // made unhealthy by a stop
+};
+
+// The services and their objects live here, so they are destroyed before the process parts they use.
+struct services {
+  backend_holder backend;
+  std::unique_ptr<ratelimit::limiter::limiter> limiter;
+  std::vector<worker_apis> apis;
+  std::unique_ptr<net::grpc::server> grpc;
+  std::unique_ptr<ratelimit::rlqs::demand_exchange> demand;
+  std::unique_ptr<ratelimit::service::rules_source> rules;
+  std::unique_ptr<ratelimit::xds::client> xds;
+};
+
+// The control thread runs until a stop (a signal, or a backend that cannot start) has been carried out.
+int run_until_stopped(process_parts& p, services& s, control_listeners& listeners, int& exit_code,
+                      std::function<void()>& shutdown) {
+  auto work = asio::make_work_guard(p.control);
+  asio::signal_set signals(p.control, SIGTERM, SIGINT);
+  shutdown_plan plan{p.control,
+                     p.workers,
+                     p.health,
+                     p.sigterm_component,
+                     s.apis,
+                     *s.grpc,
+                     *s.rules,
+                     s.xds.get(),
+                     p.shared,
+                     listeners,
+                     s.backend,
+                     *s.demand,
+                     p.tracing,
+                     [&] {
+                       signals.cancel();
+                       work.reset();
+                     },
+                     p.proc.shutdown_grace};
+  shutdown = [&plan] { plan.begin(); };
+  signals.async_wait([&](const boost::system::error_code& ec, int signo) {
+    if (ec) return;
+    core::log_warn("Received signal ", signo == SIGTERM ? "terminated" : "interrupt",
+                   ", initiating shutdown");
+    shutdown();
+  });
+  pthread_sigmask(SIG_UNBLOCK, &p.stop_signals, nullptr);  // this thread runs `control`: the handler's
+  p.control.run();
+  wait_for_workers(p.workers);
+  core::log_warn("Shutdown complete");
+  return exit_code;
+}
+
+// The services: backends, workers, rules, listeners; then serving until a stop.
+int serve(process_parts& p) {
+  int exit_code = 0;
+  std::function<void()> shutdown;
+  services s;
+  start_backend(s.backend, p.rl, p.workers, p.control, p.clock, p.health, p.stats, [&] {
+    exit_code = 1;
+    if (shutdown) shutdown();
+  });
+  s.limiter = std::make_unique<ratelimit::limiter::limiter>(p.rl.limiter, p.clock);
+  p.tracing = make_tracing(p.trace_settings, p.workers.size(), p.control, p.stats);
+  s.grpc = std::make_unique<net::grpc::server>(p.proc.grpc);
+  s.demand = make_demand_exchange(p.rl, p.workers.size(), p.control);
+  build_workers(
+      s.apis, p.workers,
+      {p.rl, *s.limiter, s.backend, p.stats, p.health, p.shared, *s.grpc, p.tracing, *s.demand, p.clock});
+  s.rules = std::make_unique<ratelimit::service::rules_source>(p.rl.rules, publish_to(p.workers, s.apis),
+                                                               p.stats, p.health);
+  s.xds = start_xds(p.rl, p.control, *s.rules);
+  if (!load_first_rules(*s.rules, p.rl, s.xds.get(), p.control, p.stop_signals)) {
+    if (s.xds) s.xds->stop();
+    s.backend.stop();
+    return s.xds ? 0 : 1;
+  }
+  auto http_endpoint = listen_http(s.apis, p.workers, p.proc);
+  p.shared.log_started();
+  s.grpc->listen();
+  control_listeners listeners;  // after everything that records stats: its sink stops first
+  start_control_listeners(listeners, p.proc, p.stats_settings, p.prometheus, *s.rules, p.stats, p.control);
+  // Before the workers serve: a client that is answered may look for these lines.
+  core::log_warn("Listening for HTTP on '", http_endpoint.address().to_string(), ":", http_endpoint.port(),
+                 "'");
+  core::log_warn("Listening for gRPC on '", s.grpc->address(), "'");
+  p.workers.start();
+  // Should what follows throw, the workers stop before the objects they use are destroyed.
+  struct stop_on_unwind {
+    core::worker_pool& workers;
+    ~stop_on_unwind() {
+      if (std::uncaught_exceptions() > 0) workers.stop();
+    }
+  } guard{p.workers};
+  start_serving(s.apis, p.workers, *s.demand, *s.grpc, p.tracing, p.shared, *s.rules, s.xds != nullptr,
+                p.control);
+  return run_until_stopped(p, s, listeners, exit_code, shutdown);
+}
+
+int run_server() {
+  const auto stop_signals = block_stop_signals();
   core::env_reader env;
   const auto open_files = core::raise_open_file_limit();
   auto proc = read_process_settings(env, open_files.now);
@@ -137,109 +283,26 @@ int run_server() {
   // Before the workers, so destroyed after them: a request abandoned at stop still ends its spans into it.
   tracing_holder tracing_parts;
   core::worker_pool workers(proc.io_threads);
-  auto rl = ratelimit::read_module_settings(env);
-  auto trace_settings = tracing::read_settings(env);
-  auto stats_settings = stats::read_sink_settings(env);
+  const auto rl = ratelimit::read_module_settings(env);
+  const auto trace_settings = tracing::read_settings(env);
+  const auto stats_settings = stats::read_sink_settings(env);
   core::system_clock clock;
   // The echo API's OpenAPI document, the API key file and the holiday list are checked before anything
   // starts.
   shared_apis shared(env, clock, control);
   core::log_init(proc.log_level, proc.log_json);
   google::protobuf::SetLogHandler(protobuf_log);
-  core::log_warn("Starting ", workers.size(), " workers (IO_THREADS)");
-  if (open_files.now != open_files.before)
-    core::log_info("Open file limit raised from ", open_files.before, " to ", open_files.now);
-  core::log_info("At most ", proc.max_connections, " client connections (MAX_CONNECTIONS)");
-
+  log_start(workers.size(), open_files, proc);
   stats::store stats(stats_settings.max_dynamic_series);
   // Checked before anything starts: a bad mapping file or PROMETHEUS_ADDR exits 1 at once.
   auto prometheus = stats::make_prometheus_exporter(stats_settings, stats);
   core::health health;
-  auto sigterm_component = health.add_component("sigterm", true);
-  auto connections = std::make_shared<core::connection_limit>(proc.max_connections);
-  proc.http.connections = proc.grpc.connections = connections;
-  proc.http.on_accepting = report_accepting(health, "HTTP listener");
-  proc.grpc.on_accepting = report_accepting(health, "gRPC listener");
-  auto work = asio::make_work_guard(control);
-  int exit_code = 0;
-  std::function<void()> shutdown;
-
-  backend_holder backend;
-  start_backend(backend, rl, workers, control, clock, health, stats, [&] {
-    exit_code = 1;
-    shutdown();
-  });
-  ratelimit::limiter::limiter limiter(rl.limiter, clock);
-  tracing_parts = make_tracing(trace_settings, workers.size(), control, stats);
-  std::vector<worker_apis> apis;
-  net::grpc::server grpc(proc.grpc);
-  auto demand = make_demand_exchange(rl, workers.size(), control);
-  build_workers(apis, workers,
-                {rl, limiter, backend, stats, health, shared, grpc, tracing_parts, *demand, clock});
-  ratelimit::service::rules_source rules(rl.rules, publish_to(workers, apis), stats, health);
-  auto xds = start_xds(rl, control, rules);
-  if (!load_first_rules(rules, rl, xds.get(), control, stop_signals)) {
-    if (xds) xds->stop();
-    backend.stop();
-    return xds ? 0 : 1;
-  }
-  auto http_endpoint = listen_http(apis, workers, proc);
-  shared.log_started();
-  grpc.listen();
-  control_listeners listeners;  // after everything that records stats: its sink stops first
-  start_control_listeners(listeners, proc, stats_settings, prometheus.get(), rules, stats, control);
-
-  // Before the workers serve: a client that is answered may look for these lines.
-  core::log_warn("Listening for HTTP on '", http_endpoint.address().to_string(), ":", http_endpoint.port(),
-                 "'");
-  core::log_warn("Listening for gRPC on '", grpc.address(), "'");
-  workers.start();
-  // Should what follows throw, the workers stop before the objects they use are destroyed.
-  struct stop_on_unwind {
-    core::worker_pool& workers;
-    ~stop_on_unwind() {
-      if (std::uncaught_exceptions() > 0) workers.stop();
-    }
-  } guard{workers};
-  for (auto& w : apis) w.http->start();
-  start_quota(workers, apis);
-  demand->start();
-  grpc.start(control.get_executor());
-  tracing_parts.start(control);
-  shared.watch(control.get_executor());
-  if (!xds) rules.watch(control.get_executor());
-
-  asio::signal_set signals(control, SIGTERM, SIGINT);
-  shutdown_plan plan{control,
-                     workers,
-                     health,
-                     sigterm_component,
-                     apis,
-                     grpc,
-                     rules,
-                     xds.get(),
-                     shared,
-                     listeners,
-                     backend,
-                     *demand,
-                     tracing_parts,
-                     [&] {
-                       signals.cancel();
-                       work.reset();
-                     },
-                     proc.shutdown_grace};
-  shutdown = [&plan] { plan.begin(); };
-  signals.async_wait([&](const boost::system::error_code& ec, int signo) {
-    if (ec) return;
-    core::log_warn("Received signal ", signo == SIGTERM ? "terminated" : "interrupt",
-                   ", initiating shutdown");
-    shutdown();
-  });
-  pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);  // this thread runs `control`: the handler's
-  control.run();
-  wait_for_workers(workers);
-  core::log_warn("Shutdown complete");
-  return exit_code;
+  const auto sigterm_component = health.add_component("sigterm", true);
+  limit_connections(proc, health);
+  process_parts parts{
+      stop_signals,   proc,  control, tracing_parts, workers,          rl,     trace_settings,
+      stats_settings, clock, shared,  stats,         prometheus.get(), health, sigterm_component};
+  return serve(parts);
 }
 
 }  // namespace

@@ -297,8 +297,8 @@ class DataPlane:
 
 
 class Load:
-    """Drives `rate` requests per second for `bucket_id` through a data plane in a thread, evenly spaced; counts
-    admitted and denied requests."""
+    """Drives `rate` requests per second (changeable while it runs) for `bucket_id` through a data plane in a
+    thread, evenly spaced; counts admitted and denied requests."""
 
     def __init__(self, plane, bucket_id, rate):
         self.plane = plane
@@ -311,16 +311,18 @@ class Load:
         self._thread.start()
 
     def _run(self):
-        start = time.monotonic()
-        sent = 0
+        last = time.monotonic()
+        owed = 0.0  # requests due and not sent yet (`rate` may change while it runs)
         while not self._stop.is_set():
-            due = int((time.monotonic() - start) * self.rate)
-            while sent < due:
+            now = time.monotonic()
+            owed += (now - last) * self.rate
+            last = now
+            while owed >= 1:
                 if self.plane.request(self.bucket_id):
                     self.admitted += 1
                 else:
                     self.denied += 1
-                sent += 1
+                owed -= 1
             self._stop.wait(0.01)
 
     def snapshot(self):

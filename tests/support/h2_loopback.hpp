@@ -64,6 +64,10 @@ class h2_client {
   void reset(std::int32_t id);
   // Everything the client has queued to send.
   std::string take_output();
+  // Bytes from a server (over a real socket: scripts/bench rlqs). False on a protocol error.
+  bool receive(std::string_view bytes);
+  // Forgets what a stream received so far (a long run would keep every answer).
+  void clear_body(std::int32_t id) { responses_[id].body.clear(); }
   // Moves bytes between the client and `server` and runs `io` until quiet.
   void pump(net::h2::session& server, boost::asio::io_context& io);
   response& at(std::int32_t id) { return responses_[id]; }

@@ -38,7 +38,7 @@ std::optional<call_error> message_stream::feed(std::span<const std::uint8_t> chu
     }
     if (partial_.size() == prefix_bytes + length) {
       auto e = take(partial_, deliver);
-      partial_.clear();
+      std::string().swap(partial_);  // a stream that lives for hours keeps no message-sized buffer
       if (e) return e;
     }
   }

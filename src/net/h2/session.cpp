@@ -125,6 +125,8 @@ struct session::callbacks {
     st->out_taken_ += n;
     if (st->out_taken_ == st->out_.size()) {
       st->out_.clear();
+      // A long-lived stream (a quota stream) keeps no large buffer between its answers.
+      if (st->out_.capacity() > 4096) st->out_.shrink_to_fit();
       st->out_taken_ = 0;
     }
     if (n == left && st->ended_) {

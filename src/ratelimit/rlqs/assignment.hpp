@@ -2,7 +2,7 @@
 // What a client is told for one bucket: a blanket rule, or its share of the bucket's budget as a token bucket
 // (or, for clients that apply it, requests per time unit), sized so that within any window of the rule the
 // client admits at most its share: max_tokens (the burst a new bucket starts with) plus what the refill adds
-// over the window never exceeds it — except for shares under 50 per window, which keep their whole refill
+// over the window never exceeds it — except for shares under 100 per window, which keep their whole refill
 // with a burst of one token (one request over the share at most). Fill intervals are whole seconds ≥ 1 s and
 // fixed per rule (Envoy keeps a token bucket across assignments only when max_tokens, tokens_per_fill and the
 // interval's nanos are equal, and compares no seconds: a changed interval alone would keep the old rate).
@@ -20,7 +20,7 @@ namespace sluice::ratelimit::rlqs {
 enum class strategy : std::uint8_t { token_bucket, requests_per_time_unit };
 
 // The share of the burst in a client's share (at least one token).
-constexpr double burst_fraction = 0.02;
+constexpr double burst_fraction = 0.01;
 
 struct assignment {
   enum class kind : std::uint8_t {

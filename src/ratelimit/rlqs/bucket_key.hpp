@@ -22,6 +22,9 @@ struct bucket_key {
   std::vector<std::pair<std::string, std::string>> pairs;  // sorted by key
 
   static bucket_key of(std::string_view domain, const envoy::service::rate_limit_quota::v3::BucketId& id);
+  // Only the canonical key, into `out` (reused: no allocation once it is large enough), for lookups.
+  static void canonical_of(std::string_view domain, const envoy::service::rate_limit_quota::v3::BucketId& id,
+                           std::string& out);
   // The pairs as a descriptor's entries, for the rule walk (views into `pairs`).
   std::vector<config::entry> entries() const;
 };

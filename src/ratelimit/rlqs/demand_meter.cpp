@@ -19,7 +19,7 @@ void demand_meter::report(std::uint64_t requests, std::int64_t now_us) {
     return;
   }
   recent_[next_] = {requests, elapsed};
-  next_ = (next_ + 1) % intervals;
+  next_ = static_cast<std::uint8_t>((next_ + 1) % intervals);
   if (count_ < intervals) ++count_;
 }
 

@@ -27,8 +27,8 @@ class demand_meter {
     std::int64_t micros = 0;
   };
   std::array<interval, intervals> recent_{};
-  std::size_t count_ = 0;  // intervals recorded, up to `intervals`
-  std::size_t next_ = 0;
+  std::uint8_t count_ = 0;  // intervals recorded, up to `intervals` (small: one meter per client and bucket)
+  std::uint8_t next_ = 0;
   std::int64_t last_report_us_ = 0;
   std::int64_t last_busy_us_ = 0;
   bool idle_ = false;

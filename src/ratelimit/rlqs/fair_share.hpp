@@ -13,7 +13,7 @@ namespace sluice::ratelimit::rlqs {
 
 // What a client's need counts as: its measured demand plus headroom to grow into, and never less than a
 // small floor, so an idle client can still admit its next requests.
-constexpr double demand_headroom = 1.25;     // need = demand × 1.25
+constexpr double demand_headroom = 1.10;     // need = demand × 1.1
 constexpr double demand_floor_share = 0.05;  // the floors of all clients together: at most 5% of the budget
 
 struct share_plan {

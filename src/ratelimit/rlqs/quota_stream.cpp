@@ -84,7 +84,7 @@ bool quota_stream::bind_domain(const std::string& domain) {
 
 void quota_stream::take(const rlqs_pb::RateLimitQuotaUsageReports::BucketQuotaUsage& usage, std::int64_t now,
                         rlqs_pb::RateLimitQuotaResponse& first_answers) {
-  auto group = state_->group_for(domain_, usage.bucket_id());
+  const auto& group = state_->group_for(domain_, usage.bucket_id());
   auto it = buckets_.find(group.get());
   const bool first = it == buckets_.end();
   if (first) {
@@ -109,7 +109,7 @@ void quota_stream::take(const rlqs_pb::RateLimitQuotaUsageReports::BucketQuotaUs
   if (!first) return;
   std::vector<double> fleet;
   state_->fleet_demands(*group, fleet);  // this client included: it is a member now
-  b.sent = state_->assign(b, fleet);
+  b.sent = state_->assign(b, state_->plan_for(*group, fleet));
   b.sent_at_us = now;
   add_action(first_answers, *group, b.sent,
              static_cast<std::uint32_t>(state_->config.assignment_ttl.count()));

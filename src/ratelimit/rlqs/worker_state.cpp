@@ -19,17 +19,17 @@ worker_state::worker_state(const settings& s, std::size_t w, demand_exchange& e,
                            stats::store& st, boost::asio::any_io_executor ex)
     : config(s), worker(w), exchange(e), clock(c), store(st), stats(service_stats::make(st)), timer(ex) {}
 
-std::shared_ptr<bucket_group> worker_state::group_for(std::string_view domain, const rlqs_pb::BucketId& id) {
-  auto key = bucket_key::of(domain, id);
-  auto it = groups.find(key.canonical);
+const std::shared_ptr<bucket_group>& worker_state::group_for(std::string_view domain,
+                                                             const rlqs_pb::BucketId& id) {
+  bucket_key::canonical_of(domain, id, scratch_key);
+  auto it = groups.find(std::string_view(scratch_key));
   if (it != groups.end()) return it->second;
   auto g = std::make_shared<bucket_group>();
-  g->rule = match_policy(rules.get(), domain, key);
+  g->key = bucket_key::of(domain, id);
+  g->rule = match_policy(rules.get(), domain, g->key);
   g->stats = rule_quota_stats::make(store, g->rule.rule);
   g->id = id;
-  g->key = std::move(key);
-  groups.emplace(g->key.canonical, g);
-  return g;
+  return groups.emplace(g->key.canonical, g).first->second;
 }
 
 void worker_state::rematch() {
@@ -55,45 +55,53 @@ void worker_state::fleet_demands(const bucket_group& g, std::vector<double>& out
   for (const auto* m : g.members) out.push_back(demand_of(*m));
 }
 
-assignment worker_state::assign(const stream_bucket& b, const std::vector<double>& fleet) const {
+group_plan worker_state::plan_for(const bucket_group& g, const std::vector<double>& fleet) const {
+  group_plan p;
+  if (g.rule.what != policy::kind::shared) return p;
+  p.budget_rate = g.rule.budget.rate() * exchange.budget_fraction();
+  std::vector<double> needs;
+  needs_of(fleet, p.budget_rate, needs);
+  p.shares = plan_shares(needs, p.budget_rate);
+  p.floor = p.budget_rate * demand_floor_share / static_cast<double>(std::max<std::size_t>(1, fleet.size()));
+  return p;
+}
+
+assignment worker_state::assign(const stream_bucket& b, const group_plan& p) const {
   const auto& rule = b.group->rule;
   if (rule.what != policy::kind::shared) {
     assignment a;
     a.what = rule.what == policy::kind::deny_all ? assignment::kind::deny_all : assignment::kind::allow_all;
     return a;
   }
-  const double budget_rate = rule.budget.rate() * exchange.budget_fraction();
-  std::vector<double> needs;
-  needs_of(fleet, budget_rate, needs);
-  const auto plan = plan_shares(needs, budget_rate);
-  const double floor =
-      budget_rate * demand_floor_share / static_cast<double>(std::max<std::size_t>(1, fleet.size()));
-  const double need = std::max(demand_of(b) * demand_headroom, floor);
-  return size_assignment(plan.share_for(need), rule.budget, config.strategy);
+  const double need = std::max(demand_of(b) * demand_headroom, p.floor);
+  return size_assignment(p.shares.share_for(need), rule.budget, config.strategy);
 }
 
 void worker_state::plan() {
   const std::int64_t now = clock.now_micros();
-  responses out;
-  abandon_idle(now, out);
+  abandon_idle(now);
   publish_demand();
+  plans.clear();
   for (auto it = groups.begin(); it != groups.end();) {
-    if (it->second->members.empty()) {
-      if (it->second->stats.assigned != nullptr)
-        it->second->stats.assigned->add(-it->second->assigned_published);
+    auto& g = *it->second;
+    if (g.members.empty()) {
+      if (g.stats.assigned != nullptr) g.stats.assigned->add(-g.assigned_published);
       it = groups.erase(it);
       continue;
     }
-    plan_group(*it->second, now, out);
+    std::vector<double> fleet;
+    if (g.rule.what == policy::kind::shared) fleet_demands(g, fleet);
+    plans.emplace(&g, plan_for(g, fleet));
     ++it;
   }
-  for (auto& [stream, response] : out) {
-    if (stream->open()) stream->send(response);
-  }
+  // Stream by stream, in one reused message: a plan that moves every share holds one stream's answer at a
+  // time, not every stream's.
+  for (auto* stream : streams) push_changes(*stream, now);
+  for (auto& [key, g] : groups) publish_assigned(*g);
   update_gauges();
 }
 
-void worker_state::abandon_idle(std::int64_t now, responses& out) {
+void worker_state::abandon_idle(std::int64_t now) {
   const std::int64_t timeout =
       std::chrono::duration_cast<std::chrono::microseconds>(config.bucket_idle_timeout).count();
   for (auto* stream : streams) {
@@ -101,12 +109,15 @@ void worker_state::abandon_idle(std::int64_t now, responses& out) {
     for (const auto& [group, b] : stream->buckets()) {
       if (now - std::max(b.demand.last_busy_us(), b.joined_us) >= timeout) idle.push_back(group);
     }
+    if (idle.empty()) continue;
+    scratch_response.Clear();
     for (const auto* group : idle) {
-      auto& action = *out[stream].add_bucket_action();
+      auto& action = *scratch_response.add_bucket_action();
       *action.mutable_bucket_id() = group->id;
       action.mutable_abandon_action();
       stream->drop(group);
     }
+    if (stream->open()) stream->send(scratch_response);
   }
 }
 
@@ -120,28 +131,30 @@ void worker_state::publish_demand() {
   exchange.publish(worker, std::move(mine));
 }
 
-void worker_state::plan_group(bucket_group& g, std::int64_t now, responses& out) {
-  std::vector<double> fleet;
-  if (g.rule.what == policy::kind::shared) fleet_demands(g, fleet);
+void worker_state::push_changes(quota_stream& stream, std::int64_t now) {
   const auto ttl = static_cast<std::uint32_t>(config.assignment_ttl.count());
+  scratch_response.Clear();
+  for (auto& [group, b] : stream.buckets()) {
+    const auto a = assign(b, plans.at(group));
+    // A share that rose by less than the threshold waits for the re-send before its time to live ends: a
+    // changed token bucket starts again from max_tokens, so small gains are not worth a push of their own.
+    if (!share_moved(b, a) && !resend_due(b, now)) continue;
+    b.sent = a;
+    b.sent_at_us = now;
+    add_action(scratch_response, *group, b.sent, ttl);
+  }
+  if (scratch_response.bucket_action_size() > 0 && stream.open()) stream.send(scratch_response);
+}
+
+// The group's part of its rule's rlqs_assigned gauge: what its clients hold, per rule window.
+void worker_state::publish_assigned(bucket_group& g) {
+  if (g.stats.assigned == nullptr) return;
   double assigned = 0;
-  for (auto* m : g.members) {
-    const auto a = assign(*m, fleet);
-    const bool moved = share_moved(*m, a);
-    if (!moved && !resend_due(*m, now)) continue;
-    // A share that moved by less than the threshold keeps its action: re-sent as it was, the client keeps its
-    // token bucket (a changed one starts again from max_tokens).
-    if (moved) m->sent = a;
-    m->sent_at_us = now;
-    add_action(out[m->stream], g, m->sent, ttl);
-  }
-  for (const auto* m : g.members) assigned += m->sent.rate;  // what clients hold
-  if (g.stats.assigned != nullptr) {
-    const auto per_window =
-        static_cast<std::int64_t>(std::llround(assigned * static_cast<double>(g.rule.budget.window_seconds)));
-    g.stats.assigned->add(per_window - g.assigned_published);
-    g.assigned_published = per_window;
-  }
+  for (const auto* m : g.members) assigned += m->sent.rate;
+  const auto per_window =
+      static_cast<std::int64_t>(std::llround(assigned * static_cast<double>(g.rule.budget.window_seconds)));
+  g.stats.assigned->add(per_window - g.assigned_published);
+  g.assigned_published = per_window;
 }
 
 // Any decrease goes out (what clients hold must stay within the budget); an increase only past the threshold

@@ -14,10 +14,18 @@
 #include "ratelimit/rlqs/bucket_group.hpp"
 #include "ratelimit/rlqs/demand_exchange.hpp"
 #include "ratelimit/rlqs/demand_meter.hpp"
+#include "ratelimit/rlqs/fair_share.hpp"
 #include "ratelimit/rlqs/quota_service.hpp"
 #include "ratelimit/rlqs/settings.hpp"
 
 namespace sluice::ratelimit::rlqs {
+
+// A shared bucket's plan: its fair shares of the budget this process plans with, and the floor of a need.
+struct group_plan {
+  share_plan shares;
+  double budget_rate = 0;
+  double floor = 0;
+};
 
 // One client's view of one bucket.
 struct stream_bucket {
@@ -43,7 +51,12 @@ struct worker_state {
   boost::asio::steady_timer timer;
   bool stopped = false;
   std::shared_ptr<const config::rule_set> rules;
-  std::unordered_map<std::string, std::shared_ptr<bucket_group>> groups;  // by canonical key
+  std::unordered_map<std::string, std::shared_ptr<bucket_group>, config::string_hash, std::equal_to<>>
+      groups;               // by canonical key
+  std::string scratch_key;  // group_for's lookups
+  // Reused for every answer (cleared, its parts kept): no allocation per action once warm.
+  envoy::service::rate_limit_quota::v3::RateLimitQuotaResponse scratch_response;
+  std::unordered_map<const bucket_group*, group_plan> plans;  // this plan period's, by group
   std::vector<quota_stream*> streams;
   std::unordered_map<const void*, std::size_t> streams_per_connection;
   std::int64_t streams_published = 0;  // this worker's part of the gauges
@@ -52,10 +65,12 @@ struct worker_state {
   // Matches every group again (a new rules snapshot).
   void rematch();
   // The group for a bucket, made (and matched) on first use.
-  std::shared_ptr<bucket_group> group_for(std::string_view domain,
-                                          const envoy::service::rate_limit_quota::v3::BucketId& id);
-  // The assignment for one client, given every client's demand for its bucket (itself included).
-  assignment assign(const stream_bucket& b, const std::vector<double>& fleet_demands) const;
+  const std::shared_ptr<bucket_group>& group_for(std::string_view domain,
+                                                 const envoy::service::rate_limit_quota::v3::BucketId& id);
+  // A bucket's plan from every client's demand for it (fleet_demands), once per plan period; then each
+  // client's assignment from it.
+  group_plan plan_for(const bucket_group& g, const std::vector<double>& fleet_demands) const;
+  assignment assign(const stream_bucket& b, const group_plan& p) const;
   // Every client's demand for a group, fleet-wide (this worker's as published).
   void fleet_demands(const bucket_group& g, std::vector<double>& out) const;
   // This client's demand as the plan sees it: unmeasured yet means it may want the whole budget.
@@ -65,11 +80,10 @@ struct worker_state {
   void schedule(const std::shared_ptr<worker_state>& self);
 
  private:
-  using responses =
-      std::unordered_map<quota_stream*, envoy::service::rate_limit_quota::v3::RateLimitQuotaResponse>;
-  void abandon_idle(std::int64_t now, responses& out);
+  void abandon_idle(std::int64_t now);
   void publish_demand();
-  void plan_group(bucket_group& g, std::int64_t now, responses& out);
+  void push_changes(quota_stream& stream, std::int64_t now);
+  void publish_assigned(bucket_group& g);
   static bool share_moved(const stream_bucket& b, const assignment& a);
   bool resend_due(const stream_bucket& b, std::int64_t now) const;
   void update_gauges();

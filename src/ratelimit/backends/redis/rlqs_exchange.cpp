@@ -54,7 +54,6 @@ rlqs_exchange::rlqs_exchange(std::size_t workers, std::unique_ptr<rd::store> sto
 rlqs_exchange::~rlqs_exchange() = default;
 
 void rlqs_exchange::start() {
-  store_->start([] {});
   last_success_ms_ = unix_ms();
   schedule();
 }
@@ -62,7 +61,7 @@ void rlqs_exchange::start() {
 void rlqs_exchange::stop() {
   stopped_ = true;
   timer_.cancel();
-  store_->stop();
+  if (connected_) store_->stop();
 }
 
 void rlqs_exchange::collect(const std::string& bucket, std::vector<double>& out,
@@ -138,6 +137,16 @@ void rlqs_exchange::sync() {
     requests.emplace_back(bucket, std::move(gone));
   }
   published_.clear();
+  if (requests.empty() && mine.empty()) {
+    last_success_ms_ = r->started_ms;  // nothing to share: Redis is not needed (nor connected to) yet
+    return;
+  }
+  if (!connected_) {
+    // The first quota stream: one connection of its own from now on (none for a fleet without quota streams,
+    // so REDIS_POOL_SIZE stays the count of connections until then).
+    connected_ = true;
+    store_->start([] {});
+  }
   for (const auto& [bucket, demands] : mine) {
     const auto key = key_of(bucket);
     rd::request req;
@@ -146,10 +155,6 @@ void rlqs_exchange::sync() {
     req.push({"HGETALL", key});
     requests.emplace_back(bucket, std::move(req));
     published_.insert(bucket);
-  }
-  if (requests.empty()) {
-    finish(*r);
-    return;
   }
   in_flight_ = r;
   r->waiting = requests.size();

@@ -61,6 +61,7 @@ class rlqs_exchange final : public rlqs::demand_exchange {
   std::size_t replicas_seen_ = 1;  // this one included
   bool degraded_ = false;
   bool stopped_ = false;
+  bool connected_ = false;  // the store is started on the first round with something to share
   std::atomic<double> fraction_{1.0};
 };
 

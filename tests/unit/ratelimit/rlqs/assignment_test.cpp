@@ -1,5 +1,6 @@
 // Sizing a client's share as an assignment (assignment.hpp): a token bucket whose burst plus refill over any
-// window of the rule stays within the share, requests per time unit, deny-all for no share, and the proto.
+// window of the rule stays within the share (a share under 100 per window: one request over it at most),
+// requests per time unit, deny-all for no share, and the proto.
 
 #include "ratelimit/rlqs/assignment.hpp"
 
@@ -24,22 +25,24 @@ rlqs::budget per(std::uint64_t requests, unit u, std::uint32_t multiplier = 1) {
 }  // namespace
 
 TEST_CASE("size_assignment: a per-second budget") {
-  // 100/s, a share of 50/s: share per window (1 s) = 50; max_tokens = max(1, floor(50 × 0.02)) = 1;
-  // fill_seconds = max(1, 60) = 60; tokens_per_fill = floor((50 - 1) / 1 × 60) = 2940 (49/s).
+  // 100/s, a share of 50/s: share per window (1 s) = 50; floor(50 × 0.01) = floor(0.5) = 0, under one token
+  // (a share under 100 per window): max_tokens 1 and the whole refill; fill_seconds = max(1, 60) = 60;
+  // tokens_per_fill = floor(50 / 1 × 60) = 3000 (50/s): 1 + 50 = 51 per window, one over the share.
   auto a = rlqs::size_assignment(50, per(100, unit::second), rlqs::strategy::token_bucket);
   CHECK(a.what == rlqs::assignment::kind::token_bucket);
   CHECK(a.max_tokens == 1);
   CHECK(a.fill_seconds == 60);
-  CHECK(a.tokens_per_fill == 2940);
-  CHECK(a.rate == doctest::Approx(49.0));
+  CHECK(a.tokens_per_fill == 3000);
+  CHECK(a.rate == doctest::Approx(50.0));
 
-  // A share of 1000/s: max_tokens = floor(1000 × 0.02) = 20; tokens_per_fill = floor(980 × 60) = 58800.
+  // A share of 1000/s: max_tokens = floor(1000 × 0.01) = 10; tokens_per_fill = floor((1000 - 10) × 60) =
+  // floor(990 × 60) = 59400.
   a = rlqs::size_assignment(1000, per(5000, unit::second), rlqs::strategy::token_bucket);
-  CHECK(a.max_tokens == 20);
+  CHECK(a.max_tokens == 10);
   CHECK(a.fill_seconds == 60);
-  CHECK(a.tokens_per_fill == 58800);
+  CHECK(a.tokens_per_fill == 59400);
 
-  // A share of 2.5/s: floor(2.5 × 0.02) = 0, under one token: a burst of 1 and the whole refill,
+  // A share of 2.5/s: floor(2.5 × 0.01) = 0, under one token: a burst of 1 and the whole refill,
   // tokens_per_fill = floor(2.5 × 60) = 150.
   a = rlqs::size_assignment(2.5, per(10, unit::second), rlqs::strategy::token_bucket);
   CHECK(a.max_tokens == 1);
@@ -47,36 +50,40 @@ TEST_CASE("size_assignment: a per-second budget") {
 }
 
 TEST_CASE("size_assignment: a per-minute and a per-hour budget") {
-  // 60 per minute, a share of 1/s: share per window (60 s) = 60; max_tokens = max(1, floor(1.2)) = 1;
-  // fill_seconds = max(60, 60) = 60; tokens_per_fill = floor((60 - 1) / 60 × 60) = 59.
+  // 60 per minute, a share of 1/s: share per window (60 s) = 60; floor(60 × 0.01) = floor(0.6) = 0, under
+  // one token: max_tokens 1 and the whole refill; fill_seconds = max(60, 60) = 60;
+  // tokens_per_fill = floor(60 / 60 × 60) = 60 (1 + 60 = 61 per window: one over the share).
   auto a = rlqs::size_assignment(1, per(60, unit::minute), rlqs::strategy::token_bucket);
   CHECK(a.max_tokens == 1);
   CHECK(a.fill_seconds == 60);
-  CHECK(a.tokens_per_fill == 59);
+  CHECK(a.tokens_per_fill == 60);
 
-  // Half of it (0.5/s): share 30; floor(0.6) = 0, under one token: max_tokens 1 and the whole refill,
+  // Half of it (0.5/s): share 30; floor(30 × 0.01) = floor(0.3) = 0, under one token: max_tokens 1 and the
+  // whole refill,
   // tokens_per_fill = 30.
   a = rlqs::size_assignment(0.5, per(60, unit::minute), rlqs::strategy::token_bucket);
   CHECK(a.max_tokens == 1);
   CHECK(a.tokens_per_fill == 30);
   CHECK(a.rate == doctest::Approx(30.0 / 60));
 
-  // 3600 per hour, a share of 0.25/s: share 900; max_tokens = floor(18) = 18; fill_seconds = 3600;
-  // tokens_per_fill = floor((900 - 18) / 3600 × 3600) = 882.
+  // 3600 per hour, a share of 0.25/s: share 900; max_tokens = floor(900 × 0.01) = 9; fill_seconds = 3600;
+  // tokens_per_fill = floor((900 - 9) / 3600 × 3600) = 891.
   a = rlqs::size_assignment(0.25, per(3600, unit::hour), rlqs::strategy::token_bucket);
-  CHECK(a.max_tokens == 18);
+  CHECK(a.max_tokens == 9);
   CHECK(a.fill_seconds == 3600);
-  CHECK(a.tokens_per_fill == 882);
+  CHECK(a.tokens_per_fill == 891);
 
-  // A window of 5 minutes (unit_multiplier 5), a share of 1/s: share 300; max_tokens = 6; fill 300 s;
-  // tokens_per_fill = floor(294 / 300 × 300) = 294.
+  // A window of 5 minutes (unit_multiplier 5), a share of 1/s: share 300; max_tokens = floor(300 × 0.01) = 3;
+  // fill 300 s; tokens_per_fill = floor((300 - 3) / 300 × 300) = 297.
   a = rlqs::size_assignment(1, per(600, unit::minute, 5), rlqs::strategy::token_bucket);
-  CHECK(a.max_tokens == 6);
+  CHECK(a.max_tokens == 3);
   CHECK(a.fill_seconds == 300);
-  CHECK(a.tokens_per_fill == 294);
+  CHECK(a.tokens_per_fill == 297);
 }
 
-TEST_CASE("size_assignment: burst + refill over a window never exceeds the share (random shares)") {
+TEST_CASE(
+    "size_assignment: burst + refill over a window stay within the share, +1 under 100 a window (random "
+    "shares)") {
   std::mt19937_64 rng(20240607);
   const rlqs::budget budgets[] = {per(100, unit::second),     per(7, unit::second),  per(60, unit::minute),
                                   per(1000, unit::minute, 5), per(3600, unit::hour), per(50000, unit::day)};
@@ -93,8 +100,8 @@ TEST_CASE("size_assignment: burst + refill over a window never exceeds the share
       CHECK(a.max_tokens >= 1);
       CHECK(a.fill_seconds >= 60);
       CHECK(a.fill_seconds >= b.window_seconds);
-      // max_tokens + tokens_per_fill / fill_seconds × window <= share × window; a share under 50 per window
-      // (no whole token of burst in it) may go one over.
+      // max_tokens + tokens_per_fill / fill_seconds × window <= share × window; a share under 100 per window
+      // (share × 0.01 < 1: no whole token of burst in it) may go one over.
       const double admitted = a.max_tokens + static_cast<double>(a.tokens_per_fill) / a.fill_seconds * window;
       const double allowance = s * window * rlqs::burst_fraction < 1 ? 1.0 : 0.0;
       CHECK(admitted <= s * window * (1 + 1e-12) + allowance);
@@ -105,8 +112,8 @@ TEST_CASE("size_assignment: burst + refill over a window never exceeds the share
 }
 
 TEST_CASE("size_assignment: small shares keep their whole refill (a rule of 1 per minute still refills)") {
-  // 1 per minute, the whole share: max_tokens 1, tokens_per_fill 1 per 60 s (deducting the burst would leave
-  // 0).
+  // 1 per minute, the whole share: floor(1 × 0.01) = 0, so max_tokens 1 and tokens_per_fill 1 per 60 s
+  // (deducting the burst would leave 0).
   auto a = rlqs::size_assignment(1.0 / 60, per(1, unit::minute), rlqs::strategy::token_bucket);
   CHECK(a.max_tokens == 1);
   CHECK(a.tokens_per_fill == 1);
@@ -154,7 +161,8 @@ TEST_CASE("same_action compares the action, not the rate") {
 
 TEST_CASE("to_proto: the strategy and the time to live") {
   SUBCASE("a token bucket") {
-    // 60 per minute, share 1/s: {max_tokens 1, tokens_per_fill 59, fill_interval 60 s}.
+    // 60 per minute, share 1/s = 60 per window, under 100: {max_tokens 1, tokens_per_fill 60 (the whole
+    // share), fill_interval 60 s}.
     action out;
     rlqs::to_proto(rlqs::size_assignment(1, per(60, unit::minute), rlqs::strategy::token_bucket), 15, out);
     CHECK(out.assignment_time_to_live().seconds() == 15);
@@ -163,7 +171,7 @@ TEST_CASE("to_proto: the strategy and the time to live") {
     const auto& tb = out.rate_limit_strategy().token_bucket();
     CHECK(tb.max_tokens() == 1);
     REQUIRE(tb.has_tokens_per_fill());
-    CHECK(tb.tokens_per_fill().value() == 59);
+    CHECK(tb.tokens_per_fill().value() == 60);
     CHECK(tb.fill_interval().seconds() == 60);
     CHECK(tb.fill_interval().nanos() == 0);
   }

@@ -1,5 +1,5 @@
 // Max-min fair shares (fair_share.hpp): plan_shares water-fills a budget among needs, needs_of turns measured
-// demands into needs (headroom 1.25, floor budget × 5% ÷ n). Every expected value is worked out by hand.
+// demands into needs (headroom 1.1, floor budget × 5% ÷ n). Every expected value is worked out by hand.
 
 #include "ratelimit/rlqs/fair_share.hpp"
 
@@ -124,23 +124,25 @@ TEST_CASE("plan_shares: the shares always add up to the budget") {
   }
 }
 
-TEST_CASE("needs_of: demand × 1.25, never under budget × 0.05 ÷ n") {
-  // budget 60, 3 clients: floor = 60 × 0.05 / 3 = 1. Demands {0, 8, 100} → {max(0, 1), 8 × 1.25, 100 × 1.25}.
+TEST_CASE("needs_of: demand × 1.1, never under budget × 0.05 ÷ n") {
+  // budget 60, 3 clients: floor = 60 × 0.05 / 3 = 1. Demands {0, 8, 100} → {max(0, 1), 8 × 1.1, 100 × 1.1} =
+  // {1, 8.8, 110} (1.1 is not exact in binary: compared approximately).
   const std::vector<double> demands{0, 8, 100};
   std::vector<double> out{99, 99};  // replaced, not appended to
   rlqs::needs_of(demands, 60, out);
   REQUIRE(out.size() == 3);
   CHECK(out[0] == doctest::Approx(1.0));
-  CHECK(out[1] == 10);
-  CHECK(out[2] == 125);
+  CHECK(out[1] == doctest::Approx(8.8));
+  CHECK(out[2] == doctest::Approx(110.0));
 
   SUBCASE("the floor shrinks with the number of clients") {
-    // budget 1, 2 clients: floor = 1 × 0.05 / 2 = 0.025; demand 0.01 → 0.0125 < 0.025 → 0.025.
+    // budget 1, 2 clients: floor = 1 × 0.05 / 2 = 0.025; demand 0.01 → 0.011 < 0.025 → 0.025; demand 0.1 →
+    // 0.11 > 0.025 → 0.11.
     const std::vector<double> two{0.01, 0.1};
     rlqs::needs_of(two, 1, out);
     REQUIRE(out.size() == 2);
     CHECK(out[0] == doctest::Approx(0.025));
-    CHECK(out[1] == doctest::Approx(0.125));
+    CHECK(out[1] == doctest::Approx(0.11));
   }
   SUBCASE("no demands, no needs") {
     rlqs::needs_of({}, 60, out);

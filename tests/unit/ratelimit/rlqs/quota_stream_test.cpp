@@ -54,12 +54,14 @@ TEST_CASE(
   REQUIRE(a.has_quota_assignment_action());
   CHECK(a.quota_assignment_action().assignment_time_to_live().seconds() == 6);  // RLQS_ASSIGNMENT_TTL
   // tenant: 60 per minute, budget 1/s. Unmeasured, the client counts as wanting the whole budget: fleet {1};
-  // need max(1 × 1.25, 0.05) = 1.25 over a budget of 1 → level 1 → share 1/s = 60 per window;
-  // max_tokens = max(1, floor(60 × 0.02)) = 1; fill 60 s; tokens_per_fill = floor((60 - 1) / 60 × 60) = 59.
+  // need max(1 × 1.1, 0.05) = 1.1 over a budget of 1 → level 1 → share 1/s = 60 per window;
+  // floor(60 × 0.01) = 0, under one token (a share under 100 per window): max_tokens 1 and the whole refill;
+  // fill 60 s; tokens_per_fill = floor(60 / 60 × 60) = 60.
   const auto tb = token_bucket_of(a);
   REQUIRE(tb);
-  CHECK(*tb == bucket_numbers{1, 59, 60});
-  CHECK(tb->max_tokens + static_cast<double>(tb->tokens_per_fill) / tb->fill_seconds * 60 <= 60);
+  CHECK(*tb == bucket_numbers{1, 60, 60});
+  // Within the share per window but for the one request such a small share may admit over it: 1 + 60 = 61.
+  CHECK(tb->max_tokens + static_cast<double>(tb->tokens_per_fill) / tb->fill_seconds * 60 <= 60 + 1);
 
   SUBCASE("later reports of the bucket are not answered (only a plan pushes)") {
     f.clock.advance(1);
@@ -67,12 +69,14 @@ TEST_CASE(
     CHECK(responses(f.body(id)).size() == 1);
   }
   SUBCASE("a per-second rule") {
-    // fast: 100/s. share 100/s = 100 per 1 s window; max_tokens = floor(100 × 0.02) = 2; fill 60 s;
-    // tokens_per_fill = floor((100 - 2) / 1 × 60) = 5880: 2 + 5880 / 60 = 100 per second.
+    // fast: 100/s; the report is 0/0, so the client is idle (demand 0): need max(0 × 1.1, 100 × 0.05 / 1) =
+    // 5, under the budget: 5 + the surplus 95 = share 100/s = 100 per 1 s window; max_tokens = floor(100 ×
+    // 0.01) = 1; fill 60 s; tokens_per_fill = floor((100 - 1) / 1 × 60) = 5940: 1 + 5940 / 60 = 100 per
+    // second.
     f.send(id, reports("", {{{{"fast", "x"}}, 0}}));
     const auto fast = actions_for(f.body(id), {{"fast", "x"}});
     REQUIRE(fast.size() == 1);
-    CHECK(token_bucket_of(fast[0]) == bucket_numbers{2, 5880, 60});
+    CHECK(token_bucket_of(fast[0]) == bucket_numbers{1, 5940, 60});
   }
   SUBCASE("several new buckets in one message: one answer with an action for each; known ones are left out") {
     f.send(id, reports("", {{{{"tenant", "acme"}}, 1}, {{{"tenant", "b1"}}, 1}, {{{"tenant", "b2"}}, 1}}));
@@ -237,18 +241,19 @@ descriptors:
     return a[0];
   };
   // One client, not measured yet: its share is the whole budget.
-  // gold*: 120 per minute = 2/s; share 120 per window: max_tokens floor(2.4) = 2, tokens_per_fill 118,
-  // fill 60.
-  CHECK(token_bucket_of(first({{"plan", "gold-1"}})) == bucket_numbers{2, 118, 60});
+  // gold*: 120 per minute = 2/s; share 120 per window: max_tokens floor(120 × 0.01) = floor(1.2) = 1,
+  // tokens_per_fill floor((120 - 1) / 60 × 60) = 119, fill 60.
+  CHECK(token_bucket_of(first({{"plan", "gold-1"}})) == bucket_numbers{1, 119, 60});
   CHECK(blanket_of(first({{"plan", "silver"}})) == RateLimitStrategy::ALLOW_ALL);
-  // org → user: 600 per 10 minutes; share 600 per 600 s window: max_tokens 12, tokens_per_fill 588, fill 600.
-  CHECK(token_bucket_of(first({{"org", "x"}, {"user", "u"}})) == bucket_numbers{12, 588, 600});
+  // org → user: 600 per 10 minutes; share 600 per 600 s window: max_tokens floor(600 × 0.01) = 6,
+  // tokens_per_fill floor((600 - 6) / 600 × 600) = 594, fill max(600, 60) = 600.
+  CHECK(token_bucket_of(first({{"org", "x"}, {"user", "u"}})) == bucket_numbers{6, 594, 600});
   CHECK(blanket_of(first({{"org", "x"}})) == RateLimitStrategy::ALLOW_ALL);  // a limit only at the last entry
   // Pairs are walked sorted by key: {app, zone} does not reach zone → app (documented: "sorted by key").
   CHECK(blanket_of(first({{"zone", "z"}, {"app", "a"}})) == RateLimitStrategy::ALLOW_ALL);
-  // 100/s and 3000/min (50/s): the tightest is the budget. share 3000 per 60 s: max_tokens 60,
-  // tokens_per_fill 2940, fill 60.
-  CHECK(token_bucket_of(first({{"multi", "m"}})) == bucket_numbers{60, 2940, 60});
+  // 100/s and 3000/min (50/s): the tightest is the budget. share 3000 per 60 s: max_tokens
+  // floor(3000 × 0.01) = 30, tokens_per_fill floor((3000 - 30) / 60 × 60) = 2970, fill 60.
+  CHECK(token_bucket_of(first({{"multi", "m"}})) == bucket_numbers{30, 2970, 60});
 }
 
 TEST_CASE("RLQS_STRATEGY=requests_per_time_unit: shares as requests per unit") {
