@@ -15,7 +15,7 @@ import grpc
 
 import harness
 import rlqs_pb2
-from harness import RedisServer, Sluice, TlsCerts
+from harness import ClusterSetup, RedisServer, Sluice, TlsCerts
 from otlp_collector import HttpCollector
 from rlqs_dataplane import DataPlane, Load
 
@@ -412,6 +412,25 @@ class Replicas(unittest.TestCase):
                 self.assertEqual(one.log().count('cannot reach Redis to share demand'), 1)
                 rates = [token_rate(p.last_action(TENANT)) for p in planes]
                 self.assertLessEqual(sum(rates), BUDGET, rates)
+
+    def test_two_replicas_on_a_cluster(self):
+        with ClusterSetup() as cluster:
+            env = dict(cluster.sluice_env(), BACKEND_TYPE='redis')
+            with Sluice(rules={'quota.yaml': RULES}, env=env) as one, \
+                    Sluice(rules={'quota.yaml': RULES}, env=env) as two:
+                buckets = [{'tenant': 't%d' % i} for i in range(4)]  # their hashes fall on different nodes
+                planes = [DataPlane('127.0.0.1:%d' % s.grpc_port, 'quota', interval=1.0) for s in (one, two)]
+                self.addCleanup(lambda: [p.close() for p in planes])
+                loads = [Load(p, b, 200) for p in planes for b in buckets]
+                self.addCleanup(lambda: [l.stop() for l in loads])
+                for p in planes:
+                    for b in buckets:
+                        wait_action(p, b, lambda a: token_rate(a) < 0.6 * BUDGET, timeout=6.0,
+                                    message='half of %r on each replica' % b)
+                for b in buckets:
+                    rates = [token_rate(p.last_action(b)) for p in planes]
+                    self.assertLessEqual(sum(rates), BUDGET, (b, rates))
+                    self.assertGreater(sum(rates), 0.9 * BUDGET, (b, rates))
 
 
 if __name__ == '__main__':
