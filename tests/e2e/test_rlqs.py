@@ -286,6 +286,23 @@ class Settings(unittest.TestCase):
             harness.wait_until(lambda: big.statuses, message='the stream to end')
             self.assertEqual(big.statuses[0][0], grpc.StatusCode.RESOURCE_EXHAUSTED)
 
+    def test_max_connection_age_ends_the_stream_and_the_client_comes_back(self):
+        with Sluice(rules={'quota.yaml': RULES}, env={'GRPC_MAX_CONNECTION_AGE': '1s',
+                                                     'GRPC_MAX_CONNECTION_AGE_GRACE': '10s'}) as sluice:
+            p = DataPlane('127.0.0.1:%d' % sluice.grpc_port, 'quota', interval=1.0)
+            self.addCleanup(p.close)
+            p.request(TENANT)
+            wait_action(p, TENANT)
+            # The GOAWAY at ~1 s (±10%) ends the stream at once, long before the 10 s grace.
+            harness.wait_until(lambda: p.statuses, timeout=3.0, message='the stream to end at max connection age')
+            self.assertEqual(p.statuses[0][0], grpc.StatusCode.UNAVAILABLE)
+            self.assertIn('GOAWAY', p.statuses[0][1])
+            # Envoy's client reopens at its next report, on a new connection, and keeps its buckets.
+            harness.wait_until(lambda: p.streams_opened >= 2, timeout=3.0, message='a new stream')
+            count = len(p.actions)
+            p.request(TENANT)
+            harness.wait_until(lambda: len(p.actions) > count, timeout=5.0, message='an answer on the new stream')
+
     def test_bad_settings_stop_the_start(self):
         for env, message in [({'RLQS_STRATEGY': 'leaky'}, 'RLQS_STRATEGY'),
                              ({'RLQS_ASSIGNMENT_TTL': '1500ms'}, 'RLQS_ASSIGNMENT_TTL'),
