@@ -25,8 +25,8 @@ assignment token_bucket_for(double share_rate, const budget& b) {
   const double share = share_rate * window;  // requests per window
   a.max_tokens = clamp_u32(share * burst_fraction);
   // The burst comes out of the share, so a window never admits more than the share; a share too small for a
-  // burst of one whole token (under 100 a window) keeps its whole refill and a burst of one, or it would never
-  // refill at all: such a client may admit one request more than its share in a window.
+  // burst of one whole token (under 100 a window) keeps its whole refill and a burst of one, or it would
+  // never refill at all: such a client may admit one request more than its share in a window.
   const double refill = a.max_tokens >= 1 ? share - a.max_tokens : share;
   a.max_tokens = std::max<std::uint32_t>(1, a.max_tokens);
   a.fill_seconds =

@@ -22,9 +22,9 @@ class demand_meter {
   std::int64_t last_busy_us() const { return last_busy_us_; }
 
  private:
-  struct interval {
-    std::uint64_t requests = 0;
-    std::int64_t micros = 0;
+  struct interval {  // 8 bytes: there is one meter per client and bucket
+    std::uint32_t requests = 0;
+    std::uint32_t millis = 0;
   };
   std::array<interval, intervals> recent_{};
   std::uint8_t count_ = 0;  // intervals recorded, up to `intervals` (small: one meter per client and bucket)

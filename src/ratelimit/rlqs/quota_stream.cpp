@@ -95,8 +95,7 @@ void quota_stream::take(const rlqs_pb::RateLimitQuotaUsageReports::BucketQuotaUs
                            " buckets (RLQS_MAX_BUCKETS_PER_STREAM)"));
     }
     it = buckets_.try_emplace(group.get()).first;
-    it->second.group = group;
-    it->second.stream = this;
+    it->second.group = group.get();
     it->second.joined_us = now;
     group->members.push_back(&it->second);
   }

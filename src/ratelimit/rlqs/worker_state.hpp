@@ -28,9 +28,9 @@ struct group_plan {
 };
 
 // One client's view of one bucket.
+// One per (stream, bucket): kept small, a client may report thousands of buckets (README: about 130 bytes).
 struct stream_bucket {
-  std::shared_ptr<bucket_group> group;
-  quota_stream* stream = nullptr;
+  bucket_group* group = nullptr;  // alive while it has members (worker_state::plan erases empty groups only)
   demand_meter demand;
   assignment sent;
   std::int64_t sent_at_us = 0;  // 0: nothing sent yet
