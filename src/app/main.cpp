@@ -240,9 +240,8 @@ int serve(process_parts& p) {
   p.tracing = make_tracing(p.trace_settings, p.workers.size(), p.control, p.stats);
   s.grpc = std::make_unique<net::grpc::server>(p.proc.grpc);
   s.demand = make_demand_exchange(p.rl, p.workers.size(), p.control);
-  build_workers(
-      s.apis, p.workers,
-      {p.rl, *s.limiter, s.backend, p.stats, p.health, p.shared, *s.grpc, p.tracing, *s.demand, p.clock});
+  build_workers(s.apis, p.workers,
+                {p.rl, *s.limiter, s.backend, p.stats, p.health, p.shared, *s.grpc, p.tracing, *s.demand});
   s.rules = std::make_unique<ratelimit::service::rules_source>(p.rl.rules, publish_to(p.workers, s.apis),
                                                                p.stats, p.health);
   s.xds = start_xds(p.rl, p.control, *s.rules);

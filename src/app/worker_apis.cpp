@@ -10,6 +10,9 @@ namespace asio = boost::asio;
 
 void build_workers(std::vector<worker_apis>& apis, core::worker_pool& workers, const worker_wiring& w) {
   auto& check_requests = w.stats.get_counter("ratelimit_server.Check.total_requests");
+  // The quota service measures intervals only: a clock that NTP cannot step (static: the streams' state may
+  // outlive the services by a little at exit).
+  static const core::steady_clock quota_clock;
   for (unsigned i = 0; i < workers.size(); ++i) {
     auto& a = apis.emplace_back();
     a.service = std::make_unique<ratelimit::service::rate_limit_service>(w.rl.service, w.limiter,
@@ -23,7 +26,7 @@ void build_workers(std::vector<worker_apis>& apis, core::worker_pool& workers, c
     a.rls = std::make_unique<ratelimit::api::rls_grpc_service>(*a.service, w.stats);
     a.rls->set_tracer(w.tracing.tracer(i));
     a.rls->add_to(*methods);
-    a.quota = std::make_unique<ratelimit::rlqs::quota_service>(w.rl.rlqs, i, w.demand, w.clock, w.stats,
+    a.quota = std::make_unique<ratelimit::rlqs::quota_service>(w.rl.rlqs, i, w.demand, quota_clock, w.stats,
                                                                workers.context(i).get_executor());
     a.quota->set_tracer(w.tracing.tracer(i));
     a.quota->add_to(*methods);

@@ -46,7 +46,6 @@ struct worker_wiring {
   net::grpc::server& grpc;
   const tracing_holder& tracing;
   ratelimit::rlqs::demand_exchange& demand;
-  const core::clock& clock;
 };
 
 // Per worker: the services, their HTTP routes and gRPC methods; Health/Watch hears every health change.

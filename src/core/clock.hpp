@@ -25,6 +25,17 @@ class system_clock final : public clock {
   }
 };
 
+// A clock that never jumps (NTP steps, a changed date): microseconds since an arbitrary start, not the epoch.
+// For measuring intervals (the quota service's demand, re-sends and idle timeouts), never for windows.
+class steady_clock final : public clock {
+ public:
+  std::int64_t now_micros() const override {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+};
+
 class fake_clock final : public clock {
  public:
   explicit fake_clock(std::int64_t seconds = 0) : now_(seconds * 1'000'000) {}

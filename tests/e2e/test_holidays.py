@@ -608,7 +608,7 @@ class Reload(Checks):
         return json_items(json.loads(raw.decode('utf-8'))['data'])
 
     def wait_items(self, expected):
-        harness.wait_until(lambda: self.items() == expected, timeout=1.5, message='the list %r served' % expected,
+        harness.wait_until(lambda: self.items() == expected, timeout=5.0, message='the list %r served' % expected,
                            describe=self.server.log_tail)
 
     def ics(self):
@@ -653,13 +653,13 @@ class Reload(Checks):
                 since = len(self.server.log())
                 write_atomically(self.path, data)
                 self.server.wait_for_log('%s: %s (keeping what was loaded before)' % (self.path, message),
-                                         since=since, timeout=1.5)
+                                         since=since, timeout=5.0)
                 self.assertEqual(self.items(), self.FIRST)
         # in place, too
         since = len(self.server.log())
         write_file(self.path, 'name,date\n')
         self.server.wait_for_log('%s: the file has a header but no holidays (keeping what was loaded before)'
-                                 % self.path, since=since, timeout=1.5)
+                                 % self.path, since=since, timeout=5.0)
         self.assertEqual(self.items(), self.FIRST)
         # a good file again is picked up
         rows = [('Back', '2033-01-01')]
@@ -689,18 +689,18 @@ class ReloadLog(Checks):
         error = ("%s: line 2: date '2012-13-01' is not a Y-m-d calendar date (keeping what was loaded before)"
                  % self.path)
         write_atomically(self.path, 'name,date\nA,2012-13-01\n')
-        self.server.wait_for_log(error, timeout=1.5)
+        self.server.wait_for_log(error, timeout=5.0)
         self.touch_a_neighbour()
         self.assertEqual(self.server.log().count(error), 1, self.server.log_tail())
         # Another broken text, the same message: a new change, logged once more.
         write_atomically(self.path, 'name,date\nA,2012-13-01\nB,2030-01-01\n')
-        harness.wait_until(lambda: self.server.log().count(error) == 2, timeout=1.5, message='logged again',
+        harness.wait_until(lambda: self.server.log().count(error) == 2, timeout=5.0, message='logged again',
                            describe=self.server.log_tail)
         self.touch_a_neighbour()
         self.assertEqual(self.server.log().count(error), 2, self.server.log_tail())
         since = len(self.server.log())
         write_atomically(self.path, csv_text([('Back', '2033-01-01')]))
-        self.server.wait_for_log('%s: loaded 1 holidays' % self.path, since=since, timeout=1.5)
+        self.server.wait_for_log('%s: loaded 1 holidays' % self.path, since=since, timeout=5.0)
         self.assertEqual(self.server.log().count(error), 2)
 
 

@@ -134,7 +134,7 @@ class Memory(unittest.TestCase):
         # b leaves: a gets the whole budget, pushed unasked.
         loads[1].stop()
         b.close()
-        wait_action(a, TENANT, lambda x: token_rate(x) > 0.9 * BUDGET, timeout=4.0,
+        wait_action(a, TENANT, lambda x: token_rate(x) > 0.9 * BUDGET, timeout=6.0,
                     message='the whole budget for a once b left')
 
     def test_idle_bucket_is_abandoned_and_comes_back(self):
@@ -200,6 +200,7 @@ class Memory(unittest.TestCase):
         self.assertIn('unmarshalling', e.exception.details())
 
     def test_stats(self):
+        before = stats_of(self.sluice).get('ratelimit.service.rate_limit.quota.tenant.rlqs_allowed', 0)
         p = self.plane()
         load = Load(p, {'tenant': 'counted'}, 50)
         self.addCleanup(load.stop)
@@ -208,7 +209,8 @@ class Memory(unittest.TestCase):
         self.assertGreaterEqual(s['ratelimit.rlqs.active_streams'], 1)
         self.assertGreaterEqual(s['ratelimit.rlqs.active_buckets'], 1)
         self.assertGreater(s['ratelimit.rlqs.reports'], 0)
-        self.assertGreater(s['ratelimit.service.rate_limit.quota.tenant.rlqs_allowed'], 50)
+        # What this client reported in ~2.5 s at 50/s (its reports are every second): at least one report's worth.
+        self.assertGreater(s['ratelimit.service.rate_limit.quota.tenant.rlqs_allowed'] - before, 40)
         self.assertIn('ratelimit.service.rate_limit.quota.tenant.rlqs_denied', s)
         self.assertGreater(s['ratelimit.service.rate_limit.quota.tenant.rlqs_assigned'], 0)
         self.assertLessEqual(s['ratelimit.service.rate_limit.quota.tenant.rlqs_assigned'], 6000)
@@ -285,6 +287,7 @@ class Settings(unittest.TestCase):
             big.request({'tenant': 'x' * 3000})
             harness.wait_until(lambda: big.statuses, message='the stream to end')
             self.assertEqual(big.statuses[0][0], grpc.StatusCode.RESOURCE_EXHAUSTED)
+            self.assertIn('larger than max', big.statuses[0][1])
 
     def test_max_connection_age_ends_the_stream_and_the_client_comes_back(self):
         with Sluice(rules={'quota.yaml': RULES}, env={'GRPC_MAX_CONNECTION_AGE': '1s',
@@ -294,14 +297,14 @@ class Settings(unittest.TestCase):
             p.request(TENANT)
             wait_action(p, TENANT)
             # The GOAWAY at ~1 s (±10%) ends the stream at once, long before the 10 s grace.
-            harness.wait_until(lambda: p.statuses, timeout=3.0, message='the stream to end at max connection age')
+            harness.wait_until(lambda: p.statuses, timeout=6.0, message='the stream to end at max connection age')
             self.assertEqual(p.statuses[0][0], grpc.StatusCode.UNAVAILABLE)
             self.assertIn('GOAWAY', p.statuses[0][1])
             # Envoy's client reopens at its next report, on a new connection, and keeps its buckets.
-            harness.wait_until(lambda: p.streams_opened >= 2, timeout=3.0, message='a new stream')
             count = len(p.actions)
-            p.request(TENANT)
-            harness.wait_until(lambda: len(p.actions) > count, timeout=5.0, message='an answer on the new stream')
+            harness.wait_until(lambda: p.streams_opened >= 2, timeout=6.0, message='a new stream')
+            # Its first full report there is a first report of the bucket on that stream: answered at once.
+            harness.wait_until(lambda: len(p.actions) > count, timeout=6.0, message='an answer on the new stream')
 
     def test_bad_settings_stop_the_start(self):
         for env, message in [({'RLQS_STRATEGY': 'leaky'}, 'RLQS_STRATEGY'),
@@ -334,14 +337,13 @@ class Reload(unittest.TestCase):
             self.addCleanup(load.stop)
             wait_action(p, TENANT, lambda a: token_rate(a) > 0.9 * BUDGET, message='the whole budget')
             sluice.write_rule('quota.yaml', RULES.replace('requests_per_unit: 6000', 'requests_per_unit: 1200'))
-            start = time.monotonic()
+            # Pushed with the next plan after the reload (500 ms), not at the next report or re-send (10 s).
             wait_action(p, TENANT, lambda a: strategy_kind(a) == 'token_bucket' and token_rate(a) <= 20,
-                        timeout=3.0, message='the new budget (1200 per minute)')
-            self.assertLess(time.monotonic() - start, 2.5)
+                        timeout=4.0, message='the new budget (1200 per minute)')
             # The rule removed: ALLOW_ALL.
             sluice.write_rule('quota.yaml', RULES.replace('- key: tenant\n', '- key: renamed\n'))
             wait_action(p, TENANT, lambda a: strategy_kind(a) == 'blanket_rule' and a[3].blanket_rule == 0,
-                        timeout=3.0, message='ALLOW_ALL once no rule matches')
+                        timeout=4.0, message='ALLOW_ALL once no rule matches')
 
 
 class TlsAndShutdown(unittest.TestCase):
@@ -358,9 +360,10 @@ class TlsAndShutdown(unittest.TestCase):
                 self.assertEqual(strategy_kind(wait_action(p, TENANT)), 'token_bucket')
                 start = time.monotonic()
                 sluice.terminate()
-                harness.wait_until(lambda: p.statuses, timeout=3.0, message='the stream to end at shutdown')
+                harness.wait_until(lambda: p.statuses, timeout=5.0, message='the stream to end at shutdown')
                 self.assertEqual(p.statuses[0][0], grpc.StatusCode.UNAVAILABLE)
-                self.assertLess(time.monotonic() - start, 2.0)
+                # At the GOAWAY, not when the shutdown grace (SHUTDOWN_GRACE_PERIOD, 10 s) closes the connection.
+                self.assertLess(time.monotonic() - start, 5.0)
                 self.assertEqual(sluice.wait_exit(10), 0)
 
 
@@ -408,7 +411,7 @@ class Replicas(unittest.TestCase):
                 loads = [Load(p, TENANT, 200) for p in planes]
                 self.addCleanup(lambda: [l.stop() for l in loads])
                 for p in planes:
-                    wait_action(p, TENANT, lambda a: token_rate(a) < 0.35 * BUDGET, timeout=6.0,
+                    wait_action(p, TENANT, lambda a: token_rate(a) < 0.35 * BUDGET, timeout=10.0,
                                 message='a quarter share on each of four clients')
                 time.sleep(2)
                 rates = [token_rate(p.last_action(TENANT)) for p in planes]
@@ -422,9 +425,9 @@ class Replicas(unittest.TestCase):
 
                 # Redis gone: each replica keeps to half of the budget (two replicas seen), and says so once.
                 redis.stop()
-                one.wait_for_log('cannot reach Redis to share demand', timeout=8.0)
-                wait_action(planes[0], TENANT, lambda a: token_rate(a) < 0.3 * BUDGET, timeout=5.0,
-                            message='a quarter of the budget each on replica one (half of it, two clients)')
+                one.wait_for_log('cannot reach Redis to share demand', timeout=10.0)
+                # Each replica now sees only its own two clients; planning with half of the budget keeps the four
+                # within it (with the whole budget each replica would give its two clients half each: 200/s).
                 time.sleep(2)
                 self.assertEqual(one.log().count('cannot reach Redis to share demand'), 1)
                 rates = [token_rate(p.last_action(TENANT)) for p in planes]
@@ -442,7 +445,7 @@ class Replicas(unittest.TestCase):
                 self.addCleanup(lambda: [l.stop() for l in loads])
                 for p in planes:
                     for b in buckets:
-                        wait_action(p, b, lambda a: token_rate(a) < 0.6 * BUDGET, timeout=6.0,
+                        wait_action(p, b, lambda a: token_rate(a) < 0.6 * BUDGET, timeout=10.0,
                                     message='half of %r on each replica' % b)
                 for b in buckets:
                     rates = [token_rate(p.last_action(b)) for p in planes]

@@ -257,14 +257,16 @@ void call::reply(const google::protobuf::MessageLite& response) {
 
 void call::write(const google::protobuf::MessageLite& message) {
   if (done_) return;
-  append_message(message);
   if (unsent_bytes() > max_unsent_bytes_) {
-    // The client is not reading: holding more for it would let one stream take the server's memory.
+    // The client has not read what was written before: holding more for it would let one stream take the
+    // server's memory. (One large message on a stream that keeps up is fine: only the backlog counts.)
     done_ = true;
     if (deadline_) deadline_->cancel();
     stream::reset(NGHTTP2_CANCEL);
     notify_cancel();
+    return;
   }
+  append_message(message);
 }
 
 void call::finish(status_code code, std::string_view message) {

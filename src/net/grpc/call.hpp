@@ -31,7 +31,8 @@ namespace sluice::net::grpc {
 
 struct call_limits {
   std::size_t max_recv_message_bytes = 4 << 20;  // GRPC_MAX_RECV_MESSAGE_BYTES
-  // A streaming call whose client lets this much of the answer pile up unread is reset (CANCEL).
+  // A streaming call whose client lets this much of the answer pile up unread is reset (CANCEL) at its next
+  // write.
   std::size_t max_unsent_bytes = 4 << 20;
 };
 

@@ -121,7 +121,8 @@ struct session::callbacks {
     auto* st = static_cast<stream*>(source->ptr);  // nghttp2 asks only while the stream is open
     const std::size_t left = st->out_.size() - st->out_taken_;
     const std::size_t n = std::min(left, length);
-    std::memcpy(buf, st->out_.data() + st->out_taken_, n);
+    if (n > 0)
+      std::memcpy(buf, st->out_.data() + st->out_taken_, n);  // an emptied buffer may hold no storage
     st->out_taken_ += n;
     if (st->out_taken_ == st->out_.size()) {
       st->out_.clear();
@@ -314,6 +315,10 @@ char* stream::reserve(std::size_t n) {
 
 void stream::reset(std::uint32_t error_code) {
   if (session_ == nullptr) return;
+  // What was queued will never be sent: freed now, not when the peer finally reads (it may never).
+  out_.clear();
+  out_.shrink_to_fit();
+  out_taken_ = 0;
   nghttp2_submit_rst_stream(session_->ng_, NGHTTP2_FLAG_NONE, id_, error_code);
   session_->queued();
 }

@@ -17,7 +17,7 @@ quota_stream::quota_stream(std::shared_ptr<worker_state> state, const void* conn
 }
 
 quota_stream::~quota_stream() {
-  for (auto& [group, b] : buckets_) std::erase(b.group->members, &b);
+  for (auto& [group, b] : buckets_) leave(b);
   std::erase(state_->streams, this);
   auto it = state_->streams_per_connection.find(connection_);
   if (it != state_->streams_per_connection.end() && --it->second == 0)
@@ -95,12 +95,13 @@ void quota_stream::take(const rlqs_pb::RateLimitQuotaUsageReports::BucketQuotaUs
                            " buckets (RLQS_MAX_BUCKETS_PER_STREAM)"));
     }
     it = buckets_.try_emplace(group.get()).first;
-    it->second.group = group.get();
     it->second.joined_us = now;
-    group->members.push_back(&it->second);
+    join(*group, it->second);
   }
   auto& b = it->second;
-  b.demand.report(usage.num_requests_allowed() + usage.num_requests_denied(), now);
+  const auto allowed = usage.num_requests_allowed();
+  const auto requests = allowed + std::min(usage.num_requests_denied(), UINT64_MAX - allowed);  // saturating
+  b.demand.report(requests, now);
   if (group->stats.allowed != nullptr) {
     group->stats.allowed->add(usage.num_requests_allowed());
     group->stats.denied->add(usage.num_requests_denied());
@@ -117,7 +118,7 @@ void quota_stream::take(const rlqs_pb::RateLimitQuotaUsageReports::BucketQuotaUs
 void quota_stream::drop(const bucket_group* g) {
   auto it = buckets_.find(g);
   if (it == buckets_.end()) return;
-  std::erase(it->second.group->members, &it->second);
+  leave(it->second);
   buckets_.erase(it);
 }
 

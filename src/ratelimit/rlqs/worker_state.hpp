@@ -35,7 +35,22 @@ struct stream_bucket {
   assignment sent;
   std::int64_t sent_at_us = 0;  // 0: nothing sent yet
   std::int64_t joined_us = 0;
+  std::uint32_t member_index = 0;  // its place in group->members
 };
+
+// A client joins or leaves a bucket group in constant time (many streams may leave at once, at a GOAWAY).
+inline void join(bucket_group& g, stream_bucket& b) {
+  b.group = &g;
+  b.member_index = static_cast<std::uint32_t>(g.members.size());
+  g.members.push_back(&b);
+}
+inline void leave(stream_bucket& b) {
+  auto& members = b.group->members;
+  stream_bucket* last = members.back();
+  members[b.member_index] = last;
+  last->member_index = b.member_index;
+  members.pop_back();
+}
 
 struct worker_state {
   worker_state(const settings& s, std::size_t worker, demand_exchange& exchange, const core::clock& clock,

@@ -36,6 +36,7 @@ struct rlqs_exchange::round {
   std::size_t waiting = 0;
   bool failed = false;
   bool abandoned = false;  // given up on (no reply in time): replies that come later are dropped
+  bool reads = false;      // it reads the hashes (not only deletes): it can count the replicas
   std::string error;
   std::int64_t started_ms = 0;
   rlqs::demand_map remote;
@@ -128,61 +129,90 @@ void rlqs_exchange::sync() {
   local_.snapshot(mine);
   auto r = std::make_shared<round>();
   r->started_ms = unix_ms();
-  const auto ttl_ms = std::to_string(period_.count() * 10);
-  std::vector<std::pair<std::string, rd::request>> requests;
-  for (const auto& bucket : published_) {
-    if (mine.contains(bucket)) continue;
-    rd::request gone;  // no client here any more: our share of the demand leaves at once
-    gone.push({"HDEL", key_of(bucket), replica_});
-    requests.emplace_back(bucket, std::move(gone));
-  }
-  published_.clear();
-  if (requests.empty() && mine.empty()) {
+  r->reads = !mine.empty();
+  if (mine.empty() && published_.empty() && stale_.empty()) {
     last_success_ms_ = r->started_ms;  // nothing to share: Redis is not needed (nor connected to) yet
     return;
   }
   if (!connected_) {
     // The first quota stream: one connection of its own from now on (none for a fleet without quota streams,
-    // so REDIS_POOL_SIZE stays the count of connections until then).
+    // so REDIS_POOL_SIZE stays the count of connections until then). Used from the next round, once up.
     connected_ = true;
     store_->start([] {});
+    return;
   }
+  if (!store_->up()) {
+    r->failed = true;
+    r->error = store_->last_error().empty() ? "not connected" : store_->last_error();
+    return finish(*r);
+  }
+  send(requests_for(mine, r->started_ms), r);
+}
+
+std::vector<rlqs_exchange::outgoing> rlqs_exchange::requests_for(const rlqs::demand_map& mine,
+                                                                 std::int64_t now_ms) {
+  std::vector<outgoing> requests;
+  for (const auto& bucket : published_) {
+    if (mine.contains(bucket)) continue;
+    auto& gone = requests.emplace_back(outgoing{bucket, key_of(bucket), {}});
+    gone.request.push({"HDEL", gone.key, replica_});  // no client here any more: our demand leaves at once
+  }
+  for (auto& [key, field] : stale_) {
+    auto& stale = requests.emplace_back(outgoing{{}, std::move(key), {}});
+    stale.request.push({"HDEL", stale.key, field});  // a replica that stopped long ago: its field goes
+  }
+  stale_.clear();
+  published_.clear();
+  const auto ttl_ms = std::to_string(period_.count() * 10);
   for (const auto& [bucket, demands] : mine) {
-    const auto key = key_of(bucket);
-    rd::request req;
-    req.push({"HSET", key, replica_, encode(r->started_ms, demands)});
-    req.push({"PEXPIRE", key, ttl_ms});
-    req.push({"HGETALL", key});
-    requests.emplace_back(bucket, std::move(req));
+    auto& out = requests.emplace_back(outgoing{bucket, key_of(bucket), {}});
+    out.request.push({"HSET", out.key, replica_, encode(now_ms, demands)});
+    out.request.push({"PEXPIRE", out.key, ttl_ms});
+    out.request.push({"HGETALL", out.key});
     published_.insert(bucket);
   }
+  return requests;
+}
+
+void rlqs_exchange::send(std::vector<outgoing> requests, const std::shared_ptr<round>& r) {
+  if (requests.empty()) return finish(*r);
   in_flight_ = r;
   r->waiting = requests.size();
-  for (auto& [bucket, req] : requests) {
+  for (auto& out : requests) {
     auto pending = std::make_shared<rd::pending_request>();
-    pending->expected_replies = req.expected_replies();
-    pending->payload = req.release_payload();
-    const auto key = key_of(bucket);
-    pending->done = [this, r, bucket = bucket](boost::system::error_code ec,
-                                               std::vector<rd::value>&& replies) {
-      if (ec) {
-        r->failed = true;
-        r->error = store_->describe(ec);
-      } else if (replies.size() == 3 && replies[2].type == rd::value::kind::array) {
-        const auto& fields = replies[2].elements;
-        for (std::size_t i = 0; i + 1 < fields.size(); i += 2) {
-          if (fields[i].text == replica_) continue;
-          std::int64_t at = 0;
-          std::vector<double> demands;
-          if (!decode(fields[i + 1].text, at, demands) || at < r->started_ms - 3 * period_.count()) continue;
-          r->replicas.insert(fields[i].text);
-          auto& all = r->remote[bucket];
-          all.insert(all.end(), demands.begin(), demands.end());
-        }
-      }
+    pending->expected_replies = out.request.expected_replies();
+    pending->payload = out.request.release_payload();
+    pending->done = [this, r, bucket = out.bucket](boost::system::error_code ec,
+                                                   std::vector<rd::value>&& replies) {
+      on_reply(*r, bucket, ec, replies);
       if (--r->waiting == 0 && !r->abandoned) finish(*r);
     };
-    store_->exec(std::move(pending), key);
+    store_->exec(std::move(pending), out.key);  // one key per request: a cluster routes each
+  }
+}
+
+void rlqs_exchange::on_reply(round& r, const std::string& bucket, boost::system::error_code ec,
+                             const std::vector<rd::value>& replies) {
+  if (ec) {
+    r.failed = true;
+    r.error = store_->describe(ec);
+    return;
+  }
+  if (replies.size() != 3 || replies[2].type != rd::value::kind::array) return;  // an HDEL
+  const auto& fields = replies[2].elements;
+  for (std::size_t i = 0; i + 1 < fields.size(); i += 2) {
+    if (fields[i].text == replica_) continue;
+    std::int64_t at = 0;
+    std::vector<double> demands;
+    const bool valid = decode(fields[i + 1].text, at, demands);
+    if (!valid || at < r.started_ms - 10 * period_.count()) {
+      stale_.emplace_back(key_of(bucket), fields[i].text);  // deleted with the next round
+      continue;
+    }
+    if (at < r.started_ms - 3 * period_.count()) continue;  // a replica that stopped a moment ago
+    r.replicas.insert(fields[i].text);
+    auto& all = r.remote[bucket];
+    all.insert(all.end(), demands.begin(), demands.end());
   }
 }
 
@@ -191,7 +221,7 @@ void rlqs_exchange::finish(round& r) {
   const auto now = unix_ms();
   if (!r.failed) {
     last_success_ms_ = now;
-    replicas_seen_ = r.replicas.size() + 1;
+    if (r.reads) replicas_seen_ = r.replicas.size() + 1;  // a round of deletions only sees no replica
     {
       std::lock_guard lock(mutex_);
       remote_ = std::move(r.remote);

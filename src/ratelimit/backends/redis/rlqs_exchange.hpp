@@ -5,7 +5,9 @@
 // hash's expiry, and reads the whole hash back; fields older than three periods are ignored (a replica that
 // stopped). The workers plan with their own process's demand (always current) plus the other replicas'
 // (one period old). When Redis cannot be reached for three periods, each replica plans with 1/N of every
-// budget, N being the replicas it saw last (log: once when it happens, once when it ends).
+// budget, N being the replicas it saw last (log: once when it happens, once when it ends). Fields are dated
+// by each replica's own clock: replicas' clocks must agree within a period or two (NTP); fields older than
+// ten periods are deleted.
 
 #include <atomic>
 #include <boost/asio/any_io_executor.hpp>
@@ -15,8 +17,11 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "ratelimit/rlqs/demand_exchange.hpp"
+#include "redis/resp.hpp"
 #include "redis/store.hpp"
 
 namespace sluice::ratelimit::backends::redis {
@@ -42,8 +47,18 @@ class rlqs_exchange final : public rlqs::demand_exchange {
 
  private:
   struct round;
+  // One request of a round: its bucket ("" for a stale field's deletion), the key it is about, its commands.
+  struct outgoing {
+    std::string bucket;
+    std::string key;
+    sluice::redis::request request;
+  };
   void schedule();
   void sync();
+  std::vector<outgoing> requests_for(const rlqs::demand_map& mine, std::int64_t now_ms);
+  void send(std::vector<outgoing> requests, const std::shared_ptr<round>& r);
+  void on_reply(round& r, const std::string& bucket, boost::system::error_code ec,
+                const std::vector<sluice::redis::value>& replies);
   void finish(round& r);
   std::string key_of(const std::string& bucket) const { return prefix_ + "rlqs:" + bucket; }
 
@@ -54,9 +69,10 @@ class rlqs_exchange final : public rlqs::demand_exchange {
   std::chrono::milliseconds period_;
   boost::asio::steady_timer timer_;
   mutable std::mutex mutex_;
-  rlqs::demand_map remote_;           // the other replicas' demands, per bucket
-  std::set<std::string> published_;   // buckets this replica wrote last round
-  std::shared_ptr<round> in_flight_;  // one round at a time
+  rlqs::demand_map remote_;                                 // the other replicas' demands, per bucket
+  std::set<std::string> published_;                         // buckets this replica wrote last round
+  std::vector<std::pair<std::string, std::string>> stale_;  // (key, field) of stopped replicas, to delete
+  std::shared_ptr<round> in_flight_;                        // one round at a time
   std::int64_t last_success_ms_ = 0;
   std::size_t replicas_seen_ = 1;  // this one included
   bool degraded_ = false;
