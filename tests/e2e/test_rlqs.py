@@ -6,6 +6,7 @@ skewed demand, a client leaving, a reload, idle buckets abandoned, bad domains, 
 Most data planes here report every second instead of Envoy's fixed 5 s, to keep the suite short; the server
 measures demand by its own clock either way, and SkewedDemand runs at Envoy's 5 s."""
 
+import json
 import os
 import threading
 import time
@@ -344,6 +345,49 @@ class Reload(unittest.TestCase):
             sluice.write_rule('quota.yaml', RULES.replace('- key: tenant\n', '- key: renamed\n'))
             wait_action(p, TENANT, lambda a: strategy_kind(a) == 'blanket_rule' and a[3].blanket_rule == 0,
                         timeout=4.0, message='ALLOW_ALL once no rule matches')
+
+
+class RlqsClient(unittest.TestCase):
+    """`sluice rlqs-client`, the small data plane of the README."""
+
+    def test_reports_and_prints_every_action(self):
+        with Sluice(rules={'quota.yaml': RULES}) as sluice:
+            p = harness.run_sluice(['rlqs-client', '-dial_string', '127.0.0.1:%d' % sluice.grpc_port, '-domain',
+                                    'quota', '-bucket', 'tenant=cli', '-bucket', 'blocked=1', '-rate', '400',
+                                    '-duration', '2500ms', '-interval', '1s', '-json'])
+            self.assertEqual(p.returncode, 0, p.stderr)
+            lines = [json.loads(line.split(' ', 2)[2]) for line in p.stdout.splitlines()]
+            actions = [x for x in lines if 'quotaAssignmentAction' in x]
+            reports = [x for x in lines if 'bucketId' in x and 'quotaAssignmentAction' not in x]
+            strategies = {x['bucketId']['bucket'].popitem()[1]: x['quotaAssignmentAction']['rateLimitStrategy']
+                          for x in actions}
+            self.assertEqual(strategies['1'], {'blanketRule': 'DENY_ALL'})
+            self.assertIn('tokenBucket', strategies['cli'])
+            # The first report of each bucket at once (time_elapsed 0), then one a second for both.
+            self.assertEqual(reports[0]['timeElapsed'], '0s')
+            self.assertGreaterEqual(len(reports), 2 + 2 * 2)
+            # 400/s against 6000 a minute (100/s): the token bucket denies the rest; its burst (1%: 60 tokens) goes
+            # in the first second.
+            cli = [r for r in reports[2:] if r['bucketId']['bucket'] == {'tenant': 'cli'}]
+            self.assertTrue(all(int(r.get('numRequestsDenied', 0)) > 0 for r in cli), cli)
+            self.assertLessEqual(int(cli[0].get('numRequestsAllowed', 0)), 60 + 110, cli)
+            self.assertTrue(all(int(r.get('numRequestsAllowed', 0)) <= 110 for r in cli[1:]), cli)
+
+    def test_bad_flags_and_an_unreachable_server(self):
+        p = harness.run_sluice(['rlqs-client', '-bucket', 'a=1'])
+        self.assertEqual(p.returncode, 2)
+        self.assertIn('-domain is required', p.stderr)
+        p = harness.run_sluice(['rlqs-client', '-domain', 'quota', '-bucket', 'a', '-duration', '1s'])
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("invalid descriptor list 'a'", p.stderr)
+        p = harness.run_sluice(['rlqs-client', '-domain', 'quota', '-bucket', 'a=1', '-rate', '-3'])
+        self.assertEqual(p.returncode, 2)
+        self.assertIn('-rate', p.stderr)
+        port = harness.free_port()
+        p = harness.run_sluice(['rlqs-client', '-dial_string', '127.0.0.1:%d' % port, '-domain', 'quota', '-bucket',
+                                'a=1', '-duration', '2s'])
+        self.assertEqual(p.returncode, 2, p.stdout)
+        self.assertIn('stream ended: UNAVAILABLE', p.stderr)
 
 
 class TlsAndShutdown(unittest.TestCase):
