@@ -366,11 +366,11 @@ class RlqsClient(unittest.TestCase):
             # The first report of each bucket at once (time_elapsed 0), then one a second for both.
             self.assertEqual(reports[0]['timeElapsed'], '0s')
             self.assertGreaterEqual(len(reports), 2 + 2 * 2)
-            # 400/s against 6000 a minute (100/s): the token bucket denies the rest; its burst (1%: 60 tokens) goes
-            # in the first second.
+            # 400/s against 6000 a minute (100/s): the token bucket denies the rest. The first second also holds what
+            # was allowed before the first answer came (no assignment: allow, as Envoy's default) and the bucket's
+            # burst (1%: 60 tokens), so only the later seconds are bounded.
             cli = [r for r in reports[2:] if r['bucketId']['bucket'] == {'tenant': 'cli'}]
             self.assertTrue(all(int(r.get('numRequestsDenied', 0)) > 0 for r in cli), cli)
-            self.assertLessEqual(int(cli[0].get('numRequestsAllowed', 0)), 60 + 110, cli)
             self.assertTrue(all(int(r.get('numRequestsAllowed', 0)) <= 110 for r in cli[1:]), cli)
 
     def test_bad_flags_and_an_unreachable_server(self):
