@@ -100,7 +100,8 @@ std::string h2_client::take_output() {
 }
 
 bool h2_client::receive(std::string_view bytes) {
-  return nghttp2_session_mem_recv(ng_, reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()) >= 0;
+  return nghttp2_session_mem_recv(ng_, reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()) >=
+         0;
 }
 
 void h2_client::pump(net::h2::session& server, boost::asio::io_context& io) {
