@@ -36,10 +36,15 @@ std::optional<call_error> message_reader::finish(encoding enc) {
     return call_error{status_code::internal, body_.empty() ? "grpc: the request has no message"
                                                            : "grpc: the request message is incomplete"};
   }
-  const auto flag = static_cast<unsigned char>(body_[0]);
-  std::string_view payload = std::string_view(body_.data(), body_.size()).substr(prefix_bytes);
+  return unframe(std::string_view(body_.data(), body_.size()), enc, max_bytes_, inflated_, message_);
+}
+
+std::optional<call_error> unframe(std::string_view framed, encoding enc, std::size_t max_bytes,
+                                  std::string& inflated, std::string_view& message) {
+  const auto flag = static_cast<unsigned char>(framed[0]);
+  const auto payload = framed.substr(prefix_bytes);
   if (flag == 0) {
-    message_ = payload;
+    message = payload;
     return std::nullopt;
   }
   if (flag != 1) return call_error{status_code::internal, "grpc: invalid message flags"};
@@ -47,8 +52,8 @@ std::optional<call_error> message_reader::finish(encoding enc) {
     return call_error{status_code::internal,
                       "grpc: compressed flag set with identity or empty encoding (grpc-encoding)"};
   }
-  if (auto e = gunzip(payload, max_bytes_, inflated_)) return e;
-  message_ = inflated_;
+  if (auto e = gunzip(payload, max_bytes, inflated)) return e;
+  message = inflated;
   return std::nullopt;
 }
 

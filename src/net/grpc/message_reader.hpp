@@ -48,6 +48,11 @@ class message_reader {
   std::string_view message_;
 };
 
+// The message inside one whole framed message (prefix first): the payload itself, or, when the compressed
+// flag is set and the call's encoding is gzip, the payload inflated into `inflated`.
+std::optional<call_error> unframe(std::string_view framed, encoding enc, std::size_t max_bytes,
+                                  std::string& inflated, std::string_view& message);
+
 // RESOURCE_EXHAUSTED for a message of `length` bytes past the receive limit, in grpc-go's words.
 call_error message_too_large(std::size_t length, std::size_t max);
 

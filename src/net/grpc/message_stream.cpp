@@ -47,19 +47,9 @@ std::optional<call_error> message_stream::feed(std::span<const std::uint8_t> chu
 
 std::optional<call_error> message_stream::take(std::string_view framed,
                                                const std::function<void(std::string_view)>& deliver) {
-  const auto flag = static_cast<unsigned char>(framed[0]);
-  const auto payload = framed.substr(prefix_bytes);
-  if (flag == 0) {
-    deliver(payload);
-    return std::nullopt;
-  }
-  if (flag != 1) return call_error{status_code::internal, "grpc: invalid message flags"};
-  if (encoding_ != encoding::gzip) {
-    return call_error{status_code::internal,
-                      "grpc: compressed flag set with identity or empty encoding (grpc-encoding)"};
-  }
-  if (auto e = gunzip(payload, max_bytes_, inflated_)) return e;
-  deliver(inflated_);
+  std::string_view message;
+  if (auto e = unframe(framed, encoding_, max_bytes_, inflated_, message)) return e;
+  deliver(message);
   return std::nullopt;
 }
 
