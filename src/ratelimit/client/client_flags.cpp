@@ -46,13 +46,7 @@ std::optional<std::string> parse_hits(std::string_view value, client_options& o)
 }
 
 std::optional<std::string> parse_timeout(std::string_view value, client_options& o) {
-  auto d = core::parse_go_duration(value);
-  if (!d || d->count() <= 0) {
-    return core::cat("invalid value '", value,
-                     "' for -timeout: expected a positive duration such as 500ms or 2s");
-  }
-  o.timeout = *d;
-  return std::nullopt;
+  return parse_positive_duration("timeout", value, "500ms or 2s", o.timeout);
 }
 
 std::optional<std::string> ignore_tracing(std::string_view value, client_options& o) {
@@ -77,6 +71,17 @@ const flag_spec<client_options> specs[] = {{"dial_string", &client_options::dial
                                            {"oltp-protocol", nullptr, nullptr, ignore_tracing}};
 
 }  // namespace
+
+std::optional<std::string> parse_positive_duration(std::string_view flag, std::string_view value,
+                                                   std::string_view example, std::chrono::nanoseconds& out) {
+  auto d = core::parse_go_duration(value);
+  if (!d || d->count() <= 0) {
+    return core::cat("invalid value '", value, "' for -", flag, ": expected a positive duration such as ",
+                     example);
+  }
+  out = *d;
+  return std::nullopt;
+}
 
 // upstream: each pair has exactly one '='; the value may be empty.
 std::optional<std::string> parse_key_values(std::string_view flag_value,

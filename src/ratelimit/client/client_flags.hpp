@@ -42,6 +42,9 @@ std::variant<client_options, help_requested, std::string> parse_client_flags(
 // "k=v,k2=v2" (each pair exactly one '='; values may be empty) appended to `out`; an error names the text.
 std::optional<std::string> parse_key_values(std::string_view flag_value,
                                             std::vector<std::pair<std::string, std::string>>& out);
+// A Go duration over zero into `out`; an error names the flag and gives `example`.
+std::optional<std::string> parse_positive_duration(std::string_view flag, std::string_view value,
+                                                   std::string_view example, std::chrono::nanoseconds& out);
 // What is wrong with the TLS flags together (nothing when they go together), for every command that has them.
 std::optional<std::string> tls_flags_error(const client_options& o);
 

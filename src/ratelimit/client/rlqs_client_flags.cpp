@@ -47,35 +47,26 @@ std::optional<std::string> parse_rate(std::string_view value, rlqs_client_option
   return std::nullopt;
 }
 
-std::optional<std::string> parse_positive_duration(std::string_view flag, std::string_view value,
-                                                   std::chrono::nanoseconds& out) {
-  auto d = core::parse_go_duration(value);
-  if (!d || d->count() <= 0) {
-    return core::cat("invalid value '", value, "' for -", flag, ": expected a positive duration such as 10s");
-  }
-  out = *d;
-  return std::nullopt;
-}
-
-const flag_spec<rlqs_client_options> specs[] = {{"dial_string", &rlqs_client_options::dial_string},
-                                                {"unix", &rlqs_client_options::unix_socket},
-                                                {"domain", &rlqs_client_options::domain},
-                                                {"bucket", nullptr, nullptr, parse_bucket},
-                                                {"rate", nullptr, nullptr, parse_rate},
-                                                {"duration", nullptr, nullptr,
-                                                 [](std::string_view v, rlqs_client_options& o) {
-                                                   return parse_positive_duration("duration", v, o.duration);
-                                                 }},
-                                                {"interval", nullptr, nullptr,
-                                                 [](std::string_view v, rlqs_client_options& o) {
-                                                   return parse_positive_duration("interval", v, o.interval);
-                                                 }},
-                                                {"json", nullptr, &rlqs_client_options::json},
-                                                {"grpc-use-tls", nullptr, &rlqs_client_options::use_tls},
-                                                {"grpc-server-ca-file", &rlqs_client_options::server_ca_file},
-                                                {"grpc-cert-file", &rlqs_client_options::cert_file},
-                                                {"grpc-key-file", &rlqs_client_options::key_file},
-                                                {"grpc-server-name", &rlqs_client_options::server_name}};
+const flag_spec<rlqs_client_options> specs[] = {
+    {"dial_string", &rlqs_client_options::dial_string},
+    {"unix", &rlqs_client_options::unix_socket},
+    {"domain", &rlqs_client_options::domain},
+    {"bucket", nullptr, nullptr, parse_bucket},
+    {"rate", nullptr, nullptr, parse_rate},
+    {"duration", nullptr, nullptr,
+     [](std::string_view v, rlqs_client_options& o) {
+       return parse_positive_duration("duration", v, "10s", o.duration);
+     }},
+    {"interval", nullptr, nullptr,
+     [](std::string_view v, rlqs_client_options& o) {
+       return parse_positive_duration("interval", v, "10s", o.interval);
+     }},
+    {"json", nullptr, &rlqs_client_options::json},
+    {"grpc-use-tls", nullptr, &rlqs_client_options::use_tls},
+    {"grpc-server-ca-file", &rlqs_client_options::server_ca_file},
+    {"grpc-cert-file", &rlqs_client_options::cert_file},
+    {"grpc-key-file", &rlqs_client_options::key_file},
+    {"grpc-server-name", &rlqs_client_options::server_name}};
 
 }  // namespace
 
