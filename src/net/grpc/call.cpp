@@ -260,10 +260,9 @@ void call::write(const google::protobuf::MessageLite& message) {
   if (unsent_bytes() > max_unsent_bytes_) {
     // The client has not read what was written before: holding more for it would let one stream take the
     // server's memory. (One large message on a stream that keeps up is fine: only the backlog counts.)
-    done_ = true;
     if (deadline_) deadline_->cancel();
     stream::reset(NGHTTP2_CANCEL);
-    notify_cancel();
+    cancelled();
     return;
   }
   append_message(message);
