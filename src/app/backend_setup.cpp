@@ -60,6 +60,34 @@ void add_pool_stats(stats::store& stats, std::vector<const redis::store*> stores
       });
 }
 
+// REDIS_SYNC_INTERVAL: each worker decides from its own view of the counters and sends its hits in batches.
+void start_redis_sync(backend_holder& b, const ratelimit::redis_settings& settings, core::worker_pool& workers,
+                      const core::clock& clock, stats::store& stats) {
+  namespace rr = ratelimit::backends::redis;
+  b.sync_stats = std::make_unique<rr::sync_stats>(stats);
+  const rr::synced_backend::options options{settings.sync_interval,
+                                            std::max<std::size_t>(1, settings.sync_max_keys / workers.size())};
+  for (unsigned i = 0; i < workers.size(); ++i) {
+    auto& w = b.redis[i];
+    w.synced = std::make_unique<rr::synced_backend>(workers.context(i).get_executor(), *w.backend, *w.main,
+                                                    w.per_second.get(), clock, options, *b.sync_stats);
+    w.synced->start();
+  }
+  auto& unsent = stats.get_gauge("ratelimit.redis_sync.pending_hits");
+  auto& keys = stats.get_gauge("ratelimit.redis_sync.keys");
+  stats.add_generator([&b, &unsent, &keys] {
+    std::int64_t hits = 0, held = 0;
+    for (const auto& w : b.redis) {
+      hits += w.synced->unsent_hits();
+      held += static_cast<std::int64_t>(w.synced->keys());
+    }
+    unsent.set(hits);
+    keys.set(held);
+  });
+  core::log_info("REDIS_SYNC_INTERVAL=", settings.sync_interval.count(),
+                 "ms: counters are decided locally and their hits sent to Redis in batches");
+}
+
 void start_redis(backend_holder& b, const ratelimit::redis_settings& settings, core::worker_pool& workers,
                  asio::io_context& control, core::health& health, std::function<void()> give_up) {
   for (unsigned i = 0; i < workers.size(); ++i) {
@@ -222,10 +250,23 @@ void backend_holder::retry_down_stores() {
     for (auto* s : down) s->retry_now();
 }
 
+void backend_holder::drain(asio::io_context& control, std::function<void()> then) {
+  if (!sync_stats) return then();
+  // The last worker to be drained posts `then`.
+  auto left = std::make_shared<std::atomic<std::size_t>>(redis.size());
+  auto last = [left, &control, then = std::move(then)] {
+    if (left->fetch_sub(1) == 1) asio::post(control, then);
+  };
+  for (auto& w : redis) {
+    asio::post(w.synced->executor(), [&w, last] { w.synced->drain(last); });
+  }
+}
+
 void backend_holder::stop() {
   stopped = true;
   if (timer) timer->cancel();
   for (auto& w : redis) {
+    if (w.synced) w.synced->stop();
     w.main->stop();
     if (w.per_second) w.per_second->stop();
   }
@@ -250,6 +291,7 @@ void start_backend(backend_holder& b, const ratelimit::module_settings& settings
     return;
   }
   start_redis(b, settings.redis, workers, control, health, std::move(give_up));
+  if (settings.redis.sync_interval.count() > 0) start_redis_sync(b, settings.redis, workers, clock, stats);
   std::vector<const redis::store*> main, per_second;
   for (const auto& w : b.redis) {
     main.push_back(w.main.get());

@@ -17,6 +17,7 @@
 #include "ratelimit/backends/memcache/memcache_backend.hpp"
 #include "ratelimit/backends/memory/memory_backend.hpp"
 #include "ratelimit/backends/redis/redis_backend.hpp"
+#include "ratelimit/backends/redis/synced_backend.hpp"
 #include "ratelimit/settings.hpp"
 #include "redis/store.hpp"
 #include "stats/store.hpp"
@@ -32,6 +33,7 @@ struct worker_redis {
   std::unique_ptr<redis::store> main;
   std::unique_ptr<redis::store> per_second;
   std::unique_ptr<ratelimit::backends::redis::redis_backend> backend;
+  std::unique_ptr<ratelimit::backends::redis::synced_backend> synced;  // REDIS_SYNC_INTERVAL > 0
 };
 
 // One worker's memcached client and the backend over it.
@@ -44,6 +46,7 @@ struct worker_memcache {
 struct backend_holder {
   std::unique_ptr<ratelimit::backends::memory::memory_backend> memory;
   std::vector<worker_redis> redis;        // one per worker
+  std::unique_ptr<ratelimit::backends::redis::sync_stats> sync_stats;  // REDIS_SYNC_INTERVAL > 0
   std::vector<worker_memcache> memcache;  // one per worker
   // memory: the sweep; redis: the start-up deadline; memcache: the SRV refresh
   std::unique_ptr<boost::asio::steady_timer> timer;
@@ -52,12 +55,16 @@ struct backend_holder {
   ratelimit::limiter::backend& get(unsigned worker) {
     if (memory) return *memory;
     if (!memcache.empty()) return *memcache[worker].backend;
+    if (redis[worker].synced) return *redis[worker].synced;
     return *redis[worker].backend;
   }
   // Every worker's main store (and per-second store, if any) is up.
   bool redis_up() const;
   // Some stores are up and others wait to retry: those retry now.
   void retry_down_stores();
+  // REDIS_SYNC_INTERVAL: sends every worker's unsent hits, then calls `then` on `control` once all are
+  // answered (or Redis failed); at once without it.
+  void drain(boost::asio::io_context& control, std::function<void()> then);
   // On the control thread.
   void stop();
 };

@@ -37,12 +37,23 @@ void shutdown_plan::begin() {
         [this] {
           stop_quota(workers, apis);
           demand.stop();
-          backend.stop();
-          tracing.stop();  // what is queued goes out once more
-          workers.release();
-          release_control();
+          // REDIS_SYNC_INTERVAL: the hits not sent yet go out first, within the grace again (1 s at least).
+          drain_timer.expires_after(std::max<std::chrono::milliseconds>(grace, std::chrono::seconds(1)));
+          drain_timer.async_wait([this](const boost::system::error_code& ec) {
+            if (!ec) finish();
+          });
+          backend.drain(control, [this] { finish(); });
         });
   });
+}
+
+void shutdown_plan::finish() {
+  if (std::exchange(finished, true)) return;
+  drain_timer.cancel();
+  backend.stop();
+  tracing.stop();  // what is queued goes out once more
+  workers.release();
+  release_control();
 }
 
 }  // namespace sluice

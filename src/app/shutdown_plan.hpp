@@ -41,10 +41,14 @@ struct shutdown_plan {
   std::function<void()> release_control;  // lets the control thread's run() return
   std::chrono::milliseconds grace;
   boost::asio::steady_timer timer{control};
+  boost::asio::steady_timer drain_timer{control};  // bounds the wait for the backend's unsent hits
   bool stopping = false;
+  bool finished = false;
 
   // Thread-safe.
   void begin();
+  // The last step (backends, tracing, workers), once: on the control thread.
+  void finish();
 };
 
 }  // namespace sluice

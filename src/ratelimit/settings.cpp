@@ -232,6 +232,14 @@ redis_settings read_redis(const core::env_reader& env) {
   if (startup_min.count() <= 0)
     throw core::settings_error("invalid value for REDIS_STARTUP_INITIAL_INTERVAL: expected at least 1ms");
   startup_max = std::max(startup_max, startup_min);
+  const auto sync = env.get_duration("REDIS_SYNC_INTERVAL", std::chrono::nanoseconds{0});
+  if (sync.count() > 0 && (sync < std::chrono::milliseconds{1} || sync > std::chrono::seconds{10})) {
+    throw core::settings_error(
+        "invalid value for REDIS_SYNC_INTERVAL: expected 0 or a duration from 1ms to 10s (the overshoot grows "
+        "with it; see README)");
+  }
+  r.sync_interval = to_ms(sync);
+  r.sync_max_keys = env.get_uint("REDIS_SYNC_MAX_KEYS", r.sync_max_keys, 1024, 1'000'000'000);
   for (auto* store : {&r.main, r.per_second ? &*r.per_second : nullptr}) {
     if (store == nullptr) continue;
     store->connection.startup_min = startup_min;
@@ -310,6 +318,16 @@ module_settings read_module_settings(const core::env_reader& env) {
     throw core::settings_error(
         "COUNT_ONLY_ADMITTED=true is not offered with BACKEND_TYPE=memcache: memcached cannot check and "
         "change several counters in one step (use redis or memory)");
+  }
+  if (s.backend_type != "redis" && env.get_duration("REDIS_SYNC_INTERVAL", {}).count() > 0) {
+    throw core::settings_error(core::cat("REDIS_SYNC_INTERVAL applies to BACKEND_TYPE=redis only (BACKEND_TYPE is ",
+                                         s.backend_type, "): unset it"));
+  }
+  if (svc.count_only_admitted && s.redis.sync_interval.count() > 0) {
+    throw core::settings_error(
+        "COUNT_ONLY_ADMITTED=true cannot be combined with REDIS_SYNC_INTERVAL: a request counted only when "
+        "every limit admits needs each counter checked and changed in Redis in one step, which batching gives "
+        "up (unset one of them)");
   }
 
   auto& lim = s.limiter;

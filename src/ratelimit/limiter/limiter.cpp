@@ -92,6 +92,7 @@ void limiter::prepare(work& w) {
       op.refund = item.negative;
       op.limit = limit.requests_per_unit;
       op.now_us = w.now_us;
+      op.window_end = start + window;
       std::uint32_t ttl = static_cast<std::uint32_t>(window);
       switch (limit.algorithm) {
         case config::algorithm::fixed_window:

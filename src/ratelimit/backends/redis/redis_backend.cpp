@@ -1,11 +1,11 @@
 #include "ratelimit/backends/redis/redis_backend.hpp"
 
 #include <boost/container/small_vector.hpp>
-#include <charconv>
 #include <mutex>
 #include <optional>
 
 #include "core/strings.hpp"
+#include "ratelimit/backends/redis/counter_commands.hpp"
 #include "ratelimit/backends/redis/gcra_command.hpp"
 #include "ratelimit/limiter/algorithms.hpp"
 #include "ratelimit/limiter/pending_operations.hpp"
@@ -19,32 +19,6 @@ namespace rd = sluice::redis;
 namespace {
 
 using index_list = boost::container::small_vector<std::size_t, 4>;
-
-// Negative hits in one atomic step: nothing to give back to an absent key, never below 0, the TTL kept
-// (DECRBY does not touch it). The numbers stay strings (canonical decimals, so the longer one is larger):
-// Lua's doubles round above 2^53, and Redis 7.2.0-7.2.4 hand some of them to DECRBY as "1e+08". Sent with
-// EVAL: refunds are rare, and Redis caches the compiled script.
-constexpr std::string_view refund_script =
-    "local c = redis.call('GET', KEYS[1]) "
-    "if not c or c:byte(1) == 45 then return 0 end "
-    "local a = ARGV[1] "
-    "if #a > #c or (#a == #c and a >= c) then a = c end "
-    "return redis.call('DECRBY', KEYS[1], a)";
-
-// Reads INCRBY's integer, or GET's bulk string (nil = 0). A negative counter reads 0: a sliding window's
-// take-back (a DECRBY not waited for) can land after negative hits brought the counter to 0.
-std::optional<std::uint64_t> counter_value(const rd::value& v) {
-  if (v.type == rd::value::kind::integer)
-    return static_cast<std::uint64_t>(std::max<std::int64_t>(0, v.integer));
-  if (v.type == rd::value::kind::null) return 0;
-  if (v.type == rd::value::kind::bulk_string) {
-    std::int64_t out = 0;
-    auto [ptr, ec] = std::from_chars(v.text.data(), v.text.data() + v.text.size(), out);
-    if (ec == std::errc{} && ptr == v.text.data() + v.text.size())
-      return static_cast<std::uint64_t>(std::max<std::int64_t>(0, out));
-  }
-  return std::nullopt;
-}
 
 }  // namespace
 

@@ -1,0 +1,27 @@
+#pragma once
+// What the Redis backend and the synced counters send about a counter, and how they read its value back.
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "redis/resp.hpp"
+
+namespace sluice::ratelimit::backends::redis {
+
+// Negative hits in one atomic step: nothing to give back to an absent key, never below 0, the TTL kept
+// (DECRBY does not touch it). The numbers stay strings (canonical decimals, so the longer one is larger):
+// Lua's doubles round above 2^53, and Redis 7.2.0-7.2.4 hand some of them to DECRBY as "1e+08". Sent with
+// EVAL: refunds are rare, and Redis caches the compiled script.
+inline constexpr std::string_view refund_script =
+    "local c = redis.call('GET', KEYS[1]) "
+    "if not c or c:byte(1) == 45 then return 0 end "
+    "local a = ARGV[1] "
+    "if #a > #c or (#a == #c and a >= c) then a = c end "
+    "return redis.call('DECRBY', KEYS[1], a)";
+
+// Reads INCRBY's integer, or GET's bulk string (nil = 0). A negative counter reads 0: a sliding window's
+// take-back (a DECRBY not waited for) can land after negative hits brought the counter to 0.
+std::optional<std::uint64_t> counter_value(const sluice::redis::value& v);
+
+}  // namespace sluice::ratelimit::backends::redis

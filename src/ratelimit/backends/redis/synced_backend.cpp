@@ -1,0 +1,373 @@
+#include "ratelimit/backends/redis/synced_backend.hpp"
+
+#include <algorithm>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/container/small_vector.hpp>
+#include <optional>
+
+#include "core/log.hpp"
+#include "core/strings.hpp"
+#include "ratelimit/backends/redis/counter_commands.hpp"
+#include "ratelimit/limiter/algorithms.hpp"
+#include "redis/cluster_slot.hpp"
+
+namespace sluice::ratelimit::backends::redis {
+
+namespace asio = boost::asio;
+namespace rd = sluice::redis;
+
+sync_stats::sync_stats(stats::store& s)
+    : flushes(s.get_counter("ratelimit.redis_sync.flushes")),
+      flushed_keys(s.get_counter("ratelimit.redis_sync.flushed_keys")),
+      flush_errors(s.get_counter("ratelimit.redis_sync.flush_errors")),
+      reads(s.get_counter("ratelimit.redis_sync.reads")),
+      dropped_hits(s.get_counter("ratelimit.redis_sync.dropped_hits")),
+      flush_time(s.get_timer("ratelimit.redis_sync.flush_time")) {}
+
+// A decision some of whose ops wait for Redis: it completes when the last of them is decided.
+struct synced_backend::deferred {
+  deferred(limiter::completion& d, std::span<const limiter::counter_op> o, std::span<limiter::op_result> r)
+      : done(d), ops(o), results(r) {}
+  limiter::completion& done;
+  std::span<const limiter::counter_op> ops;
+  std::span<limiter::op_result> results;
+  std::size_t outstanding = 1;  // held while the ops are routed
+  std::optional<std::string> error;
+
+  void finish_one() {
+    if (--outstanding != 0) return;
+    if (error) {
+      const limiter::backend_error e{std::move(*error)};
+      done.complete(&e);
+    } else {
+      done.complete(nullptr);
+    }
+    delete this;
+  }
+};
+
+// Ops of one decision sent to the exact backend: reads of counters (decided locally should Redis fail), or
+// ops that are never batched (their failure is the decision's).
+struct synced_backend::exact_call final : limiter::completion {
+  exact_call(synced_backend& o, deferred& r, bool f, bool g) : owner(o), request(r), fallback(f), get(g) {}
+  synced_backend& owner;
+  deferred& request;
+  bool fallback;
+  bool get;
+  boost::container::small_vector<limiter::counter_op, 4> ops;
+  boost::container::small_vector<limiter::op_result, 4> results;
+  boost::container::small_vector<std::size_t, 4> index;
+  boost::container::small_vector<synced_counter*, 4> counters;  // null: no counter in the table
+
+  void add(std::size_t i, synced_counter* c) {
+    ops.push_back(request.ops[i]);
+    results.emplace_back();
+    index.push_back(i);
+    counters.push_back(c);
+  }
+  void complete(const limiter::backend_error* error) noexcept override {
+    std::optional<std::string> message;
+    if (error != nullptr) message = error->message;
+    asio::dispatch(owner.ex_, [this, message = std::move(message)] {
+      owner.on_exact(*this, message ? &*message : nullptr);
+    });
+  }
+};
+
+synced_backend::synced_backend(asio::any_io_executor ex, limiter::backend& exact, rd::store& main,
+                               rd::store* per_second, const core::clock& clock, options o, sync_stats& stats)
+    : ex_(ex),
+      exact_(exact),
+      main_(main),
+      per_second_(per_second),
+      clock_(clock),
+      options_(o),
+      stats_(stats),
+      counters_(o.max_keys, 2 * std::chrono::duration_cast<std::chrono::microseconds>(o.interval).count()),
+      timer_(ex) {}
+
+synced_backend::~synced_backend() = default;
+
+void synced_backend::increment(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
+                               limiter::completion& done, limiter::batch_mode mode) {
+  // All-or-nothing batches need every counter checked and changed in Redis in one step.
+  if (mode != limiter::batch_mode::independent) return exact_.increment(ops, results, done, mode);
+  deferred* request = nullptr;
+  exact_call* reads = nullptr;   // counters to read, and ops without room in the table
+  exact_call* direct = nullptr;  // GCRA
+  auto call = [&](exact_call*& c, bool fallback) {
+    if (request == nullptr) request = new deferred(done, ops, results);
+    if (c == nullptr) c = new exact_call(*this, *request, fallback, false);
+    return c;
+  };
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const auto& op = ops[i];
+    if (op.kind == limiter::op_kind::gcra) {
+      call(direct, false)->add(i, nullptr);
+      continue;
+    }
+    const auto found = counters_.find(op, failing_);
+    switch (found.how) {
+      case synced_counters::route::local:
+        counters_.decide(*found.counter, op, results[i]);
+        break;
+      case synced_counters::route::read:
+      case synced_counters::route::full:
+        call(reads, true)->add(i, found.counter);
+        break;
+      case synced_counters::route::wait:
+        if (request == nullptr) request = new deferred(done, ops, results);
+        ++request->outstanding;
+        waiters_.emplace(found.counter, waiter{request, i});
+        break;
+    }
+  }
+  if (request == nullptr) return done.complete(nullptr);
+  for (auto* c : {reads, direct}) {
+    if (c == nullptr) continue;
+    ++request->outstanding;
+    exact_.increment(c->ops, c->results, *c, limiter::batch_mode::independent);
+  }
+  request->finish_one();
+}
+
+void synced_backend::get(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
+                         limiter::completion& done) {
+  // STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT's read ahead: counters with a view answer from it.
+  deferred* request = nullptr;
+  exact_call* reads = nullptr;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const auto& op = ops[i];
+    auto* counter = op.kind == limiter::op_kind::gcra ? nullptr : counters_.usable(op, failing_);
+    if (counter != nullptr) {
+      results[i].value = counter->view();
+      results[i].previous = counter->previous;
+      continue;
+    }
+    if (request == nullptr) request = new deferred(done, ops, results);
+    if (reads == nullptr) reads = new exact_call(*this, *request, op.kind != limiter::op_kind::gcra, true);
+    reads->add(i, nullptr);
+  }
+  if (request == nullptr) return done.complete(nullptr);
+  ++request->outstanding;
+  exact_.get(reads->ops, reads->results, *reads);
+  request->finish_one();
+}
+
+// An op decided with no counter (no room in the table while Redis is unreachable): from its own hits alone,
+// which are then dropped.
+void synced_backend::decide_alone(const limiter::counter_op& op, limiter::op_result& out) {
+  limiter::evaluate(op, 0, 0, out);
+  if (op.refund) return;
+  stats_.dropped_hits.add(op.increment);
+  if (!stats_.dropped_logged.exchange(true)) {
+    core::log_warn("REDIS_SYNC_MAX_KEYS counters are held while Redis is unreachable: hits of other keys are "
+                   "decided alone and not kept (ratelimit.redis_sync.dropped_hits counts them)");
+  }
+}
+
+void synced_backend::on_exact(exact_call& call, const std::string* error) {
+  auto& request = call.request;
+  const std::int64_t now = clock_.now_micros();
+  boost::container::small_vector<waiter, 4> woken;
+  boost::container::small_vector<synced_counter*, 4> woken_counters;
+  for (std::size_t k = 0; k < call.index.size(); ++k) {
+    const std::size_t i = call.index[k];
+    const auto& op = request.ops[i];
+    auto& out = request.results[i];
+    auto* c = call.counters[k];
+    if (error == nullptr) {
+      out = call.results[k];
+      if (c != nullptr) {
+        counters_.read_answered(*c, op, out, now);
+        stats_.reads.inc();
+      }
+    } else if (call.get) {
+      out = {};  // Redis unreachable: nothing read
+    } else if (call.fallback) {
+      if (c != nullptr) {
+        counters_.read_failed(*c, op, out);
+      } else {
+        decide_alone(op, out);
+      }
+    }
+    if (c == nullptr) continue;
+    auto [first, last] = waiters_.equal_range(c);
+    for (auto it = first; it != last; ++it) {
+      woken.push_back(it->second);
+      woken_counters.push_back(c);
+    }
+    waiters_.erase(first, last);
+  }
+  if (error == nullptr) {
+    redis_answered();
+  } else if (call.fallback) {
+    redis_failed(*error);
+  } else {
+    request.error = *error;
+  }
+  // Every woken op is decided before any decision completes: a completion may start another decision here.
+  for (std::size_t k = 0; k < woken.size(); ++k) {
+    const auto& w = woken[k];
+    counters_.decide(*woken_counters[k], w.request->ops[w.index], w.request->results[w.index]);
+  }
+  delete &call;
+  for (const auto& w : woken) w.request->finish_one();
+  request.finish_one();
+  if (draining_) {
+    flush();
+    check_drained();
+  }
+}
+
+rd::store& synced_backend::store_for(const synced_counter& c) {
+  return c.per_second && per_second_ != nullptr ? *per_second_ : main_;
+}
+
+void synced_backend::flush() {
+  std::vector<synced_counters::flush_item> items;
+  counters_.take_flush(items);
+  if (!items.empty()) {
+    // Per store; on a cluster per hash slot (a request's commands must be about keys of one slot).
+    auto group = [this](const synced_counters::flush_item& item) {
+      auto& store = store_for(*item.counter);
+      const std::size_t slot = store.one_key_per_request() ? rd::hash_slot(item.key) : 0;
+      return std::pair{&store, slot};
+    };
+    std::ranges::stable_sort(items, {}, group);
+    for (std::size_t from = 0; from < items.size();) {
+      std::size_t to = from + 1;
+      while (to < items.size() && to - from < options_.keys_per_request && group(items[to]) == group(items[from]))
+        ++to;
+      send_flush(*group(items[from]).first, {items.begin() + from, items.begin() + to});
+      from = to;
+    }
+  }
+  unsent_mirror_.store(counters_.unsent(), std::memory_order_relaxed);
+  keys_mirror_.store(counters_.size(), std::memory_order_relaxed);
+}
+
+void synced_backend::send_flush(rd::store& store, std::vector<synced_counters::flush_item> items) {
+  rd::request encoded;
+  for (const auto& item : items) {
+    if (item.hits > 0) {
+      encoded.push({"INCRBY", item.key, core::decimal(static_cast<std::uint64_t>(item.hits)).text()});
+      encoded.push({"EXPIRE", item.key, core::decimal(item.counter->ttl_seconds).text()});
+    } else {
+      encoded.push(
+          {"EVAL", refund_script, "1", item.key, core::decimal(static_cast<std::uint64_t>(-item.hits)).text()});
+    }
+  }
+  auto request = std::make_shared<rd::pending_request>();
+  request->expected_replies = encoded.expected_replies();
+  request->payload = encoded.release_payload();
+  const std::string_view key = items.front().key;
+  request->done = [this, &store, items = std::move(items), sent = std::chrono::steady_clock::now()](
+                      boost::system::error_code ec, std::vector<rd::value>&& replies) mutable {
+    asio::dispatch(ex_, [this, &store, items = std::move(items), ec, replies = std::move(replies), sent] {
+      on_flush(store, items, ec, replies, sent);
+    });
+  };
+  ++flushes_in_flight_;
+  store.exec(std::move(request), key);
+}
+
+void synced_backend::on_flush(rd::store& store, const std::vector<synced_counters::flush_item>& items,
+                              boost::system::error_code ec, const std::vector<rd::value>& replies,
+                              std::chrono::steady_clock::time_point sent) {
+  --flushes_in_flight_;
+  if (ec) {
+    stats_.flush_errors.inc();
+    for (const auto& item : items) counters_.flush_failed(*item.counter);
+    redis_failed(store.describe(ec));
+  } else {
+    const std::int64_t now = clock_.now_micros();
+    std::size_t at = 0;
+    for (const auto& item : items) {
+      const auto& reply = replies[at++];
+      const rd::value* expire = item.hits > 0 ? &replies[at++] : nullptr;
+      auto value = counter_value(reply);
+      if (reply.is_error() || !value) {
+        refused(item, reply.is_error() ? reply.text : "its value is not a counter");
+      } else if (expire != nullptr && expire->is_error()) {
+        // Counted, but it would never expire: as the exact path, a failure (the hits are not sent again).
+        refused(item, expire->text);
+      } else {
+        counters_.flush_answered(*item.counter, *value, now);
+      }
+    }
+    stats_.flushes.inc();
+    stats_.flushed_keys.add(items.size());
+    stats_.flush_time.record(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sent).count());
+    redis_answered();
+  }
+  if (draining_) flush();
+  check_drained();
+}
+
+void synced_backend::refused(const synced_counters::flush_item& item, std::string_view why) {
+  if (item.hits > 0) stats_.dropped_hits.add(static_cast<std::uint64_t>(item.hits));
+  counters_.flush_refused(*item.counter);
+  core::log_error("Redis refused the ", item.hits, " hits sent for ", item.key, ": ", why);
+}
+
+void synced_backend::redis_failed(std::string_view why) {
+  failing_ = true;
+  if (!stats_.failing_logged.exchange(true)) {
+    core::log_warn("Redis is unreachable (", why,
+                   "): deciding from local counts until it answers again; the hits counted meanwhile are kept and "
+                   "sent then");
+  }
+}
+
+void synced_backend::redis_answered() {
+  if (!std::exchange(failing_, false)) return;
+  if (stats_.failing_logged.exchange(false)) core::log_info("Redis answers again: sending the hits counted meanwhile");
+}
+
+void synced_backend::start() {
+  asio::post(ex_, [this] { schedule(); });
+}
+
+void synced_backend::schedule() {
+  timer_.expires_after(options_.interval);
+  timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopped_) return;
+    flush();
+    const std::int64_t now = clock_.now_seconds();
+    if (now != last_sweep_) {
+      last_sweep_ = now;
+      counters_.sweep(now);
+    }
+    schedule();
+  });
+}
+
+void synced_backend::drain(std::function<void()> done) {
+  draining_ = std::move(done);
+  flush();
+  check_drained();
+}
+
+void synced_backend::check_drained() {
+  if (!draining_ || flushes_in_flight_ > 0) return;
+  if (counters_.dirty() > 0 && !failing_) return;
+  if (counters_.unsent() != 0) {
+    core::log_error("stopping with ", counters_.unsent(),
+                    " hits that Redis has not acknowledged: they are lost (Redis is unreachable)");
+  }
+  auto done = std::move(draining_);
+  draining_ = nullptr;
+  done();
+}
+
+void synced_backend::stop() {
+  asio::post(ex_, [this] {
+    stopped_ = true;
+    timer_.cancel();
+  });
+}
+
+}  // namespace sluice::ratelimit::backends::redis

@@ -1,0 +1,116 @@
+#pragma once
+// REDIS_SYNC_INTERVAL: Redis load bounded by keys × instances ÷ interval, whatever the request rate. One
+// worker's decorator of the Redis backend: fixed and sliding windows are decided from the worker's
+// synced_counters, and every interval each counter's unsent hits go to Redis as upstream's INCRBY + EXPIRE
+// (negative hits: the refund script), pipelined per store — per hash slot on a cluster — whose reply is the
+// new global value. A counter the worker has not read yet goes to Redis through the exact backend first, as
+// without batching. GCRA ops and all-or-nothing batches are not batched: they go to the exact backend.
+//
+// Redis unreachable: decisions go on from the local counts; unsent hits stay (in at most the worker's share
+// of REDIS_SYNC_MAX_KEYS counters) and go out when Redis is back. A flush whose reply is lost (a broken
+// connection, REDIS_OP_TIMEOUT) is sent again: hits arrive at least once.
+
+#include <atomic>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "core/clock.hpp"
+#include "ratelimit/backends/redis/synced_counters.hpp"
+#include "ratelimit/limiter/backend.hpp"
+#include "redis/store.hpp"
+#include "stats/store.hpp"
+
+namespace sluice::ratelimit::backends::redis {
+
+// The stats ratelimit.redis_sync.*, and what is logged once over every worker.
+struct sync_stats {
+  explicit sync_stats(stats::store& s);
+  stats::counter& flushes;       // flush requests answered
+  stats::counter& flushed_keys;  // counters in them
+  stats::counter& flush_errors;  // flush requests failed (their hits are sent again)
+  stats::counter& reads;         // counters read from Redis before being decided locally
+  stats::counter& dropped_hits;  // hits never sent: refused by Redis, or no room while it was unreachable
+  stats::timer& flush_time;      // from sending a flush request to its reply
+  std::atomic<bool> failing_logged{false};
+  std::atomic<bool> dropped_logged{false};
+};
+
+class synced_backend final : public limiter::backend {
+ public:
+  struct options {
+    std::chrono::milliseconds interval{50};
+    std::size_t max_keys = 1'000'000;  // this worker's share of REDIS_SYNC_MAX_KEYS
+    std::size_t keys_per_request = 512;
+  };
+  // `exact` is the worker's redis_backend over the same stores; `ex` its executor, on which every method is
+  // called.
+  synced_backend(boost::asio::any_io_executor ex, limiter::backend& exact, sluice::redis::store& main,
+                 sluice::redis::store* per_second, const core::clock& clock, options o, sync_stats& stats);
+  ~synced_backend() override;
+
+  void increment(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
+                 limiter::completion& done, limiter::batch_mode mode) override;
+  void get(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
+           limiter::completion& done) override;
+
+  // Starts the flushes. Thread-safe.
+  void start();
+  // Sends every unsent hit now and calls `done` (on the worker's thread) once Redis has answered, or failed:
+  // for a stop.
+  void drain(std::function<void()> done);
+  // No more flushes. Thread-safe.
+  void stop();
+  const boost::asio::any_io_executor& executor() const { return ex_; }
+  // Flushes now (tests; the timer does this every interval).
+  void flush();
+
+  // Read from any thread (the gauges), as of the last flush.
+  std::int64_t unsent_hits() const { return unsent_mirror_.load(std::memory_order_relaxed); }
+  std::size_t keys() const { return keys_mirror_.load(std::memory_order_relaxed); }
+
+ private:
+  struct deferred;
+  struct exact_call;
+  struct waiter {
+    deferred* request;
+    std::size_t index;
+  };
+
+  void on_exact(exact_call& call, const std::string* error);
+  void decide_alone(const limiter::counter_op& op, limiter::op_result& out);
+  void send_flush(sluice::redis::store& store, std::vector<synced_counters::flush_item> items);
+  void on_flush(sluice::redis::store& store, const std::vector<synced_counters::flush_item>& items,
+                boost::system::error_code ec, const std::vector<sluice::redis::value>& replies,
+                std::chrono::steady_clock::time_point sent);
+  void refused(const synced_counters::flush_item& item, std::string_view why);
+  void redis_failed(std::string_view why);
+  void redis_answered();
+  void schedule();
+  void check_drained();
+  sluice::redis::store& store_for(const synced_counter& c);
+
+  boost::asio::any_io_executor ex_;
+  limiter::backend& exact_;
+  sluice::redis::store& main_;
+  sluice::redis::store* per_second_;
+  const core::clock& clock_;
+  options options_;
+  sync_stats& stats_;
+  synced_counters counters_;
+  std::unordered_multimap<synced_counter*, waiter> waiters_;
+  boost::asio::steady_timer timer_;
+  std::int64_t last_sweep_ = 0;
+  std::size_t flushes_in_flight_ = 0;
+  bool failing_ = false;  // the last answer from Redis was a failure
+  bool stopped_ = false;
+  std::function<void()> draining_;
+  std::atomic<std::int64_t> unsent_mirror_{0};
+  std::atomic<std::size_t> keys_mirror_{0};
+};
+
+}  // namespace sluice::ratelimit::backends::redis
