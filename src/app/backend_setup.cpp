@@ -61,12 +61,12 @@ void add_pool_stats(stats::store& stats, std::vector<const redis::store*> stores
 }
 
 // REDIS_SYNC_INTERVAL: each worker decides from its own view of the counters and sends its hits in batches.
-void start_redis_sync(backend_holder& b, const ratelimit::redis_settings& settings, core::worker_pool& workers,
-                      const core::clock& clock, stats::store& stats) {
+void start_redis_sync(backend_holder& b, const ratelimit::redis_settings& settings,
+                      core::worker_pool& workers, const core::clock& clock, stats::store& stats) {
   namespace rr = ratelimit::backends::redis;
   b.sync_stats = std::make_unique<rr::sync_stats>(stats);
-  const rr::synced_backend::options options{settings.sync_interval,
-                                            std::max<std::size_t>(1, settings.sync_max_keys / workers.size())};
+  const rr::synced_backend::options options{
+      settings.sync_interval, std::max<std::size_t>(1, settings.sync_max_keys / workers.size())};
   for (unsigned i = 0; i < workers.size(); ++i) {
     auto& w = b.redis[i];
     w.synced = std::make_unique<rr::synced_backend>(workers.context(i).get_executor(), *w.backend, *w.main,

@@ -235,7 +235,8 @@ redis_settings read_redis(const core::env_reader& env) {
   const auto sync = env.get_duration("REDIS_SYNC_INTERVAL", std::chrono::nanoseconds{0});
   if (sync.count() > 0 && (sync < std::chrono::milliseconds{1} || sync > std::chrono::seconds{10})) {
     throw core::settings_error(
-        "invalid value for REDIS_SYNC_INTERVAL: expected 0 or a duration from 1ms to 10s (the overshoot grows "
+        "invalid value for REDIS_SYNC_INTERVAL: expected 0 or a duration from 1ms to 10s (the overshoot "
+        "grows "
         "with it; see README)");
   }
   r.sync_interval = to_ms(sync);
@@ -320,13 +321,15 @@ module_settings read_module_settings(const core::env_reader& env) {
         "change several counters in one step (use redis or memory)");
   }
   if (s.backend_type != "redis" && env.get_duration("REDIS_SYNC_INTERVAL", {}).count() > 0) {
-    throw core::settings_error(core::cat("REDIS_SYNC_INTERVAL applies to BACKEND_TYPE=redis only (BACKEND_TYPE is ",
-                                         s.backend_type, "): unset it"));
+    throw core::settings_error(
+        core::cat("REDIS_SYNC_INTERVAL applies to BACKEND_TYPE=redis only (BACKEND_TYPE is ", s.backend_type,
+                  "): unset it"));
   }
   if (svc.count_only_admitted && s.redis.sync_interval.count() > 0) {
     throw core::settings_error(
         "COUNT_ONLY_ADMITTED=true cannot be combined with REDIS_SYNC_INTERVAL: a request counted only when "
-        "every limit admits needs each counter checked and changed in Redis in one step, which batching gives "
+        "every limit admits needs each counter checked and changed in Redis in one step, which batching "
+        "gives "
         "up (unset one of them)");
   }
 

@@ -31,8 +31,8 @@ struct redis_settings {
   std::optional<redis_store_settings> per_second;    // REDIS_PERSECOND=true
   bool health_check_active_connection = false;       // REDIS_HEALTH_CHECK_ACTIVE_CONNECTION
   std::chrono::milliseconds startup_max_elapsed{0};  // REDIS_STARTUP_MAX_ELAPSED_TIME: 0 = wait forever
-  // REDIS_SYNC_INTERVAL: 0 sends every hit at once; otherwise counters are decided locally and their hits sent
-  // in batches this often (backends/redis/synced_backend.hpp).
+  // REDIS_SYNC_INTERVAL: 0 sends every hit at once; otherwise counters are decided locally and their hits
+  // sent in batches this often (backends/redis/synced_backend.hpp).
   std::chrono::milliseconds sync_interval{0};
   std::size_t sync_max_keys = 1'000'000;  // REDIS_SYNC_MAX_KEYS: the counters held locally, per instance
 };

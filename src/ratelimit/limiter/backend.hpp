@@ -25,8 +25,8 @@ struct counter_op {
   std::string_view key;
   std::uint64_t increment = 0;
   std::uint32_t ttl_seconds =
-      0;                    // window length + jitter; refreshed on every increment, as upstream's EXPIRE
-  bool per_second = false;  // the limit's unit is SECOND (a dedicated per-second store may take it)
+      0;                        // window length + jitter; refreshed on every increment, as upstream's EXPIRE
+  bool per_second = false;      // the limit's unit is SECOND (a dedicated per-second store may take it)
   std::int64_t window_end = 0;  // count, sliding: when the key's window ends (Unix seconds)
   // Negative hits: subtract `increment` instead, never going below 0, keeping the counter's TTL; a counter
   // that does not exist stays absent (its result is 0). For GCRA: move the arrival time back, not before now.

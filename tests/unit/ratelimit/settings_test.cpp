@@ -284,3 +284,36 @@ TEST_CASE("rate limit settings: CONFIG_TYPE=GRPC_XDS_SOTW") {
       "CONFIG_GRPC_XDS_CLIENT_TLS_CERT and CONFIG_GRPC_XDS_CLIENT_TLS_KEY must be set together",
       core::settings_error);
 }
+
+TEST_CASE("rate limit settings: REDIS_SYNC_INTERVAL") {
+  using env_map = std::map<std::string, std::string>;
+  auto read = [](env_map values) {
+    return ratelimit::read_module_settings(core::env_reader(std::move(values)));
+  };
+  auto s = read({});
+  CHECK(s.redis.sync_interval.count() == 0);
+  CHECK(s.redis.sync_max_keys == 1'000'000);
+  s = read({{"REDIS_SYNC_INTERVAL", "50ms"}, {"REDIS_SYNC_MAX_KEYS", "5000"}});
+  CHECK(s.redis.sync_interval == std::chrono::milliseconds(50));
+  CHECK(s.redis.sync_max_keys == 5000);
+  CHECK(read({{"REDIS_SYNC_INTERVAL", "10s"}}).redis.sync_interval == std::chrono::seconds(10));
+  CHECK(read({{"REDIS_SYNC_INTERVAL", "0"}}).redis.sync_interval.count() == 0);
+  const char* range =
+      "invalid value for REDIS_SYNC_INTERVAL: expected 0 or a duration from 1ms to 10s (the overshoot grows "
+      "with it; see README)";
+  CHECK_THROWS_WITH_AS(read({{"REDIS_SYNC_INTERVAL", "11s"}}), range, core::settings_error);
+  CHECK_THROWS_WITH_AS(read({{"REDIS_SYNC_INTERVAL", "500us"}}), range, core::settings_error);
+  CHECK_THROWS_AS(read({{"REDIS_SYNC_INTERVAL", "soon"}}), core::settings_error);
+  CHECK_THROWS_AS(read({{"REDIS_SYNC_MAX_KEYS", "10"}}), core::settings_error);
+  CHECK_THROWS_WITH_AS(
+      read({{"REDIS_SYNC_INTERVAL", "50ms"}, {"BACKEND_TYPE", "memory"}}),
+      "REDIS_SYNC_INTERVAL applies to BACKEND_TYPE=redis only (BACKEND_TYPE is memory): unset it",
+      core::settings_error);
+  CHECK_NOTHROW(read({{"REDIS_SYNC_INTERVAL", "0s"}, {"BACKEND_TYPE", "memory"}}));
+  CHECK_THROWS_WITH_AS(
+      read({{"REDIS_SYNC_INTERVAL", "50ms"}, {"COUNT_ONLY_ADMITTED", "true"}}),
+      "COUNT_ONLY_ADMITTED=true cannot be combined with REDIS_SYNC_INTERVAL: a request counted "
+      "only when every limit admits needs each counter checked and changed in Redis in one step, "
+      "which batching gives up (unset one of them)",
+      core::settings_error);
+}

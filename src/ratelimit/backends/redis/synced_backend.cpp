@@ -84,13 +84,14 @@ synced_backend::synced_backend(asio::any_io_executor ex, limiter::backend& exact
       clock_(clock),
       options_(o),
       stats_(stats),
-      counters_(o.max_keys, 2 * std::chrono::duration_cast<std::chrono::microseconds>(o.interval).count()),
+      counters_(o.max_keys, std::chrono::duration_cast<std::chrono::microseconds>(o.interval).count()),
       timer_(ex) {}
 
 synced_backend::~synced_backend() = default;
 
-void synced_backend::increment(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
-                               limiter::completion& done, limiter::batch_mode mode) {
+void synced_backend::increment(std::span<const limiter::counter_op> ops,
+                               std::span<limiter::op_result> results, limiter::completion& done,
+                               limiter::batch_mode mode) {
   // All-or-nothing batches need every counter checked and changed in Redis in one step.
   if (mode != limiter::batch_mode::independent) return exact_.increment(ops, results, done, mode);
   deferred* request = nullptr;
@@ -162,8 +163,9 @@ void synced_backend::decide_alone(const limiter::counter_op& op, limiter::op_res
   if (op.refund) return;
   stats_.dropped_hits.add(op.increment);
   if (!stats_.dropped_logged.exchange(true)) {
-    core::log_warn("REDIS_SYNC_MAX_KEYS counters are held while Redis is unreachable: hits of other keys are "
-                   "decided alone and not kept (ratelimit.redis_sync.dropped_hits counts them)");
+    core::log_warn(
+        "REDIS_SYNC_MAX_KEYS counters are held while Redis is unreachable: hits of other keys are "
+        "decided alone and not kept (ratelimit.redis_sync.dropped_hits counts them)");
   }
 }
 
@@ -238,7 +240,8 @@ void synced_backend::flush() {
     std::ranges::stable_sort(items, {}, group);
     for (std::size_t from = 0; from < items.size();) {
       std::size_t to = from + 1;
-      while (to < items.size() && to - from < options_.keys_per_request && group(items[to]) == group(items[from]))
+      while (to < items.size() && to - from < options_.keys_per_request &&
+             group(items[to]) == group(items[from]))
         ++to;
       send_flush(*group(items[from]).first, {items.begin() + from, items.begin() + to});
       from = to;
@@ -255,8 +258,8 @@ void synced_backend::send_flush(rd::store& store, std::vector<synced_counters::f
       encoded.push({"INCRBY", item.key, core::decimal(static_cast<std::uint64_t>(item.hits)).text()});
       encoded.push({"EXPIRE", item.key, core::decimal(item.counter->ttl_seconds).text()});
     } else {
-      encoded.push(
-          {"EVAL", refund_script, "1", item.key, core::decimal(static_cast<std::uint64_t>(-item.hits)).text()});
+      encoded.push({"EVAL", refund_script, "1", item.key,
+                    core::decimal(static_cast<std::uint64_t>(-item.hits)).text()});
     }
   }
   auto request = std::make_shared<rd::pending_request>();
@@ -303,7 +306,9 @@ void synced_backend::on_flush(rd::store& store, const std::vector<synced_counter
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sent).count());
     redis_answered();
   }
-  if (draining_) flush();
+  unsent_mirror_.store(counters_.unsent(), std::memory_order_relaxed);
+  // A drain sends what came in while this flush was out; after a failure it ends (check_drained).
+  if (draining_ && !ec) flush();
   check_drained();
 }
 
@@ -316,15 +321,17 @@ void synced_backend::refused(const synced_counters::flush_item& item, std::strin
 void synced_backend::redis_failed(std::string_view why) {
   failing_ = true;
   if (!stats_.failing_logged.exchange(true)) {
-    core::log_warn("Redis is unreachable (", why,
-                   "): deciding from local counts until it answers again; the hits counted meanwhile are kept and "
-                   "sent then");
+    core::log_warn(
+        "Redis is unreachable (", why,
+        "): deciding from local counts until it answers again; the hits counted meanwhile are kept and "
+        "sent then");
   }
 }
 
 void synced_backend::redis_answered() {
   if (!std::exchange(failing_, false)) return;
-  if (stats_.failing_logged.exchange(false)) core::log_info("Redis answers again: sending the hits counted meanwhile");
+  if (stats_.failing_logged.exchange(false))
+    core::log_info("Redis answers again: sending the hits counted meanwhile");
 }
 
 void synced_backend::start() {

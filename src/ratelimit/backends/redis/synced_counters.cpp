@@ -29,7 +29,8 @@ synced_counters::routed synced_counters::find(const limiter::counter_op& op, boo
 
 // A stale view is read again when nothing of it is unsent or in Redis; a counter over its limit stays so
 // until its window ends, whatever others count.
-bool synced_counters::decidable(const synced_counter& c, const limiter::counter_op& op, bool redis_failing) const {
+bool synced_counters::decidable(const synced_counter& c, const limiter::counter_op& op,
+                                bool redis_failing) const {
   const bool fresh = op.now_us - c.read_at_us <= fresh_us_;
   return fresh || c.over || c.flushing || c.pending != 0 || redis_failing;
 }

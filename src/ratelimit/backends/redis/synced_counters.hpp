@@ -4,9 +4,10 @@
 // batches and reads keys it does not know). No I/O and no locks: one worker's table, used on its thread.
 //
 // A counter is read from Redis (its first op goes there, as without batching) before it is decided locally,
-// and read again when Redis has not answered for it for two intervals and it holds nothing unsent, so the
-// view is never older than that. A counter over its limit stops counting until its window ends (upstream's
-// local over-limit cache): no more Redis traffic for it.
+// and read again when Redis has not answered for it for an interval and it holds nothing unsent: so a view
+// decided from is at most two intervals and a round trip old (README, "Batched counting"). A counter over its
+// limit stops counting until its window ends (upstream's local over-limit cache): no more Redis traffic for
+// it.
 
 #include <cstdint>
 #include <string>
@@ -59,7 +60,8 @@ class synced_counters {
   // Finds (or adds) the op's counter and says what to do with the op. While `redis_failing`, a stale counter
   // is decided from what it holds instead of being read again.
   routed find(const limiter::counter_op& op, bool redis_failing);
-  // The op's counter when its view may be decided from now (known, fresh or nothing to read again), else null.
+  // The op's counter when its view may be decided from now (known, fresh or nothing to read again), else
+  // null.
   synced_counter* usable(const limiter::counter_op& op, bool redis_failing);
 
   // Decides the op from the counter's view and counts its hits there, as Redis would have: writes the op's

@@ -1,0 +1,144 @@
+#pragma once
+// A fake Redis for unit tests of the Redis backends: a redis::store that runs the counter commands they send
+// (INCRBY, EXPIRE, GET, MGET, DECRBY, and the refund script's EVAL) on a map, answering at once, when the
+// test says (hold), or failing every request (down).
+
+#include <boost/system/errc.hpp>
+#include <charconv>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "redis/store.hpp"
+
+namespace sluice::test {
+
+class fake_redis final : public redis::store {
+ public:
+  struct entry {
+    std::int64_t value = 0;
+    std::int64_t ttl = -1;
+  };
+  std::map<std::string, entry, std::less<>> data;
+  std::map<std::string, std::size_t, std::less<>> calls;  // per command name
+  std::vector<std::shared_ptr<redis::pending_request>> held;
+  std::vector<std::vector<std::vector<std::string>>> requests;  // every request's commands
+  bool hold = false;                                            // keep requests until answer_held()
+  bool down = false;                                            // fail every request at once
+  bool cluster = false;                                         // one_key_per_request
+
+  void start(observer) override {}
+  void stop() override {}
+  void exec(std::shared_ptr<redis::pending_request> request, std::string_view) override {
+    requests.push_back(parse(request->payload));
+    if (down) return request->done(make_error_code(boost::system::errc::connection_refused), {});
+    if (hold) return held.push_back(std::move(request));
+    answer(*request, requests.back());
+  }
+  bool one_key_per_request() const override { return cluster; }
+  bool up() const override { return !down; }
+  std::string describe(boost::system::error_code) const override { return "connection refused"; }
+  std::string last_error() const override { return {}; }
+  redis::connection_stats stats() const override { return {}; }
+
+  // Answers the held requests in order (or fails them).
+  void answer_held(bool fail = false) {
+    auto list = std::move(held);
+    held.clear();
+    for (auto& r : list) {
+      if (fail) {
+        r->done(make_error_code(boost::system::errc::connection_reset), {});
+      } else {
+        answer(*r, parse(r->payload));
+      }
+    }
+  }
+  std::int64_t value(std::string_view key) const {
+    auto it = data.find(key);
+    return it == data.end() ? 0 : it->second.value;
+  }
+  std::size_t count(std::string_view command) const {
+    auto it = calls.find(command);
+    return it == calls.end() ? 0 : it->second;
+  }
+
+ private:
+  static std::vector<std::vector<std::string>> parse(const std::string& payload) {
+    std::vector<std::vector<std::string>> out;
+    std::size_t at = 0;
+    auto number = [&](char prefix) {
+      if (payload[at] != prefix) throw std::runtime_error("bad RESP");
+      const auto end = payload.find("\r\n", at);
+      std::size_t n = 0;
+      std::from_chars(payload.data() + at + 1, payload.data() + end, n);
+      at = end + 2;
+      return n;
+    };
+    while (at < payload.size()) {
+      auto& command = out.emplace_back();
+      for (std::size_t args = number('*'); args > 0; --args) {
+        const std::size_t len = number('$');
+        command.push_back(payload.substr(at, len));
+        at += len + 2;
+      }
+    }
+    return out;
+  }
+  static std::int64_t to_int(const std::string& s) {
+    std::int64_t n = 0;
+    std::from_chars(s.data(), s.data() + s.size(), n);
+    return n;
+  }
+  static redis::value integer(std::int64_t n) {
+    redis::value v;
+    v.type = redis::value::kind::integer;
+    v.integer = n;
+    return v;
+  }
+  redis::value get(const std::string& key) const {
+    redis::value v;
+    auto it = data.find(key);
+    if (it == data.end()) return v;
+    v.type = redis::value::kind::bulk_string;
+    v.text = std::to_string(it->second.value);
+    return v;
+  }
+  void answer(redis::pending_request& r, const std::vector<std::vector<std::string>>& commands) {
+    std::vector<redis::value> replies;
+    for (const auto& c : commands) {
+      ++calls[c[0]];
+      if (c[0] == "INCRBY") {
+        replies.push_back(integer(data[c[1]].value += to_int(c[2])));
+      } else if (c[0] == "DECRBY") {
+        replies.push_back(integer(data[c[1]].value -= to_int(c[2])));
+      } else if (c[0] == "EXPIRE") {
+        data[c[1]].ttl = to_int(c[2]);
+        replies.push_back(integer(1));
+      } else if (c[0] == "GET") {
+        replies.push_back(get(c[1]));
+      } else if (c[0] == "MGET") {
+        redis::value array;
+        array.type = redis::value::kind::array;
+        for (std::size_t i = 1; i < c.size(); ++i) array.elements.push_back(get(c[i]));
+        replies.push_back(std::move(array));
+      } else if (c[0] == "EVAL") {  // the refund script: EVAL <script> 1 <key> <amount>
+        auto it = data.find(c[3]);
+        if (it == data.end() || it->second.value < 0) {
+          replies.push_back(integer(0));
+        } else {
+          it->second.value -= std::min(it->second.value, to_int(c[4]));
+          replies.push_back(integer(it->second.value));
+        }
+      } else {
+        redis::value e;
+        e.type = redis::value::kind::error;
+        e.text = "ERR unknown command";
+        replies.push_back(std::move(e));
+      }
+    }
+    r.done({}, std::move(replies));
+  }
+};
+
+}  // namespace sluice::test

@@ -1,0 +1,492 @@
+// REDIS_SYNC_INTERVAL: synced_backend over the real redis_backend and a fake Redis that runs the commands,
+// with a fake clock; flushes are called by the tests (the timer is not started).
+
+#include <doctest/doctest.h>
+
+#include <boost/asio/io_context.hpp>
+#include <deque>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fake_redis.hpp"
+#include "ratelimit/backends/redis/redis_backend.hpp"
+#include "ratelimit/backends/redis/synced_backend.hpp"
+#include "ratelimit/limiter/algorithms.hpp"
+#include "redis/cluster_slot.hpp"
+
+using namespace sluice;
+namespace rr = ratelimit::backends::redis;
+using ratelimit::limiter::batch_mode;
+using ratelimit::limiter::counter_op;
+using ratelimit::limiter::op_kind;
+using ratelimit::limiter::op_result;
+
+namespace {
+
+constexpr std::int64_t start_seconds = 1'795'000'000;
+
+struct recorder final : ratelimit::limiter::completion {
+  bool done = false;
+  std::optional<std::string> error;
+  void complete(const ratelimit::limiter::backend_error* e) noexcept override {
+    done = true;
+    if (e != nullptr) error = e->message;
+  }
+};
+
+// One instance's worker: its synced backend over the exact one, both on `redis`.
+struct worker {
+  worker(boost::asio::io_context& ioc, test::fake_redis& redis, const core::clock& clock,
+         rr::sync_stats& sync, std::size_t max_keys = 1000)
+      : exact(ioc.get_executor(), redis, nullptr),
+        synced(ioc.get_executor(), exact, redis, nullptr, clock,
+               {std::chrono::milliseconds(50), max_keys, 512}, sync) {}
+  rr::redis_backend exact;
+  rr::synced_backend synced;
+};
+
+struct rig {
+  boost::asio::io_context ioc;
+  test::fake_redis redis;
+  core::fake_clock clock{start_seconds};
+  stats::store stats;
+  rr::sync_stats sync{stats};
+  std::deque<worker> workers;
+  std::deque<std::string> keys;  // the ops' keys live here
+
+  rig(std::size_t n = 1, std::size_t max_keys = 1000) {
+    for (std::size_t i = 0; i < n; ++i) workers.emplace_back(ioc, redis, clock, sync, max_keys);
+  }
+  rr::synced_backend& synced(std::size_t i = 0) { return workers[i].synced; }
+  void run() {
+    ioc.restart();
+    ioc.poll();
+  }
+  counter_op op(std::string_view key, std::uint64_t hits = 1, std::uint64_t limit = 10) {
+    counter_op o;
+    o.key = keys.emplace_back(key);
+    o.increment = hits;
+    o.limit = limit;
+    o.ttl_seconds = 60;
+    o.window_end = start_seconds + 60;
+    o.now_us = clock.now_micros();
+    return o;
+  }
+  // Starts a decision; its results and completion are kept by the caller.
+  void start(std::size_t w, std::span<const counter_op> ops, std::span<op_result> results, recorder& r,
+             batch_mode mode = batch_mode::independent) {
+    synced(w).increment(ops, results, r, mode);
+  }
+  op_result decide(std::size_t w, const counter_op& o, std::optional<std::string>* error = nullptr) {
+    op_result result;
+    recorder r;
+    synced(w).increment({&o, 1}, {&result, 1}, r, batch_mode::independent);
+    run();
+    REQUIRE(r.done);
+    if (error != nullptr) *error = r.error;
+    return result;
+  }
+  void flush_all() {
+    for (auto& w : workers) w.synced.flush();
+    run();
+  }
+};
+
+std::size_t requests_with(const test::fake_redis& redis, std::string_view command) {
+  std::size_t n = 0;
+  for (const auto& r : redis.requests)
+    for (const auto& c : r)
+      if (c[0] == command) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "the first hit of a key is read from Redis; later hits are decided locally and flushed as one INCRBY") {
+  rig t;
+  auto first = t.decide(0, t.op("d_k_v_1"));
+  CHECK(first.value == 1);
+  CHECK(t.redis.count("INCRBY") == 1);
+  CHECK(t.redis.data["d_k_v_1"].ttl == 60);
+  for (int i = 2; i <= 7; ++i) CHECK(t.decide(0, t.op("d_k_v_1")).value == static_cast<std::uint64_t>(i));
+  CHECK(t.redis.count("INCRBY") == 1);  // nothing sent yet
+  t.flush_all();
+  CHECK(t.redis.count("INCRBY") == 2);
+  CHECK(t.redis.count("EXPIRE") == 2);
+  CHECK(t.redis.value("d_k_v_1") == 7);
+  CHECK(t.redis.requests.back() ==
+        std::vector<std::vector<std::string>>{{"INCRBY", "d_k_v_1", "6"}, {"EXPIRE", "d_k_v_1", "60"}});
+  CHECK(t.sync.flushes.value() == 1);
+  CHECK(t.sync.flushed_keys.value() == 1);
+  CHECK(t.sync.reads.value() == 1);
+  CHECK(t.synced().unsent_hits() == 0);
+  // Nothing new: a flush sends nothing.
+  t.flush_all();
+  CHECK(t.redis.count("INCRBY") == 2);
+}
+
+TEST_CASE("others' hits arrive with each flush's reply; hits_addend counts as many") {
+  rig t(2);
+  t.decide(0, t.op("k", 1, 100));
+  t.decide(1, t.op("k", 1, 100));
+  CHECK(t.redis.value("k") == 2);
+  t.decide(0, t.op("k", 5, 100));
+  t.decide(1, t.op("k", 3, 100));
+  t.flush_all();
+  CHECK(t.redis.value("k") == 10);
+  // Worker 1 flushed last: its reply carried everything.
+  CHECK(t.decide(1, t.op("k", 1, 100)).value == 11);
+  CHECK(t.decide(0, t.op("k", 1, 100)).value == 8);  // worker 0's flush was answered with 7
+}
+
+TEST_CASE("one deciding alone decides exactly as Redis would (random hits, refunds and limits)") {
+  rig t;
+  std::mt19937 random(7);
+  std::int64_t exact = 0;
+  bool over = false;  // the exact reference with upstream's local over-limit cache
+  for (int i = 0; i < 2000; ++i) {
+    auto o = t.op("k", random() % 4, 200);
+    o.refund = random() % 10 == 0;
+    if (random() % 7 == 0) t.clock.advance_micros(20'000);
+    o.now_us = t.clock.now_micros();
+    const auto r = t.decide(0, o);
+    std::uint64_t want = 0;
+    if (o.refund) {
+      exact -= std::min<std::int64_t>(exact, static_cast<std::int64_t>(o.increment));
+      want = static_cast<std::uint64_t>(exact);
+      if (exact <= 200) over = false;
+    } else {
+      want = static_cast<std::uint64_t>(exact) + o.increment;
+      if (!over) {
+        exact += static_cast<std::int64_t>(o.increment);
+        over = exact > 200;
+      }
+    }
+    REQUIRE(r.value == want);
+    if (random() % 5 == 0) t.flush_all();
+  }
+  t.flush_all();
+  CHECK(t.redis.value("k") == exact);
+}
+
+TEST_CASE("a key over its limit stops counting until its window ends: no more Redis traffic") {
+  rig t;
+  for (int i = 1; i <= 10; ++i) CHECK(t.decide(0, t.op("k", 1, 10)).value <= 10);
+  CHECK(t.decide(0, t.op("k", 1, 10)).value == 11);  // the hit over the limit counts, as upstream's
+  t.flush_all();
+  CHECK(t.redis.value("k") == 11);
+  const auto sent = t.redis.requests.size();
+  for (int i = 0; i < 50; ++i) {
+    t.clock.advance_micros(100'000);  // long past the view's freshness
+    auto o = t.op("k", 1, 10);
+    CHECK(t.decide(0, o).value == 12);
+  }
+  t.flush_all();
+  CHECK(t.redis.requests.size() == sent);
+  CHECK(t.redis.value("k") == 11);
+}
+
+TEST_CASE("a view older than an interval is read again before it is decided from") {
+  rig t(2);
+  t.decide(0, t.op("k", 1, 100));
+  t.decide(1, t.op("k", 1, 100));  // worker 1 read 2
+  for (int i = 0; i < 5; ++i) t.decide(0, t.op("k", 1, 100));
+  t.flush_all();  // Redis: 7
+  t.clock.advance_micros(40'000);
+  CHECK(t.decide(1, t.op("k", 1, 100)).value == 3);  // fresh: its own view, which misses worker 0's hits
+  t.flush_all();
+  t.clock.advance_micros(60'000);  // nothing unsent, and no answer within the interval
+  const auto incrby = t.redis.count("INCRBY");
+  CHECK(t.decide(1, t.op("k", 1, 100)).value == 9);  // read: Redis said 8 before, so 9
+  CHECK(t.redis.count("INCRBY") == incrby + 1);
+}
+
+TEST_CASE("ops on a key being read wait for the answer and are then decided from it") {
+  rig t(2);
+  t.redis.hold = true;
+  auto a = t.op("k", 1, 3), b = t.op("k", 1, 3), c = t.op("k", 2, 3);
+  op_result ra, rb, rc;
+  recorder da, db, dc;
+  t.start(0, {&a, 1}, {&ra, 1}, da);
+  t.start(0, {&b, 1}, {&rb, 1}, db);
+  t.start(0, {&c, 1}, {&rc, 1}, dc);
+  t.run();
+  CHECK(t.redis.held.size() == 1);  // one read for the three
+  CHECK_FALSE(da.done);
+  CHECK_FALSE(db.done);
+  t.redis.data["k"].value = 5;  // another instance counted 5 meanwhile: over the limit of 3
+  t.redis.answer_held();
+  t.run();
+  CHECK(da.done);
+  CHECK(db.done);
+  CHECK(dc.done);
+  CHECK(ra.value == 6);
+  // Decided from the read's answer, which is over the limit: not counted.
+  CHECK(rb.value == 7);
+  CHECK(rc.value == 8);
+  t.redis.hold = false;
+  t.flush_all();
+  CHECK(t.redis.value("k") == 6);
+}
+
+TEST_CASE("two ops of one decision on one key: the second waits for the first's read") {
+  rig t;
+  std::vector<counter_op> ops{t.op("k", 1, 5), t.op("k", 2, 5)};
+  std::vector<op_result> results(2);
+  recorder r;
+  t.start(0, ops, results, r);
+  t.run();
+  REQUIRE(r.done);
+  CHECK(results[0].value == 1);
+  CHECK(results[1].value == 3);
+  t.flush_all();
+  CHECK(t.redis.value("k") == 3);
+}
+
+TEST_CASE("negative hits given back in a batch go as the refund script, never below zero") {
+  rig t;
+  t.decide(0, t.op("k", 5, 100));
+  auto refund = t.op("k", 3, 100);
+  refund.refund = true;
+  CHECK(t.decide(0, refund).value == 2);
+  t.flush_all();
+  CHECK(requests_with(t.redis, "EVAL") == 1);
+  CHECK(t.redis.value("k") == 2);
+  auto big = t.op("k", 10, 100);
+  big.refund = true;
+  CHECK(t.decide(0, big).value == 0);
+  t.flush_all();
+  CHECK(t.redis.value("k") == 0);
+}
+
+TEST_CASE("sliding windows count only what they admit") {
+  rig t;
+  // 1'795'000'020 starts a minute window: 30 s in, half the previous window still weighs.
+  t.clock.set(1'795'000'050);
+  auto sliding = [&](std::string_view key) {
+    auto o = t.op(key, 1, 4);
+    o.kind = op_kind::sliding;
+    o.previous_key = t.keys.emplace_back("prev");
+    o.window_us = 60'000'000;
+    return o;
+  };
+  t.redis.data["prev"].value = 4;  // weighs ceil(4 × 0.5) = 2
+  int admitted = 0;
+  for (int i = 0; i < 6; ++i) {
+    auto o = sliding("cur");
+    const auto r = t.decide(0, o);
+    if (ratelimit::limiter::admits(o, r)) ++admitted;
+  }
+  CHECK(admitted == 2);
+  t.flush_all();
+  CHECK(t.redis.value("cur") == 2);
+}
+
+TEST_CASE("GCRA ops and all-or-nothing batches go to Redis each time") {
+  rig t;
+  auto all = t.op("a", 1, 10);
+  all.role = 0;
+  for (int i = 0; i < 3; ++i) {
+    op_result result;
+    recorder r;
+    t.start(0, {&all, 1}, {&result, 1}, r, batch_mode::all_or_nothing);
+    t.run();
+    CHECK(r.done);
+  }
+  CHECK(t.synced().keys() == 0);
+  t.flush_all();
+  CHECK(t.synced().keys() == 0);  // nothing held for them
+  auto g = t.op("g", 1, 10);
+  g.kind = op_kind::gcra;
+  g.window_us = 1'000;
+  g.tolerance_us = 5'000;
+  const auto before = t.redis.requests.size();
+  op_result result;
+  recorder r;
+  t.start(0, {&g, 1}, {&result, 1}, r);
+  t.run();
+  CHECK(t.redis.requests.size() > before);
+}
+
+TEST_CASE("Redis unreachable: decisions go on from local counts, and the hits reach Redis when it is back") {
+  rig t;
+  t.decide(0, t.op("known", 1, 100));
+  t.redis.down = true;
+  std::optional<std::string> error;
+  for (int i = 0; i < 4; ++i) {
+    CHECK(t.decide(0, t.op("known", 1, 100), &error).value == static_cast<std::uint64_t>(2 + i));
+    CHECK_FALSE(error);
+  }
+  CHECK(t.decide(0, t.op("new", 1, 100), &error).value == 1);  // its read failed: its own hits only
+  CHECK_FALSE(error);
+  t.clock.advance_micros(500'000);
+  CHECK(t.decide(0, t.op("new", 1, 100), &error).value == 2);  // stale, but not read while Redis fails
+  t.flush_all();
+  CHECK(t.sync.flush_errors.value() == 1);
+  CHECK(t.synced().unsent_hits() == 6);
+  t.redis.down = false;
+  t.flush_all();
+  CHECK(t.redis.value("known") == 5);
+  CHECK(t.redis.value("new") == 2);
+  CHECK(t.synced().unsent_hits() == 0);
+  CHECK(t.sync.dropped_hits.value() == 0);
+}
+
+TEST_CASE("a lost flush reply is sent again") {
+  rig t;
+  t.decide(0, t.op("k", 1, 100));
+  t.decide(0, t.op("k", 4, 100));
+  t.redis.hold = true;
+  t.flush_all();
+  t.decide(0, t.op("k", 2, 100));  // while the flush is in flight
+  t.redis.answer_held(true);       // the connection broke before the reply
+  t.run();
+  t.redis.hold = false;
+  t.flush_all();
+  CHECK(t.redis.value("k") == 7);
+}
+
+TEST_CASE("no room for a key while Redis is unreachable: decided alone, its hits dropped and counted") {
+  rig t(1, 2);
+  t.redis.down = true;
+  t.decide(0, t.op("a"));
+  t.decide(0, t.op("b"));
+  std::optional<std::string> error;
+  CHECK(t.decide(0, t.op("c", 3, 10), &error).value == 3);
+  CHECK_FALSE(error);
+  CHECK(t.sync.dropped_hits.value() == 3);
+  // With Redis up, a key without room goes to Redis on its own.
+  t.redis.down = false;
+  t.flush_all();
+  CHECK(t.decide(0, t.op("c", 1, 10)).value == 1);
+  CHECK(t.redis.value("c") == 1);
+}
+
+TEST_CASE("counters whose window ended are forgotten once nothing of them is unsent") {
+  rig t;
+  t.decide(0, t.op("k"));
+  t.decide(0, t.op("k"));
+  t.flush_all();
+  CHECK(t.synced().keys() == 1);
+  // The timer sweeps; without it, a flush after the window shows the table (the sweep itself is in
+  // synced_counters, tested through the timer in e2e).
+  rr::synced_counters counters(10, 50'000);
+  auto o = t.op("x");
+  auto found = counters.find(o, false);
+  REQUIRE(found.how == rr::synced_counters::route::read);
+  op_result r;
+  r.value = 1;
+  counters.read_answered(*found.counter, o, r, o.now_us);
+  CHECK(counters.sweep(start_seconds + 60) == 0);  // its window ends at +60
+  CHECK(counters.sweep(start_seconds + 61) == 1);
+  CHECK(counters.size() == 0);
+}
+
+TEST_CASE("Redis refusing a key's hits drops them and keeps the others") {
+  rig t;
+  t.decide(0, t.op("good", 1, 100));
+  t.decide(0, t.op("bad", 1, 100));
+  t.decide(0, t.op("good", 2, 100));
+  t.decide(0, t.op("bad", 2, 100));
+  // A key that is not a counter: the fake's unknown command stands in for WRONGTYPE by renaming INCRBY.
+  t.redis.hold = true;
+  t.flush_all();
+  REQUIRE(t.redis.held.size() == 1);
+  auto& payload = t.redis.held[0]->payload;
+  const auto at = payload.find("INCRBY\r\n$3\r\nbad");
+  REQUIRE(at != std::string::npos);
+  payload.replace(at, 6, "INCRBZ");
+  t.redis.hold = false;
+  t.redis.answer_held();
+  t.run();
+  CHECK(t.redis.value("good") == 3);
+  CHECK(t.redis.value("bad") == 1);
+  CHECK(t.sync.dropped_hits.value() == 2);
+  CHECK(t.synced().unsent_hits() == 0);
+}
+
+TEST_CASE("on a cluster, a flush request holds the keys of one hash slot") {
+  rig t;
+  t.redis.cluster = true;
+  std::vector<std::string> names;
+  for (int i = 0; i < 40; ++i) names.push_back("key" + std::to_string(i));
+  for (const auto& n : names) t.decide(0, t.op(n, 1, 100));
+  for (const auto& n : names) t.decide(0, t.op(n, 1, 100));
+  const auto before = t.redis.requests.size();
+  t.flush_all();
+  std::size_t keys = 0;
+  for (auto r = t.redis.requests.begin() + static_cast<std::ptrdiff_t>(before); r != t.redis.requests.end();
+       ++r) {
+    const auto slot = redis::hash_slot((*r)[0][1]);
+    for (const auto& c : *r) CHECK(redis::hash_slot(c[1]) == slot);
+    keys += r->size() / 2;
+  }
+  CHECK(keys == names.size());
+  for (const auto& n : names) CHECK(t.redis.value(n) == 2);
+}
+
+TEST_CASE("STOP mode's read ahead answers from the view") {
+  rig t;
+  t.decide(0, t.op("k", 3, 10));
+  auto o = t.op("k");
+  op_result result;
+  recorder r;
+  t.synced().get({&o, 1}, {&result, 1}, r);
+  t.run();
+  CHECK(r.done);
+  CHECK(result.value == 3);
+  CHECK(t.redis.count("GET") == 0);
+  auto unknown = t.op("u");
+  t.synced().get({&unknown, 1}, {&result, 1}, r);
+  t.run();
+  CHECK(t.redis.count("GET") == 1);
+}
+
+TEST_CASE("a drain sends everything unsent and then calls back; Redis down: it calls back at once") {
+  rig t;
+  t.decide(0, t.op("k"));
+  t.decide(0, t.op("k", 4));
+  bool drained = false;
+  t.redis.hold = true;
+  t.synced().drain([&] { drained = true; });
+  t.run();
+  CHECK_FALSE(drained);
+  t.redis.answer_held();
+  t.run();
+  CHECK(drained);
+  CHECK(t.redis.value("k") == 5);
+  t.redis.hold = false;
+  t.decide(0, t.op("k", 2));
+  t.redis.down = true;
+  drained = false;
+  t.synced().drain([&] { drained = true; });
+  t.run();
+  CHECK(drained);
+}
+
+TEST_CASE("several deciders admit at most the limit plus what the others counted since the views' reads") {
+  // Three workers take turns on one key, a turn every 4 ms; each flushes every 12 turns (its interval, 48 ms,
+  // within the 50 ms freshness). The README's bound with no round trip: the others' hits in 3 intervals, at
+  // 2 hits per 3 turns: 2/3 × 36 = 24.
+  rig t(3);
+  const std::uint64_t limit = 100;
+  int admitted = 0;
+  for (int turn = 0; turn < 400; ++turn) {
+    const std::size_t w = static_cast<std::size_t>(turn) % 3;
+    t.clock.advance_micros(4'000);
+    if (static_cast<std::size_t>(turn % 12) == w * 4) {
+      t.synced(w).flush();
+      t.run();
+    }
+    if (t.decide(w, t.op("k", 1, limit)).value <= limit) ++admitted;
+  }
+  t.flush_all();
+  CHECK(admitted >= static_cast<int>(limit));
+  CHECK(admitted <= static_cast<int>(limit) + 24);
+  // Redis holds what was counted: the admitted hits and each worker's first hit over the limit at most.
+  CHECK(t.redis.value("k") >= admitted);
+  CHECK(t.redis.value("k") <= admitted + 3);
+}
