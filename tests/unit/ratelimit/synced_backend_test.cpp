@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "fake_redis.hpp"
+#include "../../support/fake_redis.hpp"
 #include "ratelimit/backends/redis/redis_backend.hpp"
 #include "ratelimit/backends/redis/synced_backend.hpp"
 #include "ratelimit/limiter/algorithms.hpp"

@@ -120,7 +120,7 @@ void synced_backend::increment(std::span<const limiter::counter_op> ops,
       case synced_counters::route::wait:
         if (request == nullptr) request = new deferred(done, ops, results);
         ++request->outstanding;
-        waiters_.emplace(found.counter, waiter{request, i});
+        waiters_[found.counter].push_back(waiter{request, i});
         break;
     }
   }
@@ -195,12 +195,13 @@ void synced_backend::on_exact(exact_call& call, const std::string* error) {
       }
     }
     if (c == nullptr) continue;
-    auto [first, last] = waiters_.equal_range(c);
-    for (auto it = first; it != last; ++it) {
-      woken.push_back(it->second);
-      woken_counters.push_back(c);
+    if (auto it = waiters_.find(c); it != waiters_.end()) {
+      for (const auto& w : it->second) {
+        woken.push_back(w);
+        woken_counters.push_back(c);
+      }
+      waiters_.erase(it);
     }
-    waiters_.erase(first, last);
   }
   if (error == nullptr) {
     redis_answered();

@@ -102,7 +102,7 @@ class synced_backend final : public limiter::backend {
   options options_;
   sync_stats& stats_;
   synced_counters counters_;
-  std::unordered_multimap<synced_counter*, waiter> waiters_;
+  std::unordered_map<synced_counter*, std::vector<waiter>> waiters_;  // in arrival order
   boost::asio::steady_timer timer_;
   std::int64_t last_sweep_ = 0;
   std::size_t flushes_in_flight_ = 0;

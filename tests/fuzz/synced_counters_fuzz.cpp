@@ -1,0 +1,171 @@
+// libFuzzer: batched counting (REDIS_SYNC_INTERVAL) driven by arbitrary input. The input is a list of
+// operations on workers' synced backends over one fake Redis that runs the commands: decisions (a key from a
+// small set, hits, negative hits, two ops of one decision), flushes, time passing, Redis going down or
+// holding its answers, held answers given or lost, drains. Checked: every decision completes exactly once;
+// once Redis is up and everything is flushed, nothing is left unsent. With the first byte even, one worker
+// decides alone with room for every key, and then each decision must be exactly what Redis itself would have
+// answered (upstream's counting with its local over-limit cache), outages and lost replies included.
+//
+// Build and run: scripts/fuzz synced_counters [seconds]
+
+#include <boost/asio/io_context.hpp>
+#include <cstdint>
+#include <cstdlib>
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "../support/fake_redis.hpp"
+#include "core/clock.hpp"
+#include "core/log.hpp"
+#include "ratelimit/backends/redis/redis_backend.hpp"
+#include "ratelimit/backends/redis/synced_backend.hpp"
+#include "stats/store.hpp"
+
+namespace {
+
+using namespace sluice;
+namespace rr = ratelimit::backends::redis;
+using ratelimit::limiter::counter_op;
+using ratelimit::limiter::op_result;
+
+constexpr std::int64_t start_seconds = 1'795'000'000;
+constexpr std::uint64_t limit = 20;
+const char* const key_names[] = {"k0", "k1", "k2", "k3", "k4"};
+
+struct decision final : ratelimit::limiter::completion {
+  std::vector<counter_op> ops;
+  std::vector<op_result> results;
+  int completions = 0;
+  void complete(const ratelimit::limiter::backend_error*) noexcept override { ++completions; }
+};
+
+struct worker {
+  worker(boost::asio::io_context& ioc, test::fake_redis& redis, const core::clock& clock,
+         rr::sync_stats& sync, std::size_t max_keys)
+      : exact(ioc.get_executor(), redis, nullptr),
+        synced(ioc.get_executor(), exact, redis, nullptr, clock, {std::chrono::milliseconds(50), max_keys, 3},
+               sync) {}
+  rr::redis_backend exact;
+  rr::synced_backend synced;
+};
+
+// Upstream's counting of one key by one decider, with the local over-limit cache.
+struct reference {
+  std::int64_t count = 0;
+  bool over = false;
+  std::uint64_t apply(const counter_op& op) {
+    if (op.refund) {
+      count -= std::min<std::int64_t>(count, static_cast<std::int64_t>(op.increment));
+      if (count <= static_cast<std::int64_t>(op.limit)) over = false;
+      return static_cast<std::uint64_t>(count);
+    }
+    const std::uint64_t value = static_cast<std::uint64_t>(count) + op.increment;
+    if (!over) {
+      count += static_cast<std::int64_t>(op.increment);
+      over = count > static_cast<std::int64_t>(op.limit);
+    }
+    return value;
+  }
+};
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size == 0) return 0;
+  static const bool quiet = [] {
+    core::log_init(core::log_level::error, false);
+    return true;
+  }();
+  (void)quiet;
+  const bool solo = (data[0] & 1) == 0;
+  boost::asio::io_context ioc;
+  test::fake_redis redis;
+  core::fake_clock clock(start_seconds);
+  stats::store stats;
+  rr::sync_stats sync(stats);
+  std::deque<worker> workers;
+  const std::size_t count = solo ? 1 : 1 + data[0] % 3;
+  for (std::size_t i = 0; i < count; ++i) workers.emplace_back(ioc, redis, clock, sync, solo ? 100 : 2);
+  std::deque<decision> decisions;
+  std::map<std::string, reference, std::less<>> model;
+  std::vector<std::uint64_t> expected;  // solo: each decision's first op's value
+  auto run = [&] {
+    ioc.restart();
+    ioc.poll();
+  };
+
+  for (std::size_t at = 1; at + 1 < size; at += 2) {
+    const std::uint8_t a = data[at], b = data[at + 1];
+    auto& w = workers[b % workers.size()].synced;
+    switch (a % 8) {
+      case 0:
+      case 1:
+      case 2: {  // a decision of one or two ops
+        auto& d = decisions.emplace_back();
+        const std::size_t ops = a % 8 == 2 ? 2 : 1;
+        for (std::size_t i = 0; i < ops; ++i) {
+          counter_op op;
+          op.key = key_names[(b >> (3 * i)) % 5];
+          op.increment = (a >> 3) % 4;
+          op.refund = (a >> 5) % 5 == 0;
+          op.limit = limit;
+          op.ttl_seconds = 60;
+          op.window_end = start_seconds + 3600;
+          op.now_us = clock.now_micros();
+          d.ops.push_back(op);
+        }
+        d.results.resize(d.ops.size());
+        if (solo) {
+          expected.push_back(model[std::string(d.ops[0].key)].apply(d.ops[0]));
+          for (std::size_t i = 1; i < d.ops.size(); ++i) model[std::string(d.ops[i].key)].apply(d.ops[i]);
+        }
+        w.increment(d.ops, d.results, d, ratelimit::limiter::batch_mode::independent);
+        break;
+      }
+      case 3:
+        w.flush();
+        break;
+      case 4:
+        clock.advance_micros(static_cast<std::int64_t>(b) * 1'000);
+        break;
+      case 5:
+        redis.down = !redis.down;
+        break;
+      case 6:
+        redis.hold = b % 2 == 0;
+        if (b % 4 == 1) redis.answer_held(b % 8 == 5);
+        break;
+      case 7:
+        w.drain([] {});
+        break;
+    }
+    run();
+  }
+
+  // Redis up and answering: everything reaches it.
+  redis.down = false;
+  redis.hold = false;
+  for (int round = 0; round < 4; ++round) {
+    redis.answer_held();
+    run();
+    for (auto& w : workers) w.synced.flush();
+    run();
+  }
+  for (const auto& d : decisions) {
+    if (d.completions != 1) std::abort();
+  }
+  for (auto& w : workers) {
+    if (w.synced.unsent_hits() != 0) std::abort();
+  }
+  if (solo) {
+    for (std::size_t i = 0; i < decisions.size(); ++i) {
+      if (decisions[i].results[0].value != expected[i]) std::abort();
+    }
+    for (const auto& [key, ref] : model) {
+      if (redis.value(key) != ref.count) std::abort();
+    }
+  }
+  return 0;
+}
