@@ -19,6 +19,7 @@ class fake_redis final : public redis::store {
   struct entry {
     std::int64_t value = 0;
     std::int64_t ttl = -1;
+    bool garbage = false;  // holds a string that is not a number
   };
   std::map<std::string, entry, std::less<>> data;
   std::map<std::string, std::size_t, std::less<>> calls;  // per command name
@@ -27,6 +28,7 @@ class fake_redis final : public redis::store {
   bool hold = false;                                            // keep requests until answer_held()
   bool down = false;                                            // fail every request at once
   bool cluster = false;                                         // one_key_per_request
+  std::string refuse_writes;  // when set, the error reply to every INCRBY (e.g. READONLY ...)
 
   void start(observer) override {}
   void stop() override {}
@@ -108,7 +110,12 @@ class fake_redis final : public redis::store {
     std::vector<redis::value> replies;
     for (const auto& c : commands) {
       ++calls[c[0]];
-      if (c[0] == "INCRBY") {
+      if (c[0] == "INCRBY" && (!refuse_writes.empty() || data[c[1]].garbage)) {
+        redis::value e;
+        e.type = redis::value::kind::error;
+        e.text = refuse_writes.empty() ? "ERR value is not an integer or out of range" : refuse_writes;
+        replies.push_back(std::move(e));
+      } else if (c[0] == "INCRBY") {
         replies.push_back(integer(data[c[1]].value += to_int(c[2])));
       } else if (c[0] == "DECRBY") {
         replies.push_back(integer(data[c[1]].value -= to_int(c[2])));

@@ -69,6 +69,9 @@ enum class batch_mode : std::uint8_t {
 
 struct backend_error {
   std::string message;
+  // The store answered that it will never take this op (a key that holds something else than a counter):
+  // trying again cannot help, unlike a store that cannot be reached.
+  bool refused = false;
 };
 
 class completion {

@@ -17,9 +17,9 @@ class pending_operations {
   explicit pending_operations(completion& done) : done_(done) {}
 
   void add(std::size_t n = 1) { outstanding_.fetch_add(n, std::memory_order_relaxed); }
-  void fail(std::string message) {
+  void fail(std::string message, bool refused = false) {
     std::lock_guard lock(mutex_);
-    if (!error_) error_ = std::move(message);
+    if (!error_) error_ = backend_error{std::move(message), refused};
   }
   bool failed() {
     std::lock_guard lock(mutex_);
@@ -42,7 +42,7 @@ class pending_operations {
   completion& done_;
   std::atomic<std::size_t> outstanding_{0};
   std::mutex mutex_;
-  std::optional<std::string> error_;
+  std::optional<backend_error> error_;
 };
 
 }  // namespace sluice::ratelimit::limiter

@@ -385,27 +385,68 @@ TEST_CASE("counters whose window ended are forgotten once nothing of them is uns
   CHECK(counters.size() == 0);
 }
 
-TEST_CASE("Redis refusing a key's hits drops them and keeps the others") {
+TEST_CASE(
+    "a key that is not a counter: its flushed hits are dropped, and its decisions then fail as without "
+    "batching") {
   rig t;
   t.decide(0, t.op("good", 1, 100));
   t.decide(0, t.op("bad", 1, 100));
   t.decide(0, t.op("good", 2, 100));
   t.decide(0, t.op("bad", 2, 100));
-  // A key that is not a counter: the fake's unknown command stands in for WRONGTYPE by renaming INCRBY.
-  t.redis.hold = true;
+  t.redis.data["bad"].garbage = true;  // someone SET it meanwhile
   t.flush_all();
-  REQUIRE(t.redis.held.size() == 1);
-  auto& payload = t.redis.held[0]->payload;
-  const auto at = payload.find("INCRBY\r\n$3\r\nbad");
-  REQUIRE(at != std::string::npos);
-  payload.replace(at, 6, "INCRBZ");
-  t.redis.hold = false;
-  t.redis.answer_held();
-  t.run();
   CHECK(t.redis.value("good") == 3);
-  CHECK(t.redis.value("bad") == 1);
   CHECK(t.sync.dropped_hits.value() == 2);
   CHECK(t.synced().unsent_hits() == 0);
+  std::optional<std::string> error;
+  t.decide(0, t.op("bad", 1, 100), &error);  // read again: refused, as the exact path would be
+  REQUIRE(error);
+  CHECK(*error == "Redis error: ERR value is not an integer or out of range");
+  t.decide(0, t.op("good", 1, 100), &error);  // not an outage: the others go on
+  CHECK_FALSE(error);
+  t.flush_all();
+  CHECK(t.sync.dropped_hits.value() == 2);
+  CHECK(t.redis.value("good") == 4);
+}
+
+TEST_CASE("Redis taking no writes now (READONLY): the flush's hits are sent again") {
+  rig t;
+  t.decide(0, t.op("k", 1, 100));
+  t.decide(0, t.op("k", 4, 100));
+  t.redis.refuse_writes = "READONLY You can't write against a read only replica.";
+  t.flush_all();
+  CHECK(t.sync.dropped_hits.value() == 0);
+  CHECK(t.sync.flush_errors.value() == 1);
+  CHECK(t.synced().unsent_hits() == 4);
+  t.redis.refuse_writes.clear();
+  t.flush_all();
+  CHECK(t.redis.value("k") == 5);
+}
+
+TEST_CASE("an all-or-nothing batch that applied adds its hits to the views of the counters held") {
+  core::fake_clock clock(start_seconds);
+  rr::synced_counters counters(10, 50'000);
+  counter_op held;
+  held.key = "held";
+  held.increment = 1;
+  held.limit = 10;
+  held.now_us = clock.now_micros();
+  auto found = counters.find(held, false);
+  op_result read;
+  read.value = 1;
+  counters.read_answered(*found.counter, held, read, held.now_us);
+  auto other = held;
+  other.key = "other";  // not held here: nothing to add to
+  std::vector<counter_op> batch{held, other};
+  batch[0].increment = 2;
+  std::vector<op_result> results(2);
+  results[0].value = 3;
+  results[1].value = 11;  // over its limit: the batch does not apply
+  counters.add_applied(batch, results);
+  CHECK(found.counter->view() == 1);
+  results[1].value = 1;
+  counters.add_applied(batch, results);
+  CHECK(found.counter->view() == 3);
 }
 
 TEST_CASE("on a cluster, a flush request holds the keys of one hash slot") {

@@ -18,4 +18,9 @@ std::optional<std::uint64_t> counter_value(const sluice::redis::value& v) {
   return std::nullopt;
 }
 
+bool refuses_for_good(std::string_view error_reply) {
+  return error_reply.starts_with("WRONGTYPE") || error_reply.starts_with("ERR value is not an integer") ||
+         error_reply.starts_with("ERR increment or decrement would overflow");
+}
+
 }  // namespace sluice::ratelimit::backends::redis

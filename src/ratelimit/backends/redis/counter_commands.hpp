@@ -24,4 +24,9 @@ inline constexpr std::string_view refund_script =
 // take-back (a DECRBY not waited for) can land after negative hits brought the counter to 0.
 std::optional<std::uint64_t> counter_value(const sluice::redis::value& v);
 
+// Whether an error reply to a counter command says the key can never take it (it holds something else than a
+// counter, or the count would overflow), rather than that Redis cannot take writes now (READONLY, LOADING,
+// MASTERDOWN, OOM, a cluster's TRYAGAIN or CLUSTERDOWN): the second kind is worth sending again.
+bool refuses_for_good(std::string_view error_reply);
+
 }  // namespace sluice::ratelimit::backends::redis

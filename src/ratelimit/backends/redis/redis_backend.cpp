@@ -165,18 +165,20 @@ void batch::on_pipeline(std::size_t which, boost::system::error_code ec,
   for (auto index : p.indexes) {
     const auto& op = ops[index];
     const auto& reply = replies[next++];
-    if (reply.is_error()) return pending.fail(core::cat("Redis error: ", reply.text));
+    if (reply.is_error())
+      return pending.fail(core::cat("Redis error: ", reply.text), refuses_for_good(reply.text));
     // INCRBY's reply is followed by EXPIRE's. A counter without its EXPIRE would never go away: that is a
     // failure too.
     if (!get && !op.refund && replies[next++].is_error()) {
-      return pending.fail(core::cat("Redis error: ", replies[next - 1].text));
+      return pending.fail(core::cat("Redis error: ", replies[next - 1].text),
+                          refuses_for_good(replies[next - 1].text));
     }
     if (op.kind == limiter::op_kind::gcra) {  // read ahead: the arrival time, in BITFIELD's form
       results[index].value = reply.type == rd::value::kind::bulk_string ? gcra_time(reply.text) : 0;
       continue;
     }
     auto v = counter_value(reply);
-    if (!v) return pending.fail("Redis returned a value that is not a counter");
+    if (!v) return pending.fail("Redis returned a value that is not a counter", true);
     results[index].value = *v;
     if (get || op.kind != limiter::op_kind::sliding) continue;
     if (mgets_previous(index)) {

@@ -33,8 +33,11 @@ struct synced_backend::deferred {
   std::span<const limiter::counter_op> ops;
   std::span<limiter::op_result> results;
   std::size_t outstanding = 1;  // held while the ops are routed
-  std::optional<std::string> error;
+  std::optional<limiter::backend_error> error;
 
+  void fail(const limiter::backend_error& e) {
+    if (!error) error = e;
+  }
   void finish_one() {
     if (--outstanding != 0) return;
     if (error) {
@@ -47,8 +50,8 @@ struct synced_backend::deferred {
   }
 };
 
-// Ops of one decision sent to the exact backend: reads of counters (decided locally should Redis fail), or
-// ops that are never batched (their failure is the decision's).
+// Ops of one decision sent to the exact backend: reads of counters (decided locally should Redis be
+// unreachable), or ops that are never batched (their failure is the decision's).
 struct synced_backend::exact_call final : limiter::completion {
   exact_call(synced_backend& o, deferred& r, bool f, bool g) : owner(o), request(r), fallback(f), get(g) {}
   synced_backend& owner;
@@ -67,10 +70,34 @@ struct synced_backend::exact_call final : limiter::completion {
     counters.push_back(c);
   }
   void complete(const limiter::backend_error* error) noexcept override {
-    std::optional<std::string> message;
-    if (error != nullptr) message = error->message;
-    asio::dispatch(owner.ex_, [this, message = std::move(message)] {
-      owner.on_exact(*this, message ? &*message : nullptr);
+    std::optional<limiter::backend_error> failure;
+    if (error != nullptr) failure = *error;
+    asio::dispatch(owner.ex_, [this, failure = std::move(failure)] {
+      owner.on_exact(*this, failure ? &*failure : nullptr);
+    });
+  }
+};
+
+// An all-or-nothing batch, sent to the exact backend as a whole: once it is answered, the hits it counted are
+// added to the views of the counters this worker holds (their next flush's reply would bring them anyway;
+// until then the view would miss them).
+struct synced_backend::passthrough final : limiter::completion {
+  passthrough(synced_backend& o, limiter::completion& d, std::span<const limiter::counter_op> op,
+              std::span<limiter::op_result> r, limiter::batch_mode m)
+      : owner(o), done(d), ops(op), results(r), mode(m) {}
+  synced_backend& owner;
+  limiter::completion& done;
+  std::span<const limiter::counter_op> ops;
+  std::span<limiter::op_result> results;
+  limiter::batch_mode mode;
+
+  void complete(const limiter::backend_error* error) noexcept override {
+    std::optional<limiter::backend_error> failure;
+    if (error != nullptr) failure = *error;
+    asio::dispatch(owner.ex_, [this, failure = std::move(failure)] {
+      if (!failure && mode == limiter::batch_mode::all_or_nothing) owner.counters_.add_applied(ops, results);
+      done.complete(failure ? &*failure : nullptr);
+      delete this;
     });
   }
 };
@@ -93,7 +120,9 @@ void synced_backend::increment(std::span<const limiter::counter_op> ops,
                                std::span<limiter::op_result> results, limiter::completion& done,
                                limiter::batch_mode mode) {
   // All-or-nothing batches need every counter checked and changed in Redis in one step.
-  if (mode != limiter::batch_mode::independent) return exact_.increment(ops, results, done, mode);
+  if (mode != limiter::batch_mode::independent) {
+    return exact_.increment(ops, results, *new passthrough(*this, done, ops, results, mode), mode);
+  }
   deferred* request = nullptr;
   exact_call* reads = nullptr;   // counters to read, and ops without room in the table
   exact_call* direct = nullptr;  // GCRA
@@ -124,6 +153,8 @@ void synced_backend::increment(std::span<const limiter::counter_op> ops,
         break;
     }
   }
+  unsent_mirror_.store(counters_.unsent(), std::memory_order_relaxed);
+  keys_mirror_.store(counters_.size(), std::memory_order_relaxed);
   if (request == nullptr) return done.complete(nullptr);
   for (auto* c : {reads, direct}) {
     if (c == nullptr) continue;
@@ -169,9 +200,12 @@ void synced_backend::decide_alone(const limiter::counter_op& op, limiter::op_res
   }
 }
 
-void synced_backend::on_exact(exact_call& call, const std::string* error) {
+void synced_backend::on_exact(exact_call& call, const limiter::backend_error* error) {
   auto& request = call.request;
   const std::int64_t now = clock_.now_micros();
+  // Unreachable (or not taking writes now): decided from what the counters hold. Refused for good (a key that
+  // is not a counter): the decision fails, as without batching.
+  const bool outage = error != nullptr && !error->refused;
   boost::container::small_vector<waiter, 4> woken;
   boost::container::small_vector<synced_counter*, 4> woken_counters;
   for (std::size_t k = 0; k < call.index.size(); ++k) {
@@ -185,14 +219,16 @@ void synced_backend::on_exact(exact_call& call, const std::string* error) {
         counters_.read_answered(*c, op, out, now);
         stats_.reads.inc();
       }
-    } else if (call.get) {
-      out = {};  // Redis unreachable: nothing read
-    } else if (call.fallback) {
+    } else if (call.get && outage) {
+      out = {};  // nothing read
+    } else if (call.fallback && outage) {
       if (c != nullptr) {
         counters_.read_failed(*c, op, out);
       } else {
         decide_alone(op, out);
       }
+    } else if (c != nullptr) {
+      counters_.read_refused(*c);
     }
     if (c == nullptr) continue;
     if (auto it = waiters_.find(c); it != waiters_.end()) {
@@ -205,15 +241,19 @@ void synced_backend::on_exact(exact_call& call, const std::string* error) {
   }
   if (error == nullptr) {
     redis_answered();
-  } else if (call.fallback) {
-    redis_failed(*error);
+  } else if (call.fallback && outage) {
+    redis_failed(error->message);
   } else {
-    request.error = *error;
+    request.fail(*error);
   }
   // Every woken op is decided before any decision completes: a completion may start another decision here.
   for (std::size_t k = 0; k < woken.size(); ++k) {
     const auto& w = woken[k];
-    counters_.decide(*woken_counters[k], w.request->ops[w.index], w.request->results[w.index]);
+    if (error != nullptr && !outage) {
+      w.request->fail(*error);  // the read they waited for was refused: so would theirs be
+    } else {
+      counters_.decide(*woken_counters[k], w.request->ops[w.index], w.request->results[w.index]);
+    }
   }
   delete &call;
   for (const auto& w : woken) w.request->finish_one();
@@ -232,19 +272,17 @@ void synced_backend::flush() {
   std::vector<synced_counters::flush_item> items;
   counters_.take_flush(items);
   if (!items.empty()) {
-    // Per store; on a cluster per hash slot (a request's commands must be about keys of one slot).
-    auto group = [this](const synced_counters::flush_item& item) {
-      auto& store = store_for(*item.counter);
-      const std::size_t slot = store.one_key_per_request() ? rd::hash_slot(item.key) : 0;
-      return std::pair{&store, slot};
-    };
-    std::ranges::stable_sort(items, {}, group);
+    // Per store. On a cluster one key per request: a redirection (-MOVED, -ASK during a slot's migration)
+    // is then followed for that key alone. Each node's connections still carry all of them in one write.
+    auto store_of = [this](const synced_counters::flush_item& item) { return &store_for(*item.counter); };
+    std::ranges::stable_sort(items, {}, store_of);
     for (std::size_t from = 0; from < items.size();) {
+      auto* store = store_of(items[from]);
+      const std::size_t most = store->one_key_per_request() ? 1 : options_.keys_per_request;
       std::size_t to = from + 1;
-      while (to < items.size() && to - from < options_.keys_per_request &&
-             group(items[to]) == group(items[from]))
-        ++to;
-      send_flush(*group(items[from]).first, {items.begin() + from, items.begin() + to});
+      while (to < items.size() && to - from < most && store_of(items[to]) == store) ++to;
+      send_flush(*store, {items.begin() + static_cast<std::ptrdiff_t>(from),
+                          items.begin() + static_cast<std::ptrdiff_t>(to)});
       from = to;
     }
   }
@@ -288,24 +326,33 @@ void synced_backend::on_flush(rd::store& store, const std::vector<synced_counter
   } else {
     const std::int64_t now = clock_.now_micros();
     std::size_t at = 0;
+    std::string_view not_now;  // an error reply meaning Redis takes no writes now (READONLY, LOADING, ...)
     for (const auto& item : items) {
       const auto& reply = replies[at++];
       const rd::value* expire = item.hits > 0 ? &replies[at++] : nullptr;
       auto value = counter_value(reply);
-      if (reply.is_error() || !value) {
+      if (reply.is_error() && !refuses_for_good(reply.text)) {
+        counters_.flush_failed(*item.counter);  // not applied: sent again
+        not_now = reply.text;
+      } else if (reply.is_error() || !value) {
         refused(item, reply.is_error() ? reply.text : "its value is not a counter");
-      } else if (expire != nullptr && expire->is_error()) {
-        // Counted, but it would never expire: as the exact path, a failure (the hits are not sent again).
-        refused(item, expire->text);
       } else {
         counters_.flush_answered(*item.counter, *value, now);
+        // Counted, but it may never expire: logged, as the hits are in.
+        if (expire != nullptr && expire->is_error())
+          core::log_error("Redis counted the hits sent for ", item.key,
+                          " but refused their EXPIRE: ", expire->text);
       }
+    }
+    if (!not_now.empty()) {
+      stats_.flush_errors.inc();
+      redis_failed(not_now);
     }
     stats_.flushes.inc();
     stats_.flushed_keys.add(items.size());
     stats_.flush_time.record(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sent).count());
-    redis_answered();
+    if (not_now.empty()) redis_answered();
   }
   unsent_mirror_.store(counters_.unsent(), std::memory_order_relaxed);
   // A drain sends what came in while this flush was out; after a failure it ends (check_drained).
@@ -315,7 +362,8 @@ void synced_backend::on_flush(rd::store& store, const std::vector<synced_counter
 
 void synced_backend::refused(const synced_counters::flush_item& item, std::string_view why) {
   if (item.hits > 0) stats_.dropped_hits.add(static_cast<std::uint64_t>(item.hits));
-  counters_.flush_refused(*item.counter);
+  counters_.flush_refused(
+      *item.counter);  // read again next time: its decisions then fail as without batching
   core::log_error("Redis refused the ", item.hits, " hits sent for ", item.key, ": ", why);
 }
 

@@ -76,12 +76,13 @@ class synced_backend final : public limiter::backend {
  private:
   struct deferred;
   struct exact_call;
+  struct passthrough;
   struct waiter {
     deferred* request;
     std::size_t index;
   };
 
-  void on_exact(exact_call& call, const std::string* error);
+  void on_exact(exact_call& call, const limiter::backend_error* error);
   void decide_alone(const limiter::counter_op& op, limiter::op_result& out);
   void send_flush(sluice::redis::store& store, std::vector<synced_counters::flush_item> items);
   void on_flush(sluice::redis::store& store, const std::vector<synced_counters::flush_item>& items,

@@ -95,6 +95,28 @@ void synced_counters::read_failed(synced_counter& c, const limiter::counter_op& 
   decide(c, op, out);
 }
 
+void synced_counters::read_refused(synced_counter& c) {
+  c.reading = false;
+  c.read_at_us = 0;
+}
+
+void synced_counters::add_applied(std::span<const limiter::counter_op> ops,
+                                  std::span<const limiter::op_result> results) {
+  limiter::batch_verdict verdict;
+  for (std::size_t i = 0; i < ops.size(); ++i) verdict.add(ops[i], limiter::admits(ops[i], results[i]));
+  if (!verdict.applies()) return;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const auto& op = ops[i];
+    if (op.kind == limiter::op_kind::gcra || !limiter::applies(op, limiter::admits(op, results[i]))) continue;
+    auto it = table_.find(op.key);
+    if (it == table_.end() || it->second.reading) continue;
+    auto& c = it->second;
+    // Should a flush's reply already carry them, the view is high until the next one (stricter, never
+    // looser).
+    c.base = op.refund ? c.base - std::min(c.base, op.increment) : c.base + op.increment;
+  }
+}
+
 void synced_counters::take_flush(std::vector<flush_item>& out) {
   std::size_t kept = 0;
   for (auto* counter : dirty_) {
@@ -132,6 +154,8 @@ void synced_counters::flush_refused(synced_counter& c) {
   unsent_ -= c.in_flight;
   c.in_flight = 0;
   c.flushing = false;
+  c.read_at_us = 0;
+  c.over = false;
 }
 
 std::size_t synced_counters::sweep(std::int64_t now_seconds) {

@@ -10,6 +10,7 @@
 // it.
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -72,6 +73,11 @@ class synced_counters {
                      std::int64_t now_us);
   // It failed: the op is decided from what the counter holds (nothing, for a new one).
   void read_failed(synced_counter& c, const limiter::counter_op& op, limiter::op_result& out);
+  // Redis refused it for good: the op failed, and the next op of the counter is read again.
+  void read_refused(synced_counter& c);
+  // An all-or-nothing batch was answered by Redis: the hits it counted on counters held here go into their
+  // views.
+  void add_applied(std::span<const limiter::counter_op> ops, std::span<const limiter::op_result> results);
 
   // A counter's unsent hits, handed to a flush.
   struct flush_item {
@@ -85,7 +91,8 @@ class synced_counters {
   void flush_answered(synced_counter& c, std::uint64_t value, std::int64_t now_us);
   // The flush failed: its hits are unsent again (sent with the next flush).
   void flush_failed(synced_counter& c);
-  // The flush's hits can never be sent (Redis refused the key): they are given up.
+  // The flush's hits can never be sent (Redis refused the key): they are given up, and the counter is read
+  // again before its next decision.
   void flush_refused(synced_counter& c);
 
   // Forgets counters whose window ended before `now_seconds` and that hold nothing unsent.
