@@ -45,8 +45,9 @@ struct worker_memcache {
 // The counter store chosen by BACKEND_TYPE, with what it needs kept alive.
 struct backend_holder {
   std::unique_ptr<ratelimit::backends::memory::memory_backend> memory;
-  std::vector<worker_redis> redis;                                     // one per worker
+  // Before the workers' backends, which count into it: destroyed after them.
   std::unique_ptr<ratelimit::backends::redis::sync_stats> sync_stats;  // REDIS_SYNC_INTERVAL > 0
+  std::vector<worker_redis> redis;                                     // one per worker
   std::vector<worker_memcache> memcache;                               // one per worker
   // memory: the sweep; redis: the start-up deadline; memcache: the SRV refresh
   std::unique_ptr<boost::asio::steady_timer> timer;

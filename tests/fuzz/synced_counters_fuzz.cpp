@@ -1,10 +1,13 @@
 // libFuzzer: batched counting (REDIS_SYNC_INTERVAL) driven by arbitrary input. The input is a list of
 // operations on workers' synced backends over one fake Redis that runs the commands: decisions (a key from a
-// small set, hits, negative hits, two ops of one decision), flushes, time passing, Redis going down or
-// holding its answers, held answers given or lost, drains. Checked: every decision completes exactly once;
-// once Redis is up and everything is flushed, nothing is left unsent. With the first byte even, one worker
-// decides alone with room for every key, and then each decision must be exactly what Redis itself would have
-// answered (upstream's counting with its local over-limit cache), outages and lost replies included.
+// small set, windows of one to four seconds, hits, negative hits, two ops of one decision, a decision
+// started by another's completion), flushes and the timer's ticks (which forget the counters of ended
+// windows), time passing, Redis going down or holding its answers, held answers given or lost (before or
+// after Redis applied them), drains. Checked: every decision completes exactly once; once Redis is up and
+// everything is flushed, nothing is left unsent. With the first byte even, one worker decides alone with room
+// for every key, and then each decision must be exactly what Redis itself would have answered (upstream's
+// counting with its local over-limit cache), outages and lost requests included (not lost replies: those
+// count twice).
 //
 // Build and run: scripts/fuzz synced_counters [seconds]
 
@@ -12,8 +15,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <deque>
+#include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../support/fake_redis.hpp"
@@ -38,7 +43,11 @@ struct decision final : ratelimit::limiter::completion {
   std::vector<counter_op> ops;
   std::vector<op_result> results;
   int completions = 0;
-  void complete(const ratelimit::limiter::backend_error*) noexcept override { ++completions; }
+  std::function<void()> then;  // started from the completion, as a service's next request may be
+  void complete(const ratelimit::limiter::backend_error*) noexcept override {
+    ++completions;
+    if (then) std::exchange(then, nullptr)();
+  }
 };
 
 struct worker {
@@ -89,12 +98,26 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::size_t count = solo ? 1 : 1 + data[0] % 3;
   for (std::size_t i = 0; i < count; ++i) workers.emplace_back(ioc, redis, clock, sync, solo ? 100 : 2);
   std::deque<decision> decisions;
+  std::deque<std::string> names;  // the ops' keys
   std::map<std::string, reference, std::less<>> model;
   std::vector<std::uint64_t> expected;  // solo: each decision's first op's value
   auto run = [&] {
     ioc.restart();
     ioc.poll();
   };
+  // Starts a decision; alone, what Redis itself would answer is worked out now, in the order decisions start.
+  std::function<void(rr::synced_backend&, std::vector<counter_op>)> start = [&](rr::synced_backend& w,
+                                                                                std::vector<counter_op> ops) {
+    auto& d = decisions.emplace_back();
+    d.ops = std::move(ops);
+    d.results.resize(d.ops.size());
+    if (solo) {
+      expected.push_back(model[std::string(d.ops[0].key)].apply(d.ops[0]));
+      for (std::size_t i = 1; i < d.ops.size(); ++i) model[std::string(d.ops[i].key)].apply(d.ops[i]);
+    }
+    w.increment(d.ops, d.results, d, ratelimit::limiter::batch_mode::independent);
+  };
+  bool lost_replies = false;  // a reply lost after Redis applied it: those hits count twice
 
   for (std::size_t at = 1; at + 1 < size; at += 2) {
     const std::uint8_t a = data[at], b = data[at + 1];
@@ -102,30 +125,35 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     switch (a % 8) {
       case 0:
       case 1:
-      case 2: {  // a decision of one or two ops
-        auto& d = decisions.emplace_back();
-        const std::size_t ops = a % 8 == 2 ? 2 : 1;
-        for (std::size_t i = 0; i < ops; ++i) {
+      case 2: {  // a decision of one or two ops; some start another from their completion
+        auto make_op = [&](std::size_t which) {
+          // As the limiter does: a window of 1 to 4 seconds, its start in the key.
+          const std::int64_t window = 1 + (b >> 6), now = clock.now_seconds();
           counter_op op;
-          op.key = key_names[(b >> (3 * i)) % 5];
+          op.key = names.emplace_back(std::string(key_names[(b >> (3 * which)) % 5]) + "_" +
+                                      std::to_string(window) + "_" + std::to_string(now - now % window));
           op.increment = (a >> 3) % 4;
           op.refund = (a >> 5) % 5 == 0;
           op.limit = limit;
           op.ttl_seconds = 60;
-          op.window_end = start_seconds + 3600;
+          op.window_end = now - now % window + window;
           op.now_us = clock.now_micros();
-          d.ops.push_back(op);
+          return op;
+        };
+        std::vector<counter_op> ops{make_op(0)};
+        if (a % 8 == 2) ops.push_back(make_op(1));
+        start(w, std::move(ops));
+        if ((a >> 7) != 0 && decisions.back().completions == 0) {
+          decisions.back().then = [&start, &w, follow = make_op(1)] { start(w, {follow}); };
         }
-        d.results.resize(d.ops.size());
-        if (solo) {
-          expected.push_back(model[std::string(d.ops[0].key)].apply(d.ops[0]));
-          for (std::size_t i = 1; i < d.ops.size(); ++i) model[std::string(d.ops[i].key)].apply(d.ops[i]);
-        }
-        w.increment(d.ops, d.results, d, ratelimit::limiter::batch_mode::independent);
         break;
       }
       case 3:
-        w.flush();
+        if (b % 2 == 0) {
+          w.flush();
+        } else {
+          w.tick();
+        }
         break;
       case 4:
         clock.advance_micros(static_cast<std::int64_t>(b) * 1'000);
@@ -135,7 +163,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         break;
       case 6:
         redis.hold = b % 2 == 0;
-        if (b % 4 == 1) redis.answer_held(b % 8 == 5);
+        if (b % 4 == 1) {
+          const bool fail = b % 8 == 5, applied = fail && b % 16 == 13;
+          lost_replies = lost_replies || (applied && !redis.held.empty());
+          redis.answer_held(fail, applied);
+        }
         break;
       case 7:
         w.drain([] {});
@@ -159,7 +191,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (auto& w : workers) {
     if (w.synced.unsent_hits() != 0) std::abort();
   }
-  if (solo) {
+  if (solo && !lost_replies) {
     for (std::size_t i = 0; i < decisions.size(); ++i) {
       if (decisions[i].results[0].value != expected[i]) std::abort();
     }

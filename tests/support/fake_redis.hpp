@@ -44,12 +44,19 @@ class fake_redis final : public redis::store {
   std::string last_error() const override { return {}; }
   redis::connection_stats stats() const override { return {}; }
 
-  // Answers the held requests in order (or fails them).
-  void answer_held(bool fail = false) {
+  // Answers the held requests in order, or fails them: before they are applied, or after (a reply lost).
+  void answer_held(bool fail = false, bool applied = false) {
     auto list = std::move(held);
     held.clear();
     for (auto& r : list) {
       if (fail) {
+        if (applied) {
+          auto done = std::move(r->done);
+          r->done = [](boost::system::error_code, std::vector<redis::value>&&) {};
+          answer(*r, parse(r->payload));
+          done(make_error_code(boost::system::errc::connection_reset), {});
+          continue;
+        }
         r->done(make_error_code(boost::system::errc::connection_reset), {});
       } else {
         answer(*r, parse(r->payload));

@@ -323,7 +323,7 @@ TEST_CASE("Redis unreachable: decisions go on from local counts, and the hits re
   CHECK(t.decide(0, t.op("new", 1, 100), &error).value == 1);  // its read failed: its own hits only
   CHECK_FALSE(error);
   t.clock.advance_micros(500'000);
-  CHECK(t.decide(0, t.op("new", 1, 100), &error).value == 2);  // stale, but not read while Redis fails
+  CHECK(t.decide(0, t.op("new", 1, 100), &error).value == 2);
   t.flush_all();
   CHECK(t.sync.flush_errors.value() == 1);
   CHECK(t.synced().unsent_hits() == 6);
@@ -333,6 +333,102 @@ TEST_CASE("Redis unreachable: decisions go on from local counts, and the hits re
   CHECK(t.redis.value("new") == 2);
   CHECK(t.synced().unsent_hits() == 0);
   CHECK(t.sync.dropped_hits.value() == 0);
+}
+
+TEST_CASE("while Redis fails, a stale counter with nothing unsent is decided from what it holds, not read") {
+  rig t;
+  t.decide(0, t.op("clean", 1, 100));
+  t.redis.down = true;
+  t.decide(0, t.op("other", 1, 100));  // a read that fails: Redis is failing
+  CHECK(t.sync.failing_stores.load() == 1);
+  t.clock.advance_micros(500'000);  // "clean" is long stale, and has nothing unsent
+  const auto sent = t.redis.requests.size();
+  std::optional<std::string> error;
+  CHECK(t.decide(0, t.op("clean", 1, 100), &error).value == 2);
+  CHECK_FALSE(error);
+  CHECK(t.redis.requests.size() == sent);
+  t.flush_all();  // fails now
+  // Redis answers at once: still failing until two intervals have passed without a failure.
+  t.redis.down = false;
+  t.flush_all();
+  CHECK(t.redis.value("clean") == 2);
+  CHECK(t.sync.failing_stores.load() == 1);
+  t.clock.advance_micros(100'000);
+  t.decide(0, t.op("third", 1, 100));  // a read answered
+  CHECK(t.sync.failing_stores.load() == 0);
+  // Stale counters are read again.
+  t.clock.advance_micros(100'000);
+  const auto incrby = t.redis.count("INCRBY");
+  CHECK(t.decide(0, t.op("clean", 1, 100)).value == 3);
+  CHECK(t.redis.count("INCRBY") == incrby + 1);
+}
+
+TEST_CASE("a counter over its limit counts again once a flush's reply brings it under (others gave back)") {
+  rig t;
+  for (int i = 0; i < 10; ++i) t.decide(0, t.op("k", 1, 10));
+  t.flush_all();                                     // Redis: 10
+  CHECK(t.decide(0, t.op("k", 1, 10)).value == 11);  // over, and counted
+  t.redis.data["k"].value = 4;                       // another instance gave 6 back
+  t.flush_all();                                     // the reply: 5
+  CHECK(t.decide(0, t.op("k", 1, 10)).value == 6);   // admitted: so it counts
+  t.flush_all();
+  CHECK(t.redis.value("k") == 6);
+}
+
+TEST_CASE("a reply lost after Redis applied the flush: the hits count twice (at least once)") {
+  rig t;
+  t.decide(0, t.op("k", 1, 100));
+  t.decide(0, t.op("k", 4, 100));
+  t.redis.hold = true;
+  t.flush_all();
+  t.redis.answer_held(true, true);
+  t.run();
+  t.redis.hold = false;
+  t.flush_all();
+  CHECK(t.redis.value("k") == 9);
+}
+
+TEST_CASE("a drain ends only after every store's flush: the per-second Redis down, the main one up") {
+  boost::asio::io_context ioc;
+  test::fake_redis main, per_second;
+  core::fake_clock clock(start_seconds);
+  stats::store stats;
+  rr::sync_stats sync(stats);
+  rr::redis_backend exact(ioc.get_executor(), main, &per_second);
+  rr::synced_backend synced(ioc.get_executor(), exact, main, &per_second, clock,
+                            {std::chrono::milliseconds(50), 100, 512}, sync);
+  std::deque<std::string> keys{"sec", "min"};
+  auto decide = [&](const std::string& key, bool per_second_limit) {
+    counter_op o;
+    o.key = key;
+    o.increment = 1;
+    o.limit = 100;
+    o.ttl_seconds = 60;
+    o.window_end = start_seconds + 60;
+    o.per_second = per_second_limit;
+    op_result r;
+    recorder done;
+    synced.increment({&o, 1}, {&r, 1}, done, batch_mode::independent);
+    ioc.restart();
+    ioc.poll();
+    REQUIRE(done.done);
+  };
+  for (int i = 0; i < 3; ++i) {
+    decide(keys[0], true);
+    decide(keys[1], false);
+  }
+  per_second.down = true;
+  main.hold = true;
+  bool drained = false;
+  synced.drain([&] { drained = true; });
+  ioc.restart();
+  ioc.poll();
+  CHECK_FALSE(drained);  // the per-second flush failed at once; the main one is out
+  main.answer_held();
+  ioc.restart();
+  ioc.poll();
+  CHECK(drained);
+  CHECK(main.value("min") == 3);
 }
 
 TEST_CASE("a lost flush reply is sent again") {
@@ -367,22 +463,38 @@ TEST_CASE("no room for a key while Redis is unreachable: decided alone, its hits
 
 TEST_CASE("counters whose window ended are forgotten once nothing of them is unsent") {
   rig t;
-  t.decide(0, t.op("k"));
-  t.decide(0, t.op("k"));
-  t.flush_all();
-  CHECK(t.synced().keys() == 1);
-  // The timer sweeps; without it, a flush after the window shows the table (the sweep itself is in
-  // synced_counters, tested through the timer in e2e).
   rr::synced_counters counters(10, 50'000);
-  auto o = t.op("x");
-  auto found = counters.find(o, false);
-  REQUIRE(found.how == rr::synced_counters::route::read);
-  op_result r;
-  r.value = 1;
-  counters.read_answered(*found.counter, o, r, o.now_us);
-  CHECK(counters.sweep(start_seconds + 60) == 0);  // its window ends at +60
-  CHECK(counters.sweep(start_seconds + 61) == 1);
+  auto read = [&](std::string_view key, std::int64_t end) {
+    auto o = t.op(key);
+    o.window_end = end;
+    auto found = counters.find(o, o.now_us, false);
+    REQUIRE(found.how == rr::synced_counters::route::read);
+    op_result r;
+    r.value = 1;
+    counters.read_answered(*found.counter, o, r, o.now_us);
+    return std::pair{found.counter, o};
+  };
+  auto [clean, clean_op] = read("clean", start_seconds + 60);
+  auto [busy, busy_op] = read("busy", start_seconds + 60);
+  auto [later, later_op] = read("later", start_seconds + 120);
+  op_result out;
+  counters.decide(*busy, busy_op, out);            // a hit unsent
+  CHECK(counters.sweep(start_seconds + 60) == 0);  // the windows end at +60
+  CHECK(counters.sweep(start_seconds + 61) == 1);  // "clean"; "busy" has a hit unsent
+  CHECK(counters.size() == 2);
+  std::vector<rr::synced_counters::flush_item> items;
+  counters.take_flush(items);
+  REQUIRE(items.size() == 1);
+  CHECK(counters.sweep(start_seconds + 62) == 0);  // its flush is out
+  counters.flush_answered(*busy, 2, busy_op.now_us);
+  CHECK(counters.sweep(start_seconds + 63) == 1);
+  CHECK(counters.size() == 1);
+  CHECK(counters.sweep(start_seconds + 121) == 1);
   CHECK(counters.size() == 0);
+  (void)clean;
+  (void)clean_op;
+  (void)later;
+  (void)later_op;
 }
 
 TEST_CASE(
@@ -431,7 +543,7 @@ TEST_CASE("an all-or-nothing batch that applied adds its hits to the views of th
   held.increment = 1;
   held.limit = 10;
   held.now_us = clock.now_micros();
-  auto found = counters.find(held, false);
+  auto found = counters.find(held, held.now_us, false);
   op_result read;
   read.value = 1;
   counters.read_answered(*found.counter, held, read, held.now_us);
@@ -449,7 +561,7 @@ TEST_CASE("an all-or-nothing batch that applied adds its hits to the views of th
   CHECK(found.counter->view() == 3);
 }
 
-TEST_CASE("on a cluster, a flush request holds the keys of one hash slot") {
+TEST_CASE("on a cluster, a flush request holds one key") {
   rig t;
   t.redis.cluster = true;
   std::vector<std::string> names;
@@ -463,6 +575,7 @@ TEST_CASE("on a cluster, a flush request holds the keys of one hash slot") {
        ++r) {
     const auto slot = redis::hash_slot((*r)[0][1]);
     for (const auto& c : *r) CHECK(redis::hash_slot(c[1]) == slot);
+    CHECK(r->size() == 2);  // one key: a redirection concerns it alone
     keys += r->size() / 2;
   }
   CHECK(keys == names.size());

@@ -160,7 +160,7 @@ void batch::on_pipeline(std::size_t which, boost::system::error_code ec,
   if (!get && std::ranges::any_of(p.indexes, [&](auto i) { return mgets_previous(i); })) {
     previous = &replies.back();
     if (previous->type != rd::value::kind::array)
-      return pending.fail(core::cat("Redis error: ", previous->text));
+      return pending.fail(core::cat("Redis error: ", previous->text), refuses_for_good(previous->text));
   }
   for (auto index : p.indexes) {
     const auto& op = ops[index];

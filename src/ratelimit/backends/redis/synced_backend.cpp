@@ -110,8 +110,9 @@ synced_backend::synced_backend(asio::any_io_executor ex, limiter::backend& exact
       per_second_(per_second),
       clock_(clock),
       options_(o),
+      interval_us_(std::chrono::duration_cast<std::chrono::microseconds>(o.interval).count()),
       stats_(stats),
-      counters_(o.max_keys, std::chrono::duration_cast<std::chrono::microseconds>(o.interval).count()),
+      counters_(o.max_keys, interval_us_),
       timer_(ex) {}
 
 synced_backend::~synced_backend() = default;
@@ -123,6 +124,9 @@ void synced_backend::increment(std::span<const limiter::counter_op> ops,
   if (mode != limiter::batch_mode::independent) {
     return exact_.increment(ops, results, *new passthrough(*this, done, ops, results, mode), mode);
   }
+  const auto gcra = [](const limiter::counter_op& op) { return op.kind == limiter::op_kind::gcra; };
+  if (std::ranges::all_of(ops, gcra)) return exact_.increment(ops, results, done, mode);
+  const std::int64_t now = clock_.now_micros();
   deferred* request = nullptr;
   exact_call* reads = nullptr;   // counters to read, and ops without room in the table
   exact_call* direct = nullptr;  // GCRA
@@ -137,7 +141,7 @@ void synced_backend::increment(std::span<const limiter::counter_op> ops,
       call(direct, false)->add(i, nullptr);
       continue;
     }
-    const auto found = counters_.find(op, failing_);
+    const auto found = counters_.find(op, now, state_for(op).failing);
     switch (found.how) {
       case synced_counters::route::local:
         counters_.decide(*found.counter, op, results[i]);
@@ -167,18 +171,20 @@ void synced_backend::increment(std::span<const limiter::counter_op> ops,
 void synced_backend::get(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
                          limiter::completion& done) {
   // STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT's read ahead: counters with a view answer from it.
+  const std::int64_t now = clock_.now_micros();
   deferred* request = nullptr;
   exact_call* reads = nullptr;
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const auto& op = ops[i];
-    auto* counter = op.kind == limiter::op_kind::gcra ? nullptr : counters_.usable(op, failing_);
+    auto* counter =
+        op.kind == limiter::op_kind::gcra ? nullptr : counters_.usable(op, now, state_for(op).failing);
     if (counter != nullptr) {
       results[i].value = counter->view();
       results[i].previous = counter->previous;
       continue;
     }
     if (request == nullptr) request = new deferred(done, ops, results);
-    if (reads == nullptr) reads = new exact_call(*this, *request, op.kind != limiter::op_kind::gcra, true);
+    if (reads == nullptr) reads = new exact_call(*this, *request, true, true);
     reads->add(i, nullptr);
   }
   if (request == nullptr) return done.complete(nullptr);
@@ -190,8 +196,8 @@ void synced_backend::get(std::span<const limiter::counter_op> ops, std::span<lim
 // An op decided with no counter (no room in the table while Redis is unreachable): from its own hits alone,
 // which are then dropped.
 void synced_backend::decide_alone(const limiter::counter_op& op, limiter::op_result& out) {
-  limiter::evaluate(op, 0, 0, out);
-  if (op.refund) return;
+  const bool admitted = limiter::evaluate(op, 0, 0, out);
+  if (op.refund || !limiter::applies(op, admitted)) return;
   stats_.dropped_hits.add(op.increment);
   if (!stats_.dropped_logged.exchange(true)) {
     core::log_warn(
@@ -219,8 +225,8 @@ void synced_backend::on_exact(exact_call& call, const limiter::backend_error* er
         counters_.read_answered(*c, op, out, now);
         stats_.reads.inc();
       }
-    } else if (call.get && outage) {
-      out = {};  // nothing read
+    } else if (call.get) {
+      if (outage) out = {};  // nothing read: the increment decides (GCRA: the decision fails, below)
     } else if (call.fallback && outage) {
       if (c != nullptr) {
         counters_.read_failed(*c, op, out);
@@ -239,13 +245,16 @@ void synced_backend::on_exact(exact_call& call, const limiter::backend_error* er
       waiters_.erase(it);
     }
   }
-  if (error == nullptr) {
-    redis_answered();
-  } else if (call.fallback && outage) {
-    redis_failed(error->message);
-  } else {
-    request.fail(*error);
+  for (const auto& op : call.ops) {
+    if (error == nullptr) {
+      redis_answered(store_for(op));
+    } else if (outage) {
+      redis_failed(store_for(op), error->message);
+    }
   }
+  const bool gcra =
+      std::ranges::any_of(call.ops, [](const auto& op) { return op.kind == limiter::op_kind::gcra; });
+  if (error != nullptr && (!outage || !call.fallback || gcra)) request.fail(*error);
   // Every woken op is decided before any decision completes: a completion may start another decision here.
   for (std::size_t k = 0; k < woken.size(); ++k) {
     const auto& w = woken[k];
@@ -271,6 +280,9 @@ rd::store& synced_backend::store_for(const synced_counter& c) {
 void synced_backend::flush() {
   std::vector<synced_counters::flush_item> items;
   counters_.take_flush(items);
+  // Held while sending: a store that cannot be reached answers inline, and a drain must not end before every
+  // request is out.
+  ++flushes_in_flight_;
   if (!items.empty()) {
     // Per store. On a cluster one key per request: a redirection (-MOVED, -ASK during a slot's migration)
     // is then followed for that key alone. Each node's connections still carry all of them in one write.
@@ -286,6 +298,7 @@ void synced_backend::flush() {
       from = to;
     }
   }
+  --flushes_in_flight_;
   unsent_mirror_.store(counters_.unsent(), std::memory_order_relaxed);
   keys_mirror_.store(counters_.size(), std::memory_order_relaxed);
 }
@@ -322,7 +335,7 @@ void synced_backend::on_flush(rd::store& store, const std::vector<synced_counter
   if (ec) {
     stats_.flush_errors.inc();
     for (const auto& item : items) counters_.flush_failed(*item.counter);
-    redis_failed(store.describe(ec));
+    redis_failed(store, store.describe(ec));
   } else {
     const std::int64_t now = clock_.now_micros();
     std::size_t at = 0;
@@ -346,17 +359,17 @@ void synced_backend::on_flush(rd::store& store, const std::vector<synced_counter
     }
     if (!not_now.empty()) {
       stats_.flush_errors.inc();
-      redis_failed(not_now);
+      redis_failed(store, not_now);
     }
     stats_.flushes.inc();
     stats_.flushed_keys.add(items.size());
     stats_.flush_time.record(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sent).count());
-    if (not_now.empty()) redis_answered();
+    if (not_now.empty()) redis_answered(store);
   }
   unsent_mirror_.store(counters_.unsent(), std::memory_order_relaxed);
   // A drain sends what came in while this flush was out; after a failure it ends (check_drained).
-  if (draining_ && !ec) flush();
+  if (draining_ && !state_of(store).failing) flush();
   check_drained();
 }
 
@@ -367,9 +380,14 @@ void synced_backend::refused(const synced_counters::flush_item& item, std::strin
   core::log_error("Redis refused the ", item.hits, " hits sent for ", item.key, ": ", why);
 }
 
-void synced_backend::redis_failed(std::string_view why) {
-  failing_ = true;
-  if (!stats_.failing_logged.exchange(true)) {
+// A store is failing from a failure until two intervals pass without one and it answers (a cluster with one
+// node down fails some requests of every flush and answers others: it stays failing). The log follows the
+// number of failing stores over every worker: one line when the first fails, one when the last recovers.
+void synced_backend::redis_failed(rd::store& store, std::string_view why) {
+  auto& state = state_of(store);
+  state.failed_at_us = clock_.now_micros();
+  if (std::exchange(state.failing, true)) return;
+  if (stats_.failing_stores.fetch_add(1) == 0) {
     core::log_warn(
         "Redis is unreachable (", why,
         "): deciding from local counts until it answers again; the hits counted meanwhile are kept and "
@@ -377,28 +395,51 @@ void synced_backend::redis_failed(std::string_view why) {
   }
 }
 
-void synced_backend::redis_answered() {
-  if (!std::exchange(failing_, false)) return;
-  if (stats_.failing_logged.exchange(false))
+void synced_backend::redis_answered(rd::store& store) {
+  auto& state = state_of(store);
+  if (!state.failing || clock_.now_micros() - state.failed_at_us < 2 * interval_us_) return;
+  state.failing = false;
+  if (stats_.failing_stores.fetch_sub(1) == 1) {
     core::log_info("Redis answers again: sending the hits counted meanwhile");
+  }
+}
+
+synced_backend::store_state& synced_backend::state_of(const rd::store& store) {
+  return &store == per_second_ ? per_second_state_ : main_state_;
+}
+
+synced_backend::store_state& synced_backend::state_for(const limiter::counter_op& op) {
+  return state_of(store_for(op));
+}
+
+rd::store& synced_backend::store_for(const limiter::counter_op& op) {
+  return op.per_second && per_second_ != nullptr ? *per_second_ : main_;
 }
 
 void synced_backend::start() {
-  asio::post(ex_, [this] { schedule(); });
-}
-
-void synced_backend::schedule() {
-  timer_.expires_after(options_.interval);
-  timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (ec || stopped_) return;
-    flush();
-    const std::int64_t now = clock_.now_seconds();
-    if (now != last_sweep_) {
-      last_sweep_ = now;
-      counters_.sweep(now);
-    }
+  asio::post(ex_, [this] {
+    timer_.expires_at(std::chrono::steady_clock::now());
     schedule();
   });
+}
+
+// Every interval from the start, whatever a tick took (the bound counts on flushes an interval apart).
+void synced_backend::schedule() {
+  timer_.expires_at(timer_.expiry() + options_.interval);
+  timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopped_) return;
+    tick();
+    schedule();
+  });
+}
+
+void synced_backend::tick() {
+  flush();
+  const std::int64_t now = clock_.now_seconds();
+  if (now != last_sweep_) {
+    last_sweep_ = now;
+    counters_.sweep(now);
+  }
 }
 
 void synced_backend::drain(std::function<void()> done) {
@@ -409,10 +450,10 @@ void synced_backend::drain(std::function<void()> done) {
 
 void synced_backend::check_drained() {
   if (!draining_ || flushes_in_flight_ > 0) return;
-  if (counters_.dirty() > 0 && !failing_) return;
+  if (counters_.dirty() > 0 && !main_state_.failing && !per_second_state_.failing) return;
   if (counters_.unsent() != 0) {
     core::log_error("stopping with ", counters_.unsent(),
-                    " hits that Redis has not acknowledged: they are lost (Redis is unreachable)");
+                    " hits that Redis has not acknowledged: they are lost");
   }
   auto done = std::move(draining_);
   draining_ = nullptr;

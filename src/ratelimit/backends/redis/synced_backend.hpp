@@ -1,10 +1,11 @@
 #pragma once
-// REDIS_SYNC_INTERVAL: Redis load bounded by keys × instances ÷ interval, whatever the request rate. One
-// worker's decorator of the Redis backend: fixed and sliding windows are decided from the worker's
-// synced_counters, and every interval each counter's unsent hits go to Redis as upstream's INCRBY + EXPIRE
-// (negative hits: the refund script), pipelined per store — per hash slot on a cluster — whose reply is the
-// new global value. A counter the worker has not read yet goes to Redis through the exact backend first, as
-// without batching. GCRA ops and all-or-nothing batches are not batched: they go to the exact backend.
+// REDIS_SYNC_INTERVAL: Redis load bounded by keys × workers × instances ÷ interval (two commands each),
+// whatever the request rate. One worker's decorator of the Redis backend: fixed and sliding windows are
+// decided from the worker's synced_counters, and every interval each counter's unsent hits go to Redis as
+// upstream's INCRBY + EXPIRE (negative hits: the refund script), pipelined per store (one key per request on
+// a cluster, so that a redirection concerns one key), whose reply is the new global value. A counter the
+// worker has not read yet goes to Redis through the exact backend first, as without batching. GCRA ops and
+// all-or-nothing batches are not batched: they go to the exact backend.
 //
 // Redis unreachable: decisions go on from the local counts; unsent hits stay (in at most the worker's share
 // of REDIS_SYNC_MAX_KEYS counters) and go out when Redis is back. A flush whose reply is lost (a broken
@@ -36,7 +37,7 @@ struct sync_stats {
   stats::counter& reads;         // counters read from Redis before being decided locally
   stats::counter& dropped_hits;  // hits never sent: refused by Redis, or no room while it was unreachable
   stats::timer& flush_time;      // from sending a flush request to its reply
-  std::atomic<bool> failing_logged{false};
+  std::atomic<int> failing_stores{0};  // (worker, store) pairs failing: logged when it leaves and reaches 0
   std::atomic<bool> dropped_logged{false};
 };
 
@@ -68,6 +69,8 @@ class synced_backend final : public limiter::backend {
   const boost::asio::any_io_executor& executor() const { return ex_; }
   // Flushes now (tests; the timer does this every interval).
   void flush();
+  // What the timer does every interval: flush, and once a second forget the counters of ended windows.
+  void tick();
 
   // Read from any thread (the gauges), as of the last flush.
   std::int64_t unsent_hits() const { return unsent_mirror_.load(std::memory_order_relaxed); }
@@ -89,8 +92,15 @@ class synced_backend final : public limiter::backend {
                 boost::system::error_code ec, const std::vector<sluice::redis::value>& replies,
                 std::chrono::steady_clock::time_point sent);
   void refused(const synced_counters::flush_item& item, std::string_view why);
-  void redis_failed(std::string_view why);
-  void redis_answered();
+  struct store_state {
+    bool failing = false;
+    std::int64_t failed_at_us = 0;
+  };
+  void redis_failed(sluice::redis::store& store, std::string_view why);
+  void redis_answered(sluice::redis::store& store);
+  store_state& state_of(const sluice::redis::store& store);
+  store_state& state_for(const limiter::counter_op& op);
+  sluice::redis::store& store_for(const limiter::counter_op& op);
   void schedule();
   void check_drained();
   sluice::redis::store& store_for(const synced_counter& c);
@@ -101,13 +111,15 @@ class synced_backend final : public limiter::backend {
   sluice::redis::store* per_second_;
   const core::clock& clock_;
   options options_;
+  std::int64_t interval_us_;
   sync_stats& stats_;
   synced_counters counters_;
   std::unordered_map<synced_counter*, std::vector<waiter>> waiters_;  // in arrival order
   boost::asio::steady_timer timer_;
   std::int64_t last_sweep_ = 0;
   std::size_t flushes_in_flight_ = 0;
-  bool failing_ = false;  // the last answer from Redis was a failure
+  store_state main_state_;
+  store_state per_second_state_;
   bool stopped_ = false;
   std::function<void()> draining_;
   std::atomic<std::int64_t> unsent_mirror_{0};

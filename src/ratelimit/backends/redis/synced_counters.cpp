@@ -1,12 +1,14 @@
 #include "ratelimit/backends/redis/synced_counters.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "ratelimit/limiter/algorithms.hpp"
 
 namespace sluice::ratelimit::backends::redis {
 
-synced_counters::routed synced_counters::find(const limiter::counter_op& op, bool redis_failing) {
+synced_counters::routed synced_counters::find(const limiter::counter_op& op, std::int64_t now_us,
+                                              bool redis_failing) {
   auto it = table_.find(op.key);
   if (it == table_.end()) {
     if (table_.size() >= max_keys_) return {};
@@ -17,34 +19,43 @@ synced_counters::routed synced_counters::find(const limiter::counter_op& op, boo
     c.ttl_seconds = op.ttl_seconds;
     c.per_second = op.per_second;
     c.reading = true;
+    by_end_[c.window_end].push_back(&c);
     return {&c, route::read};
   }
   auto& c = it->second;
   c.ttl_seconds = op.ttl_seconds;
   if (c.reading) return {&c, route::wait};
-  if (decidable(c, op, redis_failing)) return {&c, route::local};
+  if (decidable(c, now_us, redis_failing)) return {&c, route::local};
   c.reading = true;
   return {&c, route::read};
 }
 
 // A stale view is read again when nothing of it is unsent or in Redis; a counter over its limit stays so
-// until its window ends, whatever others count.
-bool synced_counters::decidable(const synced_counter& c, const limiter::counter_op& op,
-                                bool redis_failing) const {
-  const bool fresh = op.now_us - c.read_at_us <= fresh_us_;
+// until its window ends (or a flush's reply brings it under).
+bool synced_counters::decidable(const synced_counter& c, std::int64_t now_us, bool redis_failing) const {
+  const bool fresh = now_us - c.read_at_us <= fresh_us_;
   return fresh || c.over || c.flushing || c.pending != 0 || redis_failing;
 }
 
-synced_counter* synced_counters::usable(const limiter::counter_op& op, bool redis_failing) {
+synced_counter* synced_counters::usable(const limiter::counter_op& op, std::int64_t now_us,
+                                        bool redis_failing) {
   auto it = table_.find(op.key);
-  if (it == table_.end() || it->second.reading || !decidable(it->second, op, redis_failing)) return nullptr;
+  if (it == table_.end() || it->second.reading || !decidable(it->second, now_us, redis_failing))
+    return nullptr;
   return &it->second;
+}
+
+// What is unsent is counted in absolute hits per counter, so that hits given back on one key do not hide
+// hits counted on another.
+void synced_counters::set_unsent(synced_counter& c, std::int64_t pending, std::int64_t in_flight) {
+  unsent_ += std::abs(pending) + std::abs(in_flight) - std::abs(c.pending) - std::abs(c.in_flight);
+  c.pending = pending;
+  c.in_flight = in_flight;
 }
 
 void synced_counters::count(synced_counter& c, std::int64_t hits) {
   if (hits == 0) return;
-  c.pending += hits;
-  unsent_ += hits;
+  set_unsent(c, c.pending + hits, c.in_flight);
   mark_dirty(c);
 }
 
@@ -71,9 +82,11 @@ void synced_counters::decide(synced_counter& c, const limiter::counter_op& op, l
     return;
   }
   out.value = view + op.increment;
-  if (c.over) return;  // the local over-limit cache: not counted
+  // The local over-limit cache: not counted. (Should the view have come back under, by others' negative hits
+  // in a flush's reply, the counter counts again.)
+  if (c.over && out.value > op.limit) return;
   count(c, static_cast<std::int64_t>(op.increment));
-  if (out.value > op.limit) c.over = true;
+  c.over = out.value > op.limit;
 }
 
 void synced_counters::read_answered(synced_counter& c, const limiter::counter_op& op,
@@ -128,41 +141,52 @@ void synced_counters::take_flush(std::vector<flush_item>& out) {
     c.dirty = false;
     if (c.pending == 0) continue;
     out.push_back({c.key, &c, c.pending});
-    c.in_flight = c.pending;
-    c.pending = 0;
+    set_unsent(c, 0, c.pending);
     c.flushing = true;
   }
   dirty_.resize(kept);
 }
 
 void synced_counters::flush_answered(synced_counter& c, std::uint64_t value, std::int64_t now_us) {
-  unsent_ -= c.in_flight;
+  set_unsent(c, c.pending, 0);
   c.base = value;
-  c.in_flight = 0;
   c.flushing = false;
   c.read_at_us = now_us;
 }
 
 void synced_counters::flush_failed(synced_counter& c) {
-  c.pending += c.in_flight;
-  c.in_flight = 0;
+  set_unsent(c, c.pending + c.in_flight, 0);
   c.flushing = false;
   if (c.pending != 0) mark_dirty(c);
 }
 
 void synced_counters::flush_refused(synced_counter& c) {
-  unsent_ -= c.in_flight;
-  c.in_flight = 0;
+  set_unsent(c, c.pending, 0);
   c.flushing = false;
   c.read_at_us = 0;
   c.over = false;
 }
 
+// Only the counters of windows that ended are looked at: a sweep costs what it forgets, not the table.
 std::size_t synced_counters::sweep(std::int64_t now_seconds) {
-  return std::erase_if(table_, [now_seconds](const auto& entry) {
-    const auto& c = entry.second;
-    return c.window_end < now_seconds && !c.dirty && !c.flushing && !c.reading && c.pending == 0;
-  });
+  std::size_t forgotten = 0;
+  std::vector<synced_counter*> busy;
+  while (!by_end_.empty() && by_end_.begin()->first < now_seconds) {
+    for (auto* c : by_end_.begin()->second) {
+      if (c->dirty || c->flushing || c->reading || c->pending != 0) {
+        busy.push_back(c);  // looked at again next time
+        continue;
+      }
+      table_.erase(table_.find(c->key));
+      ++forgotten;
+    }
+    by_end_.erase(by_end_.begin());
+  }
+  if (!busy.empty()) {
+    auto& later = by_end_[now_seconds];
+    later.insert(later.end(), busy.begin(), busy.end());
+  }
+  return forgotten;
 }
 
 }  // namespace sluice::ratelimit::backends::redis

@@ -10,6 +10,7 @@
 // it.
 
 #include <cstdint>
+#include <map>
 #include <span>
 #include <string>
 #include <string_view>
@@ -58,12 +59,13 @@ class synced_counters {
     synced_counter* counter = nullptr;  // null when full
     route how = route::full;
   };
-  // Finds (or adds) the op's counter and says what to do with the op. While `redis_failing`, a stale counter
-  // is decided from what it holds instead of being read again.
-  routed find(const limiter::counter_op& op, bool redis_failing);
+  // Finds (or adds) the op's counter and says what to do with the op at `now_us` (the clock read answers are
+  // timed with). While `redis_failing`, a stale counter is decided from what it holds instead of being read
+  // again.
+  routed find(const limiter::counter_op& op, std::int64_t now_us, bool redis_failing);
   // The op's counter when its view may be decided from now (known, fresh or nothing to read again), else
   // null.
-  synced_counter* usable(const limiter::counter_op& op, bool redis_failing);
+  synced_counter* usable(const limiter::counter_op& op, std::int64_t now_us, bool redis_failing);
 
   // Decides the op from the counter's view and counts its hits there, as Redis would have: writes the op's
   // result.
@@ -99,13 +101,14 @@ class synced_counters {
   std::size_t sweep(std::int64_t now_seconds);
 
   std::size_t size() const { return table_.size(); }
-  // Hits counted here that Redis has not acknowledged (flushes in flight included).
+  // Hits counted here (or given back) that Redis has not acknowledged, flushes in flight included.
   std::int64_t unsent() const { return unsent_; }
   std::size_t dirty() const { return dirty_.size(); }
 
  private:
   using table = std::unordered_map<std::string, synced_counter, config::string_hash, std::equal_to<>>;
-  bool decidable(const synced_counter& c, const limiter::counter_op& op, bool redis_failing) const;
+  bool decidable(const synced_counter& c, std::int64_t now_us, bool redis_failing) const;
+  void set_unsent(synced_counter& c, std::int64_t pending, std::int64_t in_flight);
   void count(synced_counter& c, std::int64_t hits);
   void mark_dirty(synced_counter& c);
 
@@ -113,6 +116,8 @@ class synced_counters {
   std::int64_t fresh_us_;
   table table_;
   std::vector<synced_counter*> dirty_;  // in table_'s nodes, which never move
+  // Every counter under the second its window ends (sweep() is the only place counters are erased).
+  std::map<std::int64_t, std::vector<synced_counter*>> by_end_;
   std::int64_t unsent_ = 0;
 };
 
