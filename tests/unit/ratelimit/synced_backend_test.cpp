@@ -431,7 +431,7 @@ TEST_CASE("a drain ends only after every store's flush: the per-second Redis dow
   CHECK(main.value("min") == 3);
 }
 
-TEST_CASE("a lost flush reply is sent again") {
+TEST_CASE("a flush request lost before Redis applied it is sent again") {
   rig t;
   t.decide(0, t.op("k", 1, 100));
   t.decide(0, t.op("k", 4, 100));
