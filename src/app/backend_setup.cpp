@@ -65,12 +65,14 @@ void start_redis_sync(backend_holder& b, const ratelimit::redis_settings& settin
                       core::worker_pool& workers, const core::clock& clock, stats::store& stats) {
   namespace rr = ratelimit::backends::redis;
   b.sync_stats = std::make_unique<rr::sync_stats>(stats);
+  static const core::steady_clock steady;
   const rr::synced_backend::options options{
       settings.sync_interval, std::max<std::size_t>(1, settings.sync_max_keys / workers.size())};
   for (unsigned i = 0; i < workers.size(); ++i) {
     auto& w = b.redis[i];
-    w.synced = std::make_unique<rr::synced_backend>(workers.context(i).get_executor(), *w.backend, *w.main,
-                                                    w.per_second.get(), clock, options, *b.sync_stats);
+    w.synced =
+        std::make_unique<rr::synced_backend>(workers.context(i).get_executor(), *w.backend, *w.main,
+                                             w.per_second.get(), clock, options, *b.sync_stats, &steady);
     w.synced->start();
   }
   auto& unsent = stats.get_gauge("ratelimit.redis_sync.pending_hits");

@@ -103,12 +103,14 @@ struct synced_backend::passthrough final : limiter::completion {
 };
 
 synced_backend::synced_backend(asio::any_io_executor ex, limiter::backend& exact, rd::store& main,
-                               rd::store* per_second, const core::clock& clock, options o, sync_stats& stats)
+                               rd::store* per_second, const core::clock& wall, options o, sync_stats& stats,
+                               const core::clock* steady)
     : ex_(ex),
       exact_(exact),
       main_(main),
       per_second_(per_second),
-      clock_(clock),
+      wall_(wall),
+      clock_(steady != nullptr ? *steady : wall),
       options_(o),
       interval_us_(std::chrono::duration_cast<std::chrono::microseconds>(o.interval).count()),
       stats_(stats),
@@ -435,7 +437,7 @@ void synced_backend::schedule() {
 
 void synced_backend::tick() {
   flush();
-  const std::int64_t now = clock_.now_seconds();
+  const std::int64_t now = wall_.now_seconds();
   if (now != last_sweep_) {
     last_sweep_ = now;
     counters_.sweep(now);

@@ -49,9 +49,11 @@ class synced_backend final : public limiter::backend {
     std::size_t keys_per_request = 512;
   };
   // `exact` is the worker's redis_backend over the same stores; `ex` its executor, on which every method is
-  // called.
+  // called. `wall` dates windows (the limiter's clock); `steady` times the views' freshness and Redis's
+  // failures, so that a clock step cannot make an old view look fresh (null: `wall`, for tests).
   synced_backend(boost::asio::any_io_executor ex, limiter::backend& exact, sluice::redis::store& main,
-                 sluice::redis::store* per_second, const core::clock& clock, options o, sync_stats& stats);
+                 sluice::redis::store* per_second, const core::clock& wall, options o, sync_stats& stats,
+                 const core::clock* steady = nullptr);
   ~synced_backend() override;
 
   void increment(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
@@ -109,7 +111,8 @@ class synced_backend final : public limiter::backend {
   limiter::backend& exact_;
   sluice::redis::store& main_;
   sluice::redis::store* per_second_;
-  const core::clock& clock_;
+  const core::clock& wall_;
+  const core::clock& clock_;  // steady
   options options_;
   std::int64_t interval_us_;
   sync_stats& stats_;
