@@ -94,14 +94,16 @@ def metric_names(expr):
     return set(re.findall(r'\b(ratelimit_[a-z0-9_]+|up)\s*[{\[]', expr))
 
 
-class Prometheus:
+class Prometheus(harness.ServerProcess):
     """Debian's prometheus on a free loopback port, scraping `targets` ({name: port}) every second as job `sluice`
     with etc/prometheus/alerts.yaml loaded (evaluated every second). Killed when the tests end whatever happens."""
+
+    log_name = 'prometheus.log'
 
     def __init__(self, targets):
         self.tmp = tempfile.mkdtemp(prefix='sluice-e2e-prometheus-')
         self.proc = None
-        self.log_file = None
+        self._client = None
         config = os.path.join(self.tmp, 'prometheus.yml')
         with open(config, 'w') as f:
             f.write('global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}\n'
@@ -111,13 +113,13 @@ class Prometheus:
                     '    static_configs:\n' % (json.dumps(ALERTS), JOB))
             for name, port in targets.items():
                 f.write('      - {targets: ["127.0.0.1:%d"], labels: {target: %s}}\n' % (port, name))
-        self.log_file = open(os.path.join(self.tmp, 'prometheus.log'), 'w+b')
+        self._log = open(os.path.join(self.tmp, self.log_name), 'w+b')
         for attempt in range(3):
             self.port = harness.free_port()
             self.proc = harness.spawn([PROMETHEUS, '--config.file=' + config,
                                        '--storage.tsdb.path=' + os.path.join(self.tmp, 'data'),
                                        '--web.listen-address=127.0.0.1:%d' % self.port], harness.base_env(),
-                                      self.log_file, self.log_file)
+                                      self._log, self._log)
             try:
                 harness.wait_until(self.ready, timeout=30, interval=0.1, message='prometheus ready',
                                    describe=self.describe)
@@ -135,10 +137,6 @@ class Prometheus:
             return harness.http_get(self.port, '/-/ready', timeout=1.0)[0] == 200
         except OSError:
             return False
-
-    def log(self):
-        self.log_file.seek(0)
-        return self.log_file.read().decode('utf-8', 'replace')
 
     def describe(self):
         return 'prometheus log (end):\n' + self.log()[-3000:]
@@ -158,21 +156,13 @@ class Prometheus:
         return body['data']['result']
 
     def stop(self):
+        """SIGTERM: a clean stop (close() kills what is still running)."""
         if self.proc is None:
             return None
         self.proc.terminate()
         rc = harness.reap(self.proc, 20)
         self.proc = None
         return rc
-
-    def close(self):
-        try:
-            self.stop()
-        finally:
-            if self.log_file is not None:
-                self.log_file.close()
-                self.log_file = None
-            harness.remove_tmp(self.tmp)
 
 
 def prom_env(port, extra):
