@@ -130,6 +130,18 @@ class Settings(unittest.TestCase):
                     self.assertNotIn('not supported', s.log())
 
 
+class SharedCluster(ClusterCase):
+    """A cluster of three masters, started once for all the tests of a class."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.setup = ClusterSetup()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.setup.close()
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Every key on the master owning its slot
 
@@ -237,14 +249,7 @@ class Routing(ClusterCase):
 # Seed nodes
 
 
-class Seeds(ClusterCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.setup = ClusterSetup()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.setup.close()
+class Seeds(SharedCluster):
 
     def setUp(self):
         harness.avoid_window_edge('HOUR', 10)
@@ -284,14 +289,7 @@ class Seeds(ClusterCase):
 # Slots moving between masters
 
 
-class Resharding(ClusterCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.setup = ClusterSetup()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.setup.close()
+class Resharding(SharedCluster):
 
     def setUp(self):
         harness.avoid_window_edge('HOUR', 10)

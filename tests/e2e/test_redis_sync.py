@@ -17,9 +17,9 @@ import time
 import unittest
 
 import harness
-from harness import ClusterSetup, RedisServer, RespClient, SentinelSetup, Sluice
+from harness import RedisServer, RespClient, SentinelSetup, Sluice
 from test_redis import FAST, TRANSPORTS, attempt, key_for, redis_env, wait_healthy
-from test_redis_cluster import ClusterCase, cluster_env
+from test_redis_cluster import SharedCluster, cluster_env
 from test_redis_sentinel import RULES as SENTINEL_RULES, sentinel_env
 
 RULES = """
@@ -361,14 +361,7 @@ class SharedCounters(unittest.TestCase):
 # Redis Cluster: each key's hits flushed to the master owning its slot
 
 
-class Cluster(ClusterCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.setup = ClusterSetup()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.setup.close()
+class Cluster(SharedCluster):
 
     def setUp(self):
         harness.avoid_window_edge('HOUR', 30)

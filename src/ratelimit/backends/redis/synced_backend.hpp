@@ -102,10 +102,9 @@ class synced_backend final : public limiter::backend {
   void redis_answered(sluice::redis::store& store);
   store_state& state_of(const sluice::redis::store& store);
   store_state& state_for(const limiter::counter_op& op);
-  sluice::redis::store& store_for(const limiter::counter_op& op);
+  sluice::redis::store& store_for(bool per_second);
   void schedule();
   void check_drained();
-  sluice::redis::store& store_for(const synced_counter& c);
 
   boost::asio::any_io_executor ex_;
   limiter::backend& exact_;
