@@ -51,10 +51,12 @@ std::unique_ptr<net::http::server> start_prometheus(const stats::sink_settings& 
 // The debug server (control thread): upstream only logs when its listener fails, and so does Sluice.
 std::unique_ptr<net::http::server> start_debug(const net::http::server_options& options,
                                                const ratelimit::service::rules_source& rules,
-                                               stats::store& stats, asio::io_context& control) {
+                                               stats::store& stats, operator_pages& operator_view,
+                                               asio::io_context& control) {
   auto routes = std::make_shared<net::http::router>();
   auto pages = net::http::pprof_pages();
   pages.push_back(ratelimit::api::rlconfig_page(rules));
+  for (auto& page : operator_view.pages()) pages.push_back(std::move(page));
   pages.push_back({"/stats", "print out stats",
                    [&stats](const net::http::request& req) -> asio::awaitable<net::http::response> {
                      co_return net::http::make_response(req, boost::beast::http::status::ok,
@@ -80,13 +82,14 @@ void start_control_listeners(control_listeners& l, const process_settings& proc,
                              const stats::sink_settings& stats_settings,
                              stats::prometheus_exporter* prometheus,
                              const ratelimit::service::rules_source& rules, stats::store& stats,
-                             asio::io_context& control) {
+                             operator_sources operator_view, asio::io_context& control) {
   if (prometheus) {
     stats.set_timer_observer(prometheus);
     l.prometheus = start_prometheus(stats_settings, *prometheus, proc.http, control);
   }
   l.line_sink = stats::start_line_sink(stats_settings, stats);
-  l.debug = start_debug(proc.debug, rules, stats, control);
+  l.operator_view = std::make_unique<operator_pages>(std::move(operator_view), control);
+  l.debug = start_debug(proc.debug, rules, stats, *l.operator_view, control);
 }
 
 }  // namespace sluice

@@ -1,11 +1,12 @@
 #pragma once
 // Part of the composition root: what runs on the control thread besides the file watches — the Prometheus
-// listener, the statsd / DogStatsD / stdout sink and the debug server.
+// listener, the statsd / DogStatsD / stdout sink and the debug server (with the operator's pages).
 
 #include <boost/asio/io_context.hpp>
 #include <memory>
 
 #include "net/http/server.hpp"
+#include "operator_pages.hpp"
 #include "process_settings.hpp"
 #include "ratelimit/service/rules_source.hpp"
 #include "stats/flusher.hpp"
@@ -21,9 +22,11 @@ struct control_listeners {
   std::unique_ptr<net::http::server> prometheus;
   std::unique_ptr<stats::flusher> line_sink;  // statsd, DogStatsD or stdout, flushed on its own thread
   std::unique_ptr<net::http::server> debug;
+  std::unique_ptr<operator_pages> operator_view;  // the debug server's /top and /dashboard
 
   void stop() {
     if (debug) debug->stop();
+    if (operator_view) operator_view->stop();
     if (prometheus) prometheus->stop();
   }
 };
@@ -34,6 +37,6 @@ void start_control_listeners(control_listeners& l, const process_settings& proc,
                              const stats::sink_settings& stats_settings,
                              stats::prometheus_exporter* prometheus,
                              const ratelimit::service::rules_source& rules, stats::store& stats,
-                             boost::asio::io_context& control);
+                             operator_sources operator_view, boost::asio::io_context& control);
 
 }  // namespace sluice

@@ -254,7 +254,9 @@ int serve(process_parts& p) {
   p.shared.log_started();
   s.grpc->listen();
   control_listeners listeners;  // after everything that records stats: its sink stops first
-  start_control_listeners(listeners, p.proc, p.stats_settings, p.prometheus, *s.rules, p.stats, p.control);
+  start_control_listeners(listeners, p.proc, p.stats_settings, p.prometheus, *s.rules, p.stats,
+                          {p.workers, s.apis, *s.rules, p.health, p.stats, p.clock, p.rl.backend_type},
+                          p.control);
   // Before the workers serve: a client that is answered may look for these lines.
   core::log_warn("Listening for HTTP on '", http_endpoint.address().to_string(), ":", http_endpoint.port(),
                  "'");

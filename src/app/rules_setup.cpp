@@ -58,10 +58,11 @@ std::unique_ptr<ratelimit::xds::client> start_xds(const ratelimit::module_settin
   core::log_info("Rules come from the xDS Management Server at ", rl.xds->server_url);
   auto client = std::make_unique<ratelimit::xds::client>(
       *rl.xds, control.get_executor(),
-      ratelimit::xds::rules_target{[&rules](std::vector<ratelimit::config::config_file> files) {
-                                     return rules.apply(files, "xDS resources");
-                                   },
-                                   [&rules](const std::string& error) { rules.refuse(error); }});
+      ratelimit::xds::rules_target{
+          [&rules](std::vector<ratelimit::config::config_file> files) {
+            return rules.apply(files, "xDS resources");
+          },
+          [&rules](const std::string& error) { rules.refuse(error, "xDS resources"); }});
   client->start();
   return client;
 }

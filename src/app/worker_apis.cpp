@@ -18,6 +18,10 @@ void build_workers(std::vector<worker_apis>& apis, core::worker_pool& workers, c
     a.service = std::make_unique<ratelimit::service::rate_limit_service>(w.rl.service, w.limiter,
                                                                          w.backend.get(i), w.stats);
     a.service->set_tracer(w.tracing.tracer(i));
+    if (w.rl.top_descriptors_capacity > 0) {
+      a.top = std::make_unique<stats::top_recorder>(w.rl.top_descriptors_capacity);
+      a.service->set_top_recorder(a.top.get());
+    }
     a.routes = std::make_shared<net::http::router>();
     ratelimit::api::add_http_routes(*a.routes, *a.service, w.health, w.tracing.tracer(i));
     w.shared.add_routes(*a.routes);

@@ -35,6 +35,14 @@ void health::on_change(observer o) {
   observers_.push_back(std::move(o));
 }
 
+std::vector<std::pair<std::string, bool>> health::components() const {
+  std::lock_guard lock(mutex_);
+  std::vector<std::pair<std::string, bool>> out;
+  out.reserve(components_.size());
+  for (const auto& c : components_) out.emplace_back(c.name, c.healthy && c.failing_parts == 0);
+  return out;
+}
+
 void health::recompute_locked() {
   bool now =
       std::ranges::all_of(components_, [](const entry& c) { return c.healthy && c.failing_parts == 0; });

@@ -7,6 +7,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sluice::core {
@@ -23,6 +24,8 @@ class health {
   void part_failed(std::size_t component);
   void part_recovered(std::size_t component);
   bool healthy() const { return healthy_.load(std::memory_order_acquire); }
+  // Each component's name and state, in the order they were added (for the dashboard).
+  std::vector<std::pair<std::string, bool>> components() const;
   void on_change(observer o);
 
  private:

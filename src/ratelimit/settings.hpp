@@ -51,10 +51,11 @@ struct module_settings {
   std::string backend_type = "redis";               // BACKEND_TYPE: redis | memcache | memory
   bool force_start_without_initial_config = false;  // FORCE_START_WITHOUT_INITIAL_CONFIG
   std::size_t memory_max_counters = 2'000'000;      // MEMORY_MAX_COUNTERS
-  redis_settings redis;                             // read only when backend_type is redis
-  memcache_settings memcache;                       // read only when backend_type is memcache
-  service::rules_source_settings rules;             // CONFIG_TYPE=FILE: the rule files
-  std::optional<xds::client_settings> xds;          // CONFIG_TYPE=GRPC_XDS_SOTW: the xDS server
+  std::size_t top_descriptors_capacity = 256;  // TOP_DESCRIPTORS_CAPACITY: per list, worker, 10 s; 0: off
+  redis_settings redis;                        // read only when backend_type is redis
+  memcache_settings memcache;                  // read only when backend_type is memcache
+  service::rules_source_settings rules;        // CONFIG_TYPE=FILE: the rule files
+  std::optional<xds::client_settings> xds;     // CONFIG_TYPE=GRPC_XDS_SOTW: the xDS server
   service::settings service;
   limiter::settings limiter;
   rlqs::settings rlqs;  // RLQS_*

@@ -30,6 +30,23 @@ rule_stats rule_stats::make_bounded(stats::store& store, std::string_view domain
       get("within_limit"), get("shadow_mode"), get("total_negative_hits")};
 }
 
+namespace {
+
+void visit_limits(
+    std::string_view domain, const descriptor_node& node,
+    const std::function<void(std::string_view, const descriptor_node&, const rate_limit&)>& visit) {
+  if (node.limit) visit(domain, node, *node.limit);
+  for (const auto& more : node.more_limits) visit(domain, node, more);
+  for (const auto& [_, child] : node.children) visit_limits(domain, *child, visit);
+}
+
+}  // namespace
+
+void rule_set::for_each_limit(
+    const std::function<void(std::string_view, const descriptor_node&, const rate_limit&)>& visit) const {
+  for (const auto& [name, root] : domains_) visit_limits(name, *root, visit);
+}
+
 const descriptor_node* rule_set::find_domain(std::string_view domain) const {
   auto it = domains_.find(domain);
   return it == domains_.end() ? nullptr : it->second.get();

@@ -130,6 +130,9 @@ class rule_set {
   std::string dump() const;
   std::size_t domain_count() const { return domains_.size(); }
   std::vector<std::string> domain_names() const;
+  // Every configured limit (unlimited ones too) with its node, for the dashboard; in no particular order.
+  void for_each_limit(const std::function<void(std::string_view domain, const descriptor_node&,
+                                               const rate_limit&)>& visit) const;
 
  private:
   friend class rule_set_builder;

@@ -25,7 +25,7 @@ std::optional<std::string> rules_source::load() {
   auto files =
       config::read_rule_files(layout.rules_directory(), layout.name_prefix(), layout.ignore_dotfiles);
   if (!files.error.empty()) {
-    refuse(files.error);
+    refuse(files.error, "files");
     return files.error;
   }
   return apply(files.files, "files");
@@ -35,7 +35,7 @@ std::optional<std::string> rules_source::apply(std::span<const config::config_fi
                                                std::string_view what) {
   auto loaded = config::load_rules(files, settings_.merge_domain_config, stats_);
   if (!loaded.error.empty()) {
-    refuse(loaded.error);
+    refuse(loaded.error, what);
     return loaded.error;
   }
   for (const auto& w : loaded.warnings) core::log_warn(w);
@@ -47,12 +47,25 @@ std::optional<std::string> rules_source::apply(std::span<const config::config_fi
   core::log_info("Successfully loaded new configuration (", files.size(), " ", what, ", ", domains,
                  " domains)");
   if (health_component_) health_.set(*health_component_, domains > 0);
+  remember({std::chrono::system_clock::now(), true, std::string(what), domains, {}});
   return std::nullopt;
 }
 
-void rules_source::refuse(const std::string& error) {
+void rules_source::refuse(const std::string& error, std::string_view what) {
   load_error_.inc();
   core::log_error("Error loading new configuration: ", error);
+  remember({std::chrono::system_clock::now(), false, std::string(what), 0, error});
+}
+
+void rules_source::remember(reload_record r) {
+  std::lock_guard lock(reloads_mutex_);
+  reloads_.push_front(std::move(r));
+  if (reloads_.size() > reloads_kept) reloads_.pop_back();
+}
+
+std::vector<reload_record> rules_source::recent_reloads() const {
+  std::lock_guard lock(reloads_mutex_);
+  return {reloads_.begin(), reloads_.end()};
 }
 
 void rules_source::watch(boost::asio::any_io_executor ex) {

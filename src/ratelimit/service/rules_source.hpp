@@ -8,11 +8,16 @@
 
 #include <atomic>
 #include <boost/asio/any_io_executor.hpp>
+#include <chrono>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/file_watch.hpp"
 #include "core/health.hpp"
@@ -30,8 +35,19 @@ struct rules_source_settings {
   std::chrono::milliseconds debounce{100};
 };
 
+// One load of the rules, as the dashboard lists them.
+struct reload_record {
+  std::chrono::system_clock::time_point time;
+  bool ok = false;
+  std::string source;  // "files", or what the xDS resources were called
+  std::size_t domains = 0;
+  std::string error;  // when not ok
+};
+
 class rules_source {
  public:
+  static constexpr std::size_t reloads_kept = 10;
+
   using publish_fn = std::function<void(std::shared_ptr<const config::rule_set>)>;
 
   rules_source(rules_source_settings settings, publish_fn publish, stats::store& stats, core::health& health);
@@ -42,9 +58,11 @@ class rules_source {
   // The same for rules from elsewhere (xDS resources as files; `what` names them in the log).
   std::optional<std::string> apply(std::span<const config::config_file> files, std::string_view what);
   // A set of rules that could not even be read: counted and logged as a failed load; the rules stay.
-  void refuse(const std::string& error);
+  void refuse(const std::string& error, std::string_view what);
   // The snapshot published last (null before the first good load): for the debug page. Thread-safe.
   std::shared_ptr<const config::rule_set> current() const { return current_.load(); }
+  // The last loads, newest first (at most reloads_kept). Thread-safe.
+  std::vector<reload_record> recent_reloads() const;
   // Starts watching for changes on the executor (call once).
   void watch(boost::asio::any_io_executor ex);
   void stop();
@@ -59,6 +77,9 @@ class rules_source {
   stats::counter& load_success_;
   stats::counter& load_error_;
   std::unique_ptr<core::file_watch> watch_;
+  mutable std::mutex reloads_mutex_;
+  std::deque<reload_record> reloads_;
+  void remember(reload_record r);
 };
 
 }  // namespace sluice::ratelimit::service

@@ -74,6 +74,7 @@ class request_state final : public limiter::completion {
 
  private:
   void finish();
+  void record_top(stats::top_recorder& top, std::span<limiter::response_status* const> statuses) const;
   void add_limit(limiter::descriptor_work& item, const config::rate_limit& rule,
                  const config::descriptor_node& node, const std::optional<std::string>& stats_key);
   bool is_quota(std::size_t i) const;
@@ -241,6 +242,7 @@ void request_state::finish() {
   list->Reserve(static_cast<int>(work_.items.size()));
   for (std::size_t i = 0; i < work_.items.size(); ++i) statuses.push_back(list->Add());
   service_.limiter_.finish(work_, statuses);
+  if (service_.top_ != nullptr) record_top(*service_.top_, statuses);
 
   const auto overall = overall_code();
   response_.set_overall_code(overall);
@@ -251,6 +253,28 @@ void request_state::finish() {
   if (overall == code::OVER_LIMIT && settings.global_shadow_mode) {
     response_.set_overall_code(code::OK);
     service_.global_shadow_mode_.inc();
+  }
+}
+
+// Each counted descriptor's hits, and its over-limit answer (the status says OVER_LIMIT: shadow mode's are
+// not), under its rule: the node's stats path without the domain, or "(override)" for a limit sent in the
+// request.
+void request_state::record_top(stats::top_recorder& top,
+                               std::span<limiter::response_status* const> statuses) const {
+  const std::string_view domain = request_.domain();
+  for (std::size_t i = 0; i < work_.items.size(); ++i) {
+    const auto& item = work_.items[i];
+    if (item.limits.empty() || item.negative) continue;
+    std::string_view rule = "(override)";
+    if (const auto* node = nodes_[i]) {
+      rule = node->stats_key;
+      if (rule.size() > domain.size() && rule.starts_with(domain)) rule.remove_prefix(domain.size() + 1);
+    }
+    stats::top_key key(domain, rule);
+    for (const auto& e : item.entries) key.add_entry(e.key, e.value);
+    auto describe = [&key](std::string& text) { key.describe(text); };
+    top.hit(work_.now, key.id(), item.hits, describe);
+    if (statuses[i]->code() == code::OVER_LIMIT) top.over_limit(work_.now, key.id(), 1, describe);
   }
 }
 

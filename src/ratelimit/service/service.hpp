@@ -13,6 +13,7 @@
 #include "ratelimit/limiter/limiter.hpp"
 #include "rls.pb.h"
 #include "stats/store.hpp"
+#include "stats/top_descriptors.hpp"
 #include "tracing/tracer.hpp"
 
 namespace sluice::ratelimit::service {
@@ -63,6 +64,9 @@ class rate_limit_service {
 
   // Tracing on this worker: the decision's spans go under the caller's span. Null (the default): none.
   void set_tracer(tracing::tracer* tracer) { tracer_ = tracer; }
+  // The worker's top descriptors (README "Top throttled descriptors"), counted after each decision. Null (the
+  // default): none.
+  void set_top_recorder(stats::top_recorder* top) { top_ = top; }
 
   // `request` and `response` must stay valid until `done` is called; `parent` (the server span, which may be
   // null) only during this call.
@@ -86,6 +90,7 @@ class rate_limit_service {
   limiter::backend& backend_;
   stats::store& stats_;
   tracing::tracer* tracer_ = nullptr;
+  stats::top_recorder* top_ = nullptr;
   held_rules* current_ = nullptr;  // owned; older snapshots are freed by their last decision
   stats::counter& service_error_;
   stats::counter& backend_error_;

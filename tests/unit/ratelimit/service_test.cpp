@@ -348,3 +348,37 @@ descriptors:
   service_fixture off(meta_rules);
   CHECK_FALSE(off.decide(req).has_dynamic_metadata());
 }
+
+TEST_CASE("top descriptors: each counted descriptor's hits; its over-limit answers, not shadow mode's") {
+  service_fixture f(rules);
+  stats::top_recorder top(64);
+  f.service.set_top_recorder(&top);
+  for (int i = 0; i < 5; ++i) f.decide(make_request("d", {{{"c", "x"}}}));  // limit 3: two over
+  f.decide(make_request("d", {{{"c", "y"}}}, 4));                           // hits_addend 4, over at once
+  for (int i = 0; i < 3; ++i) f.decide(make_request("d", {{{"shadow", "s"}}}));        // over, in shadow mode
+  f.decide(make_request("d", {{{"free", "x"}}, {{"listed", "x"}}, {{"nope", "x"}}}));  // nothing counted
+  f.decide(make_request("nope", {{{"c", "x"}}}));                                      // unknown domain
+  auto negative = make_request("d", {{{"c", "z"}}});
+  negative.mutable_descriptors(0)->set_is_negative_hits(true);
+  f.decide(negative);  // hits given back are not hits
+  auto override_request = make_request("d", {{{"a", "o"}}});
+  override_request.mutable_descriptors(0)->mutable_limit()->set_requests_per_unit(1);
+  override_request.mutable_descriptors(0)->mutable_limit()->set_unit(envoy::type::v3::HOUR);
+  f.decide(override_request);
+
+  const std::int64_t now = f.clock.now_seconds();
+  std::vector<stats::top_recorder::copy> copies{top.snapshot(now)};
+  const auto lists = stats::merge_top(copies, 10, now);
+  auto describe = [](const std::vector<stats::top_entry>& list) {
+    std::vector<std::string> out;
+    for (const auto& e : list) {
+      std::string line = e.domain + " " + e.rule;
+      for (const auto& kv : e.entries) line += " " + kv;
+      out.push_back(line + " " + std::to_string(e.count));
+    }
+    return out;
+  };
+  CHECK(describe(lists.hits) ==
+        std::vector<std::string>{"d c c=x 5", "d c c=y 4", "d shadow shadow=s 3", "d (override) a=o 1"});
+  CHECK(describe(lists.over_limit) == std::vector<std::string>{"d c c=x 2", "d c c=y 1"});
+}

@@ -1,0 +1,121 @@
+#include "operator_pages.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <charconv>
+
+#include "core/strings.hpp"
+#include "net/http/query.hpp"
+#include "ratelimit/api/dashboard.hpp"
+
+namespace sluice {
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+using ratelimit::api::dashboard_totals;
+
+namespace {
+
+constexpr std::chrono::seconds sample_interval{1};
+constexpr std::size_t max_top = 1000;
+// The dashboard merges this many per list: its utilisation looks for each rule's busiest descriptor there.
+constexpr std::size_t dashboard_top_merged = 200;
+
+}  // namespace
+
+operator_pages::operator_pages(operator_sources sources, asio::io_context& control)
+    : sources_(std::move(sources)),
+      control_(control),
+      history_(sources_.stats,
+               {std::string(dashboard_totals::grpc_requests), std::string(dashboard_totals::backend_errors),
+                std::string(dashboard_totals::fail_open)},
+               std::string(dashboard_totals::latency_timer)),
+      timer_(control) {}
+
+std::vector<net::http::debug_page> operator_pages::pages() {
+  return {
+      {"/top", "the descriptors with the most over-limit answers and hits, last minute (JSON; ?n=10)",
+       [this](const net::http::request& req) { return top_page(req); }},
+      {"/dashboard", "the live dashboard (HTML)",
+       [](const net::http::request& req) -> asio::awaitable<net::http::response> {
+         co_return net::http::make_response(req, http::status::ok, "text/html; charset=utf-8",
+                                            std::string(ratelimit::api::dashboard_html));
+       }},
+      {"/dashboard/data", "what the dashboard shows (JSON)",
+       [this](const net::http::request& req) { return dashboard_data(req); }},
+  };
+}
+
+// Each worker's copy, taken on its own thread; merged here.
+asio::awaitable<stats::top_lists> operator_pages::gather_top(std::size_t n) {
+  const std::int64_t now = sources_.clock.now_seconds();
+  std::vector<stats::top_recorder::copy> copies;
+  for (unsigned i = 0; i < sources_.workers.size(); ++i) {
+    const auto* top = sources_.apis[i].top.get();
+    if (top == nullptr) continue;
+    copies.push_back(co_await asio::co_spawn(
+        sources_.workers.context(i),
+        [top, now]() -> asio::awaitable<stats::top_recorder::copy> { co_return top->snapshot(now); },
+        asio::use_awaitable));
+  }
+  co_return stats::merge_top(copies, n, now);
+}
+
+asio::awaitable<net::http::response> operator_pages::top_page(const net::http::request& req) {
+  if (sources_.apis.empty() || !sources_.apis[0].top) {
+    co_return net::http::json_error(req, http::status::not_found,
+                                    "top descriptors are off (TOP_DESCRIPTORS_CAPACITY=0)");
+  }
+  std::size_t n = 10;
+  if (auto text = net::http::query_param(req.target(), "n")) {
+    const auto* end = text->data() + text->size();
+    auto [ptr, ec] = std::from_chars(text->data(), end, n);
+    if (ec != std::errc{} || ptr != end || n < 1 || n > max_top) {
+      co_return net::http::json_error(
+          req, http::status::bad_request,
+          core::cat("n: '", *text, "' is not a whole number from 1 to ", max_top));
+    }
+  }
+  const auto lists = co_await gather_top(n);
+  co_return net::http::make_response(req, http::status::ok, "application/json",
+                                     ratelimit::api::top_json(lists));
+}
+
+asio::awaitable<net::http::response> operator_pages::dashboard_data(const net::http::request& req) {
+  start_sampling();
+  const auto lists = co_await gather_top(dashboard_top_merged);
+  const ratelimit::api::dashboard_inputs in{history_,
+                                            sources_.rules,
+                                            sources_.health,
+                                            lists,
+                                            10,
+                                            sources_.backend_type,
+                                            static_cast<double>(sources_.clock.now_micros()) / 1e6,
+                                            static_cast<double>(sample_interval.count())};
+  co_return net::http::make_response(req, http::status::ok, "application/json",
+                                     ratelimit::api::dashboard_json(in));
+}
+
+// From the first request on: nobody pays for the history before someone looks.
+void operator_pages::start_sampling() {
+  if (sampling_ || stopped_) return;
+  sampling_ = true;
+  history_.sample(static_cast<double>(sources_.clock.now_micros()) / 1e6);
+  sample_later();
+}
+
+void operator_pages::sample_later() {
+  timer_.expires_after(sample_interval);
+  timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopped_) return;
+    history_.sample(static_cast<double>(sources_.clock.now_micros()) / 1e6);
+    sample_later();
+  });
+}
+
+void operator_pages::stop() {
+  stopped_ = true;
+  timer_.cancel();
+}
+
+}  // namespace sluice

@@ -1,0 +1,73 @@
+#pragma once
+// The recent history behind the dashboard's small time series: on each sample() the rules' counters
+// (ratelimit.service.rate_limit.<key>.{total_hits,over_limit,near_limit}) and a few named totals are read and
+// their rates since the previous sample kept, the last `points` of them per key. Runs on one thread (the
+// control thread samples and the debug listener reads there); reading the store never blocks a worker.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "stats/store.hpp"
+
+namespace sluice::stats {
+
+class series_history {
+ public:
+  // `watched`: counter names whose rates are kept as totals (e.g. backend errors); `timer`: a timer whose
+  // mean per sample is kept (decision latency).
+  series_history(store& s, std::vector<std::string> watched, std::string timer, std::size_t points = 120,
+                 std::size_t max_keys = 500);
+
+  void sample(double now_seconds);
+
+  struct rule_series {
+    std::string key;                                  // the stats key, "<domain>.<path>"
+    std::vector<float> hits, over_limit, near_limit;  // per second, oldest first
+  };
+  // The sample times (unix seconds), oldest first; each series has one value per time.
+  std::vector<double> times() const;
+  // Every tracked key's series.
+  std::vector<rule_series> rules() const;
+  // The rates of a watched counter, oldest first (empty when not watched).
+  std::vector<float> total(std::string_view counter) const;
+  // The timer's mean per sample, in milliseconds (0 where nothing was recorded).
+  std::vector<float> timer_mean_ms() const;
+  // Keys seen but not tracked: max_keys were already.
+  std::size_t untracked_keys() const { return untracked_; }
+
+ private:
+  struct track {
+    std::uint64_t last = 0;    // cumulative value at the previous sample
+    bool seen = false;         // `last` is a value read (not the initial 0)
+    std::vector<float> rates;  // ring of points
+  };
+  struct rule_track {
+    track hits, over_limit, near_limit;
+  };
+  std::vector<float> ordered(const std::vector<float>& ring) const;
+  void step(track& t, std::uint64_t value, double seconds);
+
+  store& store_;
+  std::size_t points_;
+  std::size_t max_keys_;
+  std::size_t head_ = 0;     // ring index of the next sample
+  std::size_t samples_ = 0;  // rates recorded (at most points_)
+  bool first_ = true;
+  double last_time_ = 0;
+  std::vector<double> times_;
+  std::unordered_map<std::string, rule_track> rules_;
+  struct watched_counter {
+    const counter* source;
+    track rates;
+  };
+  std::unordered_map<std::string, watched_counter> watched_;
+  timer& timer_;
+  track timer_count_, timer_sum_;  // the sum in microseconds
+  std::vector<float> timer_mean_;
+  std::size_t untracked_ = 0;
+};
+
+}  // namespace sluice::stats

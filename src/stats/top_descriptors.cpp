@@ -1,0 +1,276 @@
+#include "stats/top_descriptors.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <functional>
+#include <unordered_map>
+
+namespace sluice::stats {
+
+space_saving::space_saving(std::size_t capacity) : capacity_(std::max<std::size_t>(1, capacity)) {
+  // At most half full: probes stay short.
+  const std::size_t buckets = std::bit_ceil(capacity_ * 2);
+  index_.assign(buckets, 0);
+  shift_ = 64 - std::countr_zero(buckets);
+  items_.reserve(capacity_);
+  heap_.reserve(capacity_);
+  heap_pos_.reserve(capacity_);
+}
+
+std::uint64_t space_saving::floor() const {
+  return items_.size() < capacity_ || heap_.empty() ? 0 : items_[heap_[0]].count;
+}
+
+void space_saving::clear() {
+  total_ = 0;
+  items_.clear();
+  heap_.clear();
+  heap_pos_.clear();
+  std::fill(index_.begin(), index_.end(), 0);
+}
+
+std::uint32_t space_saving::find(std::uint64_t id) const {
+  const std::size_t mask = index_.size() - 1;
+  for (std::size_t b = bucket_of(id);; b = (b + 1) & mask) {
+    const std::uint32_t slot = index_[b];
+    if (slot == 0) return none;
+    if (items_[slot - 1].id == id) return slot - 1;
+  }
+}
+
+void space_saving::index_insert(std::uint32_t i) {
+  const std::size_t mask = index_.size() - 1;
+  std::size_t b = bucket_of(items_[i].id);
+  while (index_[b] != 0) b = (b + 1) & mask;
+  index_[b] = i + 1;
+}
+
+// Backward-shift deletion: later entries of the probe run move into the hole when their home allows it.
+void space_saving::index_erase(std::uint64_t id) {
+  const std::size_t mask = index_.size() - 1;
+  std::size_t hole = bucket_of(id);
+  while (items_[index_[hole] - 1].id != id) hole = (hole + 1) & mask;
+  for (std::size_t b = (hole + 1) & mask; index_[b] != 0; b = (b + 1) & mask) {
+    const std::size_t home = bucket_of(items_[index_[b] - 1].id);
+    // Movable when its home is not in (hole, b], going round.
+    const bool movable = hole <= b ? (home <= hole || home > b) : (home <= hole && home > b);
+    if (movable) {
+      index_[hole] = index_[b];
+      hole = b;
+    }
+  }
+  index_[hole] = 0;
+}
+
+std::uint32_t space_saving::take(std::uint64_t id, std::uint64_t n) {
+  if (items_.size() < capacity_) {
+    const auto i = static_cast<std::uint32_t>(items_.size());
+    items_.push_back({id, n, {}});
+    heap_.push_back(i);
+    heap_pos_.push_back(static_cast<std::uint32_t>(heap_.size() - 1));
+    index_insert(i);
+    sift_up(heap_pos_[i]);
+    return i;
+  }
+  // The smallest counter is the new item's, with that count on top.
+  const std::uint32_t i = heap_[0];
+  index_erase(items_[i].id);
+  items_[i].id = id;
+  items_[i].count += n;
+  index_insert(i);
+  sift_down(0);
+  return i;
+}
+
+void space_saving::raise(std::uint32_t i, std::uint64_t n) {
+  items_[i].count += n;
+  sift_down(heap_pos_[i]);
+}
+
+void space_saving::place(std::uint32_t pos, std::uint32_t i) {
+  heap_[pos] = i;
+  heap_pos_[i] = pos;
+}
+
+void space_saving::sift_down(std::uint32_t pos) {
+  const std::uint32_t i = heap_[pos];
+  const std::uint64_t count = items_[i].count;
+  const auto size = static_cast<std::uint32_t>(heap_.size());
+  for (;;) {
+    std::uint32_t child = 2 * pos + 1;
+    if (child >= size) break;
+    if (child + 1 < size && items_[heap_[child + 1]].count < items_[heap_[child]].count) ++child;
+    if (items_[heap_[child]].count >= count) break;
+    place(pos, heap_[child]);
+    pos = child;
+  }
+  place(pos, i);
+}
+
+void space_saving::sift_up(std::uint32_t pos) {
+  const std::uint32_t i = heap_[pos];
+  const std::uint64_t count = items_[i].count;
+  while (pos > 0) {
+    const std::uint32_t parent = (pos - 1) / 2;
+    if (items_[heap_[parent]].count <= count) break;
+    place(pos, heap_[parent]);
+    pos = parent;
+  }
+  place(pos, i);
+}
+
+top_recorder::top_recorder(std::size_t capacity) {
+  ring_.reserve(slots);
+  for (std::size_t i = 0; i < slots; ++i)
+    ring_.push_back({-1, space_saving(capacity), space_saving(capacity)});
+}
+
+top_recorder::slot& top_recorder::slot_at(std::int64_t now) {
+  const std::int64_t epoch = std::max<std::int64_t>(0, now) / slot_seconds;
+  auto& s = ring_[static_cast<std::size_t>(epoch) % slots];
+  if (s.epoch != epoch) {
+    // A slot older than the window: its counts leave the window all at once.
+    s.hits.clear();
+    s.over_limit.clear();
+    s.epoch = epoch;
+  }
+  return s;
+}
+
+namespace {
+
+void merge_into(std::unordered_map<std::uint64_t, space_saving::item>& merged, const space_saving& summary) {
+  for (const auto& it : summary.items()) {
+    auto [pos, inserted] = merged.try_emplace(it.id, it);
+    if (!inserted) pos->second.count += it.count;
+  }
+}
+
+top_recorder::list to_list(std::unordered_map<std::uint64_t, space_saving::item>& merged) {
+  top_recorder::list out;
+  out.items.reserve(merged.size());
+  for (auto& [_, it] : merged) out.items.push_back(std::move(it));
+  return out;
+}
+
+top_entry decode(const space_saving::item& it) {
+  top_entry e;
+  e.count = it.count;
+  std::string_view text = it.text;
+  std::vector<std::string_view> parts;
+  for (std::size_t start = 0;;) {
+    const auto sep = text.find('\x1f', start);
+    parts.push_back(text.substr(start, sep == std::string_view::npos ? std::string_view::npos : sep - start));
+    if (sep == std::string_view::npos) break;
+    start = sep + 1;
+  }
+  if (!parts.empty()) e.domain = parts[0];
+  if (parts.size() > 1) e.rule = parts[1];
+  for (std::size_t i = 2; i < parts.size(); ++i) e.entries.emplace_back(parts[i]);
+  return e;
+}
+
+std::vector<top_entry> top_of(std::span<const top_recorder::copy> copies, std::size_t n,
+                              const top_recorder::list top_recorder::copy::*which) {
+  std::unordered_map<std::uint64_t, const space_saving::item*> first;
+  std::unordered_map<std::uint64_t, std::uint64_t> counts;
+  for (const auto& c : copies) {
+    for (const auto& it : (c.*which).items) {
+      first.try_emplace(it.id, &it);
+      counts[it.id] += it.count;
+    }
+  }
+  std::vector<std::pair<std::uint64_t, const space_saving::item*>> ranked;
+  ranked.reserve(counts.size());
+  for (const auto& [id, count] : counts) ranked.emplace_back(count, first[id]);
+  auto more = [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second->text < b.second->text;
+  };
+  const std::size_t keep = std::min(n, ranked.size());
+  std::partial_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(keep), ranked.end(), more);
+  std::vector<top_entry> out;
+  out.reserve(keep);
+  for (std::size_t i = 0; i < keep; ++i) {
+    out.push_back(decode(*ranked[i].second));
+    out.back().count = ranked[i].first;
+  }
+  return out;
+}
+
+}  // namespace
+
+top_recorder::copy top_recorder::snapshot(std::int64_t now) const {
+  const std::int64_t epoch = std::max<std::int64_t>(0, now) / slot_seconds;
+  std::unordered_map<std::uint64_t, space_saving::item> hits;
+  std::unordered_map<std::uint64_t, space_saving::item> over;
+  for (const auto& s : ring_) {
+    if (s.epoch < 0 || s.epoch > epoch || s.epoch <= epoch - static_cast<std::int64_t>(slots)) continue;
+    merge_into(hits, s.hits);
+    merge_into(over, s.over_limit);
+  }
+  return {to_list(hits), to_list(over)};
+}
+
+std::int64_t top_window_seconds(std::int64_t now) {
+  const std::int64_t epoch = std::max<std::int64_t>(0, now) / top_recorder::slot_seconds;
+  const std::int64_t oldest =
+      (epoch - static_cast<std::int64_t>(top_recorder::slots) + 1) * top_recorder::slot_seconds;
+  return now + 1 - oldest;  // through the end of second `now`
+}
+
+top_lists merge_top(std::span<const top_recorder::copy> copies, std::size_t n, std::int64_t now) {
+  top_lists out;
+  out.window_seconds = top_window_seconds(now);
+  out.over_limit = top_of(copies, n, &top_recorder::copy::over_limit);
+  out.hits = top_of(copies, n, &top_recorder::copy::hits);
+  return out;
+}
+
+std::string_view cut_value(std::string_view value, bool& cut) {
+  cut = value.size() > top_key::max_value_bytes;
+  if (!cut) return value;
+  std::size_t end = top_key::max_value_bytes;
+  // Back off continuation bytes (10xxxxxx) so the cut falls between characters.
+  while (end > 0 && (static_cast<unsigned char>(value[end]) & 0xC0) == 0x80) --end;
+  return value.substr(0, end);
+}
+
+top_key::top_key(std::string_view domain, std::string_view rule) : domain_(domain), rule_(rule) {
+  mix(domain);
+  mix(rule);
+}
+
+void top_key::mix(std::string_view part) {
+  hash_ = (hash_ ^ std::hash<std::string_view>{}(part)) * 0x9E3779B97F4A7C15ull;
+  hash_ ^= hash_ >> 31;
+}
+
+void top_key::add_entry(std::string_view key, std::string_view value) {
+  bool cut = false;
+  const auto shown = cut_value(value, cut);
+  mix(key);
+  mix(shown);
+  const part p{key, shown, cut};
+  if (parts_ < inline_parts_.size()) {
+    inline_parts_[parts_] = p;
+  } else {
+    more_parts_.push_back(p);
+  }
+  ++parts_;
+}
+
+void top_key::describe(std::string& text) const {
+  text.append(domain_);
+  text += '\x1f';
+  text.append(rule_);
+  for (std::size_t i = 0; i < parts_; ++i) {
+    const auto& p = i < inline_parts_.size() ? inline_parts_[i] : more_parts_[i - inline_parts_.size()];
+    text += '\x1f';
+    text.append(p.key);
+    text += '=';
+    text.append(p.value);
+    if (p.cut) text.append("\u2026");
+  }
+}
+
+}  // namespace sluice::stats
