@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <functional>
+#include <random>
 #include <unordered_map>
 
 namespace sluice::stats {
@@ -227,50 +228,33 @@ top_lists merge_top(std::span<const top_recorder::copy> copies, std::size_t n, s
 }
 
 std::string_view cut_value(std::string_view value, bool& cut) {
-  cut = value.size() > top_key::max_value_bytes;
+  cut = value.size() > top_max_value_bytes;
   if (!cut) return value;
-  std::size_t end = top_key::max_value_bytes;
+  std::size_t end = top_max_value_bytes;
   // Back off continuation bytes (10xxxxxx) so the cut falls between characters.
   while (end > 0 && (static_cast<unsigned char>(value[end]) & 0xC0) == 0x80) --end;
   return value.substr(0, end);
 }
 
-top_key::top_key(std::string_view domain, std::string_view rule) : domain_(domain), rule_(rule) {
-  mix(domain);
-  mix(rule);
+const std::uint64_t top_id::seed = [] {
+  std::random_device device;
+  return (static_cast<std::uint64_t>(device()) << 32) ^ device();
+}();
+
+void top_text_begin(std::string& text, std::string_view domain, std::string_view rule) {
+  text.append(domain);
+  text += '\x1f';
+  text.append(rule);
 }
 
-void top_key::mix(std::string_view part) {
-  hash_ = (hash_ ^ std::hash<std::string_view>{}(part)) * 0x9E3779B97F4A7C15ull;
-  hash_ ^= hash_ >> 31;
-}
-
-void top_key::add_entry(std::string_view key, std::string_view value) {
+void top_text_entry(std::string& text, std::string_view key, std::string_view value) {
   bool cut = false;
   const auto shown = cut_value(value, cut);
-  mix(key);
-  mix(shown);
-  const part p{key, shown, cut};
-  if (parts_ < inline_parts_.size()) {
-    inline_parts_[parts_] = p;
-  } else {
-    more_parts_.push_back(p);
-  }
-  ++parts_;
-}
-
-void top_key::describe(std::string& text) const {
-  text.append(domain_);
   text += '\x1f';
-  text.append(rule_);
-  for (std::size_t i = 0; i < parts_; ++i) {
-    const auto& p = i < inline_parts_.size() ? inline_parts_[i] : more_parts_[i - inline_parts_.size()];
-    text += '\x1f';
-    text.append(p.key);
-    text += '=';
-    text.append(p.value);
-    if (p.cut) text.append("\u2026");
-  }
+  text.append(key);
+  text += '=';
+  text.append(shown);
+  if (cut) text.append("\u2026");
 }
 
 }  // namespace sluice::stats

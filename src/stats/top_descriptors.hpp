@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
 #include <string_view>
@@ -129,35 +130,60 @@ top_lists merge_top(std::span<const top_recorder::copy> copies, std::size_t n, s
 // How far back the window reaches at `now`, in seconds (50 to 60).
 std::int64_t top_window_seconds(std::int64_t now);
 
-// The identity of a descriptor (a hash of its parts) and its text, built together from the same parts.
-class top_key {
- public:
-  // Values longer than this are cut (at a UTF-8 character boundary) and end in "…".
-  static constexpr std::size_t max_value_bytes = 64;
+// Values longer than this are shown cut (at a UTF-8 character boundary), ending in "…".
+inline constexpr std::size_t top_max_value_bytes = 64;
 
-  top_key(std::string_view domain, std::string_view rule);
-  void add_entry(std::string_view key, std::string_view value);
-  std::uint64_t id() const { return hash_; }
-  // The text of the parts added so far: domain, rule and entries separated by '\x1f'.
-  void describe(std::string& text) const;
+// The value as shown: at most top_max_value_bytes, cut at a character boundary. Sets `cut`.
+std::string_view cut_value(std::string_view value, bool& cut);
+
+// The identity of a descriptor: a hash of what it matched (the rule's stats key; the domain for a limit
+// override) and of its entries (values as shown), seeded per process so that no client can choose values that
+// collide with another descriptor's. Inline: it runs on every decision.
+class top_id {
+ public:
+  top_id(std::string_view matched, bool override) : hash_(seed ^ static_cast<std::uint64_t>(override)) {
+    mix(matched);
+  }
+  void add_entry(std::string_view key, std::string_view value) {
+    bool cut = false;
+    mix(key);
+    mix(value.size() > top_max_value_bytes ? cut_value(value, cut) : value);
+  }
+  std::uint64_t value() const { return hash_; }
 
  private:
-  void mix(std::string_view part);
-
-  std::uint64_t hash_ = 0xcbf29ce484222325ull;
-  std::string_view domain_;
-  std::string_view rule_;
-  struct part {
-    std::string_view key;
-    std::string_view value;  // already cut
-    bool cut;
-  };
-  std::array<part, 8> inline_parts_{};
-  std::vector<part> more_parts_;
-  std::size_t parts_ = 0;
+  static const std::uint64_t seed;
+  // Eight bytes at a time, the length first (so that "a", "bc" and "ab", "c" differ).
+  void mix(std::string_view part) {
+    std::uint64_t h = (hash_ ^ part.size()) * 0x9E3779B97F4A7C15ull;
+    const char* p = part.data();
+    std::size_t n = part.size();
+    for (; n > 8; p += 8, n -= 8) h = step(h, load(p, 8));
+    h = step(h, n == 8 ? load(p, 8) : n >= 4 ? load(p, 4) << 32 | load(p + n - 4, 4) : small(p, n));
+    hash_ = h;
+  }
+  static std::uint64_t load(const char* p, std::size_t bytes) {
+    std::uint64_t w = 0;
+    std::memcpy(&w, p, bytes == 8 ? 8 : 4);
+    return w;
+  }
+  static std::uint64_t small(const char* p, std::size_t n) {
+    if (n == 0) return 0;
+    const auto byte = [p](std::size_t i) {
+      return static_cast<std::uint64_t>(static_cast<unsigned char>(p[i]));
+    };
+    return byte(0) << 16 | byte(n / 2) << 8 | byte(n - 1);
+  }
+  static std::uint64_t step(std::uint64_t h, std::uint64_t w) {
+    h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
+    return h ^ (h >> 31);
+  }
+  std::uint64_t hash_;
 };
 
-// The value as shown: at most max_value_bytes, cut at a character boundary. Sets `cut`.
-std::string_view cut_value(std::string_view value, bool& cut);
+// A descriptor's text, as top_entry's parts come back from it: domain, rule and "key=value" entries separated
+// by '\x1f'. Written only when a descriptor takes a counter.
+void top_text_begin(std::string& text, std::string_view domain, std::string_view rule);
+void top_text_entry(std::string& text, std::string_view key, std::string_view value);
 
 }  // namespace sluice::stats

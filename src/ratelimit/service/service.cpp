@@ -265,16 +265,20 @@ void request_state::record_top(stats::top_recorder& top,
   for (std::size_t i = 0; i < work_.items.size(); ++i) {
     const auto& item = work_.items[i];
     if (item.limits.empty() || item.negative) continue;
-    std::string_view rule = "(override)";
-    if (const auto* node = nodes_[i]) {
-      rule = node->stats_key;
-      if (rule.size() > domain.size() && rule.starts_with(domain)) rule.remove_prefix(domain.size() + 1);
-    }
-    stats::top_key key(domain, rule);
-    for (const auto& e : item.entries) key.add_entry(e.key, e.value);
-    auto describe = [&key](std::string& text) { key.describe(text); };
-    top.hit(work_.now, key.id(), item.hits, describe);
-    if (statuses[i]->code() == code::OVER_LIMIT) top.over_limit(work_.now, key.id(), 1, describe);
+    const auto* node = nodes_[i];
+    stats::top_id id(node != nullptr ? std::string_view(node->stats_key) : domain, node == nullptr);
+    for (const auto& e : item.entries) id.add_entry(e.key, e.value);
+    auto describe = [&](std::string& text) {
+      std::string_view rule = "(override)";
+      if (node != nullptr) {
+        rule = node->stats_key;
+        if (rule.size() > domain.size() && rule.starts_with(domain)) rule.remove_prefix(domain.size() + 1);
+      }
+      stats::top_text_begin(text, domain, rule);
+      for (const auto& e : item.entries) stats::top_text_entry(text, e.key, e.value);
+    };
+    top.hit(work_.now, id.value(), item.hits, describe);
+    if (statuses[i]->code() == code::OVER_LIMIT) top.over_limit(work_.now, id.value(), 1, describe);
   }
 }
 

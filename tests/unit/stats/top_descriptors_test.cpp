@@ -21,14 +21,23 @@ void add(space_saving& s, std::uint64_t id, std::uint64_t n = 1) {
   s.add(id, n, [id](std::string& text) { text = "item " + std::to_string(id); });
 }
 
-top_key key_of(const std::string& value) {
-  top_key k("d", "rule");
-  k.add_entry("user", value);
-  return k;
-}
+// A descriptor d / rule / user=<value>: its id and its text, as the service makes them.
+struct key_of {
+  explicit key_of(std::string_view value) : value_(value) {}
+  std::uint64_t id() const {
+    top_id id("d.rule", false);
+    id.add_entry("user", value_);
+    return id.value();
+  }
+  void describe(std::string& text) const {
+    top_text_begin(text, "d", "rule");
+    top_text_entry(text, "user", value_);
+  }
+  std::string value_;
+};
 
 void hit(top_recorder& r, std::int64_t now, const std::string& value, std::uint64_t n = 1) {
-  const auto k = key_of(value);
+  const key_of k(value);
   r.hit(now, k.id(), n, [&k](std::string& text) { k.describe(text); });
 }
 
@@ -146,8 +155,7 @@ TEST_CASE("merge_top: sums workers, most first, at most n, decodes the parts") {
   hit(w1, 500, "x", 5);
   hit(w1, 500, "y", 6);
   hit(w0, 500, "z", 1);
-  const std::string y = "y";
-  const auto k = key_of(y);
+  const key_of k("y");
   w1.over_limit(500, k.id(), 1, [&k](std::string& text) { k.describe(text); });
   std::vector<top_recorder::copy> copies{w0.snapshot(500), w1.snapshot(500)};
   auto lists = merge_top(copies, 2, 500);
@@ -162,7 +170,7 @@ TEST_CASE("merge_top: sums workers, most first, at most n, decodes the parts") {
   CHECK(lists.window_seconds == 51);
 }
 
-TEST_CASE("top_key: long values are cut at a character boundary, and the cut value is the identity") {
+TEST_CASE("top_id and top_text: long values are cut at a character boundary, the cut value is the identity") {
   const std::string a = std::string(63, 'a') + "\xc3\xa9" + "tail one";  // é straddles byte 64
   const std::string b = std::string(63, 'a') + "\xc3\xa9" + "tail two";
   bool cut = false;
@@ -172,21 +180,27 @@ TEST_CASE("top_key: long values are cut at a character boundary, and the cut val
   CHECK_FALSE(cut);
   CHECK(key_of(a).id() == key_of(b).id());
   CHECK(key_of("a").id() != key_of("b").id());
+  CHECK(key_of(std::string(64, 'x')).id() != key_of(std::string(63, 'x')).id());
   std::string text;
   key_of(a).describe(text);
   CHECK(text == "d\x1frule\x1fuser=" + std::string(63, 'a') + "\u2026");
-  // Parts are told apart by position: (k, v1) then (k2, v2) differs from the same strings regrouped.
-  top_key one("d", "r");
-  one.add_entry("a", "bc");
-  top_key two("d", "r");
-  two.add_entry("ab", "c");
-  CHECK(one.id() != two.id());
-  // More than eight entries spill out of the inline parts.
-  std::vector<std::string> values;
-  for (int i = 0; i < 10; ++i) values.push_back(std::to_string(i));
-  top_key many("d", "r");
-  for (const auto& v : values) many.add_entry("k", v);  // the key holds views: the strings outlive it
-  text.clear();
-  many.describe(text);
-  CHECK(text == "d\x1fr\x1fk=0\x1fk=1\x1fk=2\x1fk=3\x1fk=4\x1fk=5\x1fk=6\x1fk=7\x1fk=8\x1fk=9");
+  // Parts are told apart: ("a", "bc") differs from ("ab", "c"), and the order counts.
+  auto id_of = [](std::string_view k1, std::string_view v1, std::string_view k2 = {},
+                  std::string_view v2 = {}) {
+    top_id id("d.r", false);
+    id.add_entry(k1, v1);
+    if (!k2.empty()) id.add_entry(k2, v2);
+    return id.value();
+  };
+  CHECK(id_of("a", "bc") != id_of("ab", "c"));
+  CHECK(top_id("d", false).value() != top_id("d", true).value());  // a rule's path vs the domain's overrides
+  CHECK(id_of("k", "1", "j", "2") != id_of("j", "2", "k", "1"));
+  CHECK(id_of("long-key-of-many-bytes", "value-longer-than-8") ==
+        id_of("long-key-of-many-bytes", "value-longer-than-8"));
+  // Distinct values give distinct ids (no collision among 100,000 of them).
+  std::vector<std::uint64_t> ids;
+  for (int i = 0; i < 100'000; ++i)
+    ids.push_back(key_of("10.0." + std::to_string(i / 256) + "." + std::to_string(i % 256)).id());
+  std::sort(ids.begin(), ids.end());
+  CHECK(std::adjacent_find(ids.begin(), ids.end()) == ids.end());
 }
