@@ -30,15 +30,6 @@ void space_saving::clear() {
   std::fill(index_.begin(), index_.end(), 0);
 }
 
-std::uint32_t space_saving::find(std::uint64_t id) const {
-  const std::size_t mask = index_.size() - 1;
-  for (std::size_t b = bucket_of(id);; b = (b + 1) & mask) {
-    const std::uint32_t slot = index_[b];
-    if (slot == 0) return none;
-    if (items_[slot - 1].id == id) return slot - 1;
-  }
-}
-
 void space_saving::index_insert(std::uint32_t i) {
   const std::size_t mask = index_.size() - 1;
   std::size_t b = bucket_of(items_[i].id);
@@ -126,16 +117,11 @@ top_recorder::top_recorder(std::size_t capacity) {
     ring_.push_back({-1, space_saving(capacity), space_saving(capacity)});
 }
 
-top_recorder::slot& top_recorder::slot_at(std::int64_t now) {
-  const std::int64_t epoch = std::max<std::int64_t>(0, now) / slot_seconds;
-  auto& s = ring_[static_cast<std::size_t>(epoch) % slots];
-  if (s.epoch != epoch) {
-    // A slot older than the window: its counts leave the window all at once.
-    s.hits.clear();
-    s.over_limit.clear();
-    s.epoch = epoch;
-  }
-  return s;
+void top_recorder::start_slot(slot& s, std::int64_t epoch) {
+  // A slot older than the window: its counts leave the window all at once.
+  s.hits.clear();
+  s.over_limit.clear();
+  s.epoch = epoch;
 }
 
 namespace {
@@ -241,20 +227,29 @@ const std::uint64_t top_id::seed = [] {
   return (static_cast<std::uint64_t>(device()) << 32) ^ device();
 }();
 
+// One resize and plain copies: a descriptor's text is written each time it takes a counter, which under
+// traffic spread over more descriptors than counters is every decision.
 void top_text_begin(std::string& text, std::string_view domain, std::string_view rule) {
-  text.append(domain);
-  text += '\x1f';
-  text.append(rule);
+  text.resize(domain.size() + 1 + rule.size());
+  char* p = text.data();
+  std::memcpy(p, domain.data(), domain.size());
+  p[domain.size()] = '\x1f';
+  std::memcpy(p + domain.size() + 1, rule.data(), rule.size());
 }
 
 void top_text_entry(std::string& text, std::string_view key, std::string_view value) {
   bool cut = false;
   const auto shown = cut_value(value, cut);
-  text += '\x1f';
-  text.append(key);
-  text += '=';
-  text.append(shown);
-  if (cut) text.append("\u2026");
+  constexpr std::string_view ellipsis = "\u2026";
+  const std::size_t at = text.size();
+  text.resize(at + 2 + key.size() + shown.size() + (cut ? ellipsis.size() : 0));
+  char* p = text.data() + at;
+  *p++ = '\x1f';
+  std::memcpy(p, key.data(), key.size());
+  p += key.size();
+  *p++ = '=';
+  std::memcpy(p, shown.data(), shown.size());
+  if (cut) std::memcpy(p + shown.size(), ellipsis.data(), ellipsis.size());
 }
 
 }  // namespace sluice::stats

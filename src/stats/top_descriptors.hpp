@@ -52,7 +52,14 @@ class space_saving {
 
  private:
   static constexpr std::uint32_t none = UINT32_MAX;
-  std::uint32_t find(std::uint64_t id) const;
+  std::uint32_t find(std::uint64_t id) const {
+    const std::size_t mask = index_.size() - 1;
+    for (std::size_t b = bucket_of(id);; b = (b + 1) & mask) {
+      const std::uint32_t slot = index_[b];
+      if (slot == 0) return none;
+      if (items_[slot - 1].id == id) return slot - 1;
+    }
+  }
   std::uint32_t take(std::uint64_t id, std::uint64_t n);
   void raise(std::uint32_t i, std::uint64_t n);
   void sift_down(std::uint32_t pos);
@@ -106,7 +113,13 @@ class top_recorder {
     space_saving hits;
     space_saving over_limit;
   };
-  slot& slot_at(std::int64_t now);
+  slot& slot_at(std::int64_t now) {
+    const std::int64_t epoch = (now > 0 ? now : 0) / slot_seconds;
+    auto& s = ring_[static_cast<std::size_t>(epoch) % slots];
+    if (s.epoch != epoch) start_slot(s, epoch);
+    return s;
+  }
+  static void start_slot(slot& s, std::int64_t epoch);
 
   std::vector<slot> ring_;
 };
