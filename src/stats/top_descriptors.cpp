@@ -140,23 +140,6 @@ top_recorder::list to_list(std::unordered_map<std::uint64_t, space_saving::item>
   return out;
 }
 
-top_entry decode(const space_saving::item& it) {
-  top_entry e;
-  e.count = it.count;
-  std::string_view text = it.text;
-  std::vector<std::string_view> parts;
-  for (std::size_t start = 0;;) {
-    const auto sep = text.find('\x1f', start);
-    parts.push_back(text.substr(start, sep == std::string_view::npos ? std::string_view::npos : sep - start));
-    if (sep == std::string_view::npos) break;
-    start = sep + 1;
-  }
-  if (!parts.empty()) e.domain = parts[0];
-  if (parts.size() > 1) e.rule = parts[1];
-  for (std::size_t i = 2; i < parts.size(); ++i) e.entries.emplace_back(parts[i]);
-  return e;
-}
-
 std::vector<top_entry> top_of(std::span<const top_recorder::copy> copies, std::size_t n,
                               const top_recorder::list top_recorder::copy::*which) {
   std::unordered_map<std::uint64_t, const space_saving::item*> first;
@@ -178,7 +161,7 @@ std::vector<top_entry> top_of(std::span<const top_recorder::copy> copies, std::s
   std::vector<top_entry> out;
   out.reserve(keep);
   for (std::size_t i = 0; i < keep; ++i) {
-    out.push_back(decode(*ranked[i].second));
+    out.push_back(top_text_decode(ranked[i].second->text));
     out.back().count = ranked[i].first;
   }
   return out;
@@ -227,29 +210,59 @@ const std::uint64_t top_id::seed = [] {
   return (static_cast<std::uint64_t>(device()) << 32) ^ device();
 }();
 
+namespace {
+
+// Each part is its length (4 bytes) and its bytes: a value may hold any character.
+char* put_part_length(char* p, std::size_t length) {
+  const auto n = static_cast<std::uint32_t>(length);
+  std::memcpy(p, &n, sizeof n);
+  return p + sizeof n;
+}
+
+}  // namespace
+
 // One resize and plain copies: a descriptor's text is written each time it takes a counter, which under
 // traffic spread over more descriptors than counters is every decision.
 void top_text_begin(std::string& text, std::string_view domain, std::string_view rule) {
-  text.resize(domain.size() + 1 + rule.size());
-  char* p = text.data();
+  text.resize(2 * sizeof(std::uint32_t) + domain.size() + rule.size());
+  char* p = put_part_length(text.data(), domain.size());
   std::memcpy(p, domain.data(), domain.size());
-  p[domain.size()] = '\x1f';
-  std::memcpy(p + domain.size() + 1, rule.data(), rule.size());
+  p = put_part_length(p + domain.size(), rule.size());
+  std::memcpy(p, rule.data(), rule.size());
 }
 
 void top_text_entry(std::string& text, std::string_view key, std::string_view value) {
   bool cut = false;
   const auto shown = cut_value(value, cut);
   constexpr std::string_view ellipsis = "\u2026";
+  const std::size_t length = key.size() + 1 + shown.size() + (cut ? ellipsis.size() : 0);
   const std::size_t at = text.size();
-  text.resize(at + 2 + key.size() + shown.size() + (cut ? ellipsis.size() : 0));
-  char* p = text.data() + at;
-  *p++ = '\x1f';
+  text.resize(at + sizeof(std::uint32_t) + length);
+  char* p = put_part_length(text.data() + at, length);
   std::memcpy(p, key.data(), key.size());
   p += key.size();
   *p++ = '=';
   std::memcpy(p, shown.data(), shown.size());
   if (cut) std::memcpy(p + shown.size(), ellipsis.data(), ellipsis.size());
+}
+
+top_entry top_text_decode(std::string_view text) {
+  top_entry e;
+  for (std::size_t part = 0; text.size() >= sizeof(std::uint32_t); ++part) {
+    std::uint32_t n = 0;
+    std::memcpy(&n, text.data(), sizeof n);
+    text.remove_prefix(sizeof n);
+    const auto bytes = text.substr(0, n);
+    text.remove_prefix(bytes.size());
+    if (part == 0) {
+      e.domain = bytes;
+    } else if (part == 1) {
+      e.rule = bytes;
+    } else {
+      e.entries.emplace_back(bytes);
+    }
+  }
+  return e;
 }
 
 }  // namespace sluice::stats

@@ -194,9 +194,10 @@ class top_id {
   std::uint64_t hash_;
 };
 
-// A descriptor's text, as top_entry's parts come back from it: domain, rule and "key=value" entries separated
-// by '\x1f'. Written only when a descriptor takes a counter.
+// A descriptor's text: its domain, rule and "key=value" entries (values as shown), each part with its length.
+// Written only when a descriptor takes a counter; read back (count 0) by top_text_decode.
 void top_text_begin(std::string& text, std::string_view domain, std::string_view rule);
 void top_text_entry(std::string& text, std::string_view key, std::string_view value);
+top_entry top_text_decode(std::string_view text);
 
 }  // namespace sluice::stats

@@ -36,6 +36,14 @@ struct key_of {
   std::string value_;
 };
 
+// What a key_of(value) reads back as: "<rule> <entries…>".
+std::string shown(const std::string& text) {
+  const auto e = top_text_decode(text);
+  std::string out = e.domain + " " + e.rule;
+  for (const auto& kv : e.entries) out += " " + kv;
+  return out;
+}
+
 void hit(top_recorder& r, std::int64_t now, const std::string& value, std::uint64_t n = 1) {
   const key_of k(value);
   r.hit(now, k.id(), n, [&k](std::string& text) { k.describe(text); });
@@ -130,22 +138,22 @@ TEST_CASE("top_recorder: the window is the last six 10-second slots") {
   hit(r, 1055, "b", 1);
   auto copy = r.snapshot(1059);  // slots 100..105
   std::map<std::string, std::uint64_t> seen;
-  for (const auto& it : copy.hits.items) seen[it.text] = it.count;
+  for (const auto& it : copy.hits.items) seen[shown(it.text)] = it.count;
   CHECK(seen.size() == 3);
-  CHECK(seen["d\x1frule\x1fuser=a"] == 5);
-  CHECK(seen["d\x1frule\x1fuser=old"] == 7);
+  CHECK(seen["d rule user=a"] == 5);
+  CHECK(seen["d rule user=old"] == 7);
   // At 1060 slot 100 has left the window.
   copy = r.snapshot(1060);
   seen.clear();
-  for (const auto& it : copy.hits.items) seen[it.text] = it.count;
+  for (const auto& it : copy.hits.items) seen[shown(it.text)] = it.count;
   CHECK(seen.size() == 2);
-  CHECK(seen.count("d\x1frule\x1fuser=old") == 0);
+  CHECK(seen.count("d rule user=old") == 0);
   CHECK(top_window_seconds(1060) == 51);
   CHECK(top_window_seconds(1069) == 60);
   // A slot reused by a later epoch starts empty.
   hit(r, 1061, "c");  // slot 106 reuses ring place of 100
   copy = r.snapshot(1061);
-  for (const auto& it : copy.hits.items) CHECK(it.text != "d\x1frule\x1fuser=old");
+  for (const auto& it : copy.hits.items) CHECK(shown(it.text) != "d rule user=old");
   CHECK(copy.over_limit.items.empty());
 }
 
@@ -183,7 +191,14 @@ TEST_CASE("top_id and top_text: long values are cut at a character boundary, the
   CHECK(key_of(std::string(64, 'x')).id() != key_of(std::string(63, 'x')).id());
   std::string text;
   key_of(a).describe(text);
-  CHECK(text == "d\x1frule\x1fuser=" + std::string(63, 'a') + "\u2026");
+  CHECK(shown(text) == "d rule user=" + std::string(63, 'a') + "\u2026");
+  // Any byte may be in a value, the parts' separators' included.
+  text.clear();
+  key_of(std::string("a\x1f\0b=c", 6)).describe(text);
+  const auto parts = top_text_decode(text);
+  CHECK(parts.domain == "d");
+  CHECK(parts.rule == "rule");
+  CHECK(parts.entries == std::vector<std::string>{std::string("user=a\x1f\0b=c", 11)});
   // Parts are told apart: ("a", "bc") differs from ("ab", "c"), and the order counts.
   auto id_of = [](std::string_view k1, std::string_view v1, std::string_view k2 = {},
                   std::string_view v2 = {}) {
