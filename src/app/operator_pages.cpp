@@ -25,7 +25,6 @@ constexpr std::size_t dashboard_top_merged = 200;
 
 operator_pages::operator_pages(operator_sources sources, asio::io_context& control)
     : sources_(std::move(sources)),
-      control_(control),
       history_(sources_.stats,
                {std::string(dashboard_totals::grpc_requests), std::string(dashboard_totals::backend_errors),
                 std::string(dashboard_totals::fail_open)},

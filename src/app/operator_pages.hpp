@@ -46,7 +46,6 @@ class operator_pages {
   void sample_later();
 
   operator_sources sources_;
-  boost::asio::io_context& control_;
   stats::series_history history_;
   boost::asio::steady_timer timer_;
   bool sampling_ = false;
