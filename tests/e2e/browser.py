@@ -1,12 +1,12 @@
 """A small headless-Chromium driver over the DevTools protocol on a pipe (--remote-debugging-pipe), for the tests
-of pages Sluice serves. Chromium reads commands on its fd 3 and writes replies and events on its fd 4, JSON
-messages ending in a NUL byte. Every read has a deadline: a hung browser fails the test instead of hanging it.
+of the pages Sluice serves. Chromium reads commands on its fd 3 and writes replies and events on its fd 4: JSON
+messages, each ending in a NUL byte. Every read has a deadline, so a hung browser fails the test instead of
+hanging it.
 
     with Browser() as b:
         page = b.open('http://127.0.0.1:6070/dashboard')
         page.wait_for('document.body.dataset.updates >= 2')
         page.press('/')
-        page.screenshot('/tmp/page.png')
 """
 
 import base64
@@ -23,21 +23,17 @@ import time
 CHROMIUM = '/usr/bin/chromium'
 SETPRIV = shutil.which('setpriv')
 
-# key -> (code, windowsVirtualKeyCode, text) for the keys press() knows besides letters and digits.
+# Keys other than letters and digits: key -> (code, windowsVirtualKeyCode, text).
 KEYS = {'Tab': ('Tab', 9, ''), 'Escape': ('Escape', 27, ''), 'Enter': ('Enter', 13, '\r'),
         'Backspace': ('Backspace', 8, ''), ' ': ('Space', 32, ' '), '/': ('Slash', 191, '/'),
-        '.': ('Period', 190, '.'), ',': ('Comma', 188, ','), '-': ('Minus', 189, '-'), '_': ('Minus', 189, '_'),
-        '=': ('Equal', 187, '=')}
+        '.': ('Period', 190, '.'), '-': ('Minus', 189, '-'), '_': ('Minus', 189, '_'), '=': ('Equal', 187, '=')}
 
 
 def key_definition(key):
-    """-> (code, windowsVirtualKeyCode, text) of a key name ('Tab') or a printable character ('a', 'A', '7')."""
     if key in KEYS:
         return KEYS[key]
-    if len(key) == 1 and key.isascii() and key.isalpha():
-        return 'Key' + key.upper(), ord(key.upper()), key
-    if len(key) == 1 and key.isdigit():
-        return 'Digit' + key, ord(key), key
+    if len(key) == 1 and key.isascii() and key.isalnum():
+        return ('Key' + key.upper() if key.isalpha() else 'Digit' + key), ord(key.upper()), key
     raise ValueError('press() does not know the key %r' % key)
 
 
@@ -46,49 +42,42 @@ class BrowserError(AssertionError):
 
 
 class Browser:
-    """Headless Chromium with its own profile directory; a context manager that kills it (and every process it
-    started: it leads its own process group) and removes the directory on exit, whatever happened."""
+    """Headless Chromium with a profile of its own. A context manager: at exit Chromium is killed, with every
+    process it started (it leads its own process group), and the profile is removed, whatever happened."""
 
     def __init__(self, timeout=15.0):
         if not os.path.exists(CHROMIUM):
             raise BrowserError('%s is missing (scripts/setup installs it)' % CHROMIUM)
-        self.timeout = timeout
+        self.timeout, self.pages, self.proc, self._id, self._buf = timeout, {}, None, 0, b''
         self.profile = tempfile.mkdtemp(prefix='sluice-chromium-')
-        self.pages = {}  # sessionId -> Page, for the events
-        self._next_id = 0
-        self._buf = b''
         self.log = open(os.path.join(self.profile, 'chromium.log'), 'w+b')
         to_child, self._write_fd = os.pipe()
         self._read_fd, from_child = os.pipe()
-        # Above 10, so bash's "3<&A 4>&B" cannot overwrite one before it is copied (dash takes only fds 0-9).
-        high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for fd in (to_child, from_child)]
-        os.close(to_child)
-        os.close(from_child)
-        args = ['--headless=new', '--no-sandbox', '--disable-gpu', '--remote-debugging-pipe',
-                '--user-data-dir=' + self.profile, '--window-size=1366,900', '--hide-scrollbars',
-                '--no-first-run', '--no-default-browser-check', 'about:blank']
-        cmd = ['/bin/bash', '-c', 'exec "$0" "$@" 3<&%d 4>&%d %d<&- %d>&-' % (high[0], high[1], high[0], high[1]),
-               CHROMIUM] + args
+        # Moved above 9 so that "3<&A 4>&B" cannot overwrite one before it is copied (bash: dash takes fds 0-9).
+        fds = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for fd in (to_child, from_child)]
+        for fd in (to_child, from_child):
+            os.close(fd)
+        shell = 'exec "$0" "$@" 3<&{0} 4>&{1} {0}<&- {1}>&-'.format(*fds)
+        cmd = ['/bin/bash', '-c', shell, CHROMIUM, '--headless=new', '--no-sandbox', '--disable-gpu',
+               '--remote-debugging-pipe', '--user-data-dir=' + self.profile, '--window-size=1366,900',
+               '--hide-scrollbars', '--no-first-run', '--no-default-browser-check', 'about:blank']
         if SETPRIV:
             cmd = [SETPRIV, '--pdeathsig', 'KILL', '--'] + cmd  # dies with the test process, even by SIGKILL
         try:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log,
-                                         pass_fds=high, start_new_session=True)
-        finally:
-            for fd in high:
-                os.close(fd)
-        try:
-            self.call('Target.setDiscoverTargets', {'discover': False})  # the pipe answers: Chromium is up
+                                         pass_fds=fds, start_new_session=True)
+            self.call('Target.setDiscoverTargets', {'discover': False})  # an answer: Chromium is up
         except BaseException:
             self.close()
             raise
-
-    # -- protocol -----------------------------------------------------------------------------------------------
+        finally:
+            for fd in fds:
+                os.close(fd)
 
     def call(self, method, params=None, session=None, timeout=None):
-        """Sends one command and reads until its reply (events met on the way go to their pages). -> result."""
-        self._next_id += 1
-        msg = {'id': self._next_id, 'method': method, 'params': params or {}}
+        """Sends one command and reads until its reply; events read on the way go to their page. -> result."""
+        self._id += 1
+        msg = {'id': self._id, 'method': method, 'params': params or {}}
         if session:
             msg['sessionId'] = session
         data = json.dumps(msg).encode() + b'\0'
@@ -98,34 +87,29 @@ class Browser:
                 raise BrowserError('Chromium does not read the command %s' % method)
             data = data[os.write(self._write_fd, data):]
         while True:
-            reply = self._read(deadline, method)
-            if reply.get('id') == self._next_id:
+            while b'\0' not in self._buf:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([self._read_fd], [], [], left)[0]:
+                    raise BrowserError('no answer from Chromium to %s within %.0f s' % (method, timeout or self.timeout))
+                chunk = os.read(self._read_fd, 1 << 20)
+                if not chunk:
+                    raise BrowserError('Chromium closed its pipe (exit code %r); its log:\n%s'
+                                       % (self.proc.poll(), self.log_text()))
+                self._buf += chunk
+            text, self._buf = self._buf.split(b'\0', 1)
+            reply = json.loads(text)
+            if reply.get('id') == self._id:
                 if 'error' in reply:
                     raise BrowserError('%s failed: %s' % (method, reply['error']))
                 return reply.get('result', {})
-            page = self.pages.get(reply.get('sessionId'))
-            if page is not None and 'method' in reply:
-                page.event(reply['method'], reply.get('params', {}))
-
-    def _read(self, deadline, method):
-        while b'\0' not in self._buf:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([self._read_fd], [], [], left)[0]:
-                raise BrowserError('no reply from Chromium to %s within %.0fs' % (method, self.timeout))
-            chunk = os.read(self._read_fd, 1 << 20)
-            if not chunk:
-                raise BrowserError('Chromium closed its pipe (exit code %r); log:\n%s' % (self.proc.poll(),
-                                                                                         self.log_text()))
-            self._buf += chunk
-        msg, self._buf = self._buf.split(b'\0', 1)
-        return json.loads(msg)
+            if reply.get('sessionId') in self.pages and 'method' in reply:
+                self.pages[reply['sessionId']].event(reply['method'], reply.get('params', {}))
 
     def open(self, url, width=1366, height=900):
-        """A new tab at `url` (its load waited for), its network requests recorded from the start. -> Page."""
+        """A new tab loading `url`, its requests recorded from the first; returns once the page has loaded."""
         target = self.call('Target.createTarget', {'url': 'about:blank'})['targetId']
         session = self.call('Target.attachToTarget', {'targetId': target, 'flatten': True})['sessionId']
-        page = Page(self, session)
-        self.pages[session] = page
+        page = self.pages[session] = Page(self, session)
         for method, params in (('Page.enable', {}), ('Network.enable', {}), ('Runtime.enable', {}),
                                ('Emulation.setDeviceMetricsOverride', {'width': width, 'height': height,
                                                                        'deviceScaleFactor': 1, 'mobile': False}),
@@ -135,21 +119,18 @@ class Browser:
         page.wait_for("document.readyState === 'complete' && location.href === %s" % json.dumps(url))
         return page
 
-    # -- end ------------------------------------------------------------------------------------------------------
-
     def log_text(self):
         self.log.seek(0)
         return self.log.read().decode('utf-8', 'replace')[-4000:]
 
     def close(self):
         try:
-            if self.proc.poll() is None:
-                os.killpg(self.proc.pid, signal.SIGKILL)  # its own group: the renderers and helpers go too
-            self.proc.wait(10)
-        except (ProcessLookupError, AttributeError):
-            pass
+            if self.proc is not None and self.proc.poll() is None:
+                os.killpg(self.proc.pid, signal.SIGKILL)  # the group: renderers and helpers too
+            if self.proc is not None:
+                self.proc.wait(10)
         finally:
-            for fd in (getattr(self, '_write_fd', None), getattr(self, '_read_fd', None)):
+            for fd in (self._write_fd, self._read_fd):
                 if fd is not None:
                     os.close(fd)
             self._write_fd = self._read_fd = None
@@ -165,14 +146,11 @@ class Browser:
 
 
 class Page:
-    """One tab, attached with its own session. `requests`: the URL of every request the page sent; `dialogs`:
-    the message of every JavaScript dialog (alert, confirm) it opened."""
+    """One tab, attached with a session of its own. `requests`: the URL of every request the page sent;
+    `dialogs`: the message of every JavaScript dialog (alert, confirm, ...) it opened."""
 
     def __init__(self, browser, session):
-        self.browser = browser
-        self.session = session
-        self.requests = []
-        self.dialogs = []
+        self.browser, self.session, self.requests, self.dialogs = browser, session, [], []
 
     def send(self, method, params=None, timeout=None):
         return self.browser.call(method, params, self.session, timeout)
@@ -184,7 +162,7 @@ class Page:
             self.dialogs.append(params.get('message'))
 
     def evaluate(self, js):
-        """The value of a JavaScript expression (awaited when a promise); raises with the exception's text."""
+        """The value of a JavaScript expression (a promise's once settled); raises with the exception's text."""
         r = self.send('Runtime.evaluate', {'expression': js, 'returnByValue': True, 'awaitPromise': True})
         if 'exceptionDetails' in r:
             d = r['exceptionDetails']
@@ -199,12 +177,12 @@ class Page:
             if value:
                 return value
             if time.monotonic() > deadline:
-                raise BrowserError('timed out after %.1fs waiting for %s (last value %r)' % (timeout, js_predicate,
-                                                                                            value))
+                raise BrowserError('timed out after %.1f s waiting for %s (last value %r)' % (timeout, js_predicate,
+                                                                                             value))
             time.sleep(interval)
 
     def press(self, key):
-        """One key, as a keyboard sends it: keyDown, char (printable keys only), keyUp."""
+        """One key as a keyboard sends it: keyDown, char (keys that type something), keyUp."""
         code, vk, text = key_definition(key)
         base = {'key': key, 'code': code, 'windowsVirtualKeyCode': vk, 'nativeVirtualKeyCode': vk}
         self.send('Input.dispatchKeyEvent', dict(base, type='rawKeyDown'))
@@ -217,7 +195,7 @@ class Page:
             self.press(ch)
 
     def screenshot(self, path):
-        """The viewport as a PNG file."""
+        """The viewport, as a PNG file."""
         data = self.send('Page.captureScreenshot', {'format': 'png'}, timeout=30)['data']
         with open(path, 'wb') as f:
             f.write(base64.b64decode(data))

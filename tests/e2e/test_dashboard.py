@@ -168,6 +168,18 @@ class Top(unittest.TestCase):
         self.assertEqual(listed(t['over_limit'], marker='nc-'), [])
         self.assertNotIn('nc-nowhere', [e['domain'] for e in t['hits'] + t['over_limit']])
 
+    def test_values_are_shown_as_sent(self):
+        odd = ['as-sent \x1f=x', 'as-sent "quoted" \\ \n', 'as-sent \u00e9\u4e2d\U0001f600', 'as-sent=']
+        for i, value in enumerate(odd):
+            self.grpc([{'entries': [('client', value), ('k=\x1f', 'v')], 'limit': (100, 'HOUR'), 'hits_addend': i + 1}])
+        # the same entries under a rule and as an override are two descriptors
+        self.grpc([{'entries': [('client', 'as-sent-same')], 'hits_addend': 6}])
+        self.json([{'entries': [('client', 'as-sent-same')], 'limit': (100, 'HOUR'), 'hits_addend': 5}])
+        t = top(self.s.debug_port, '?n=1000')
+        self.assertEqual(listed(t['hits'], 'shop', 'as-sent'),
+                         [(['client=as-sent-same'], 'client', 6), (['client=as-sent-same'], '(override)', 5)]
+                         + [(['client=' + v, 'k=\x1f=v'], '(override)', i + 1) for i, v in reversed(list(enumerate(odd)))])
+
     def test_long_values_are_cut(self):
         long_a = 'cut-' + 'a' * 60 + 'first'      # 69 bytes: the first 64 shown
         long_b = 'cut-' + 'a' * 60 + 'second'     # the same first 64 bytes: the same descriptor

@@ -104,6 +104,13 @@ TEST_CASE("rate limit settings: values are read, bad ones name the variable") {
       "invalid value '-1' for REDIS_CLUSTER_PIPELINE_PARALLELISM: expected a whole number from 0 to 1000000",
       core::settings_error);
   CHECK_NOTHROW(fails("REDIS_CLUSTER_PIPELINE_PARALLELISM", "0"));
+  CHECK(fails("TOP_DESCRIPTORS_CAPACITY", "0").top_descriptors_capacity == 0);  // off
+  CHECK(fails("TOP_DESCRIPTORS_CAPACITY", "65536").top_descriptors_capacity == 65536);
+  CHECK(s.top_descriptors_capacity == 256);
+  CHECK_THROWS_WITH_AS(
+      fails("TOP_DESCRIPTORS_CAPACITY", "65537"),
+      "invalid value '65537' for TOP_DESCRIPTORS_CAPACITY: expected a whole number from 0 to 65536",
+      core::settings_error);
   // Upstream refuses to start with CREATE and ERROR (any case) and takes anything else as WAIT.
   CHECK_THROWS_WITH_AS(
       fails("REDIS_POOL_ON_EMPTY_BEHAVIOR", "create"),

@@ -1,0 +1,113 @@
+#include "ratelimit/api/dashboard.hpp"
+
+#include <doctest/doctest.h>
+
+#include <boost/json.hpp>
+
+using namespace sluice;
+namespace json = boost::json;
+
+namespace {
+
+const char* const rules = R"(domain: shop
+descriptors:
+  - key: user
+    descriptors:
+      - key: action
+        value: upload
+        rate_limit: {unit: minute, requests_per_unit: 10}
+  - key: ip
+    detailed_metric: true
+    rate_limit: {unit: second, requests_per_unit: 5, algorithm: sliding_window}
+  - key: quiet
+    shadow_mode: true
+    rate_limit: {unit: hour, requests_per_unit: 1}
+)";
+
+stats::top_entry entry(std::string domain, std::string rule, std::vector<std::string> entries,
+                       std::uint64_t count) {
+  return {std::move(domain), std::move(rule), std::move(entries), count};
+}
+
+}  // namespace
+
+TEST_CASE("top_json: the fixed shape, most first as given") {
+  stats::top_lists top;
+  top.window_seconds = 57;
+  top.over_limit = {entry("shop", "ip", {"ip=10.0.0.1"}, 9)};
+  top.hits = {entry("shop", "user.action_upload", {"user=a", "action=upload"}, 30),
+              entry("shop", "ip", {"ip=\"q\""}, 9)};
+  CHECK(stats::top_window_seconds(1'795'000'059) == 60);
+  CHECK(json::parse(ratelimit::api::top_json(top)) == json::parse(R"({"window_seconds":57,
+          "over_limit":[{"domain":"shop","entries":["ip=10.0.0.1"],"rule":"ip","count":9}],
+          "hits":[{"domain":"shop","entries":["user=a","action=upload"],"rule":"user.action_upload","count":30},
+                  {"domain":"shop","entries":["ip=\"q\""],"rule":"ip","count":9}]})"));
+}
+
+TEST_CASE("dashboard_json: series by rule with limits and utilisation, totals, top, health, reloads") {
+  stats::store store;
+  core::health health;
+  health.add_component("sigterm", true);
+  health.add_component("redis", false);
+  ratelimit::service::rules_source source(
+      {}, [](auto) {}, store, health);
+  REQUIRE_FALSE(source.apply(std::vector<ratelimit::config::config_file>{{"shop.yaml", rules}}, "files"));
+  CHECK(source.apply(std::vector<ratelimit::config::config_file>{{"bad.yaml", "domain: [x"}}, "files"));
+  stats::series_history history(store, {std::string(ratelimit::api::dashboard_totals::grpc_requests)},
+                                std::string(ratelimit::api::dashboard_totals::latency_timer), 10);
+  history.sample(100.0);
+  store.get_counter("ratelimit.service.rate_limit.shop.user.action_upload.total_hits").add(40);
+  store.get_counter("ratelimit.service.rate_limit.shop.user.action_upload.over_limit").add(6);
+  store.get_counter("ratelimit.service.rate_limit.shop.ip_10_0_0_1.total_hits").add(4);  // detailed_metric
+  store.get_counter(std::string(ratelimit::api::dashboard_totals::grpc_requests)).add(44);
+  history.sample(102.0);
+
+  stats::top_lists top;
+  top.window_seconds = 60;
+  top.hits = {entry("shop", "user.action_upload", {"user=a", "action=upload"}, 30)};
+  const auto out =
+      json::parse(ratelimit::api::dashboard_json({history, source, health, top, 10, "redis", 102.5, 1.0}))
+          .as_object();
+  CHECK(out.at("now").as_double() == 102.5);
+  CHECK(out.at("times") == json::parse("[102.0]"));
+  CHECK(out.at("totals").at("grpc_requests") == json::parse("[22.0]"));
+  CHECK(out.at("totals").at("hits") == json::parse("[22.0]"));
+  CHECK(out.at("totals").at("over_limit") == json::parse("[3.0]"));
+  const auto& series = out.at("rules").as_array();
+  // The most throttled first: user.action_upload (over-limit), then the busiest.
+  REQUIRE(series.size() >= 3);
+  const auto& first = series[0].as_object();
+  CHECK(first.at("domain") == "shop");
+  CHECK(first.at("rule") == "user.action_upload");
+  CHECK(first.at("key") == "shop.user.action_upload");
+  CHECK(first.at("limit") == json::parse(R"({"requests_per_unit":10,"unit":"MINUTE","window_seconds":60,
+                                            "algorithm":"fixed_window","shadow_mode":false,"unlimited":false})"));
+  CHECK(first.at("hits") == json::parse("[20.0]"));
+  CHECK(first.at("over_limit") == json::parse("[3.0]"));
+  // 30 hits in 60 s, 60-second windows: 30 of 10.
+  CHECK(first.at("utilisation").as_double() == doctest::Approx(3.0));
+  const auto& detailed = series[1].as_object();  // named from the request: no limit
+  CHECK(detailed.at("key") == "shop.ip_10_0_0_1");
+  CHECK(detailed.at("domain") == "shop");
+  CHECK(detailed.at("rule") == "ip_10_0_0_1");
+  CHECK(detailed.at("limit").is_null());
+  CHECK(detailed.at("utilisation").is_null());
+  bool quiet = false;
+  for (const auto& s : series) {
+    if (s.at("key") == "shop.quiet") {
+      quiet = true;
+      CHECK(s.at("limit").at("shadow_mode") == true);
+    }
+  }
+  CHECK(quiet);
+  CHECK(out.at("top").at("hits").as_array().size() == 1);
+  CHECK(out.at("backend") == json::parse(R"({"type":"redis","healthy":false,
+      "components":[{"name":"sigterm","healthy":true},{"name":"redis","healthy":false}]})"));
+  const auto& reloads = out.at("reloads").as_array();
+  REQUIRE(reloads.size() == 2);
+  CHECK(reloads[0].at("ok") == false);  // newest first
+  CHECK(reloads[0].at("source") == "files");
+  CHECK(reloads[0].at("error").as_string().starts_with("bad.yaml: "));
+  CHECK(reloads[1].at("ok") == true);
+  CHECK(reloads[1].at("domains") == 1);
+}
