@@ -45,19 +45,40 @@ std::vector<net::http::debug_page> operator_pages::pages() {
   };
 }
 
-// Each worker's copy, taken on its own thread; merged here.
+// In two steps, each a task on every worker's own thread: the counts (no text), ranked here; then the texts
+// of the ranked ids only.
 asio::awaitable<stats::top_lists> operator_pages::gather_top(std::size_t n) {
   const std::int64_t now = sources_.clock.now_seconds();
-  std::vector<stats::top_recorder::copy> copies;
+  std::vector<const stats::top_recorder*> recorders;
+  std::vector<unsigned> workers;
   for (unsigned i = 0; i < sources_.workers.size(); ++i) {
-    const auto* top = sources_.apis[i].top.get();
-    if (top == nullptr) continue;
+    if (const auto* top = sources_.apis[i].top.get()) {
+      recorders.push_back(top);
+      workers.push_back(i);
+    }
+  }
+  std::vector<stats::top_recorder::counts> copies;
+  for (std::size_t k = 0; k < recorders.size(); ++k) {
     copies.push_back(co_await asio::co_spawn(
-        sources_.workers.context(i),
-        [top, now]() -> asio::awaitable<stats::top_recorder::copy> { co_return top->snapshot(now); },
+        sources_.workers.context(workers[k]),
+        [top = recorders[k], now]() -> asio::awaitable<stats::top_recorder::counts> {
+          co_return top->counts_in_window(now);
+        },
         asio::use_awaitable));
   }
-  co_return stats::merge_top(copies, n, now);
+  const auto ranking = stats::rank_top(copies, n + stats::top_ranking_slack);
+  auto texts = stats::texts_wanted(ranking);
+  // One worker at a time: each fills what the ones before did not have.
+  for (std::size_t k = 0; k < recorders.size(); ++k) {
+    co_await asio::co_spawn(
+        sources_.workers.context(workers[k]),
+        [top = recorders[k], now, &texts]() -> asio::awaitable<void> {
+          top->find_texts(now, texts);
+          co_return;
+        },
+        asio::use_awaitable);
+  }
+  co_return stats::name_top(ranking, texts, n, now);
 }
 
 asio::awaitable<net::http::response> operator_pages::top_page(const net::http::request& req) {

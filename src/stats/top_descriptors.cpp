@@ -124,61 +124,102 @@ void top_recorder::start_slot(slot& s, std::int64_t epoch) {
   s.epoch = epoch;
 }
 
-namespace {
-
-void merge_into(std::unordered_map<std::uint64_t, space_saving::item>& merged, const space_saving& summary) {
-  for (const auto& it : summary.items()) {
-    auto [pos, inserted] = merged.try_emplace(it.id, it);
-    if (!inserted) pos->second.count += it.count;
-  }
+bool top_recorder::in_window(const slot& s, std::int64_t now) const {
+  const std::int64_t epoch = std::max<std::int64_t>(0, now) / slot_seconds;
+  return s.epoch >= 0 && s.epoch <= epoch && s.epoch > epoch - static_cast<std::int64_t>(slots);
 }
 
-top_recorder::list to_list(std::unordered_map<std::uint64_t, space_saving::item>& merged) {
-  top_recorder::list out;
-  out.items.reserve(merged.size());
-  for (auto& [_, it] : merged) out.items.push_back(std::move(it));
+top_recorder::counts top_recorder::counts_in_window(std::int64_t now) const {
+  counts out;
+  for (const auto& s : ring_) {
+    if (!in_window(s, now)) continue;
+    for (const auto& it : s.hits.items()) out.hits.emplace_back(it.id, it.count);
+    for (const auto& it : s.over_limit.items()) out.over_limit.emplace_back(it.id, it.count);
+  }
   return out;
 }
 
-std::vector<top_entry> top_of(std::span<const top_recorder::copy> copies, std::size_t n,
-                              const top_recorder::list top_recorder::copy::*which) {
-  std::unordered_map<std::uint64_t, const space_saving::item*> first;
-  std::unordered_map<std::uint64_t, std::uint64_t> counts;
-  for (const auto& c : copies) {
-    for (const auto& it : (c.*which).items) {
-      first.try_emplace(it.id, &it);
-      counts[it.id] += it.count;
+void top_recorder::find_texts(std::int64_t now, std::unordered_map<std::uint64_t, std::string>& texts) const {
+  for (auto& [id, text] : texts) {
+    for (const auto& s : ring_) {
+      if (!text.empty()) break;
+      if (!in_window(s, now)) continue;
+      for (const auto* summary : {&s.hits, &s.over_limit}) {
+        if (const auto* it = summary->held(id)) {
+          text = it->text;
+          break;
+        }
+      }
     }
   }
-  std::vector<std::pair<std::uint64_t, const space_saving::item*>> ranked;
-  ranked.reserve(counts.size());
-  for (const auto& [id, count] : counts) ranked.emplace_back(count, first[id]);
-  auto more = [](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first > b.first : a.second->text < b.second->text;
-  };
-  const std::size_t keep = std::min(n, ranked.size());
-  std::partial_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(keep), ranked.end(), more);
+}
+
+namespace {
+
+using ranked = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
+
+ranked rank(std::span<const top_recorder::counts> copies, std::size_t n,
+            ranked top_recorder::counts::*which) {
+  std::unordered_map<std::uint64_t, std::uint64_t> sums;
+  for (const auto& c : copies)
+    for (const auto& [id, count] : c.*which) sums[id] += count;
+  ranked out(sums.begin(), sums.end());
+  const std::size_t keep = std::min(n, out.size());
+  std::partial_sort(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(keep), out.end(),
+                    [](const auto& a, const auto& b) {
+                      return a.second != b.second ? a.second > b.second : a.first < b.first;
+                    });
+  out.resize(keep);
+  return out;
+}
+
+std::vector<top_entry> named(const ranked& ids, const std::unordered_map<std::uint64_t, std::string>& texts,
+                             std::size_t n) {
+  std::vector<std::pair<const std::string*, std::uint64_t>> found;
+  for (const auto& [id, count] : ids) {
+    auto it = texts.find(id);
+    if (it != texts.end() && !it->second.empty()) found.emplace_back(&it->second, count);
+  }
+  std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : *a.first < *b.first;
+  });
   std::vector<top_entry> out;
-  out.reserve(keep);
-  for (std::size_t i = 0; i < keep; ++i) {
-    out.push_back(top_text_decode(ranked[i].second->text));
-    out.back().count = ranked[i].first;
+  for (std::size_t i = 0; i < std::min(n, found.size()); ++i) {
+    out.push_back(top_text_decode(*found[i].first));
+    out.back().count = found[i].second;
   }
   return out;
 }
 
 }  // namespace
 
-top_recorder::copy top_recorder::snapshot(std::int64_t now) const {
-  const std::int64_t epoch = std::max<std::int64_t>(0, now) / slot_seconds;
-  std::unordered_map<std::uint64_t, space_saving::item> hits;
-  std::unordered_map<std::uint64_t, space_saving::item> over;
-  for (const auto& s : ring_) {
-    if (s.epoch < 0 || s.epoch > epoch || s.epoch <= epoch - static_cast<std::int64_t>(slots)) continue;
-    merge_into(hits, s.hits);
-    merge_into(over, s.over_limit);
-  }
-  return {to_list(hits), to_list(over)};
+top_ranking rank_top(std::span<const top_recorder::counts> copies, std::size_t n) {
+  return {rank(copies, n, &top_recorder::counts::hits), rank(copies, n, &top_recorder::counts::over_limit)};
+}
+
+std::unordered_map<std::uint64_t, std::string> texts_wanted(const top_ranking& ranking) {
+  std::unordered_map<std::uint64_t, std::string> texts;
+  for (const auto* list : {&ranking.hits, &ranking.over_limit})
+    for (const auto& [id, _] : *list) texts.try_emplace(id);
+  return texts;
+}
+
+top_lists name_top(const top_ranking& ranking, const std::unordered_map<std::uint64_t, std::string>& texts,
+                   std::size_t n, std::int64_t now) {
+  top_lists out;
+  out.window_seconds = top_window_seconds(now);
+  out.hits = named(ranking.hits, texts, n);
+  out.over_limit = named(ranking.over_limit, texts, n);
+  return out;
+}
+
+top_lists merge_top(std::span<const top_recorder* const> recorders, std::size_t n, std::int64_t now) {
+  std::vector<top_recorder::counts> copies;
+  for (const auto* r : recorders) copies.push_back(r->counts_in_window(now));
+  const auto ranking = rank_top(copies, n + top_ranking_slack);
+  auto texts = texts_wanted(ranking);
+  for (const auto* r : recorders) r->find_texts(now, texts);
+  return name_top(ranking, texts, n, now);
 }
 
 std::int64_t top_window_seconds(std::int64_t now) {
@@ -186,14 +227,6 @@ std::int64_t top_window_seconds(std::int64_t now) {
   const std::int64_t oldest =
       (epoch - static_cast<std::int64_t>(top_recorder::slots) + 1) * top_recorder::slot_seconds;
   return now + 1 - oldest;  // through the end of second `now`
-}
-
-top_lists merge_top(std::span<const top_recorder::copy> copies, std::size_t n, std::int64_t now) {
-  top_lists out;
-  out.window_seconds = top_window_seconds(now);
-  out.over_limit = top_of(copies, n, &top_recorder::copy::over_limit);
-  out.hits = top_of(copies, n, &top_recorder::copy::hits);
-  return out;
 }
 
 std::string_view cut_value(std::string_view value, bool& cut) {

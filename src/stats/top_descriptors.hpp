@@ -15,6 +15,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace sluice::stats {
@@ -45,6 +47,11 @@ class space_saving {
 
   // The held items, in no particular order.
   std::span<const item> items() const { return items_; }
+  // The item `id` when held, else null.
+  const item* held(std::uint64_t id) const {
+    const std::uint32_t i = find(id);
+    return i == none ? nullptr : &items_[i];
+  }
   std::uint64_t total() const { return total_; }
   // The smallest held count once every counter is taken (the bound on any count's error), else 0.
   std::uint64_t floor() const;
@@ -97,15 +104,15 @@ class top_recorder {
     slot_at(now).over_limit.add(id, n, describe);
   }
 
-  struct list {
-    std::vector<space_saving::item> items;  // one per id, the slots' counts summed
+  // A reader's first step, on the recorder's thread: every (id, count) of the window's slots, unmerged (a
+  // copy with no text: the worker's time is a few nanoseconds per counter).
+  struct counts {
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> hits, over_limit;
   };
-  struct copy {
-    list hits;
-    list over_limit;
-  };
-  // The window as of `now`, each list merged over its slots. On the recorder's thread.
-  copy snapshot(std::int64_t now) const;
+  counts counts_in_window(std::int64_t now) const;
+  // The second step, on the recorder's thread: the texts of the ids still without one in `texts`, when a slot
+  // of the window holds them.
+  void find_texts(std::int64_t now, std::unordered_map<std::uint64_t, std::string>& texts) const;
 
  private:
   struct slot {
@@ -120,6 +127,7 @@ class top_recorder {
     return s;
   }
   static void start_slot(slot& s, std::int64_t epoch);
+  bool in_window(const slot& s, std::int64_t now) const;
 
   std::vector<slot> ring_;
 };
@@ -138,8 +146,21 @@ struct top_lists {
   std::vector<top_entry> hits;
 };
 
-// Every worker's copy merged, most first (ties by text), at most n per list.
-top_lists merge_top(std::span<const top_recorder::copy> copies, std::size_t n, std::int64_t now);
+// Between the two steps, on the reader's thread: the ids with the most counts over every worker, at most n
+// per list (merge_top asks for a few more than it shows, in case one leaves every slot between the steps).
+struct top_ranking {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> hits, over_limit;  // (id, count), most first
+};
+top_ranking rank_top(std::span<const top_recorder::counts> copies, std::size_t n);
+// The texts every ranked id needs (filled by find_texts), then the lists: most first, ties by text, at most
+// n; an id whose text no worker had any more is left out.
+std::unordered_map<std::uint64_t, std::string> texts_wanted(const top_ranking& ranking);
+top_lists name_top(const top_ranking& ranking, const std::unordered_map<std::uint64_t, std::string>& texts,
+                   std::size_t n, std::int64_t now);
+// How many more than n rank_top keeps.
+inline constexpr std::size_t top_ranking_slack = 8;
+// Both steps on this thread (tests, and a reader that owns the recorders).
+top_lists merge_top(std::span<const top_recorder* const> recorders, std::size_t n, std::int64_t now);
 // How far back the window reaches at `now`, in seconds (50 to 60).
 std::int64_t top_window_seconds(std::int64_t now);
 

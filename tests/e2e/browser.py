@@ -90,7 +90,7 @@ class Browser:
             while b'\0' not in self._buf:
                 left = deadline - time.monotonic()
                 if left <= 0 or not select.select([self._read_fd], [], [], left)[0]:
-                    raise BrowserError('no answer from Chromium to %s within %.0f s' % (method, timeout or self.timeout))
+                    raise BrowserError('no answer from Chromium to %s in time' % method)
                 chunk = os.read(self._read_fd, 1 << 20)
                 if not chunk:
                     raise BrowserError('Chromium closed its pipe (exit code %r); its log:\n%s'

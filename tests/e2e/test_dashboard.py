@@ -65,7 +65,8 @@ def over_answers(resp):
 
 class Top(unittest.TestCase):
     """Exact counts: each test sends its own descriptors (values tagged with the test's name) to one server on
-    two workers, over gRPC and /json (separate connections, so both workers count)."""
+    two workers (the harness' IO_THREADS=2), over gRPC (one connection) and /json (a connection per request): the
+    lists are merged over the workers."""
 
     @classmethod
     def setUpClass(cls):
@@ -178,7 +179,8 @@ class Top(unittest.TestCase):
         t = top(self.s.debug_port, '?n=1000')
         self.assertEqual(listed(t['hits'], 'shop', 'as-sent'),
                          [(['client=as-sent-same'], 'client', 6), (['client=as-sent-same'], '(override)', 5)]
-                         + [(['client=' + v, 'k=\x1f=v'], '(override)', i + 1) for i, v in reversed(list(enumerate(odd)))])
+                         + [(['client=' + v, 'k=\x1f=v'], '(override)', i + 1)
+                            for i, v in reversed(list(enumerate(odd)))])
 
     def test_long_values_are_cut(self):
         long_a = 'cut-' + 'a' * 60 + 'first'      # 69 bytes: the first 64 shown
@@ -343,7 +345,7 @@ class Dashboard(unittest.TestCase):
         self.assertEqual(d['interval_seconds'], 1)
         times = d['times']
         self.assertLessEqual(len(times), 120)
-        self.assertTrue(all(0.5 < b - a < 2.5 for a, b in zip(times, times[1:])), times)  # once a second
+        self.assertTrue(all(0.5 < b - a < 3 for a, b in zip(times, times[1:])), times)  # once a second
         self.assertTrue(times[-1] <= d['now'] < times[-1] + 3, (times[-1], d['now']))
         self.assertLess(abs(d['now'] - time.time()), 5)
         self.assertEqual(set(d['totals']), TOTALS)

@@ -116,9 +116,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         break;
       default: {  // a merged read
         const std::size_t n = 1 + in.byte() % 50;
-        std::vector<top_recorder::copy> copies;
-        for (const auto& r : recorders) copies.push_back(r.snapshot(now));
-        const auto lists = merge_top(copies, n, now);
+        std::vector<const top_recorder*> workers_read;
+        for (const auto& r : recorders) workers_read.push_back(&r);
+        const auto lists = merge_top(workers_read, n, now);
         if (lists.window_seconds < 51 || lists.window_seconds > 60) fail("window_seconds out of 51..60");
         const std::int64_t epoch = now / top_recorder::slot_seconds;
         for (int kind = 0; kind < 2; ++kind) {

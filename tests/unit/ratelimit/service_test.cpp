@@ -367,8 +367,8 @@ TEST_CASE("top descriptors: each counted descriptor's hits; its over-limit answe
   f.decide(override_request);
 
   const std::int64_t now = f.clock.now_seconds();
-  std::vector<stats::top_recorder::copy> copies{top.snapshot(now)};
-  const auto lists = stats::merge_top(copies, 10, now);
+  const stats::top_recorder* recorders[] = {&top};
+  const auto lists = stats::merge_top(recorders, 10, now);
   auto describe = [](const std::vector<stats::top_entry>& list) {
     std::vector<std::string> out;
     for (const auto& e : list) {
