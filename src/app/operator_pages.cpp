@@ -57,14 +57,17 @@ asio::awaitable<stats::top_lists> operator_pages::gather_top(std::size_t n) {
       workers.push_back(i);
     }
   }
-  std::vector<stats::top_recorder::counts> copies;
+  std::vector<stats::top_recorder::counts> copies(recorders.size());
   for (std::size_t k = 0; k < recorders.size(); ++k) {
-    copies.push_back(co_await asio::co_spawn(
-        sources_.workers.context(workers[k]),
-        [top = recorders[k], now]() -> asio::awaitable<stats::top_recorder::counts> {
-          co_return top->counts_in_window(now);
-        },
-        asio::use_awaitable));
+    for (std::size_t slot = 0; slot < stats::top_recorder::slots; ++slot) {
+      co_await asio::co_spawn(
+          sources_.workers.context(workers[k]),
+          [top = recorders[k], now, slot, &copy = copies[k]]() -> asio::awaitable<void> {
+            top->add_counts(now, slot, copy);
+            co_return;
+          },
+          asio::use_awaitable);
+    }
   }
   const auto ranking = stats::rank_top(copies, n + stats::top_ranking_slack);
   auto texts = stats::texts_wanted(ranking);

@@ -292,7 +292,7 @@ module_settings read_module_settings(const core::env_reader& env) {
   s.force_start_without_initial_config = env.get_bool("FORCE_START_WITHOUT_INITIAL_CONFIG", false);
   s.memory_max_counters = env.get_uint("MEMORY_MAX_COUNTERS", s.memory_max_counters, 1024, 1'000'000'000);
   s.top_descriptors_capacity =
-      env.get_uint("TOP_DESCRIPTORS_CAPACITY", s.top_descriptors_capacity, 0, 65'536);
+      env.get_uint("TOP_DESCRIPTORS_CAPACITY", s.top_descriptors_capacity, 0, 16'384);
   if (s.backend_type == "redis") s.redis = read_redis(env);
   if (s.backend_type == "memcache") s.memcache = read_memcache(env);
 

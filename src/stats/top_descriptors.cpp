@@ -129,13 +129,18 @@ bool top_recorder::in_window(const slot& s, std::int64_t now) const {
   return s.epoch >= 0 && s.epoch <= epoch && s.epoch > epoch - static_cast<std::int64_t>(slots);
 }
 
+void top_recorder::add_counts(std::int64_t now, std::size_t slot_index, counts& into) const {
+  const auto& s = ring_.at(slot_index);
+  if (!in_window(s, now)) return;
+  into.hits.reserve(into.hits.size() + s.hits.items().size());
+  into.over_limit.reserve(into.over_limit.size() + s.over_limit.items().size());
+  for (const auto& it : s.hits.items()) into.hits.emplace_back(it.id, it.count);
+  for (const auto& it : s.over_limit.items()) into.over_limit.emplace_back(it.id, it.count);
+}
+
 top_recorder::counts top_recorder::counts_in_window(std::int64_t now) const {
   counts out;
-  for (const auto& s : ring_) {
-    if (!in_window(s, now)) continue;
-    for (const auto& it : s.hits.items()) out.hits.emplace_back(it.id, it.count);
-    for (const auto& it : s.over_limit.items()) out.over_limit.emplace_back(it.id, it.count);
-  }
+  for (std::size_t i = 0; i < slots; ++i) add_counts(now, i, out);
   return out;
 }
 

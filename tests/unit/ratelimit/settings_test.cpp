@@ -105,11 +105,11 @@ TEST_CASE("rate limit settings: values are read, bad ones name the variable") {
       core::settings_error);
   CHECK_NOTHROW(fails("REDIS_CLUSTER_PIPELINE_PARALLELISM", "0"));
   CHECK(fails("TOP_DESCRIPTORS_CAPACITY", "0").top_descriptors_capacity == 0);  // off
-  CHECK(fails("TOP_DESCRIPTORS_CAPACITY", "65536").top_descriptors_capacity == 65536);
+  CHECK(fails("TOP_DESCRIPTORS_CAPACITY", "16384").top_descriptors_capacity == 16384);
   CHECK(s.top_descriptors_capacity == 256);
   CHECK_THROWS_WITH_AS(
-      fails("TOP_DESCRIPTORS_CAPACITY", "65537"),
-      "invalid value '65537' for TOP_DESCRIPTORS_CAPACITY: expected a whole number from 0 to 65536",
+      fails("TOP_DESCRIPTORS_CAPACITY", "16385"),
+      "invalid value '16385' for TOP_DESCRIPTORS_CAPACITY: expected a whole number from 0 to 16384",
       core::settings_error);
   // Upstream refuses to start with CREATE and ERROR (any case) and takes anything else as WAIT.
   CHECK_THROWS_WITH_AS(
