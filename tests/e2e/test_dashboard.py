@@ -161,6 +161,7 @@ class Top(unittest.TestCase):
         self.json([[('client', 'nc-unknown')]], domain='nc-nowhere')
         self.grpc([[('nolimit', 'nc-nolimit')]])                                 # no rule matches
         self.grpc([{'entries': [('client', 'nc-neg')], 'is_negative_hits': True, 'hits_addend': 4}])
+        self.grpc([{'entries': [('client', 'nc-peek')], 'hits_addend': 0}])      # a peek: no hits
         for _ in range(3):                                                       # shadow mode: over, answered OK
             resp = self.grpc([[('shadow', 'nc-shadow')]])
             self.assertEqual(resp.overall_code, 1, resp)
@@ -254,11 +255,13 @@ class TopSettings(unittest.TestCase):
             self.assertEqual((data['top']['over_limit'], data['top']['hits']), ([], []))
 
     def test_bad_capacity_stops_start_up(self):
-        for value in ('abc', '70000', '65537', '-1', '1.5'):
+        with open(os.path.join(harness.REPO, 'README.md')) as f:  # the settings table: "a whole number up to N"
+            most = int(re.search(r'^\| `TOP_DESCRIPTORS_CAPACITY` \|.* up to (\d+) \|$', f.read(), re.M).group(1))
+        for value in ('abc', '70000', str(most + 1), '-1', '1.5'):
             with self.subTest(value=value):
                 log = Sluice.failed_start(self, {'TOP_DESCRIPTORS_CAPACITY': value})
-                self.assertIn("invalid value '%s' for TOP_DESCRIPTORS_CAPACITY: expected a whole number from 0 to "
-                              "65536" % value, log)
+                self.assertIn("invalid value '%s' for TOP_DESCRIPTORS_CAPACITY: expected a whole number from 0 to %d"
+                              % (value, most), log)
 
 
 DASH = """

@@ -54,7 +54,7 @@ std::string_view path_of(const config::descriptor_node& node, std::string_view d
   return path;
 }
 
-// The busiest descriptor of each rule among the top hits, as a share of the limit at the window's rate.
+// The busiest descriptor of the rule among the top hits, as a share of the limit.
 std::optional<double> utilisation(const rule_info& info, const stats::top_lists& top) {
   if (info.limit == nullptr || info.limit->unlimited || info.limit->requests_per_unit == 0 ||
       top.window_seconds <= 0)
@@ -63,8 +63,11 @@ std::optional<double> utilisation(const rule_info& info, const stats::top_lists&
   for (const auto& e : top.hits)
     if (e.domain == info.domain && e.rule == info.rule) busiest = std::max(busiest, e.count);
   if (busiest == 0) return std::nullopt;
+  // Its hits over one of the limit's windows at the top window's rate; a longer window: the top window's hits
+  // (what the last minute took of it, not a projection over an hour or a day).
   const double per_second = static_cast<double>(busiest) / static_cast<double>(top.window_seconds);
-  return per_second * static_cast<double>(info.limit->window_seconds()) / info.limit->requests_per_unit;
+  const auto seconds = std::min<std::int64_t>(info.limit->window_seconds(), top.window_seconds);
+  return per_second * static_cast<double>(seconds) / info.limit->requests_per_unit;
 }
 
 double recent_sum(const std::vector<float>& v) {

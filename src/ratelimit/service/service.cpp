@@ -277,7 +277,7 @@ void request_state::record_top(stats::top_recorder& top,
       stats::top_text_begin(text, domain, rule);
       for (const auto& e : item.entries) stats::top_text_entry(text, e.key, e.value);
     };
-    top.hit(work_.now, id.value(), item.hits, describe);
+    if (item.hits > 0) top.hit(work_.now, id.value(), item.hits, describe);  // a peek (hits 0) is no hit
     if (statuses[i]->code() == code::OVER_LIMIT) top.over_limit(work_.now, id.value(), 1, describe);
   }
 }

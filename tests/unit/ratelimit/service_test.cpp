@@ -365,6 +365,9 @@ TEST_CASE("top descriptors: each counted descriptor's hits; its over-limit answe
   override_request.mutable_descriptors(0)->mutable_limit()->set_requests_per_unit(1);
   override_request.mutable_descriptors(0)->mutable_limit()->set_unit(envoy::type::v3::HOUR);
   f.decide(override_request);
+  auto peek = make_request("d", {{{"c", "peek"}}});
+  peek.mutable_descriptors(0)->mutable_hits_addend()->set_value(0);
+  f.decide(peek);  // a peek takes no hits: not a hit
 
   const std::int64_t now = f.clock.now_seconds();
   const stats::top_recorder* recorders[] = {&top};

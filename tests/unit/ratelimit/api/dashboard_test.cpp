@@ -64,7 +64,8 @@ TEST_CASE("dashboard_json: series by rule with limits and utilisation, totals, t
 
   stats::top_lists top;
   top.window_seconds = 60;
-  top.hits = {entry("shop", "user.action_upload", {"user=a", "action=upload"}, 30)};
+  top.hits = {entry("shop", "user.action_upload", {"user=a", "action=upload"}, 30),
+              entry("shop", "quiet", {"quiet=q"}, 4)};
   const auto out =
       json::parse(ratelimit::api::dashboard_json({history, source, health, top, 10, "redis", 102.5, 1.0}))
           .as_object();
@@ -97,10 +98,12 @@ TEST_CASE("dashboard_json: series by rule with limits and utilisation, totals, t
     if (s.at("key") == "shop.quiet") {
       quiet = true;
       CHECK(s.at("limit").at("shadow_mode") == true);
+      // An hour's window: what the last minute took of it, 4 of 1 (not a projection over the hour).
+      CHECK(s.at("utilisation").as_double() == doctest::Approx(4.0));
     }
   }
   CHECK(quiet);
-  CHECK(out.at("top").at("hits").as_array().size() == 1);
+  CHECK(out.at("top").at("hits").as_array().size() == 2);
   CHECK(out.at("backend") == json::parse(R"({"type":"redis","healthy":false,
       "components":[{"name":"sigterm","healthy":true},{"name":"redis","healthy":false}]})"));
   const auto& reloads = out.at("reloads").as_array();
