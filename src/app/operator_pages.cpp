@@ -45,8 +45,8 @@ std::vector<net::http::debug_page> operator_pages::pages() {
   };
 }
 
-// In two steps, each a task on every worker's own thread: the counts (no text), ranked here; then the texts
-// of the ranked ids only.
+// In two steps of tasks on each worker's own thread: the counts (no text), a slot a task, ranked here; then
+// the texts of the ranked ids only.
 asio::awaitable<stats::top_lists> operator_pages::gather_top(std::size_t n) {
   const std::int64_t now = sources_.clock.now_seconds();
   std::vector<const stats::top_recorder*> recorders;
