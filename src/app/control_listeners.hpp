@@ -20,9 +20,9 @@ namespace sluice {
 // server.
 struct control_listeners {
   std::unique_ptr<net::http::server> prometheus;
-  std::unique_ptr<stats::flusher> line_sink;  // statsd, DogStatsD or stdout, flushed on its own thread
+  std::unique_ptr<stats::flusher> line_sink;      // statsd, DogStatsD or stdout, flushed on its own thread
+  std::unique_ptr<operator_pages> operator_view;  // the debug server's /top and /dashboard: outlives it
   std::unique_ptr<net::http::server> debug;
-  std::unique_ptr<operator_pages> operator_view;  // the debug server's /top and /dashboard
 
   void stop() {
     if (debug) debug->stop();

@@ -21,6 +21,14 @@ constexpr std::size_t max_top = 1000;
 // The dashboard merges this many per list: its utilisation looks for each rule's busiest descriptor there.
 constexpr std::size_t dashboard_top_merged = 200;
 
+// A read that meets the stop: the workers may not run another task (an io_context that has stopped would
+// never answer, and the control loop would wait for it for ever).
+struct stopping {};
+
+net::http::response stopping_response(const net::http::request& req) {
+  return net::http::json_error(req, http::status::service_unavailable, "shutting down");
+}
+
 }  // namespace
 
 operator_pages::operator_pages(operator_sources sources, asio::io_context& control)
@@ -59,7 +67,10 @@ asio::awaitable<stats::top_lists> operator_pages::gather_top(std::size_t n) {
   }
   std::vector<stats::top_recorder::counts> copies(recorders.size());
   for (std::size_t k = 0; k < recorders.size(); ++k) {
+    copies[k].hits.reserve(recorders[k]->capacity() * stats::top_recorder::slots);
+    copies[k].over_limit.reserve(recorders[k]->capacity() * stats::top_recorder::slots);
     for (std::size_t slot = 0; slot < stats::top_recorder::slots; ++slot) {
+      if (stopped_) throw stopping{};
       co_await asio::co_spawn(
           sources_.workers.context(workers[k]),
           [top = recorders[k], now, slot, &copy = copies[k]]() -> asio::awaitable<void> {
@@ -73,6 +84,7 @@ asio::awaitable<stats::top_lists> operator_pages::gather_top(std::size_t n) {
   auto texts = stats::texts_wanted(ranking);
   // One worker at a time: each fills what the ones before did not have.
   for (std::size_t k = 0; k < recorders.size(); ++k) {
+    if (stopped_) throw stopping{};
     co_await asio::co_spawn(
         sources_.workers.context(workers[k]),
         [top = recorders[k], now, &texts]() -> asio::awaitable<void> {
@@ -99,14 +111,24 @@ asio::awaitable<net::http::response> operator_pages::top_page(const net::http::r
           core::cat("n: '", *text, "' is not a whole number from 1 to ", max_top));
     }
   }
-  const auto lists = co_await gather_top(n);
+  stats::top_lists lists;
+  try {
+    lists = co_await gather_top(n);
+  } catch (const stopping&) {
+    co_return stopping_response(req);
+  }
   co_return net::http::make_response(req, http::status::ok, "application/json",
                                      ratelimit::api::top_json(lists));
 }
 
 asio::awaitable<net::http::response> operator_pages::dashboard_data(const net::http::request& req) {
   start_sampling();
-  const auto lists = co_await gather_top(dashboard_top_merged);
+  stats::top_lists lists;
+  try {
+    lists = co_await gather_top(dashboard_top_merged);
+  } catch (const stopping&) {
+    co_return stopping_response(req);
+  }
   const ratelimit::api::dashboard_inputs in{history_,
                                             sources_.rules,
                                             sources_.health,
@@ -123,15 +145,20 @@ asio::awaitable<net::http::response> operator_pages::dashboard_data(const net::h
 void operator_pages::start_sampling() {
   if (sampling_ || stopped_) return;
   sampling_ = true;
-  history_.sample(static_cast<double>(sources_.clock.now_micros()) / 1e6);
+  sample_now();
   sample_later();
+}
+
+void operator_pages::sample_now() {
+  const auto steady = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch());
+  history_.sample(static_cast<double>(sources_.clock.now_micros()) / 1e6, steady.count());
 }
 
 void operator_pages::sample_later() {
   timer_.expires_after(sample_interval);
   timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || stopped_) return;
-    history_.sample(static_cast<double>(sources_.clock.now_micros()) / 1e6);
+    sample_now();
     sample_later();
   });
 }

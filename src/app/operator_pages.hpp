@@ -43,6 +43,7 @@ class operator_pages {
   boost::asio::awaitable<net::http::response> top_page(const net::http::request& req);
   boost::asio::awaitable<net::http::response> dashboard_data(const net::http::request& req);
   void start_sampling();
+  void sample_now();
   void sample_later();
 
   operator_sources sources_;

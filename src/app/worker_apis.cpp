@@ -19,7 +19,8 @@ void build_workers(std::vector<worker_apis>& apis, core::worker_pool& workers, c
                                                                          w.backend.get(i), w.stats);
     a.service->set_tracer(w.tracing.tracer(i));
     if (w.rl.top_descriptors_capacity > 0) {
-      a.top = std::make_unique<stats::top_recorder>(w.rl.top_descriptors_capacity);
+      a.top = std::make_unique<stats::top_recorder>(w.rl.top_descriptors_capacity,
+                                                    w.rl.top_descriptors_hash_values);
       a.service->set_top_recorder(a.top.get());
     }
     a.routes = std::make_shared<net::http::router>();

@@ -27,8 +27,8 @@
 namespace sluice {
 
 struct worker_apis {
+  std::unique_ptr<stats::top_recorder> top;  // null when TOP_DESCRIPTORS_CAPACITY is 0; outlives the service
   std::unique_ptr<ratelimit::service::rate_limit_service> service;
-  std::unique_ptr<stats::top_recorder> top;  // null when TOP_DESCRIPTORS_CAPACITY is 0
   std::unique_ptr<ratelimit::api::rls_grpc_service> rls;
   std::unique_ptr<ratelimit::rlqs::quota_service> quota;
   std::unique_ptr<net::grpc::health_service> grpc_health;

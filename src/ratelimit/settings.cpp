@@ -293,6 +293,8 @@ module_settings read_module_settings(const core::env_reader& env) {
   s.memory_max_counters = env.get_uint("MEMORY_MAX_COUNTERS", s.memory_max_counters, 1024, 1'000'000'000);
   s.top_descriptors_capacity =
       env.get_uint("TOP_DESCRIPTORS_CAPACITY", s.top_descriptors_capacity, 0, 16'384);
+  s.top_descriptors_hash_values =
+      env.get_choice("TOP_DESCRIPTORS_VALUES", "show", {"show", "hash"}, false) == "hash";
   if (s.backend_type == "redis") s.redis = read_redis(env);
   if (s.backend_type == "memcache") s.memcache = read_memcache(env);
 

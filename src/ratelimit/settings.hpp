@@ -52,6 +52,7 @@ struct module_settings {
   bool force_start_without_initial_config = false;  // FORCE_START_WITHOUT_INITIAL_CONFIG
   std::size_t memory_max_counters = 2'000'000;      // MEMORY_MAX_COUNTERS
   std::size_t top_descriptors_capacity = 256;  // TOP_DESCRIPTORS_CAPACITY: per list, worker, 10 s; 0: off
+  bool top_descriptors_hash_values = false;    // TOP_DESCRIPTORS_VALUES=hash (default show)
   redis_settings redis;                        // read only when backend_type is redis
   memcache_settings memcache;                  // read only when backend_type is memcache
   service::rules_source_settings rules;        // CONFIG_TYPE=FILE: the rule files

@@ -21,7 +21,10 @@ class series_history {
   series_history(store& s, std::vector<std::string> watched, std::string timer, std::size_t points = 120,
                  std::size_t max_keys = 500);
 
-  void sample(double now_seconds);
+  // `wall_seconds` (unix time) labels the sample; rates are per second of `steady_seconds` (a clock that
+  // never steps). A key first seen gives a baseline, and its rates start with the next sample. With max_keys
+  // keys held, a new key takes the place of one idle for the whole history, or is not followed.
+  void sample(double wall_seconds, double steady_seconds);
 
   struct rule_series {
     std::string key;                                  // the stats key, "<domain>.<path>"
@@ -35,7 +38,7 @@ class series_history {
   std::vector<float> total(std::string_view counter) const;
   // The timer's mean per sample, in milliseconds (0 where nothing was recorded).
   std::vector<float> timer_mean_ms() const;
-  // Keys seen but not tracked: max_keys were already.
+  // Keys seen at the last sample but not followed: max_keys were, none idle.
   std::size_t untracked_keys() const { return untracked_; }
 
  private:
@@ -46,8 +49,10 @@ class series_history {
   };
   struct rule_track {
     track hits, over_limit, near_limit;
+    std::size_t since = 0;  // samples_taken_ when it was first followed
   };
   std::vector<float> ordered(const std::vector<float>& ring) const;
+  bool idle(const rule_track& r) const;
   void step(track& t, std::uint64_t value, double seconds);
 
   store& store_;
@@ -55,6 +60,7 @@ class series_history {
   std::size_t max_keys_;
   std::size_t head_ = 0;     // ring index of the next sample
   std::size_t samples_ = 0;  // rates recorded (at most points_)
+  std::size_t samples_taken_ = 0;
   bool first_ = true;
   double last_time_ = 0;
   std::vector<double> times_;

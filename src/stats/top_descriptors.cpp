@@ -1,7 +1,12 @@
 #include "stats/top_descriptors.hpp"
 
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
 #include <algorithm>
+#include <array>
 #include <bit>
+#include <cstdio>
 #include <functional>
 #include <random>
 #include <unordered_map>
@@ -68,14 +73,14 @@ std::uint32_t space_saving::take(std::uint64_t id, std::uint64_t n) {
   const std::uint32_t i = heap_[0];
   index_erase(items_[i].id);
   items_[i].id = id;
-  items_[i].count += n;
+  items_[i].count = saturating_add(items_[i].count, n);
   index_insert(i);
   sift_down(0);
   return i;
 }
 
 void space_saving::raise(std::uint32_t i, std::uint64_t n) {
-  items_[i].count += n;
+  items_[i].count = saturating_add(items_[i].count, n);
   sift_down(heap_pos_[i]);
 }
 
@@ -111,7 +116,8 @@ void space_saving::sift_up(std::uint32_t pos) {
   place(pos, i);
 }
 
-top_recorder::top_recorder(std::size_t capacity) {
+top_recorder::top_recorder(std::size_t capacity, bool hash_values)
+    : capacity_(std::max<std::size_t>(1, capacity)), hash_values_(hash_values) {
   ring_.reserve(slots);
   for (std::size_t i = 0; i < slots; ++i)
     ring_.push_back({-1, space_saving(capacity), space_saving(capacity)});
@@ -132,14 +138,14 @@ bool top_recorder::in_window(const slot& s, std::int64_t now) const {
 void top_recorder::add_counts(std::int64_t now, std::size_t slot_index, counts& into) const {
   const auto& s = ring_.at(slot_index);
   if (!in_window(s, now)) return;
-  into.hits.reserve(into.hits.size() + s.hits.items().size());
-  into.over_limit.reserve(into.over_limit.size() + s.over_limit.items().size());
   for (const auto& it : s.hits.items()) into.hits.emplace_back(it.id, it.count);
   for (const auto& it : s.over_limit.items()) into.over_limit.emplace_back(it.id, it.count);
 }
 
 top_recorder::counts top_recorder::counts_in_window(std::int64_t now) const {
   counts out;
+  out.hits.reserve(capacity_ * slots);
+  out.over_limit.reserve(capacity_ * slots);
   for (std::size_t i = 0; i < slots; ++i) add_counts(now, i, out);
   return out;
 }
@@ -167,7 +173,7 @@ ranked rank(std::span<const top_recorder::counts> copies, std::size_t n,
             ranked top_recorder::counts::*which) {
   std::unordered_map<std::uint64_t, std::uint64_t> sums;
   for (const auto& c : copies)
-    for (const auto& [id, count] : c.*which) sums[id] += count;
+    for (const auto& [id, count] : c.*which) sums[id] = saturating_add(sums[id], count);
   ranked out(sums.begin(), sums.end());
   const std::size_t keep = std::min(n, out.size());
   std::partial_sort(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(keep), out.end(),
@@ -228,7 +234,8 @@ top_lists merge_top(std::span<const top_recorder* const> recorders, std::size_t 
 }
 
 std::int64_t top_window_seconds(std::int64_t now) {
-  const std::int64_t epoch = std::max<std::int64_t>(0, now) / top_recorder::slot_seconds;
+  now = std::clamp<std::int64_t>(now, 0, INT64_MAX / 2);  // a clock this wrong still gives 51 to 60
+  const std::int64_t epoch = now / top_recorder::slot_seconds;
   const std::int64_t oldest =
       (epoch - static_cast<std::int64_t>(top_recorder::slots) + 1) * top_recorder::slot_seconds;
   return now + 1 - oldest;  // through the end of second `now`
@@ -270,18 +277,68 @@ void top_text_begin(std::string& text, std::string_view domain, std::string_view
 }
 
 void top_text_entry(std::string& text, std::string_view key, std::string_view value) {
-  bool cut = false;
-  const auto shown = cut_value(value, cut);
   constexpr std::string_view ellipsis = "\u2026";
-  const std::size_t length = key.size() + 1 + shown.size() + (cut ? ellipsis.size() : 0);
+  bool key_cut = false;
+  bool value_cut = false;
+  const auto key_shown = cut_value(key, key_cut);
+  const auto value_shown = cut_value(value, value_cut);
+  const std::size_t length = key_shown.size() + (key_cut ? ellipsis.size() : 0) + 1 + value_shown.size() +
+                             (value_cut ? ellipsis.size() : 0);
   const std::size_t at = text.size();
   text.resize(at + sizeof(std::uint32_t) + length);
   char* p = put_part_length(text.data() + at, length);
-  std::memcpy(p, key.data(), key.size());
-  p += key.size();
+  auto put = [&p](std::string_view part) {
+    std::memcpy(p, part.data(), part.size());
+    p += part.size();
+  };
+  put(key_shown);
+  if (key_cut) put(ellipsis);
   *p++ = '=';
-  std::memcpy(p, shown.data(), shown.size());
-  if (cut) std::memcpy(p + shown.size(), ellipsis.data(), ellipsis.size());
+  put(value_shown);
+  if (value_cut) put(ellipsis);
+}
+
+void top_text_more(std::string& text) {
+  constexpr std::string_view ellipsis = "\u2026";
+  const std::size_t at = text.size();
+  text.resize(at + sizeof(std::uint32_t) + ellipsis.size());
+  std::memcpy(put_part_length(text.data() + at, ellipsis.size()), ellipsis.data(), ellipsis.size());
+}
+
+namespace {
+
+// The key of TOP_DESCRIPTORS_VALUES=hash: random per process, never shown.
+const std::array<unsigned char, 32>& display_key() {
+  static const auto key = [] {
+    std::array<unsigned char, 32> k{};
+    if (RAND_bytes(k.data(), static_cast<int>(k.size())) != 1) {
+      std::random_device device;
+      for (auto& b : k) b = static_cast<unsigned char>(device());
+    }
+    return k;
+  }();
+  return key;
+}
+
+}  // namespace
+
+// HMAC-SHA-256 of the key and the value as shown: without the process's key nobody can tell a value from its
+// hash, however few the values it could be (addresses, user names). Computed only when a descriptor takes a
+// counter.
+void top_text_entry_hashed(std::string& text, std::string_view key, std::string_view value) {
+  bool cut = false;
+  std::string message(cut_value(key, cut));
+  message += '\0';
+  message += cut_value(value, cut);
+  const auto& k = display_key();
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  HMAC(EVP_sha256(), k.data(), static_cast<int>(k.size()),
+       reinterpret_cast<const unsigned char*>(message.data()), message.size(), digest, &length);
+  char hashed[14];
+  std::snprintf(hashed, sizeof hashed, "#%02x%02x%02x%02x%02x%02x", digest[0], digest[1], digest[2],
+                digest[3], digest[4], digest[5]);
+  top_text_entry(text, key, std::string_view(hashed, 13));
 }
 
 top_entry top_text_decode(std::string_view text) {

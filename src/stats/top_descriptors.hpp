@@ -21,6 +21,12 @@
 
 namespace sluice::stats {
 
+// Counts stop at the largest value rather than wrap (hits_addend is a 64-bit number a client chooses).
+inline std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t sum;
+  return __builtin_add_overflow(a, b, &sum) ? UINT64_MAX : sum;
+}
+
 class space_saving {
  public:
   struct item {
@@ -34,15 +40,17 @@ class space_saving {
   // Adds n to the item `id`; `describe(std::string&)` writes its text, only when it takes a counter.
   template <typename Describe>
   void add(std::uint64_t id, std::uint64_t n, Describe&& describe) {
-    total_ += n;
+    total_ = saturating_add(total_, n);
     const std::uint32_t held = find(id);
     if (held != none) {
       raise(held, n);
       return;
     }
     const std::uint32_t i = take(id, n);
-    items_[i].text.clear();
-    describe(items_[i].text);
+    auto& text = items_[i].text;
+    text.clear();
+    if (text.capacity() > max_kept_text) text.shrink_to_fit();  // a counter keeps no outsized buffer
+    describe(text);
   }
 
   // The held items, in no particular order.
@@ -59,6 +67,7 @@ class space_saving {
 
  private:
   static constexpr std::uint32_t none = UINT32_MAX;
+  static constexpr std::size_t max_kept_text = 2048;
   std::uint32_t find(std::uint64_t id) const {
     const std::size_t mask = index_.size() - 1;
     for (std::size_t b = bucket_of(id);; b = (b + 1) & mask) {
@@ -85,14 +94,18 @@ class space_saving {
   int shift_ = 0;
 };
 
-// The two lists of one worker, in 10-second slots: the last six make the window (50 to 60 seconds back).
+// The two lists of one worker, in 10-second slots: the last six make the window (51 to 60 seconds,
+// through the current one).
 class top_recorder {
  public:
   static constexpr std::int64_t slot_seconds = 10;
   static constexpr std::size_t slots = 6;
 
-  // `capacity`: counters per list and slot.
-  explicit top_recorder(std::size_t capacity);
+  // `capacity`: counters per list and slot. `hash_values`: descriptors' texts show a hash of each value, not
+  // the value (TOP_DESCRIPTORS_VALUES=hash).
+  explicit top_recorder(std::size_t capacity, bool hash_values = false);
+  bool hash_values() const { return hash_values_; }
+  std::size_t capacity() const { return capacity_; }
 
   // `now`: the decision's wall-clock second.
   template <typename Describe>
@@ -133,6 +146,8 @@ class top_recorder {
   bool in_window(const slot& s, std::int64_t now) const;
 
   std::vector<slot> ring_;
+  std::size_t capacity_;
+  bool hash_values_;
 };
 
 // One descriptor of the merged lists.
@@ -155,8 +170,8 @@ struct top_ranking {
   std::vector<std::pair<std::uint64_t, std::uint64_t>> hits, over_limit;  // (id, count), most first
 };
 top_ranking rank_top(std::span<const top_recorder::counts> copies, std::size_t n);
-// The texts every ranked id needs (filled by find_texts), then the lists: most first, ties by text, at most
-// n; an id whose text no worker had any more is left out.
+// The texts every ranked id needs (filled by find_texts), then the lists: most first (ties in a fixed order),
+// at most n; an id whose text no worker had any more is left out.
 std::unordered_map<std::uint64_t, std::string> texts_wanted(const top_ranking& ranking);
 top_lists name_top(const top_ranking& ranking, const std::unordered_map<std::uint64_t, std::string>& texts,
                    std::size_t n, std::int64_t now);
@@ -164,18 +179,21 @@ top_lists name_top(const top_ranking& ranking, const std::unordered_map<std::uin
 inline constexpr std::size_t top_ranking_slack = 8;
 // Both steps on this thread (tests, and a reader that owns the recorders).
 top_lists merge_top(std::span<const top_recorder* const> recorders, std::size_t n, std::int64_t now);
-// How far back the window reaches at `now`, in seconds (50 to 60).
+// How far back the window reaches at `now`, in seconds (51 to 60: six slots, the current one through second
+// `now`).
 std::int64_t top_window_seconds(std::int64_t now);
 
-// Values longer than this are shown cut (at a UTF-8 character boundary), ending in "…".
+// Keys and values longer than this are shown cut (at a UTF-8 character boundary), ending in "…"; a descriptor
+// shows at most top_max_entries entries, then "…". Both bound a descriptor's text whatever the request sends.
 inline constexpr std::size_t top_max_value_bytes = 64;
+inline constexpr std::size_t top_max_entries = 8;
 
 // The value as shown: at most top_max_value_bytes, cut at a character boundary. Sets `cut`.
 std::string_view cut_value(std::string_view value, bool& cut);
 
 // The identity of a descriptor: a hash of what it matched (the rule's stats key; the domain for a limit
-// override) and of its entries (values as shown), seeded per process so that no client can choose values that
-// collide with another descriptor's. Inline: it runs on every decision.
+// override) and of its entries (keys and values as shown), seeded per process so that collisions cannot be
+// worked out in advance (not a keyed MAC: it runs on every decision). Inline for the same reason.
 class top_id {
  public:
   top_id(std::string_view matched, bool override) : hash_(seed ^ static_cast<std::uint64_t>(override)) {
@@ -183,9 +201,11 @@ class top_id {
   }
   void add_entry(std::string_view key, std::string_view value) {
     bool cut = false;
-    mix(key);
+    mix(key.size() > top_max_value_bytes ? cut_value(key, cut) : key);
     mix(value.size() > top_max_value_bytes ? cut_value(value, cut) : value);
   }
+  // More entries than top_max_entries: the ones past it are not shown, and not told apart.
+  void add_more() { mix("\x01more"); }
   std::uint64_t value() const { return hash_; }
 
  private:
@@ -222,6 +242,11 @@ class top_id {
 // Written only when a descriptor takes a counter; read back (count 0) by top_text_decode.
 void top_text_begin(std::string& text, std::string_view domain, std::string_view rule);
 void top_text_entry(std::string& text, std::string_view key, std::string_view value);
+// The entry "…" that stands for the entries past top_max_entries.
+void top_text_more(std::string& text);
+// The same with the value replaced by "#" and 12 hex digits of an HMAC-SHA-256 of it (as shown: cut) under a
+// key made at random per process: one value is always one hash, and the value cannot be told from it.
+void top_text_entry_hashed(std::string& text, std::string_view key, std::string_view value);
 top_entry top_text_decode(std::string_view text);
 
 }  // namespace sluice::stats

@@ -7,6 +7,7 @@ no external resources.
 Set SLUICE_DASHBOARD_SCREENSHOT=<path.png> to save a 1366x900 screenshot of the loaded page (the README's).
 """
 
+import json
 import os
 import re
 import struct
@@ -243,6 +244,37 @@ class TopFlood(unittest.TestCase):
                     self.assertLessEqual(len(lst), 2 * 6 * capacity)
 
 
+class StopWhileReading(unittest.TestCase):
+    def test_sigterm_during_reads(self):
+        """SIGTERM while /top and /dashboard/data reads hop from worker to worker: the process still stops by
+        itself (a read that meets the stop answers 503 instead of waiting on a worker that has ended)."""
+        for attempt in range(3):
+            with self.subTest(attempt=attempt), Sluice(rules={'shop.yaml': SHOP}) as s:
+                s.grpc('shop', [[('client', 'stop')]])
+                stop = threading.Event()
+                answers = []
+
+                def read(path):
+                    while not stop.is_set():
+                        try:
+                            answers.append(harness.http_get(s.debug_port, path, timeout=2)[0])
+                        except OSError:
+                            pass  # refused or reset once the listener closes
+
+                readers = [threading.Thread(target=read, args=(p,), daemon=True)
+                           for p in ('/top', '/dashboard/data', '/top', '/dashboard/data')]
+                for r in readers:
+                    r.start()
+                harness.wait_until(lambda: len(answers) >= 20, timeout=10, message='reads answered')
+                s.terminate()
+                code = s.wait_exit(timeout=15)
+                stop.set()
+                for r in readers:
+                    r.join(5)
+                self.assertEqual(code, 0, s.log_tail())
+                self.assertLessEqual(set(answers), {200, 503})
+
+
 class TopSettings(unittest.TestCase):
     def test_capacity_zero_turns_top_off(self):
         with Sluice(rules={'shop.yaml': SHOP}, env={'TOP_DESCRIPTORS_CAPACITY': '0'}) as s:
@@ -253,6 +285,31 @@ class TopSettings(unittest.TestCase):
             status, _, data = harness.http_get(s.debug_port, '/dashboard/data')
             self.assertEqual(status, 200)
             self.assertEqual((data['top']['over_limit'], data['top']['hits']), ([], []))
+
+    def test_hashed_values(self):
+        """TOP_DESCRIPTORS_VALUES=hash: each value is shown as '#' and 12 hex digits, one per value; the values
+        themselves are in neither /top nor /dashboard/data."""
+        with Sluice(rules={'shop.yaml': SHOP}, env={'TOP_DESCRIPTORS_VALUES': 'hash'}) as s:
+            for value, times in (('alice@example.com', 3), ('bob@example.com', 1)):
+                for _ in range(times):
+                    s.grpc('shop', [[('client', value)]])
+            status, _, body = harness.http_get(s.debug_port, '/top')
+            self.assertEqual(status, 200)
+            self.assertNotIn('example.com', json.dumps(body))
+            t = top(s.debug_port)
+            self.assertEqual([(e['rule'], e['count']) for e in t['hits']], [('client', 3), ('client', 1)])
+            shown = [e['entries'] for e in t['hits']]
+            for entries in shown:
+                self.assertRegex(entries[0], r'^client=#[0-9a-f]{12}$')
+            self.assertNotEqual(shown[0], shown[1])
+            s.grpc('shop', [[('client', 'alice@example.com')]])
+            self.assertEqual(top(s.debug_port)['hits'][0], {'domain': 'shop', 'entries': shown[0], 'rule': 'client',
+                                                            'count': 4})
+            status, _, body = harness.http_get(s.debug_port, '/dashboard/data')
+            self.assertEqual(status, 200)
+            self.assertNotIn('example.com', json.dumps(body))
+        log = Sluice.failed_start(self, {'TOP_DESCRIPTORS_VALUES': 'mask'})
+        self.assertIn("invalid value 'mask' for TOP_DESCRIPTORS_VALUES: expected one of show, hash", log)
 
     def test_bad_capacity_stops_start_up(self):
         with open(os.path.join(harness.REPO, 'README.md')) as f:  # the settings table: "a whole number up to N"

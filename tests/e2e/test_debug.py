@@ -29,11 +29,14 @@ descriptors:
     rate_limit: {unlimited: true}
 """
 
-LISTING = ('/debug/pprof/: root of various pprof endpoints. hit for help.\n'
+LISTING = ('/dashboard: the live dashboard (HTML)\n'
+           '/dashboard/data: what the dashboard shows (JSON)\n'
+           '/debug/pprof/: root of various pprof endpoints. hit for help.\n'
            '/debug/pprof/heap: heap profiling endpoint\n'
            '/debug/pprof/profile: CPU profiling endpoint\n'
            '/rlconfig: print out the currently loaded configuration for debugging\n'
-           '/stats: print out stats\n')
+           '/stats: print out stats\n'
+           '/top: the descriptors with the most over-limit answers and hits, last minute (JSON; ?n=10)\n')
 
 
 def fetch(port, path, timeout=30.0):

@@ -5,8 +5,8 @@
 // 1–50). Checked at every read, per list: at most n entries, most first; each entry's text is its
 // descriptor's; its count is within the list's total in the window over the capacity (N / capacity) of the
 // exact count; every descriptor whose exact count is above that bound is listed when n allows; counts are
-// exact while no worker has seen more descriptors than counters in a slot. Checked always: the summary holds
-// no id twice and its smallest count is at most total / capacity.
+// exact while no worker has seen more descriptors than counters in a slot. (The summary's own invariants, no
+// id held twice and the smallest count at most total / capacity, are unit-tested: tests/unit/stats.)
 //
 // Build and run: scripts/fuzz top_descriptors [seconds]
 

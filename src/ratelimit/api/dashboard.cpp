@@ -107,7 +107,9 @@ std::string dashboard_json(const dashboard_inputs& in) {
   std::unordered_map<std::string, rule_info> by_key;
   std::unordered_map<std::string, bool> shadow;
   std::vector<std::string> domains;
-  if (const auto rules = in.rules.current()) {
+  // Held to the end: by_key points into it.
+  const auto rules = in.rules.current();
+  if (rules) {
     rules->for_each_limit(
         [&](std::string_view domain, const config::descriptor_node& node, const config::rate_limit& l) {
           const std::string key =

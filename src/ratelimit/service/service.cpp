@@ -267,7 +267,10 @@ void request_state::record_top(stats::top_recorder& top,
     if (item.limits.empty() || item.negative) continue;
     const auto* node = nodes_[i];
     stats::top_id id(node != nullptr ? std::string_view(node->stats_key) : domain, node == nullptr);
-    for (const auto& e : item.entries) id.add_entry(e.key, e.value);
+    const auto shown = item.entries.first(std::min(item.entries.size(), stats::top_max_entries));
+    for (const auto& e : shown) id.add_entry(e.key, e.value);
+    const bool more = shown.size() < item.entries.size();
+    if (more) id.add_more();
     auto describe = [&](std::string& text) {
       std::string_view rule = "(override)";
       if (node != nullptr) {
@@ -275,7 +278,14 @@ void request_state::record_top(stats::top_recorder& top,
         if (rule.size() > domain.size() && rule.starts_with(domain)) rule.remove_prefix(domain.size() + 1);
       }
       stats::top_text_begin(text, domain, rule);
-      for (const auto& e : item.entries) stats::top_text_entry(text, e.key, e.value);
+      for (const auto& e : shown) {
+        if (top.hash_values()) {
+          stats::top_text_entry_hashed(text, e.key, e.value);
+        } else {
+          stats::top_text_entry(text, e.key, e.value);
+        }
+      }
+      if (more) stats::top_text_more(text);
     };
     if (item.hits > 0) top.hit(work_.now, id.value(), item.hits, describe);  // a peek (hits 0) is no hit
     if (statuses[i]->code() == code::OVER_LIMIT) top.over_limit(work_.now, id.value(), 1, describe);

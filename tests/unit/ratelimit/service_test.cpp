@@ -385,3 +385,49 @@ TEST_CASE("top descriptors: each counted descriptor's hits; its over-limit answe
         std::vector<std::string>{"d c c=x 5", "d c c=y 4", "d shadow shadow=s 3", "d (override) a=o 1"});
   CHECK(describe(lists.over_limit) == std::vector<std::string>{"d c c=x 2", "d c c=y 1"});
 }
+
+TEST_CASE("top descriptors: TOP_DESCRIPTORS_VALUES=hash shows each value's hash, never the value") {
+  service_fixture f(rules);
+  stats::top_recorder top(64, true);
+  f.service.set_top_recorder(&top);
+  for (int i = 0; i < 2; ++i) f.decide(make_request("d", {{{"c", "secret-1"}}}));
+  f.decide(make_request("d", {{{"c", "secret-2"}}}));
+  const std::int64_t now = f.clock.now_seconds();
+  const stats::top_recorder* recorders[] = {&top};
+  const auto lists = stats::merge_top(recorders, 10, now);
+  REQUIRE(lists.hits.size() == 2);
+  CHECK(lists.hits[0].count == 2);
+  CHECK(lists.hits[0].rule == "c");
+  for (const auto& e : lists.hits) {
+    REQUIRE(e.entries.size() == 1);
+    CHECK(e.entries[0].starts_with("c=#"));
+    CHECK(e.entries[0].find("secret") == std::string::npos);
+  }
+  CHECK(lists.hits[0].entries != lists.hits[1].entries);
+}
+
+TEST_CASE("top descriptors: a descriptor shows at most eight entries; the rest are one '…'") {
+  service_fixture f(R"(domain: d
+descriptors:
+  - key: k
+    rate_limit: {unit: hour, requests_per_unit: 5}
+)");
+  stats::top_recorder top(64);
+  f.service.set_top_recorder(&top);
+  auto request = make_request("d", {{}});
+  for (int i = 0; i < 12; ++i) {
+    auto* e = request.mutable_descriptors(0)->add_entries();
+    e->set_key("k");
+    e->set_value(std::to_string(i));
+  }
+  auto decision = f.decide(request);  // no rule 12 levels deep: an override makes it counted
+  request.mutable_descriptors(0)->mutable_limit()->set_requests_per_unit(3);
+  request.mutable_descriptors(0)->mutable_limit()->set_unit(envoy::type::v3::HOUR);
+  f.decide(request);
+  const stats::top_recorder* recorders[] = {&top};
+  const auto lists = stats::merge_top(recorders, 10, f.clock.now_seconds());
+  REQUIRE(lists.hits.size() == 1);
+  CHECK(lists.hits[0].rule == "(override)");
+  CHECK(lists.hits[0].entries ==
+        std::vector<std::string>{"k=0", "k=1", "k=2", "k=3", "k=4", "k=5", "k=6", "k=7", "\u2026"});
+}

@@ -107,6 +107,12 @@ TEST_CASE("rate limit settings: values are read, bad ones name the variable") {
   CHECK(fails("TOP_DESCRIPTORS_CAPACITY", "0").top_descriptors_capacity == 0);  // off
   CHECK(fails("TOP_DESCRIPTORS_CAPACITY", "16384").top_descriptors_capacity == 16384);
   CHECK(s.top_descriptors_capacity == 256);
+  CHECK_FALSE(s.top_descriptors_hash_values);
+  CHECK(fails("TOP_DESCRIPTORS_VALUES", "hash").top_descriptors_hash_values);
+  CHECK_FALSE(fails("TOP_DESCRIPTORS_VALUES", "show").top_descriptors_hash_values);
+  CHECK_THROWS_WITH_AS(fails("TOP_DESCRIPTORS_VALUES", "mask"),
+                       "invalid value 'mask' for TOP_DESCRIPTORS_VALUES: expected one of show, hash",
+                       core::settings_error);
   CHECK_THROWS_WITH_AS(
       fails("TOP_DESCRIPTORS_CAPACITY", "16385"),
       "invalid value '16385' for TOP_DESCRIPTORS_CAPACITY: expected a whole number from 0 to 16384",

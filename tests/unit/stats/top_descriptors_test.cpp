@@ -238,3 +238,53 @@ TEST_CASE("top_id and top_text: long values are cut at a character boundary, the
   std::sort(ids.begin(), ids.end());
   CHECK(std::adjacent_find(ids.begin(), ids.end()) == ids.end());
 }
+
+TEST_CASE("top_text_entry_hashed: one value one hash, values apart, the value itself nowhere") {
+  auto hashed = [](std::string_view key, std::string_view value) {
+    std::string text;
+    top_text_begin(text, "d", "r");
+    top_text_entry_hashed(text, key, value);
+    return top_text_decode(text).entries.at(0);
+  };
+  const auto a = hashed("user", "alice@example.com");
+  CHECK(a.size() == std::string("user=#").size() + 12);
+  CHECK(a.starts_with("user=#"));
+  CHECK(a.find_first_not_of("0123456789abcdef", 6) == std::string::npos);
+  CHECK(a.find("alice") == std::string::npos);
+  CHECK(hashed("user", "alice@example.com") == a);
+  CHECK(hashed("user", "bob@example.com") != a);
+  CHECK(hashed("owner", "alice@example.com").substr(6) != a.substr(5));  // the key takes part
+  // Values are hashed as shown (cut at 64 bytes): they are one descriptor, one hash.
+  CHECK(hashed("user", std::string(64, 'v') + "1") == hashed("user", std::string(64, 'v') + "2"));
+}
+
+TEST_CASE("space_saving: counts stop at the largest value instead of wrapping; the heap stays in order") {
+  space_saving s(2);
+  add(s, 1, UINT64_MAX - 1);
+  add(s, 1, 5);
+  CHECK(count_of(s, 1) == UINT64_MAX);
+  CHECK(s.total() == UINT64_MAX);
+  add(s, 2, 3);
+  add(s, 3, 1);  // takes the smallest counter: 2's, not 1's
+  CHECK(count_of(s, 1) == UINT64_MAX);
+  CHECK(count_of(s, 3) == 4);
+}
+
+TEST_CASE("top_text: keys are cut like values, at most eight entries then one for the rest") {
+  std::string text;
+  top_text_begin(text, "d", "r");
+  top_text_entry(text, std::string(70, 'k'), "v");
+  for (int i = 0; i < 7; ++i) top_text_entry(text, "k", "v");
+  top_text_more(text);
+  const auto e = top_text_decode(text);
+  REQUIRE(e.entries.size() == 9);
+  CHECK(e.entries[0] == std::string(64, 'k') + "\u2026=v");
+  CHECK(e.entries[8] == "\u2026");
+  // The ids follow what is shown: a key past 64 bytes and entries past eight are not told apart.
+  top_id a("d.r", false), b("d.r", false);
+  a.add_entry(std::string(64, 'k') + "1", "v");
+  b.add_entry(std::string(64, 'k') + "2", "v");
+  CHECK(a.value() == b.value());
+  a.add_more();
+  CHECK(a.value() != b.value());
+}

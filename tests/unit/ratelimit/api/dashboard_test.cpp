@@ -55,12 +55,13 @@ TEST_CASE("dashboard_json: series by rule with limits and utilisation, totals, t
   CHECK(source.apply(std::vector<ratelimit::config::config_file>{{"bad.yaml", "domain: [x"}}, "files"));
   stats::series_history history(store, {std::string(ratelimit::api::dashboard_totals::grpc_requests)},
                                 std::string(ratelimit::api::dashboard_totals::latency_timer), 10);
-  history.sample(100.0);
+  auto& detailed = store.get_counter("ratelimit.service.rate_limit.shop.ip_10_0_0_1.total_hits");
+  history.sample(100.0, 100.0);
   store.get_counter("ratelimit.service.rate_limit.shop.user.action_upload.total_hits").add(40);
   store.get_counter("ratelimit.service.rate_limit.shop.user.action_upload.over_limit").add(6);
-  store.get_counter("ratelimit.service.rate_limit.shop.ip_10_0_0_1.total_hits").add(4);  // detailed_metric
+  detailed.add(4);  // detailed_metric
   store.get_counter(std::string(ratelimit::api::dashboard_totals::grpc_requests)).add(44);
-  history.sample(102.0);
+  history.sample(102.0, 102.0);
 
   stats::top_lists top;
   top.window_seconds = 60;
@@ -87,12 +88,12 @@ TEST_CASE("dashboard_json: series by rule with limits and utilisation, totals, t
   CHECK(first.at("over_limit") == json::parse("[3.0]"));
   // 30 hits in 60 s, 60-second windows: 30 of 10.
   CHECK(first.at("utilisation").as_double() == doctest::Approx(3.0));
-  const auto& detailed = series[1].as_object();  // named from the request: no limit
-  CHECK(detailed.at("key") == "shop.ip_10_0_0_1");
-  CHECK(detailed.at("domain") == "shop");
-  CHECK(detailed.at("rule") == "ip_10_0_0_1");
-  CHECK(detailed.at("limit").is_null());
-  CHECK(detailed.at("utilisation").is_null());
+  const auto& by_value = series[1].as_object();  // named from the request: no limit
+  CHECK(by_value.at("key") == "shop.ip_10_0_0_1");
+  CHECK(by_value.at("domain") == "shop");
+  CHECK(by_value.at("rule") == "ip_10_0_0_1");
+  CHECK(by_value.at("limit").is_null());
+  CHECK(by_value.at("utilisation").is_null());
   bool quiet = false;
   for (const auto& s : series) {
     if (s.at("key") == "shop.quiet") {
