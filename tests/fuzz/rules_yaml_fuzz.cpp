@@ -36,7 +36,8 @@ void size_of(const config::descriptor_node& node, std::size_t depth, std::size_t
              std::size_t& deepest) {
   ++nodes;
   deepest = std::max(deepest, depth);
-  for (const auto& [_, child] : node.children) size_of(*child, depth + 1, nodes, deepest);
+  node.for_each_child(
+      [&](const config::descriptor_node& child) { size_of(child, depth + 1, nodes, deepest); });
 }
 
 void write_node(const config::descriptor_node& node, std::string& out);
@@ -50,6 +51,10 @@ void write_children(const config::descriptor_node& node, std::string& out) {
   }
   for (const auto& [_, child] : node.children) {
     if (child->is_wildcard()) continue;
+    write_node(*child, out);
+    out += ", ";
+  }
+  for (const auto& child : node.regex_children) {  // in file order: the order they are tried
     write_node(*child, out);
     out += ", ";
   }
@@ -77,7 +82,9 @@ bool same_limit(const config::rate_limit& a, const config::rate_limit& b) {
 }
 
 void write_node(const config::descriptor_node& node, std::string& out) {
-  out += "{key: " + yaml_quoted(node.key) + ", value: " + yaml_quoted(node.value);
+  out += "{key: " + yaml_quoted(node.key);
+  out += node.value_regex.empty() ? ", value: " + yaml_quoted(node.value)
+                                  : ", value_regex: " + yaml_quoted(node.value_regex);
   for (auto [name, set] : {std::pair{"shadow_mode", node.shadow_mode},
                            {"quota_mode", node.quota_mode},
                            {"detailed_metric", node.detailed_metric},
@@ -109,7 +116,7 @@ void write_node(const config::descriptor_node& node, std::string& out) {
 }
 
 void check_same(const config::descriptor_node& a, const config::descriptor_node& b) {
-  check(a.key == b.key && a.value == b.value && a.stats_key == b.stats_key);
+  check(a.key == b.key && a.value == b.value && a.value_regex == b.value_regex && a.stats_key == b.stats_key);
   check(a.shadow_mode == b.shadow_mode && a.quota_mode == b.quota_mode &&
         a.detailed_metric == b.detailed_metric && a.value_to_metric == b.value_to_metric &&
         a.share_threshold == b.share_threshold);
@@ -128,6 +135,10 @@ void check_same(const config::descriptor_node& a, const config::descriptor_node&
     check(it != b.children.end());
     check_same(*child, *it->second);
   }
+  check(a.regex_children.size() == b.regex_children.size() &&
+        (a.regex_set == nullptr) == (b.regex_set == nullptr));
+  for (std::size_t i = 0; i < a.regex_children.size(); ++i)
+    check_same(*a.regex_children[i], *b.regex_children[i]);
 }
 
 // Internal consistency of one node, and get_limit along the path of exact values that leads to it.
@@ -159,6 +170,15 @@ void check_node(const config::rule_set& rules, const config::descriptor_node& do
     path.pop_back();
   }
   check(wildcards == node.wildcard_children.size());
+  // value_regex rules: their path names the pattern, their set holds them all, and none is reached by name.
+  check(node.regex_children.empty() == (node.regex_set == nullptr));
+  for (const auto& child : node.regex_children) {
+    check(!child->value_regex.empty() && child->value.empty() && !child->is_wildcard());
+    check(child->stats_key == node.stats_key + "." + child->key + "_" + child->value_regex);
+    path.push_back({child->key, child->value_regex});
+    check_node(rules, domain, *child, path, false);
+    path.pop_back();
+  }
 }
 
 }  // namespace

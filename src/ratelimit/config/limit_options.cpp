@@ -134,6 +134,7 @@ void bind_stats(descriptor_node& node, stats::store& stats) {
   if (node.limit) bind(*node.limit);
   for (auto& l : node.more_limits) bind(l);
   for (auto& [_, child] : node.children) bind_stats(*child, stats);
+  for (auto& child : node.regex_children) bind_stats(*child, stats);
 }
 
 std::string describe_options(const rate_limit& l) {

@@ -1,5 +1,7 @@
 #include "ratelimit/config/rule_set.hpp"
 
+#include "ratelimit/config/value_regex.hpp"
+
 #include <boost/container/small_vector.hpp>
 
 #include <algorithm>
@@ -37,7 +39,7 @@ void visit_limits(
     const std::function<void(std::string_view, const descriptor_node&, const rate_limit&)>& visit) {
   if (node.limit) visit(domain, node, *node.limit);
   for (const auto& more : node.more_limits) visit(domain, node, more);
-  for (const auto& [_, child] : node.children) visit_limits(domain, *child, visit);
+  node.for_each_child([&](const descriptor_node& child) { visit_limits(domain, child, visit); });
 }
 
 }  // namespace
@@ -54,7 +56,7 @@ const descriptor_node* rule_set::find_domain(std::string_view domain) const {
 
 namespace {
 
-enum class matched_by { exact, wildcard, key_only };
+enum class matched_by { exact, wildcard, regex, key_only };
 
 struct level {
   const descriptor_node* node;
@@ -91,6 +93,8 @@ std::optional<std::string> runtime_stats_key(const descriptor_node& domain, cons
       if (!e.value.empty()) key += core::cat("_", e.value);
     } else if (how == matched_by::wildcard) {
       key += core::cat("_", node->value);
+    } else if (how == matched_by::regex) {
+      key += core::cat("_", node->value_regex);  // the pattern's rule, as its default stats key
     }
   }
   if (key == leaf.stats_key) return std::nullopt;
@@ -118,6 +122,13 @@ match rule_set::get_limit(const descriptor_node& domain, std::span<const entry> 
         }
       }
     }
+    if (node == nullptr && parent->regex_set) {
+      // value_regex rules: the first in file order whose pattern matches the whole value.
+      if (const int k = parent->regex_set->first_match(e.value); k >= 0) {
+        node = parent->regex_children[static_cast<std::size_t>(k)].get();
+        how = matched_by::regex;
+      }
+    }
     if (node == nullptr) {
       node = find_child(*parent, e.key);
       how = matched_by::key_only;
@@ -126,7 +137,7 @@ match rule_set::get_limit(const descriptor_node& domain, std::span<const entry> 
     levels.push_back({node, how});
     // A limit applies only when the request's last entry lands on it (the depth rule).
     if (node->limit && i + 1 == entries.size()) result.node = node;
-    if (node->children.empty()) break;
+    if (!node->has_children()) break;
     parent = node;
   }
   if (result.node == nullptr) return result;
@@ -156,7 +167,7 @@ void dump_limit(const descriptor_node& node, const rate_limit& l, std::vector<st
 void dump_node(const descriptor_node& node, std::vector<std::string>& lines) {
   if (node.limit) dump_limit(node, *node.limit, lines);
   for (const auto& l : node.more_limits) dump_limit(node, l, lines);
-  for (const auto& [_, child] : node.children) dump_node(*child, lines);
+  node.for_each_child([&](const descriptor_node& child) { dump_node(child, lines); });
 }
 
 }  // namespace

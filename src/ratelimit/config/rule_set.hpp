@@ -76,9 +76,12 @@ struct string_hash {
   std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
 
+class value_regex_set;
+
 struct descriptor_node {
   std::string key;
-  std::string value;  // as configured; may contain '*'
+  std::string value;        // as configured; may contain '*'
+  std::string value_regex;  // `value_regex` (RE2, the whole value), instead of `value`; "" for none
   std::optional<rate_limit> limit;
   // `rate_limits` after the first (which is `limit`): every one is counted, the status shows the closest.
   std::vector<rate_limit> more_limits;
@@ -98,8 +101,19 @@ struct descriptor_node {
   // Children by composite key ("key" or "key_value"), and the wildcard children in declaration order.
   std::unordered_map<std::string, std::unique_ptr<descriptor_node>, string_hash, std::equal_to<>> children;
   std::vector<const descriptor_node*> wildcard_children;
+  // The value_regex children, in file order (not in `children`: no request value may reach them by name), and
+  // their patterns compiled into one set (null without any).
+  std::vector<std::unique_ptr<descriptor_node>> regex_children;
+  std::shared_ptr<const value_regex_set> regex_set;
 
   bool is_wildcard() const { return !wildcard_parts.empty(); }
+  bool has_children() const { return !children.empty() || !regex_children.empty(); }
+  // Every child: by name, then the value_regex ones.
+  template <typename Visit>
+  void for_each_child(Visit&& visit) const {
+    for (const auto& [_, child] : children) visit(*child);
+    for (const auto& child : regex_children) visit(*child);
+  }
 };
 
 // One entry of a request descriptor.

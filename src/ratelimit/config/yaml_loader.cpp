@@ -1,5 +1,7 @@
 #include "ratelimit/config/yaml_loader.hpp"
 
+#include "ratelimit/config/value_regex.hpp"
+
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -31,6 +33,8 @@ class rule_set_builder {
   void load_descriptors(descriptor_node& parent, const YAML::Node& list, const std::string& domain);
   void load_descriptor(descriptor_node& parent, const YAML::Node& yaml, const std::string& domain);
   rate_limit load_rate_limit(const YAML::Node& yaml);
+  static void check_value_regex(const descriptor_node& node, bool has_value, const std::string& parent_key);
+  static void compile_value_regexes(descriptor_node& parent);
   void warn_misplaced(const YAML::Node& map, std::span<const std::string_view> meaningful,
                       std::string_view where);
 
@@ -43,9 +47,10 @@ class rule_set_builder {
 
 namespace {
 
-constexpr std::array<std::string_view, 22> allowed_keys{"domain",
+constexpr std::array<std::string_view, 23> allowed_keys{"domain",
                                                         "key",
                                                         "value",
+                                                        "value_regex",
                                                         "descriptors",
                                                         "rate_limit",
                                                         "unit",
@@ -66,19 +71,10 @@ constexpr std::array<std::string_view, 22> allowed_keys{"domain",
                                                         "near_limit_ratio",
                                                         "count_only_admitted"};
 constexpr std::array<std::string_view, 2> top_level_keys{"domain", "descriptors"};
-constexpr std::array<std::string_view, 13> descriptor_keys{"key",
-                                                           "value",
-                                                           "rate_limit",
-                                                           "descriptors",
-                                                           "shadow_mode",
-                                                           "quota_mode",
-                                                           "detailed_metric",
-                                                           "value_to_metric",
-                                                           "share_threshold",
-                                                           "metadata",
-                                                           "rate_limits",
-                                                           "near_limit_ratio",
-                                                           "count_only_admitted"};
+constexpr std::array<std::string_view, 14> descriptor_keys{
+    "key",         "value",       "value_regex",      "rate_limit",         "descriptors",
+    "shadow_mode", "quota_mode",  "detailed_metric",  "value_to_metric",    "share_threshold",
+    "metadata",    "rate_limits", "near_limit_ratio", "count_only_admitted"};
 constexpr std::array<std::string_view, 8> rate_limit_keys{
     "unit", "requests_per_unit", "unlimited", "name", "replaces", "algorithm", "unit_multiplier", "burst"};
 constexpr std::array<std::string_view, 1> replaces_keys{"name"};
@@ -271,6 +267,7 @@ void rule_set_builder::load_descriptors(descriptor_node& parent, const YAML::Nod
                                         const std::string& domain) {
   if (!list || list.IsNull()) return;
   for (const auto& yaml : list) load_descriptor(parent, yaml, domain);
+  if (!parent.regex_children.empty()) compile_value_regexes(parent);
 }
 
 void rule_set_builder::load_descriptor(descriptor_node& parent, const YAML::Node& yaml,
@@ -279,13 +276,20 @@ void rule_set_builder::load_descriptor(descriptor_node& parent, const YAML::Node
   auto node = std::make_unique<descriptor_node>();
   node->key = scalar_string(yaml["key"], "key");
   node->value = scalar_string(yaml["value"], "value");
+  node->value_regex = scalar_string(yaml["value_regex"], "value_regex");
   if (node->key.empty()) throw config_error{"descriptor has empty key"};
+  const bool regex = yaml["value_regex"] && !yaml["value_regex"].IsNull();
+  if (regex) check_value_regex(*node, yaml["value"] && !yaml["value"].IsNull(), parent.stats_key);
 
-  std::string composite = node->value.empty() ? node->key : core::cat(node->key, "_", node->value);
+  // A value_regex rule's path names its pattern (its stats key, /rlconfig): "<key>_<pattern>".
+  std::string composite = node->value.empty() && !regex
+                              ? node->key
+                              : core::cat(node->key, "_", regex ? node->value_regex : node->value);
   node->stats_key = core::cat(parent.stats_key, ".", composite);
-  if (parent.children.contains(composite)) {
-    throw config_error{core::cat("duplicate descriptor composite key '", node->stats_key, "'")};
-  }
+  const bool taken = parent.children.contains(composite) ||
+                     std::ranges::any_of(parent.regex_children,
+                                         [&](const auto& r) { return r->stats_key == node->stats_key; });
+  if (taken) throw config_error{core::cat("duplicate descriptor composite key '", node->stats_key, "'")};
 
   node->shadow_mode = scalar_bool(yaml["shadow_mode"], "shadow_mode");
   node->quota_mode = scalar_bool(yaml["quota_mode"], "quota_mode");
@@ -320,13 +324,17 @@ void rule_set_builder::load_descriptor(descriptor_node& parent, const YAML::Node
   }
   load_rule_options(yaml, *node);
   finish_limits(*node);
+  if (node->share_threshold && regex) {
+    throw config_error{core::cat("share_threshold is for '*' values; the value_regex rule '", node->stats_key,
+                                 "' counts each value it matches on its own")};
+  }
   if (node->share_threshold && composite.find('*') == std::string::npos) {
     throw config_error{
         core::cat("share_threshold can only be used with wildcard values (containing '*'), but found "
                   "key '",
                   composite, "'")};
   }
-  if (node->value.find('*') != std::string::npos) {
+  if (!regex && node->value.find('*') != std::string::npos) {
     std::string_view rest = composite;
     for (auto star = rest.find('*'); star != std::string_view::npos; star = rest.find('*')) {
       node->wildcard_parts.emplace_back(rest.substr(0, star));
@@ -345,9 +353,35 @@ void rule_set_builder::load_descriptor(descriptor_node& parent, const YAML::Node
   expect_list(yaml["descriptors"], "descriptors");
   load_descriptors(*node, yaml["descriptors"], domain);
 
+  if (regex) {
+    parent.regex_children.push_back(std::move(node));  // compiled with its level's others (load_descriptors)
+    return;
+  }
   const descriptor_node* raw = node.get();
   parent.children.emplace(std::move(composite), std::move(node));
   if (raw->is_wildcard()) parent.wildcard_children.push_back(raw);
+}
+
+// `value_regex` and `value` exclude each other; the pattern must compile (RE2) and stay under the size bound.
+void rule_set_builder::check_value_regex(const descriptor_node& node, bool has_value,
+                                         const std::string& parent_key) {
+  const auto where = core::cat("'", parent_key, ".", node.key, "'");
+  if (has_value)
+    throw config_error{core::cat("descriptor ", where, " has both value and value_regex: give one")};
+  if (node.value_regex.empty()) throw config_error{core::cat("descriptor ", where, ": value_regex is empty")};
+  if (auto problem = value_regex_set::check(node.value_regex); !problem.empty()) {
+    throw config_error{core::cat("descriptor ", where, ": value_regex '", node.value_regex, "': ", problem)};
+  }
+}
+
+// The level's patterns, in file order, as one set (once a list is loaded; again when a merged domain's next
+// file adds more).
+void rule_set_builder::compile_value_regexes(descriptor_node& parent) {
+  std::vector<std::string> patterns;
+  for (const auto& child : parent.regex_children) patterns.push_back(child->value_regex);
+  std::string error;
+  parent.regex_set = value_regex_set::build(patterns, error);
+  if (!parent.regex_set) throw config_error{core::cat("descriptors under '", parent.stats_key, "': ", error)};
 }
 
 rate_limit rule_set_builder::load_rate_limit(const YAML::Node& yaml) {
