@@ -171,7 +171,13 @@ void check_node(const config::rule_set& rules, const config::descriptor_node& do
   }
   check(wildcards == node.wildcard_children.size());
   // value_regex rules: their path names the pattern, their set holds them all, and none is reached by name.
-  check(node.regex_children.empty() == (node.regex_set == nullptr));
+  std::size_t in_sets = 0;
+  for (const auto& [key, rules] : node.regex_by_key) {
+    check(rules.set != nullptr && !rules.nodes.empty());
+    for (const auto* n : rules.nodes) check(n->key == key);
+    in_sets += rules.nodes.size();
+  }
+  check(in_sets == node.regex_children.size());
   for (const auto& child : node.regex_children) {
     check(!child->value_regex.empty() && child->value.empty() && !child->is_wildcard());
     check(child->stats_key == node.stats_key + "." + child->key + "_" + child->value_regex);

@@ -122,11 +122,13 @@ match rule_set::get_limit(const descriptor_node& domain, std::span<const entry> 
         }
       }
     }
-    if (node == nullptr && parent->regex_set) {
-      // value_regex rules: the first in file order whose pattern matches the whole value.
-      if (const int k = parent->regex_set->first_match(e.value); k >= 0) {
-        node = parent->regex_children[static_cast<std::size_t>(k)].get();
-        how = matched_by::regex;
+    if (node == nullptr && !parent->regex_by_key.empty()) {
+      // value_regex rules of this key: the first in file order whose pattern matches the whole value.
+      if (auto rx = parent->regex_by_key.find(e.key); rx != parent->regex_by_key.end()) {
+        if (const int k = rx->second.set->first_match(e.value); k >= 0) {
+          node = rx->second.nodes[static_cast<std::size_t>(k)];
+          how = matched_by::regex;
+        }
       }
     }
     if (node == nullptr) {

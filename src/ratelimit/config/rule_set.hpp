@@ -102,9 +102,13 @@ struct descriptor_node {
   std::unordered_map<std::string, std::unique_ptr<descriptor_node>, string_hash, std::equal_to<>> children;
   std::vector<const descriptor_node*> wildcard_children;
   // The value_regex children, in file order (not in `children`: no request value may reach them by name), and
-  // their patterns compiled into one set (null without any).
+  // per key their nodes with their patterns compiled into one set.
+  struct regex_rules {
+    std::vector<const descriptor_node*> nodes;  // file order
+    std::shared_ptr<const value_regex_set> set;
+  };
   std::vector<std::unique_ptr<descriptor_node>> regex_children;
-  std::shared_ptr<const value_regex_set> regex_set;
+  std::unordered_map<std::string, regex_rules, string_hash, std::equal_to<>> regex_by_key;
 
   bool is_wildcard() const { return !wildcard_parts.empty(); }
   bool has_children() const { return !children.empty() || !regex_children.empty(); }

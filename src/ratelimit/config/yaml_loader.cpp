@@ -374,14 +374,19 @@ void rule_set_builder::check_value_regex(const descriptor_node& node, bool has_v
   }
 }
 
-// The level's patterns, in file order, as one set (once a list is loaded; again when a merged domain's next
-// file adds more).
+// Per key, the level's patterns in file order as one set (once a list is read; again when a merged domain's
+// next file adds more).
 void rule_set_builder::compile_value_regexes(descriptor_node& parent) {
-  std::vector<std::string> patterns;
-  for (const auto& child : parent.regex_children) patterns.push_back(child->value_regex);
-  std::string error;
-  parent.regex_set = value_regex_set::build(patterns, error);
-  if (!parent.regex_set) throw config_error{core::cat("descriptors under '", parent.stats_key, "': ", error)};
+  parent.regex_by_key.clear();
+  for (const auto& child : parent.regex_children)
+    parent.regex_by_key[child->key].nodes.push_back(child.get());
+  for (auto& [key, rules] : parent.regex_by_key) {
+    std::vector<std::string> patterns;
+    for (const auto* node : rules.nodes) patterns.push_back(node->value_regex);
+    std::string error;
+    rules.set = value_regex_set::build(patterns, error);
+    if (!rules.set) throw config_error{core::cat("descriptors '", parent.stats_key, ".", key, "': ", error)};
+  }
 }
 
 rate_limit rule_set_builder::load_rate_limit(const YAML::Node& yaml) {

@@ -46,16 +46,8 @@ descriptors:
     rate_limit: {unit: second, requests_per_unit: 9}
 )";
 
-struct fixture {
-  sluice::stats::store stats;
-  std::shared_ptr<const rule_set> rules = compile_rules(rules_yaml, stats);
-  const descriptor_node& domain = *rules->find_domain("d");
-
-  match get(std::vector<entry> entries) const { return rules->get_limit(domain, entries); }
-  std::uint32_t limit_of(std::vector<entry> entries) const {
-    auto m = get(std::move(entries));
-    return m.node == nullptr ? 0 : m.node->limit->requests_per_unit;
-  }
+struct fixture : sluice::test::matcher_fixture {
+  fixture() : matcher_fixture(rules_yaml) {}
 };
 
 }  // namespace

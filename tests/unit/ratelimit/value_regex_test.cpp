@@ -48,16 +48,8 @@ descriptors:
     rate_limit: {unit: day, requests_per_unit: 9}
 )yaml";
 
-struct fixture {
-  sluice::stats::store stats;
-  std::shared_ptr<const rule_set> rules = compile_rules(rules_yaml, stats);
-  const descriptor_node& domain = *rules->find_domain("d");
-
-  match get(std::vector<entry> entries) const { return rules->get_limit(domain, entries); }
-  std::uint32_t limit_of(std::vector<entry> entries) const {
-    auto m = get(std::move(entries));
-    return m.node == nullptr ? 0 : m.node->limit->requests_per_unit;
-  }
+struct fixture : sluice::test::matcher_fixture {
+  fixture() : matcher_fixture(rules_yaml) {}
 };
 
 std::string load_error(const std::string& yaml) {
@@ -78,6 +70,15 @@ TEST_CASE("value_regex: exact, then wildcards, then patterns in file order, then
   // The whole value must match: a pattern found inside it is not enough.
   CHECK(f.limit_of({{"path", "x/api/v2/users/7"}}) == 5);
   CHECK(f.limit_of({{"path", "/api/v2/users/7/x"}}) == 4);
+}
+
+TEST_CASE("value_regex: a pattern applies to its own key only") {
+  fixture f;
+  // "/api/x" matches the path rules' patterns, not any rule of the key "tenant" or "user".
+  CHECK(f.limit_of({{"user", "/api/v3/orders"}}) == 0);
+  CHECK(f.limit_of({{"empty_ok", "/api/v3/orders"}}) == 0);
+  CHECK(f.limit_of({{"user", "t-123"}}) == 0);
+  CHECK(f.limit_of({{"tenant", "ann@example.com"}, {"op", "read"}}) == 0);
 }
 
 TEST_CASE("value_regex: nested levels, stats keys by pattern, detailed_metric and value_to_metric") {
