@@ -135,8 +135,7 @@ void check_same(const config::descriptor_node& a, const config::descriptor_node&
     check(it != b.children.end());
     check_same(*child, *it->second);
   }
-  check(a.regex_children.size() == b.regex_children.size() &&
-        (a.regex_set == nullptr) == (b.regex_set == nullptr));
+  check(a.regex_children.size() == b.regex_children.size() && a.regex_by_key.size() == b.regex_by_key.size());
   for (std::size_t i = 0; i < a.regex_children.size(); ++i)
     check_same(*a.regex_children[i], *b.regex_children[i]);
 }
