@@ -1,6 +1,6 @@
 #pragma once
-// `value_regex` rules (README "Regular expressions on values"): the patterns of one key's value_regex rules at
-// one level, compiled together into one RE2 set, so that a value is tried against all of them in one
+// `value_regex` rules (README "Regular expressions on values"): the patterns of one key's value_regex rules
+// at one level, compiled together into one RE2 set, so that a value is tried against all of them in one
 // linear-time pass however many there are. A pattern must match the whole value.
 
 #include <memory>
