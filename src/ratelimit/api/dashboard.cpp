@@ -46,13 +46,8 @@ struct rule_info {
   std::string domain;
   std::string rule;  // the node's path without the domain: the top lists' "rule"
   const config::rate_limit* limit = nullptr;
+  bool shadow_mode = false;  // the rule's node's
 };
-
-std::string_view path_of(const config::descriptor_node& node, std::string_view domain) {
-  std::string_view path = node.stats_key;
-  if (path.size() > domain.size() && path.starts_with(domain)) path.remove_prefix(domain.size() + 1);
-  return path;
-}
 
 // The busiest descriptor of the rule among the top hits, as a share of the limit.
 std::optional<double> utilisation(const rule_info& info, const stats::top_lists& top) {
@@ -83,12 +78,12 @@ std::vector<float> summed(const std::vector<stats::series_history::rule_series>&
   return out;
 }
 
-json::object limit_json(const config::rate_limit& l) {
+json::object limit_json(const config::rate_limit& l, bool shadow_mode) {
   return {{"requests_per_unit", l.requests_per_unit},
           {"unit", config::unit_name(l.unit)},
           {"window_seconds", l.window_seconds()},
           {"algorithm", config::algorithm_name(l.algorithm)},
-          {"shadow_mode", false},
+          {"shadow_mode", shadow_mode},
           {"unlimited", l.unlimited}};
 }
 
@@ -105,7 +100,6 @@ std::string top_json(const stats::top_lists& top) {
 std::string dashboard_json(const dashboard_inputs& in) {
   // Series keys are the rules' stats keys as the store names them (sanitized).
   std::unordered_map<std::string, rule_info> by_key;
-  std::unordered_map<std::string, bool> shadow;
   std::vector<std::string> domains;
   // Held to the end: by_key points into it.
   const auto rules = in.rules.current();
@@ -115,8 +109,8 @@ std::string dashboard_json(const dashboard_inputs& in) {
           const std::string key =
               l.stats_suffix.empty() ? node.stats_key : core::cat(node.stats_key, ".", l.stats_suffix);
           const auto sanitized = stats::sanitize_stat_name(key);
-          by_key[sanitized] = {std::string(domain), std::string(path_of(node, domain)), &l};
-          shadow[sanitized] = node.shadow_mode;
+          by_key[sanitized] = {std::string(domain), std::string(config::rule_path(node, domain)), &l,
+                               node.shadow_mode};
         });
     for (auto& d : rules->domain_names()) domains.push_back(stats::sanitize_stat_name(d));
     // Longest first: a key belongs to the longest domain it starts with.
@@ -150,9 +144,7 @@ std::string dashboard_json(const dashboard_inputs& in) {
     }
     json::object row{{"domain", info.domain}, {"rule", info.rule}, {"key", s.key}};
     if (info.limit != nullptr) {
-      auto limit = limit_json(*info.limit);
-      limit["shadow_mode"] = shadow[s.key];
-      row["limit"] = std::move(limit);
+      row["limit"] = limit_json(*info.limit, info.shadow_mode);
     } else {
       row["limit"] = nullptr;
     }

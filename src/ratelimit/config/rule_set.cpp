@@ -49,6 +49,13 @@ void rule_set::for_each_limit(
   for (const auto& [name, root] : domains_) visit_limits(name, *root, visit);
 }
 
+std::string_view rule_path(const descriptor_node& node, std::string_view domain) {
+  std::string_view path = node.stats_key;
+  if (path.size() > domain.size() && path.starts_with(domain) && path[domain.size()] == '.')
+    path.remove_prefix(domain.size() + 1);
+  return path;
+}
+
 const descriptor_node* rule_set::find_domain(std::string_view domain) const {
   auto it = domains_.find(domain);
   return it == domains_.end() ? nullptr : it->second.get();

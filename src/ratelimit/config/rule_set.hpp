@@ -157,6 +157,9 @@ class rule_set {
   std::unordered_map<std::string, std::unique_ptr<descriptor_node>, string_hash, std::equal_to<>> domains_;
 };
 
+// A rule's path as the top lists and the dashboard name it: its stats key without "<domain>.".
+std::string_view rule_path(const descriptor_node& node, std::string_view domain);
+
 // upstream's wildcardMatch: `parts` is the pattern split at '*'; '*' matches zero or more characters.
 bool wildcard_match(std::span<const std::string> parts, std::string_view text);
 

@@ -272,11 +272,7 @@ void request_state::record_top(stats::top_recorder& top,
     const bool more = shown.size() < item.entries.size();
     if (more) id.add_more();
     auto describe = [&](std::string& text) {
-      std::string_view rule = "(override)";
-      if (node != nullptr) {
-        rule = node->stats_key;
-        if (rule.size() > domain.size() && rule.starts_with(domain)) rule.remove_prefix(domain.size() + 1);
-      }
+      const std::string_view rule = node != nullptr ? config::rule_path(*node, domain) : "(override)";
       stats::top_text_begin(text, domain, rule);
       for (const auto& e : shown) {
         if (top.hash_values()) {
