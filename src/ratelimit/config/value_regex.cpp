@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "core/strings.hpp"
+#include "ratelimit/config/rule_set.hpp"
+#include "ratelimit/config/yaml_fields.hpp"
 
 namespace sluice::ratelimit::config {
 
@@ -63,6 +65,32 @@ int value_regex_set::first_match(std::string_view value) const {
   matched.clear();
   if (!impl_->set.Match(value, &matched) || matched.empty()) return -1;
   return *std::min_element(matched.begin(), matched.end());
+}
+
+// `value_regex` and `value` exclude each other; the pattern must compile (RE2) and stay under the size bound.
+void check_value_regex(const descriptor_node& node, bool has_value, const std::string& parent_key) {
+  const auto where = core::cat("'", parent_key, ".", node.key, "'");
+  if (has_value)
+    throw config_error{core::cat("descriptor ", where, " has both value and value_regex: give one")};
+  if (node.value_regex.empty()) throw config_error{core::cat("descriptor ", where, ": value_regex is empty")};
+  if (auto problem = value_regex_set::check(node.value_regex); !problem.empty()) {
+    throw config_error{core::cat("descriptor ", where, ": value_regex '", node.value_regex, "': ", problem)};
+  }
+}
+
+// Per key, the level's patterns in file order as one set (once a list is read; again when a merged domain's
+// next file adds more).
+void compile_value_regexes(descriptor_node& parent) {
+  parent.regex_by_key.clear();
+  for (const auto& child : parent.regex_children)
+    parent.regex_by_key[child->key].nodes.push_back(child.get());
+  for (auto& [key, rules] : parent.regex_by_key) {
+    std::vector<std::string> patterns;
+    for (const auto* node : rules.nodes) patterns.push_back(node->value_regex);
+    std::string error;
+    rules.set = value_regex_set::build(patterns, error);
+    if (!rules.set) throw config_error{core::cat("descriptors '", parent.stats_key, ".", key, "': ", error)};
+  }
 }
 
 }  // namespace sluice::ratelimit::config

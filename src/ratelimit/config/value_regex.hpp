@@ -38,4 +38,12 @@ class value_regex_set {
   std::unique_ptr<impl> impl_;
 };
 
+struct descriptor_node;
+
+// For the rule loader; both throw config_error. A value_regex rule: no `value` beside it, a pattern that
+// compiles and stays under the bound.
+void check_value_regex(const descriptor_node& node, bool has_value, const std::string& parent_key);
+// The node's value_regex children indexed per key, each key's patterns in file order as one set.
+void compile_value_regexes(descriptor_node& parent);
+
 }  // namespace sluice::ratelimit::config

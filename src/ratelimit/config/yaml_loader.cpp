@@ -33,8 +33,6 @@ class rule_set_builder {
   void load_descriptors(descriptor_node& parent, const YAML::Node& list, const std::string& domain);
   void load_descriptor(descriptor_node& parent, const YAML::Node& yaml, const std::string& domain);
   rate_limit load_rate_limit(const YAML::Node& yaml);
-  static void check_value_regex(const descriptor_node& node, bool has_value, const std::string& parent_key);
-  static void compile_value_regexes(descriptor_node& parent);
   void warn_misplaced(const YAML::Node& map, std::span<const std::string_view> meaningful,
                       std::string_view where);
 
@@ -360,33 +358,6 @@ void rule_set_builder::load_descriptor(descriptor_node& parent, const YAML::Node
   const descriptor_node* raw = node.get();
   parent.children.emplace(std::move(composite), std::move(node));
   if (raw->is_wildcard()) parent.wildcard_children.push_back(raw);
-}
-
-// `value_regex` and `value` exclude each other; the pattern must compile (RE2) and stay under the size bound.
-void rule_set_builder::check_value_regex(const descriptor_node& node, bool has_value,
-                                         const std::string& parent_key) {
-  const auto where = core::cat("'", parent_key, ".", node.key, "'");
-  if (has_value)
-    throw config_error{core::cat("descriptor ", where, " has both value and value_regex: give one")};
-  if (node.value_regex.empty()) throw config_error{core::cat("descriptor ", where, ": value_regex is empty")};
-  if (auto problem = value_regex_set::check(node.value_regex); !problem.empty()) {
-    throw config_error{core::cat("descriptor ", where, ": value_regex '", node.value_regex, "': ", problem)};
-  }
-}
-
-// Per key, the level's patterns in file order as one set (once a list is read; again when a merged domain's
-// next file adds more).
-void rule_set_builder::compile_value_regexes(descriptor_node& parent) {
-  parent.regex_by_key.clear();
-  for (const auto& child : parent.regex_children)
-    parent.regex_by_key[child->key].nodes.push_back(child.get());
-  for (auto& [key, rules] : parent.regex_by_key) {
-    std::vector<std::string> patterns;
-    for (const auto* node : rules.nodes) patterns.push_back(node->value_regex);
-    std::string error;
-    rules.set = value_regex_set::build(patterns, error);
-    if (!rules.set) throw config_error{core::cat("descriptors '", parent.stats_key, ".", key, "': ", error)};
-  }
 }
 
 rate_limit rule_set_builder::load_rate_limit(const YAML::Node& yaml) {
