@@ -150,7 +150,7 @@ void limit_connections(process_settings& proc, core::health& health) {
 // Once the workers run: the listeners accept, the quota services plan, the watches and exporters start.
 void start_serving(std::vector<worker_apis>& apis, core::worker_pool& workers,
                    ratelimit::rlqs::demand_exchange& demand, net::grpc::server& grpc, tracing_holder& tracing,
-                   shared_apis& shared, ratelimit::service::rules_source& rules, bool from_xds,
+                   shared_apis& shared, ratelimit::service::rules_source& rules, bool watch_files,
                    asio::io_context& control) {
   for (auto& w : apis) w.http->start();
   start_quota(workers, apis);
@@ -158,7 +158,7 @@ void start_serving(std::vector<worker_apis>& apis, core::worker_pool& workers,
   grpc.start(control.get_executor());
   tracing.start(control);
   shared.watch(control.get_executor());
-  if (!from_xds) rules.watch(control.get_executor());
+  if (watch_files) rules.watch(control.get_executor());
 }
 
 // What the start-up made before the services: the settings, the control loop, the workers, stats and health.
@@ -245,10 +245,10 @@ int serve(process_parts& p) {
   s.rules = std::make_unique<ratelimit::service::rules_source>(p.rl.rules, publish_to(p.workers, s.apis),
                                                                p.stats, p.health);
   s.xds = start_xds(p.rl, p.control, *s.rules);
-  if (!load_first_rules(*s.rules, p.rl, s.xds.get(), p.control, p.stop_signals)) {
+  if (auto exit_code = load_first_rules(*s.rules, p.rl, s.xds.get(), p.control, p.stop_signals)) {
     if (s.xds) s.xds->stop();
     s.backend.stop();
-    return s.xds ? 0 : 1;
+    return *exit_code;
   }
   auto http_endpoint = listen_http(s.apis, p.workers, p.proc);
   p.shared.log_started();
@@ -269,7 +269,7 @@ int serve(process_parts& p) {
       if (std::uncaught_exceptions() > 0) workers.stop();
     }
   } guard{p.workers};
-  start_serving(s.apis, p.workers, *s.demand, *s.grpc, p.tracing, p.shared, *s.rules, s.xds != nullptr,
+  start_serving(s.apis, p.workers, *s.demand, *s.grpc, p.tracing, p.shared, *s.rules, p.rl.rules.from_files,
                 p.control);
   return run_until_stopped(p, s, listeners, exit_code, shutdown);
 }

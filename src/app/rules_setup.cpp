@@ -12,15 +12,10 @@ namespace asio = boost::asio;
 
 namespace {
 
-// The first load of the rules; false when Sluice must not start without them.
-bool load_initial_rules(ratelimit::service::rules_source& rules, const ratelimit::module_settings& rl) {
-  core::log_info("Waiting for initial ratelimit config update event");
+// The first load of the rule files; false when Sluice must not start without them.
+bool load_initial_files(ratelimit::service::rules_source& rules, const ratelimit::module_settings& rl) {
   auto error = rules.load();
-  if (!error) {
-    core::log_info("Successfully loaded the initial ratelimit configs");
-    return true;
-  }
-  if (rl.force_start_without_initial_config) return true;
+  if (!error || rl.force_start_without_initial_config) return true;
   core::log_error(
       "cannot start without rate limit rules (set FORCE_START_WITHOUT_INITIAL_CONFIG=true to start anyway): ",
       *error);
@@ -32,21 +27,16 @@ bool load_initial_rules(ratelimit::service::rules_source& rules, const ratelimit
 bool wait_for_xds_rules(asio::io_context& control, const ratelimit::service::rules_source& rules,
                         const ratelimit::module_settings& rl, const sigset_t& stop_signals) {
   if (rl.force_start_without_initial_config) return true;
-  core::log_info("Waiting for initial ratelimit config update event");
   asio::signal_set signals(control, SIGTERM, SIGINT);
   bool interrupted = false;
   signals.async_wait([&](const boost::system::error_code& ec, int) { interrupted = !ec; });
   pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);
-  while (!interrupted && !rules.current()) control.run_one();
+  while (!interrupted && !rules.loaded(ratelimit::service::rule_origin::xds)) control.run_one();
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signals.cancel();
   control.poll();  // the cancelled wait's handler, which refers to this frame
-  if (interrupted) {
-    core::log_warn("Stopped while waiting for the first rules from the xDS Management Server");
-    return false;
-  }
-  core::log_info("Successfully loaded the initial ratelimit configs");
-  return true;
+  if (interrupted) core::log_warn("Stopped while waiting for the first rules from the xDS Management Server");
+  return !interrupted;
 }
 
 }  // namespace
@@ -60,16 +50,23 @@ std::unique_ptr<ratelimit::xds::client> start_xds(const ratelimit::module_settin
       *rl.xds, control.get_executor(),
       ratelimit::xds::rules_target{
           [&rules](std::vector<ratelimit::config::config_file> files) {
-            return rules.apply(files, "xDS resources");
+            return rules.apply_xds(std::move(files));
           },
-          [&rules](const std::string& error) { rules.refuse(error, "xDS resources"); }});
+          [&rules](const std::string& error) { rules.refuse(error, ratelimit::service::rule_origin::xds); }});
   client->start();
   return client;
 }
 
-bool load_first_rules(ratelimit::service::rules_source& rules, const ratelimit::module_settings& rl,
-                      ratelimit::xds::client* xds, asio::io_context& control, const sigset_t& stop_signals) {
-  return xds ? wait_for_xds_rules(control, rules, rl, stop_signals) : load_initial_rules(rules, rl);
+std::optional<int> load_first_rules(ratelimit::service::rules_source& rules,
+                                    const ratelimit::module_settings& rl, ratelimit::xds::client* xds,
+                                    asio::io_context& control, const sigset_t& stop_signals) {
+  using ratelimit::service::rule_origin;
+  core::log_info("Waiting for initial ratelimit config update event");
+  if (rl.rules.from_files && !load_initial_files(rules, rl)) return 1;
+  if (xds && !wait_for_xds_rules(control, rules, rl, stop_signals)) return 0;
+  if ((!rl.rules.from_files || rules.loaded(rule_origin::files)) && (!xds || rules.loaded(rule_origin::xds)))
+    core::log_info("Successfully loaded the initial ratelimit configs");
+  return std::nullopt;
 }
 
 }  // namespace sluice

@@ -1,11 +1,13 @@
 #pragma once
-// Part of the composition root (with main.cpp): where the rules come from at start-up — the rule files, or
-// the xDS client (CONFIG_TYPE=GRPC_XDS_SOTW) — and the first load Sluice waits for before opening its ports.
+// Part of the composition root (with main.cpp): where the rules come from at start-up — the rule files, the
+// xDS client (CONFIG_TYPE=GRPC_XDS_SOTW), or both — and the first loads Sluice waits for before opening its
+// ports.
 
 #include <signal.h>
 
 #include <boost/asio/io_context.hpp>
 #include <memory>
+#include <optional>
 
 #include "ratelimit/service/rules_source.hpp"
 #include "ratelimit/settings.hpp"
@@ -13,17 +15,17 @@
 
 namespace sluice {
 
-// CONFIG_TYPE=GRPC_XDS_SOTW: the client that streams the rules into `rules`, started. Null with rule files.
+// CONFIG_TYPE lists GRPC_XDS_SOTW: the client that streams its rules into `rules`, started. Null otherwise.
 std::unique_ptr<ratelimit::xds::client> start_xds(const ratelimit::module_settings& rl,
                                                   boost::asio::io_context& control,
                                                   ratelimit::service::rules_source& rules);
 
-// The first rules: the files loaded, or (with `xds`) the first xDS response whose rules load, waited for
-// while the control loop runs (SIGTERM or SIGINT, blocked in `stop_signals` otherwise, end the wait). false
-// when Sluice must not start: the files did not load (and FORCE_START_WITHOUT_INITIAL_CONFIG is off), or a
-// signal came first.
-bool load_first_rules(ratelimit::service::rules_source& rules, const ratelimit::module_settings& rl,
-                      ratelimit::xds::client* xds, boost::asio::io_context& control,
-                      const sigset_t& stop_signals);
+// The first rules of each source CONFIG_TYPE lists: the files loaded, then (with `xds`) the first xDS
+// response whose rules load, waited for while the control loop runs (SIGTERM or SIGINT, blocked in
+// `stop_signals` otherwise, end the wait). -> the exit code when Sluice must not start: 1 when the files did
+// not load (and FORCE_START_WITHOUT_INITIAL_CONFIG is off), 0 when a signal came first.
+std::optional<int> load_first_rules(ratelimit::service::rules_source& rules,
+                                    const ratelimit::module_settings& rl, ratelimit::xds::client* xds,
+                                    boost::asio::io_context& control, const sigset_t& stop_signals);
 
 }  // namespace sluice

@@ -282,12 +282,34 @@ memcache_settings read_memcache(const core::env_reader& env) {
   return m;
 }
 
+// CONFIG_TYPE: FILE, GRPC_XDS_SOTW, or both, comma-separated (the rules of both are served together).
+void read_rule_sources(const core::env_reader& env, module_settings& s) {
+  const std::string value = env.get_string("CONFIG_TYPE", "FILE");
+  bool files = false;
+  bool xds = false;
+  for (auto part : core::split(value, ',')) {
+    const auto name = core::trim_space(part);
+    bool* listed = name == "FILE" ? &files : name == "GRPC_XDS_SOTW" ? &xds : nullptr;
+    if (!listed) {
+      throw core::settings_error(
+          core::cat("invalid value '", value, "' for CONFIG_TYPE: expected one of FILE, GRPC_XDS_SOTW",
+                    value.find(',') == std::string::npos ? "" : " or both, comma-separated"));
+    }
+    if (*listed)
+      throw core::settings_error(
+          core::cat("invalid value '", value, "' for CONFIG_TYPE: ", name, " is listed twice"));
+    *listed = true;
+  }
+  s.rules.from_files = files;
+  s.rules.from_xds = xds;
+  if (xds) s.xds = read_xds_settings(env);
+}
+
 }  // namespace
 
 module_settings read_module_settings(const core::env_reader& env) {
   module_settings s;
-  auto config_type = env.get_choice("CONFIG_TYPE", "FILE", {"FILE", "GRPC_XDS_SOTW"}, false);
-  if (config_type == "GRPC_XDS_SOTW") s.xds = read_xds_settings(env);
+  read_rule_sources(env, s);
   s.backend_type = env.get_choice("BACKEND_TYPE", "redis", {"redis", "memcache", "memory"}, false);
   s.force_start_without_initial_config = env.get_bool("FORCE_START_WITHOUT_INITIAL_CONFIG", false);
   s.memory_max_counters = env.get_uint("MEMORY_MAX_COUNTERS", s.memory_max_counters, 1024, 1'000'000'000);

@@ -197,4 +197,17 @@ std::vector<std::string> rule_set::domain_names() const {
   return names;
 }
 
+std::span<const std::string> rule_set::domain_sources(std::string_view domain) const {
+  auto it = domain_sources_.find(domain);
+  if (it == domain_sources_.end()) return {};
+  return it->second;
+}
+
+std::string rule_set::dump_sources() const {
+  std::string out;
+  for (const auto& [domain, sources] : domain_sources_)
+    core::append_to(out, "domain=", domain, " source=", core::join(sources, ","), "\n");
+  return out;
+}
+
 }  // namespace sluice::ratelimit::config

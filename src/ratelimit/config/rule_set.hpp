@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -148,6 +149,10 @@ class rule_set {
   std::string dump() const;
   std::size_t domain_count() const { return domains_.size(); }
   std::vector<std::string> domain_names() const;
+  // Where a domain's files came from, in load order ("FILE", "GRPC_XDS_SOTW"); empty when the files did not
+  // say. /rlconfig's "domain=<name> source=<sources>" lines, sorted by domain.
+  std::span<const std::string> domain_sources(std::string_view domain) const;
+  std::string dump_sources() const;
   // Every configured limit (unlimited ones too) with its node, for the dashboard; in no particular order.
   void for_each_limit(const std::function<void(std::string_view domain, const descriptor_node&,
                                                const rate_limit&)>& visit) const;
@@ -155,6 +160,7 @@ class rule_set {
  private:
   friend class rule_set_builder;
   std::unordered_map<std::string, std::unique_ptr<descriptor_node>, string_hash, std::equal_to<>> domains_;
+  std::map<std::string, std::vector<std::string>, std::less<>> domain_sources_;
 };
 
 // A rule's path as the top lists and the dashboard name it: its stats key without "<domain>.".

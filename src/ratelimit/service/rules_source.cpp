@@ -20,41 +20,67 @@ rules_source::rules_source(rules_source_settings settings, publish_fn publish, s
     health_component_ = health_.add_component("config", false);
 }
 
+std::string_view origin_name(rule_origin origin) {
+  return origin == rule_origin::files ? "FILE" : "GRPC_XDS_SOTW";
+}
+
+namespace {
+
+// How the log and the dashboard's reloads name a source's sets of rules.
+std::string_view what(rule_origin origin) {
+  return origin == rule_origin::files ? "files" : "xDS resources";
+}
+
+}  // namespace
+
 std::optional<std::string> rules_source::load() {
   const auto& layout = settings_.layout;
   auto files =
       config::read_rule_files(layout.rules_directory(), layout.name_prefix(), layout.ignore_dotfiles);
   if (!files.error.empty()) {
-    refuse(files.error, "files");
+    refuse(files.error, rule_origin::files);
     return files.error;
   }
-  return apply(files.files, "files");
+  return offer(rule_origin::files, std::move(files.files));
 }
 
-std::optional<std::string> rules_source::apply(std::span<const config::config_file> files,
-                                               std::string_view what) {
-  auto loaded = config::load_rules(files, settings_.merge_domain_config, stats_);
+std::optional<std::string> rules_source::apply_xds(std::vector<config::config_file> files) {
+  return offer(rule_origin::xds, std::move(files));
+}
+
+std::optional<std::string> rules_source::offer(rule_origin from, std::vector<config::config_file> files) {
+  // With one source the files carry no source: messages and /rlconfig stay upstream's.
+  if (source_count() > 1)
+    for (auto& f : files) f.source = origin_name(from);
+  std::vector<config::config_file> all;
+  for (auto origin : {rule_origin::files, rule_origin::xds}) {
+    const auto& source = origin == from ? files : state(origin).in_force;
+    all.insert(all.end(), source.begin(), source.end());
+  }
+  auto loaded = config::load_rules(all, settings_.merge_domain_config, stats_);
   if (!loaded.error.empty()) {
-    refuse(loaded.error, what);
+    refuse(loaded.error, from);
     return loaded.error;
   }
   for (const auto& w : loaded.warnings) core::log_warn(w);
   for (const auto& d : loaded.rules->domain_names()) core::log_info("loaded domain: ", d);
+  const std::size_t count = files.size();
+  state(from) = {std::move(files), true};
   std::size_t domains = loaded.rules->domain_count();
   current_.store(loaded.rules);
   publish_(std::move(loaded.rules));
   load_success_.inc();
-  core::log_info("Successfully loaded new configuration (", files.size(), " ", what, ", ", domains,
+  core::log_info("Successfully loaded new configuration (", count, " ", what(from), ", ", domains,
                  " domains)");
   if (health_component_) health_.set(*health_component_, domains > 0);
-  remember({std::chrono::system_clock::now(), true, std::string(what), domains, {}});
+  remember({std::chrono::system_clock::now(), true, std::string(what(from)), domains, {}});
   return std::nullopt;
 }
 
-void rules_source::refuse(const std::string& error, std::string_view what) {
+void rules_source::refuse(const std::string& error, rule_origin from) {
   load_error_.inc();
   core::log_error("Error loading new configuration: ", error);
-  remember({std::chrono::system_clock::now(), false, std::string(what), 0, error});
+  remember({std::chrono::system_clock::now(), false, std::string(what(from)), 0, error});
 }
 
 void rules_source::remember(reload_record r) {

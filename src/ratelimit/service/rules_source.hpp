@@ -1,11 +1,15 @@
 #pragma once
-// Feeds the services their rules from the rule directory: the first load at start-up, then a hot reload after
-// each burst of file changes (core::file_watch); or, with CONFIG_TYPE=GRPC_XDS_SOTW, from each xDS response
-// (apply). Each new snapshot is handed to `publish`, which gives it to
-// every worker's service (by a post to the worker). A reload is all-or-nothing: a bad file keeps the last
-// good rules and is logged with its name. Counts ratelimit.service.config_load_success / config_load_error
-// and drives the optional "config loaded" health component.
+// Feeds the services their rules from their sources (CONFIG_TYPE): the rule directory (the first load at
+// start-up, then a hot reload after each burst of file changes, core::file_watch) and an xDS server (each
+// response, apply_xds), or both at once. Each source's last accepted files are kept; a change of one source
+// is loaded together with the others' (files first, then xDS resources, so merged domains always read alike)
+// and the new snapshot handed to `publish`, which gives it to every worker's service (by a post to the
+// worker). A load is all-or-nothing: a bad file, or a domain another source gives already (without
+// MERGE_DOMAIN_CONFIG), keeps the rules in force and is logged with its name. Counts
+// ratelimit.service.config_load_success / config_load_error and drives the optional "config loaded" health
+// component. Runs on the control thread.
 
+#include <array>
 #include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <chrono>
@@ -30,6 +34,8 @@ namespace sluice::ratelimit::service {
 
 struct rules_source_settings {
   config::directory_layout layout;
+  bool from_files = true;                                // CONFIG_TYPE lists FILE
+  bool from_xds = false;                                 // CONFIG_TYPE lists GRPC_XDS_SOTW
   bool merge_domain_config = false;                      // MERGE_DOMAIN_CONFIG
   bool healthy_with_at_least_one_config_loaded = false;  // HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED
   std::chrono::milliseconds debounce{100};
@@ -44,6 +50,10 @@ struct reload_record {
   std::string error;  // when not ok
 };
 
+// A source of rules, named as CONFIG_TYPE names it.
+enum class rule_origin { files, xds };
+std::string_view origin_name(rule_origin origin);
+
 class rules_source {
  public:
   static constexpr std::size_t reloads_kept = 10;
@@ -52,13 +62,17 @@ class rules_source {
 
   rules_source(rules_source_settings settings, publish_fn publish, stats::store& stats, core::health& health);
 
-  // Reads and compiles every rule file; on success the service gets the new snapshot. Returns the error, if
-  // any.
+  // Reads the rule files and loads them with the other sources' rules; on success the service gets the new
+  // snapshot. Returns the error, if any.
   std::optional<std::string> load();
-  // The same for rules from elsewhere (xDS resources as files; `what` names them in the log).
-  std::optional<std::string> apply(std::span<const config::config_file> files, std::string_view what);
-  // A set of rules that could not even be read: counted and logged as a failed load; the rules stay.
-  void refuse(const std::string& error, std::string_view what);
+  // The same for an xDS response's resources (as files): the error is the NACK's.
+  std::optional<std::string> apply_xds(std::vector<config::config_file> files);
+  // A source's rules that could not even be read: counted and logged as a failed load; the rules stay.
+  void refuse(const std::string& error, rule_origin from);
+  // Whether a source has had a load accepted.
+  bool loaded(rule_origin from) const { return state(from).loaded; }
+  // How many sources CONFIG_TYPE lists.
+  std::size_t source_count() const { return settings_.from_files + settings_.from_xds; }
   // The snapshot published last (null before the first good load): for the debug page. Thread-safe.
   std::shared_ptr<const config::rule_set> current() const { return current_.load(); }
   // The last loads, newest first (at most reloads_kept). Thread-safe.
@@ -80,6 +94,15 @@ class rules_source {
   mutable std::mutex reloads_mutex_;
   std::deque<reload_record> reloads_;
   void remember(reload_record r);
+
+  struct origin_state {
+    std::vector<config::config_file> in_force;  // the files of its last accepted load
+    bool loaded = false;
+  };
+  std::array<origin_state, 2> origins_;
+  origin_state& state(rule_origin from) { return origins_[static_cast<std::size_t>(from)]; }
+  const origin_state& state(rule_origin from) const { return origins_[static_cast<std::size_t>(from)]; }
+  std::optional<std::string> offer(rule_origin from, std::vector<config::config_file> files);
 };
 
 }  // namespace sluice::ratelimit::service

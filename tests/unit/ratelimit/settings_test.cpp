@@ -228,6 +228,40 @@ TEST_CASE("rate limit settings: memcache") {
   CHECK(s.memcache.tls.skip_hostname_verification);
 }
 
+TEST_CASE("rate limit settings: CONFIG_TYPE lists one source or both") {
+  auto read = [](std::string value) {
+    return ratelimit::read_module_settings(
+        core::env_reader(std::map<std::string, std::string>{{"CONFIG_TYPE", std::move(value)}}));
+  };
+  auto s = ratelimit::read_module_settings(core::env_reader(std::map<std::string, std::string>{}));
+  CHECK(s.rules.from_files);
+  CHECK_FALSE(s.rules.from_xds);
+  s = read("GRPC_XDS_SOTW");
+  CHECK_FALSE(s.rules.from_files);
+  CHECK(s.rules.from_xds);
+  for (auto both : {"FILE,GRPC_XDS_SOTW", "GRPC_XDS_SOTW,FILE", "FILE, GRPC_XDS_SOTW"}) {
+    s = read(both);
+    CHECK(s.rules.from_files);
+    CHECK(s.rules.from_xds);
+    CHECK(s.xds);
+  }
+  CHECK_THROWS_WITH_AS(
+      read("FILE,XDS"),
+      "invalid value 'FILE,XDS' for CONFIG_TYPE: expected one of FILE, GRPC_XDS_SOTW or both, "
+      "comma-separated",
+      core::settings_error);
+  CHECK_THROWS_WITH_AS(read("FILE,"),
+                       "invalid value 'FILE,' for CONFIG_TYPE: expected one of FILE, GRPC_XDS_SOTW or both, "
+                       "comma-separated",
+                       core::settings_error);
+  CHECK(read("").rules.from_files);  // empty: unset, as every setting
+  CHECK_THROWS_WITH_AS(read("FILE,FILE"), "invalid value 'FILE,FILE' for CONFIG_TYPE: FILE is listed twice",
+                       core::settings_error);
+  CHECK_THROWS_WITH_AS(read("file"),
+                       "invalid value 'file' for CONFIG_TYPE: expected one of FILE, GRPC_XDS_SOTW",
+                       core::settings_error);
+}
+
 TEST_CASE("rate limit settings: CONFIG_TYPE=GRPC_XDS_SOTW") {
   using env_map = std::map<std::string, std::string>;
   auto read = [](env_map values) {

@@ -51,8 +51,8 @@ TEST_CASE("dashboard_json: series by rule with limits and utilisation, totals, t
   health.add_component("redis", false);
   ratelimit::service::rules_source source(
       {}, [](auto) {}, store, health);
-  REQUIRE_FALSE(source.apply(std::vector<ratelimit::config::config_file>{{"shop.yaml", rules}}, "files"));
-  CHECK(source.apply(std::vector<ratelimit::config::config_file>{{"bad.yaml", "domain: [x"}}, "files"));
+  REQUIRE_FALSE(source.apply_xds({{"shop.yaml", rules}}));
+  CHECK(source.apply_xds({{"bad.yaml", "domain: [x"}}));
   stats::series_history history(store, {std::string(ratelimit::api::dashboard_totals::grpc_requests)},
                                 std::string(ratelimit::api::dashboard_totals::latency_timer), 10);
   auto& detailed = store.get_counter("ratelimit.service.rate_limit.shop.ip_10_0_0_1.total_hits");
@@ -110,7 +110,7 @@ TEST_CASE("dashboard_json: series by rule with limits and utilisation, totals, t
   const auto& reloads = out.at("reloads").as_array();
   REQUIRE(reloads.size() == 2);
   CHECK(reloads[0].at("ok") == false);  // newest first
-  CHECK(reloads[0].at("source") == "files");
+  CHECK(reloads[0].at("source") == "xDS resources");
   CHECK(reloads[0].at("error").as_string().starts_with("bad.yaml: "));
   CHECK(reloads[1].at("ok") == true);
   CHECK(reloads[1].at("domains") == 1);

@@ -1,0 +1,194 @@
+// Rules from the rule directory and an xDS server at once (CONFIG_TYPE=FILE,GRPC_XDS_SOTW): the union served,
+// each source's last good rules kept while the other changes or fails, a domain two sources give refused
+// naming both (or merged with MERGE_DOMAIN_CONFIG), /rlconfig's sources, and health over the union.
+
+#include "ratelimit/service/rules_source.hpp"
+
+#include <doctest/doctest.h>
+
+#include "../temp_dir.hpp"
+
+namespace sluice {
+namespace {
+
+using ratelimit::config::config_file;
+using ratelimit::service::rule_origin;
+
+std::string rule(const std::string& domain, const std::string& key, int requests = 1) {
+  return "domain: " + domain + "\ndescriptors:\n  - key: " + key +
+         "\n    rate_limit: {unit: minute, requests_per_unit: " + std::to_string(requests) + "}\n";
+}
+
+struct sources {
+  testing::temp_dir dir{"sluice-sources"};
+  stats::store store;
+  core::health health;
+  std::shared_ptr<const ratelimit::config::rule_set> published;
+  int publishes = 0;
+  ratelimit::service::rules_source source;
+
+  explicit sources(bool files = true, bool xds = true, bool merge = false, bool health_gate = false)
+      : source(
+            settings(files, xds, merge, health_gate),
+            [this](auto rules) {
+              published = std::move(rules);
+              ++publishes;
+            },
+            store, health) {}
+
+  ratelimit::service::rules_source_settings settings(bool files, bool xds, bool merge, bool health_gate) {
+    ratelimit::service::rules_source_settings s;
+    s.layout.root = dir.path.string();
+    s.layout.app_directory.clear();  // the files right in the directory
+    s.layout.watch_root = false;
+    s.from_files = files;
+    s.from_xds = xds;
+    s.merge_domain_config = merge;
+    s.healthy_with_at_least_one_config_loaded = health_gate;
+    return s;
+  }
+  void write(const std::string& name, const std::string& text) { dir.write(name, text); }
+  std::string dump() const { return source.current() ? source.current()->dump() : ""; }
+  std::string domains() const {
+    std::string out;
+    if (source.current())
+      for (const auto& d : source.current()->domain_names()) out += d + " ";
+    return out;
+  }
+  double counter(const std::string& name) { return store.get_counter(name).value(); }
+};
+
+TEST_CASE("rule sources: the domains of the files and of xDS are served together") {
+  sources s;
+  s.write("a.yaml", rule("web", "ip"));
+  CHECK_FALSE(s.source.load());
+  CHECK(s.source.loaded(rule_origin::files));
+  CHECK_FALSE(s.source.loaded(rule_origin::xds));
+  CHECK(s.domains() == "web ");
+  CHECK_FALSE(s.source.apply_xds({{"mesh", rule("mesh", "user", 5)}}));
+  CHECK(s.source.loaded(rule_origin::xds));
+  CHECK(s.domains() == "mesh web ");
+  CHECK(s.published == s.source.current());
+  CHECK(s.source.current()->dump_sources() == "domain=mesh source=GRPC_XDS_SOTW\ndomain=web source=FILE\n");
+  CHECK(s.source.current()->domain_sources("web").size() == 1);
+
+  // Each source reloads on its own: the other's rules stay as they were.
+  s.write("a.yaml", rule("web", "ip", 7));
+  CHECK_FALSE(s.source.load());
+  CHECK(s.dump().find("web.ip: unit=MINUTE requests_per_unit=7") != std::string::npos);
+  CHECK(s.dump().find("mesh.user: unit=MINUTE requests_per_unit=5") != std::string::npos);
+  CHECK_FALSE(s.source.apply_xds({}));  // xDS now gives nothing: the files' domains alone
+  CHECK(s.domains() == "web ");
+  CHECK(s.counter("ratelimit.service.config_load_success") == 4);
+  CHECK(s.counter("ratelimit.service.config_load_error") == 0);
+}
+
+TEST_CASE("rule sources: a domain given by both is refused, naming both, and the rules in force stay") {
+  sources s;
+  s.write("a.yaml", rule("web", "ip"));
+  REQUIRE_FALSE(s.source.load());
+  REQUIRE_FALSE(s.source.apply_xds({{"mesh", rule("mesh", "user")}}));
+  const auto before = s.source.current();
+  const int publishes = s.publishes;
+
+  // An xDS update that brings a domain of the files: the NACK's message.
+  auto error = s.source.apply_xds({{"mesh", rule("mesh", "user")}, {"takeover", rule("web", "path")}});
+  REQUIRE(error);
+  CHECK(
+      *error ==
+      "domain 'web' is given by both FILE ('a.yaml') and GRPC_XDS_SOTW ('takeover'): a domain comes from one "
+      "source unless MERGE_DOMAIN_CONFIG=true");
+  CHECK(s.source.current() == before);
+  CHECK(s.publishes == publishes);
+
+  // A file change that brings a domain of xDS: refused like a bad reload.
+  s.write("b.yaml", rule("mesh", "path"));
+  error = s.source.load();
+  REQUIRE(error);
+  CHECK(*error ==
+        "domain 'mesh' is given by both FILE ('b.yaml') and GRPC_XDS_SOTW ('mesh'): a domain comes from one "
+        "source unless MERGE_DOMAIN_CONFIG=true");
+  CHECK(s.source.current() == before);
+  CHECK(s.counter("ratelimit.service.config_load_error") == 2);
+  auto reloads = s.source.recent_reloads();
+  REQUIRE(reloads.size() == 4);
+  CHECK(reloads[0].source == "files");
+  CHECK_FALSE(reloads[0].ok);
+  CHECK(reloads[1].source == "xDS resources");
+  CHECK_FALSE(reloads[1].ok);
+
+  // xDS updates go on with the files in force (not the refused b.yaml).
+  CHECK_FALSE(s.source.apply_xds({{"mesh", rule("mesh", "user", 9)}}));
+  CHECK(s.domains() == "mesh web ");
+  CHECK(s.dump().find("mesh.path") == std::string::npos);
+  // Within one source the message is upstream's.
+  std::filesystem::remove(s.dir.path / "b.yaml");
+  s.write("c.yaml", rule("web", "other"));
+  CHECK(*s.source.load() == "c.yaml: duplicate domain 'web' in config file");
+}
+
+TEST_CASE("rule sources: each source failing alone keeps its last good rules and lets the other change") {
+  sources s;
+  s.write("a.yaml", rule("web", "ip"));
+  REQUIRE_FALSE(s.source.load());
+  REQUIRE_FALSE(s.source.apply_xds({{"mesh", rule("mesh", "user")}}));
+
+  s.write("a.yaml", "domain: [broken");
+  REQUIRE(s.source.load());
+  CHECK_FALSE(s.source.apply_xds({{"mesh", rule("mesh", "user")}, {"more", rule("more", "k")}}));
+  CHECK(s.domains() == "mesh more web ");  // web: the files in force before the broken edit
+
+  s.source.refuse("resource 0 is not a valid RateLimitConfig message", rule_origin::xds);
+  REQUIRE(s.source.apply_xds(
+      {{"bad", "domain: mesh\ndescriptors:\n  - key: k\n    rate_limit: {unit: fortnight}\n"}}));
+  s.write("a.yaml", rule("web", "ip", 3));
+  CHECK_FALSE(s.source.load());
+  CHECK(s.domains() == "mesh more web ");  // mesh, more: the xDS rules in force
+  CHECK(s.dump().find("web.ip: unit=MINUTE requests_per_unit=3") != std::string::npos);
+  CHECK(s.counter("ratelimit.service.config_load_error") == 3);
+}
+
+TEST_CASE("rule sources: MERGE_DOMAIN_CONFIG merges a domain both give, files first whichever changed") {
+  sources s(true, true, true);
+  REQUIRE_FALSE(s.source.apply_xds({{"mesh", rule("shared", "user", 5)}}));
+  s.write("a.yaml", rule("shared", "ip", 2));
+  REQUIRE_FALSE(s.source.load());
+  CHECK(s.dump() ==
+        "shared.ip: unit=MINUTE requests_per_unit=2, shadow_mode: false, quota_mode: false\n"
+        "shared.user: unit=MINUTE requests_per_unit=5, shadow_mode: false, quota_mode: false\n");
+  CHECK(s.source.current()->dump_sources() == "domain=shared source=FILE,GRPC_XDS_SOTW\n");
+  // A rule both give under one key is refused as between two files.
+  auto error = s.source.apply_xds({{"mesh", rule("shared", "ip", 9)}});
+  REQUIRE(error);
+  CHECK(error->starts_with("mesh: "));
+}
+
+TEST_CASE("rule sources: one source alone keeps upstream's messages and no source labels") {
+  sources s(false, true);
+  CHECK(s.source.source_count() == 1);
+  auto error = s.source.apply_xds({{"one", rule("mesh", "a")}, {"two", rule("mesh", "b")}});
+  REQUIRE(error);
+  CHECK(*error == "two: duplicate domain 'mesh' in config file");
+  REQUIRE_FALSE(s.source.apply_xds({{"one", rule("mesh", "a")}}));
+  CHECK(s.source.current()->dump_sources().empty());
+  CHECK(s.source.current()->domain_sources("mesh").empty());
+}
+
+TEST_CASE("rule sources: HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED looks at the union") {
+  sources s(true, true, false, true);
+  CHECK_FALSE(s.health.healthy());
+  REQUIRE_FALSE(s.source.apply_xds({}));  // xDS with no domains, no files yet
+  CHECK_FALSE(s.health.healthy());
+  s.write("a.yaml", rule("web", "ip"));
+  REQUIRE_FALSE(s.source.load());
+  CHECK(s.health.healthy());
+  REQUIRE_FALSE(s.source.apply_xds({{"mesh", rule("mesh", "user")}}));
+  std::filesystem::remove(s.dir.path / "a.yaml");
+  REQUIRE_FALSE(s.source.load());
+  CHECK(s.health.healthy());  // mesh still
+  REQUIRE_FALSE(s.source.apply_xds({}));
+  CHECK_FALSE(s.health.healthy());
+}
+
+}  // namespace
+}  // namespace sluice
