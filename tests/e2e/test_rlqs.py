@@ -37,6 +37,9 @@ descriptors:
       - key: path
         value: /api
         rate_limit: {unit: second, requests_per_unit: 50}
+  - key: region
+    value_regex: "eu-[a-z]+-[0-9]"
+    rate_limit: {unit: minute, requests_per_unit: 0}
 """
 BUDGET = 100.0  # tenant: 6000 per minute
 TENANT = {'tenant': 'acme'}
@@ -107,7 +110,10 @@ class Memory(unittest.TestCase):
         cases = [({'free': 'x'}, 'ALLOW_ALL'), ({'blocked': 'x'}, 'DENY_ALL'), ({'watched': 'x'}, 'ALLOW_ALL'),
                  ({'nobody': 'x'}, 'ALLOW_ALL'), ({'tenant': 'acme'}, 'token_bucket'),
                  # pairs sorted by key (app, then path): the nested rule, whatever the order the map is written in
-                 ({'path': '/api', 'app': 'shop'}, 'token_bucket'), ({'app': 'shop', 'path': '/other'}, 'ALLOW_ALL')]
+                 ({'path': '/api', 'app': 'shop'}, 'token_bucket'), ({'app': 'shop', 'path': '/other'}, 'ALLOW_ALL'),
+                 # a value_regex rule (issue 32): the whole value must match
+                 ({'region': 'eu-west-1'}, 'DENY_ALL'), ({'region': 'eu-west-1x'}, 'ALLOW_ALL'),
+                 ({'region': 'us-east-1'}, 'ALLOW_ALL')]
         for bucket, _ in cases:
             p.request(bucket)
         for bucket, want in cases:
