@@ -13,6 +13,7 @@
 #include "core/log.hpp"
 #include "core/strings.hpp"
 #include "ratelimit/config/limit_options.hpp"
+#include "ratelimit/config/yaml_bounds.hpp"
 #include "ratelimit/config/yaml_fields.hpp"
 #include "ratelimit/config/yaml_metadata.hpp"
 #include "ratelimit/config/yaml_scalar.hpp"
@@ -80,100 +81,6 @@ constexpr std::array<std::string_view, 14> descriptor_keys{
 constexpr std::array<std::string_view, 8> rate_limit_keys{
     "unit", "requests_per_unit", "unlimited", "name", "replaces", "algorithm", "unit_multiplier", "burst"};
 constexpr std::array<std::string_view, 1> replaces_keys{"name"};
-
-// YAML aliases make a small document a large tree (a 2 KB file can expand to billions of nodes), and every
-// pass over the rules walks the expanded tree. A document is refused, with the error Go's yaml.v2 gives
-// upstream, once its nodes are almost all copies made by aliases, by yaml.v2's rule (decode.go,
-// allowedAliasRatio): past 1,000 nodes and 100 copies, at most 99% copies up to 400,000 nodes, falling to 10%
-// at 4,000,000. So a bomb is refused after a few thousand nodes, and a large document without aliases is not.
-// Past max_expanded_nodes any document is refused.
-constexpr std::size_t max_expanded_nodes = 1'000'000;
-// Aliases also make a deep tree: one inside the value of its own anchor nests without end (yaml-cpp builds
-// that, where yaml.v2 refuses it), and a chain of them nests far deeper than the text. The passes over the
-// rules recurse per level, so past this depth the file is refused before one of them runs out of stack.
-constexpr std::size_t max_depth = 256;
-
-struct expansion {
-  std::size_t nodes = 0;
-  std::size_t copies = 0;  // nodes reached through an alias
-  // Where the furthest node walked so far starts in the text. The walk follows the text, and an alias repeats
-  // an anchor defined before it, so a node that starts no further than this is a copy.
-  int furthest = -1;
-  std::vector<const YAML::Node*> path;  // from the root to the node being checked
-};
-
-bool excessive_aliasing(const expansion& walk) {
-  if (walk.nodes > max_expanded_nodes) return true;
-  if (walk.copies <= 100 || walk.nodes <= 1000) return false;
-  constexpr double low = 400'000, high = 4'000'000;
-  const auto nodes = static_cast<double>(walk.nodes);
-  const double allowed = nodes <= low    ? 0.99
-                         : nodes >= high ? 0.10
-                                         : 0.99 - 0.89 * (nodes - low) / (high - low);
-  return static_cast<double>(walk.copies) / nodes > allowed;
-}
-
-// Counts one node walked, a copy or not; throws once the aliasing is excessive.
-void count(const YAML::Node& node, expansion& walk) {
-  ++walk.nodes;
-  if (node.Mark().pos <= walk.furthest) {
-    ++walk.copies;
-  } else {
-    walk.furthest = node.Mark().pos;
-  }
-  if (excessive_aliasing(walk))
-    throw config_error{"error loading config file: yaml: document contains excessive aliasing"};
-}
-
-[[noreturn]] void too_deep(const std::vector<const YAML::Node*>& path) {
-  for (std::size_t i = 0; i < path.size(); ++i) {
-    for (std::size_t j = i + 1; j < path.size(); ++j) {
-      if (path[i]->is(*path[j])) {
-        throw config_error{
-            core::cat("error loading config file: yaml: line ", path[i]->Mark().line + 1,
-                      ": anchor value contains itself (an alias inside it refers back to it)")};
-      }
-    }
-  }
-  throw config_error{
-      core::cat("error loading config file: the rules nest deeper than ", max_depth, " levels")};
-}
-
-// yaml.v2's message for a key given twice in one mapping.
-[[noreturn]] void already_defined(const YAML::Node& key) {
-  throw config_error{core::cat("error loading config file: mapping key '", key.Scalar(),
-                               "' already defined at line ", key.Mark().line + 1)};
-}
-
-// One node deeper in a walk: counted, on the path and within max_depth until the end of the scope.
-class walk_level {
- public:
-  walk_level(const YAML::Node& node, expansion& walk) : walk_(walk) {
-    count(node, walk);
-    walk.path.push_back(&node);
-    if (walk.path.size() > max_depth) too_deep(walk.path);
-  }
-  ~walk_level() { walk_.path.pop_back(); }
-  walk_level(const walk_level&) = delete;
-  walk_level& operator=(const walk_level&) = delete;
-
- private:
-  expansion& walk_;
-};
-
-// Metadata holds any keys and values, but counts toward the bounds on aliasing and depth.
-void bound_metadata(const YAML::Node& node, expansion& walk) {
-  const walk_level level(node, walk);
-  if (node.IsMap()) {
-    std::set<std::string> seen;
-    for (const auto& kv : node) {
-      if (kv.first.IsScalar() && !seen.insert(kv.first.Scalar()).second) already_defined(kv.first);
-      bound_metadata(kv.second, walk);
-    }
-  } else if (node.IsSequence()) {
-    for (const auto& element : node) bound_metadata(element, walk);
-  }
-}
 
 // upstream's second pass: every map key is a known string, lists hold maps, scalars are strings, ints or
 // bools, within the bounds on aliasing and depth above.
