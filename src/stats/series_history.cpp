@@ -125,19 +125,8 @@ void series_history::sample(double wall_seconds, double steady_seconds) {
   ++samples_taken_;
 }
 
-std::vector<float> series_history::ordered(const std::vector<float>& ring) const {
-  std::vector<float> out;
-  out.reserve(samples_);
-  for (std::size_t i = 0; i < samples_; ++i) out.push_back(ring[(head_ + points_ - samples_ + i) % points_]);
-  return out;
-}
-
 std::vector<double> series_history::times() const {
-  std::vector<double> out;
-  out.reserve(samples_);
-  for (std::size_t i = 0; i < samples_; ++i)
-    out.push_back(times_[(head_ + points_ - samples_ + i) % points_]);
-  return out;
+  return ordered(times_);
 }
 
 std::vector<series_history::rule_series> series_history::rules() const {

@@ -51,7 +51,15 @@ class series_history {
     track hits, over_limit, near_limit;
     std::size_t since = 0;  // samples_taken_ when it was first followed
   };
-  std::vector<float> ordered(const std::vector<float>& ring) const;
+  // A ring's points, oldest first.
+  template <typename T>
+  std::vector<T> ordered(const std::vector<T>& ring) const {
+    std::vector<T> out;
+    out.reserve(samples_);
+    for (std::size_t i = 0; i < samples_; ++i)
+      out.push_back(ring[(head_ + points_ - samples_ + i) % points_]);
+    return out;
+  }
   bool idle(const rule_track& r) const;
   void step(track& t, std::uint64_t value, double seconds);
 
