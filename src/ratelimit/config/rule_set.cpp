@@ -197,16 +197,31 @@ std::vector<std::string> rule_set::domain_names() const {
   return names;
 }
 
-std::span<const std::string> rule_set::domain_sources(std::string_view domain) const {
-  auto it = domain_sources_.find(domain);
-  if (it == domain_sources_.end()) return {};
-  return it->second;
+const rule_set::domain_origin* rule_set::origin(std::string_view domain) const {
+  auto it = origins_.find(domain);
+  return it == origins_.end() ? nullptr : &it->second;
 }
 
 std::string rule_set::dump_sources() const {
   std::string out;
-  for (const auto& [domain, sources] : domain_sources_)
-    core::append_to(out, "domain=", domain, " source=", core::join(sources, ","), "\n");
+  for (const auto& [domain, o] : origins_) {
+    if (!o.sources.empty())
+      core::append_to(out, "domain=", domain, " source=", core::join(o.sources, ","), "\n");
+  }
+  return out;
+}
+
+std::optional<std::string> rule_set::shared_domain(const rule_set& other) const {
+  for (const auto& [domain, _] : origins_) {
+    if (other.domains_.contains(domain)) return domain;
+  }
+  return std::nullopt;
+}
+
+std::shared_ptr<const rule_set> rule_set::union_of(const rule_set& first, const rule_set& second) {
+  auto out = std::make_shared<rule_set>(first);
+  for (const auto& [domain, node] : second.domains_) out->domains_.emplace(domain, node);
+  for (const auto& [domain, o] : second.origins_) out->origins_.emplace(domain, o);
   return out;
 }
 

@@ -149,18 +149,29 @@ class rule_set {
   std::string dump() const;
   std::size_t domain_count() const { return domains_.size(); }
   std::vector<std::string> domain_names() const;
-  // Where a domain's files came from, in load order ("FILE", "GRPC_XDS_SOTW"); empty when the files did not
-  // say. /rlconfig's "domain=<name> source=<sources>" lines, sorted by domain.
-  std::span<const std::string> domain_sources(std::string_view domain) const;
+  // Where a domain came from: the sources of its files in load order ("FILE", "GRPC_XDS_SOTW"; empty when the
+  // files did not say) and the first file that gave it. Null for a domain not here.
+  struct domain_origin {
+    std::vector<std::string> sources;
+    std::string file;
+  };
+  const domain_origin* origin(std::string_view domain) const;
+  // /rlconfig's "domain=<name> source=<sources>" lines for the domains whose sources are known, by name.
   std::string dump_sources() const;
+  // The first domain (by name) both sets have, if any.
+  std::optional<std::string> shared_domain(const rule_set& other) const;
+  // Two sets without a shared domain as one, sharing their domains' nodes: rules from several sources are
+  // combined without loading again the rules of the sources that did not change.
+  static std::shared_ptr<const rule_set> union_of(const rule_set& first, const rule_set& second);
   // Every configured limit (unlimited ones too) with its node, for the dashboard; in no particular order.
   void for_each_limit(const std::function<void(std::string_view domain, const descriptor_node&,
                                                const rate_limit&)>& visit) const;
 
  private:
   friend class rule_set_builder;
-  std::unordered_map<std::string, std::unique_ptr<descriptor_node>, string_hash, std::equal_to<>> domains_;
-  std::map<std::string, std::vector<std::string>, std::less<>> domain_sources_;
+  // Shared with the unions made of this set (the nodes do not change once loaded).
+  std::unordered_map<std::string, std::shared_ptr<descriptor_node>, string_hash, std::equal_to<>> domains_;
+  std::map<std::string, domain_origin, std::less<>> origins_;
 };
 
 // A rule's path as the top lists and the dashboard name it: its stats key without "<domain>.".

@@ -10,10 +10,10 @@ namespace sluice::ratelimit::config {
 
 namespace {
 
-// A document is refused, with the error Go's yaml.v2 gives upstream, once its nodes are almost all copies made
-// by aliases, by yaml.v2's rule (decode.go, allowedAliasRatio): past 1,000 nodes and 100 copies, at most 99%
-// copies up to 400,000 nodes, falling to 10% at 4,000,000. So a bomb is refused after a few thousand nodes,
-// and a large document without aliases is not. Past max_expanded_nodes any document is refused.
+// A document is refused, with the error Go's yaml.v2 gives upstream, once its nodes are almost all copies
+// made by aliases, by yaml.v2's rule (decode.go, allowedAliasRatio): past 1,000 nodes and 100 copies, at most
+// 99% copies up to 400,000 nodes, falling to 10% at 4,000,000. So a bomb is refused after a few thousand
+// nodes, and a large document without aliases is not. Past max_expanded_nodes any document is refused.
 constexpr std::size_t max_expanded_nodes = 1'000'000;
 // Aliases also make a deep tree: one inside the value of its own anchor nests without end (yaml-cpp builds
 // that, where yaml.v2 refuses it), and a chain of them nests far deeper than the text. The passes over the

@@ -15,7 +15,6 @@ namespace sluice::ratelimit::config {
 // Thrown inside the loader only; load_rules turns it into load_result::error.
 struct config_error {
   std::string message;
-  bool names_its_files = false;  // the message says which files it is about: load_rules adds no file name
 };
 
 // Absent or null fields read as "", false and 0.

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <array>
 #include <set>
-#include <unordered_map>
 #include <vector>
 
 #include "core/log.hpp"
@@ -37,15 +36,12 @@ class rule_set_builder {
   rate_limit load_rate_limit(const YAML::Node& yaml);
   void warn_misplaced(const YAML::Node& map, std::span<const std::string_view> meaningful,
                       std::string_view where);
-  [[noreturn]] void refuse_second(const std::string& domain, const config_file& file);
 
   bool merge_;
   stats::store& stats_;
   std::vector<std::string>& warnings_;
   std::shared_ptr<rule_set> rules_;
   std::string file_;
-  // Each domain's first file, for the message that refuses it from a second source.
-  std::unordered_map<std::string, std::string> first_file_;
 };
 
 namespace {
@@ -159,32 +155,21 @@ void rule_set_builder::load_file(const config_file& file) {
   std::string domain = scalar_string(root["domain"], "domain");
   if (domain.empty()) throw config_error{"config file cannot have empty domain"};
   auto& slot = rules_->domains_[domain];
+  auto& origin = rules_->origins_[domain];
   if (slot) {
-    if (!merge_) refuse_second(domain, file);
+    if (!merge_) throw config_error{core::cat("duplicate domain '", domain, "' in config file")};
     core::log_debug("patching domain: ", domain);
   } else {
     core::log_debug("loading domain: ", domain);
-    slot = std::make_unique<descriptor_node>();
+    slot = std::make_shared<descriptor_node>();
     slot->key = domain;
     slot->stats_key = domain;
-    first_file_[domain] = file.name;
+    origin.file = file.name;
   }
-  if (!file.source.empty()) {
-    auto& sources = rules_->domain_sources_[domain];
-    if (!std::ranges::count(sources, file.source)) sources.push_back(file.source);
-  }
+  if (!file.source.empty() && !std::ranges::count(origin.sources, file.source))
+    origin.sources.push_back(file.source);
   expect_list(root["descriptors"], "descriptors");
   load_descriptors(*slot, root["descriptors"], domain);
-}
-
-void rule_set_builder::refuse_second(const std::string& domain, const config_file& file) {
-  const auto sources = rules_->domain_sources(domain);
-  if (file.source.empty() || sources.empty() || std::ranges::count(sources, file.source))
-    throw config_error{core::cat("duplicate domain '", domain, "' in config file")};
-  throw config_error{core::cat("domain '", domain, "' is given by both ", sources.front(), " ('",
-                               first_file_[domain], "') and ", file.source, " ('", file.name,
-                               "'): a domain comes from one source unless MERGE_DOMAIN_CONFIG=true"),
-                     true};
 }
 
 void rule_set_builder::load_descriptors(descriptor_node& parent, const YAML::Node& list,
@@ -321,7 +306,7 @@ load_result load_rules(std::span<const config_file> files, bool merge_domains, s
     try {
       builder.load_file(file);
     } catch (const config_error& e) {
-      result.error = e.names_its_files ? e.message : core::cat(file.name, ": ", e.message);
+      result.error = core::cat(file.name, ": ", e.message);
       return result;
     }
   }

@@ -15,8 +15,8 @@ namespace sluice::ratelimit::config {
 struct config_file {
   std::string name;  // the name used in error messages, e.g. "config.basic.yaml"
   std::string content;
-  // Where it came from when rules have several sources ("FILE", "GRPC_XDS_SOTW"): a domain given by two
-  // sources is refused naming both (unless domains merge), and rule_set::domain_source reports it.
+  // Where it came from when rules have several sources ("FILE", "GRPC_XDS_SOTW"): rule_set::origin reports
+  // it.
   std::string source{};
 };
 
@@ -29,7 +29,7 @@ struct load_result {
 };
 
 // Files are loaded in the order given. With merge_domains, several files may add top-level descriptors to one
-// domain; otherwise a repeated domain is an error (naming both files when their sources differ).
+// domain; otherwise a repeated domain is an error.
 load_result load_rules(std::span<const config_file> files, bool merge_domains, stats::store& stats);
 
 }  // namespace sluice::ratelimit::config

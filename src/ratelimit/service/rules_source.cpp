@@ -49,23 +49,23 @@ std::optional<std::string> rules_source::apply_xds(std::vector<config::config_fi
 }
 
 std::optional<std::string> rules_source::offer(rule_origin from, std::vector<config::config_file> files) {
-  // With one source the files carry no source: messages and /rlconfig stay upstream's.
+  // With one source the files carry no source: /rlconfig stays upstream's.
   if (source_count() > 1)
     for (auto& f : files) f.source = origin_name(from);
-  std::vector<config::config_file> all;
-  for (auto origin : {rule_origin::files, rule_origin::xds}) {
-    const auto& source = origin == from ? files : state(origin).in_force;
-    all.insert(all.end(), source.begin(), source.end());
+  auto own = config::load_rules(files, settings_.merge_domain_config, stats_);
+  if (!own.error.empty()) {
+    refuse(own.error, from);
+    return own.error;
   }
-  auto loaded = config::load_rules(all, settings_.merge_domain_config, stats_);
+  auto loaded = with_the_other(from, own.rules, files);
   if (!loaded.error.empty()) {
     refuse(loaded.error, from);
     return loaded.error;
   }
-  for (const auto& w : loaded.warnings) core::log_warn(w);
+  for (const auto& w : own.warnings) core::log_warn(w);
   for (const auto& d : loaded.rules->domain_names()) core::log_info("loaded domain: ", d);
   const std::size_t count = files.size();
-  state(from) = {std::move(files), true};
+  state(from) = {std::move(files), std::move(own.rules), true};
   std::size_t domains = loaded.rules->domain_count();
   current_.store(loaded.rules);
   publish_(std::move(loaded.rules));
@@ -75,6 +75,31 @@ std::optional<std::string> rules_source::offer(rule_origin from, std::vector<con
   if (health_component_) health_.set(*health_component_, domains > 0);
   remember({std::chrono::system_clock::now(), true, std::string(what(from)), domains, {}});
   return std::nullopt;
+}
+
+config::load_result rules_source::with_the_other(rule_origin from,
+                                                 std::shared_ptr<const config::rule_set> own,
+                                                 const std::vector<config::config_file>& files) {
+  const rule_origin other = from == rule_origin::files ? rule_origin::xds : rule_origin::files;
+  if (!state(other).rules) return {std::move(own), {}, {}};
+  // The files' rules first, whichever changed.
+  const auto& first = from == rule_origin::files ? *own : *state(other).rules;
+  const auto& second = from == rule_origin::files ? *state(other).rules : *own;
+  const auto shared = first.shared_domain(second);
+  if (!shared) return {config::rule_set::union_of(first, second), {}, {}};
+  if (!settings_.merge_domain_config) {
+    return {nullptr,
+            core::cat("domain '", *shared, "' is given by both ", origin_name(rule_origin::files), " ('",
+                      first.origin(*shared)->file, "') and ", origin_name(rule_origin::xds), " ('",
+                      second.origin(*shared)->file,
+                      "'): a domain comes from one source unless MERGE_DOMAIN_CONFIG=true"),
+            {}};
+  }
+  const auto& rule_files = from == rule_origin::files ? files : state(other).in_force;
+  const auto& resources = from == rule_origin::files ? state(other).in_force : files;
+  std::vector<config::config_file> all(rule_files.begin(), rule_files.end());
+  all.insert(all.end(), resources.begin(), resources.end());
+  return config::load_rules(all, true, stats_);
 }
 
 void rules_source::refuse(const std::string& error, rule_origin from) {

@@ -1,10 +1,11 @@
 #pragma once
 // Feeds the services their rules from their sources (CONFIG_TYPE): the rule directory (the first load at
 // start-up, then a hot reload after each burst of file changes, core::file_watch) and an xDS server (each
-// response, apply_xds), or both at once. Each source's last accepted files are kept; a change of one source
-// is loaded together with the others' (files first, then xDS resources, so merged domains always read alike)
-// and the new snapshot handed to `publish`, which gives it to every worker's service (by a post to the
-// worker). A load is all-or-nothing: a bad file, or a domain another source gives already (without
+// response, apply_xds), or both at once. A change of one source is loaded alone, then joined to the other's
+// rules in force, whose domains are shared, not loaded again (a domain both give is merged, with
+// MERGE_DOMAIN_CONFIG, by loading both sources' files together: files first, so a merge always reads alike).
+// The new snapshot goes to `publish`, which gives it to every worker's service (by a post to the worker). A
+// load is all-or-nothing: a bad file, or a domain the other source gives already (without
 // MERGE_DOMAIN_CONFIG), keeps the rules in force and is logged with its name. Counts
 // ratelimit.service.config_load_success / config_load_error and drives the optional "config loaded" health
 // component. Runs on the control thread.
@@ -96,13 +97,16 @@ class rules_source {
   void remember(reload_record r);
 
   struct origin_state {
-    std::vector<config::config_file> in_force;  // the files of its last accepted load
+    std::vector<config::config_file> in_force;      // the files of its last accepted load
+    std::shared_ptr<const config::rule_set> rules;  // those files' rules alone
     bool loaded = false;
   };
   std::array<origin_state, 2> origins_;
   origin_state& state(rule_origin from) { return origins_[static_cast<std::size_t>(from)]; }
   const origin_state& state(rule_origin from) const { return origins_[static_cast<std::size_t>(from)]; }
   std::optional<std::string> offer(rule_origin from, std::vector<config::config_file> files);
+  config::load_result with_the_other(rule_origin from, std::shared_ptr<const config::rule_set> own,
+                                     const std::vector<config::config_file>& files);
 };
 
 }  // namespace sluice::ratelimit::service

@@ -70,16 +70,25 @@ TEST_CASE("rule sources: the domains of the files and of xDS are served together
   CHECK(s.domains() == "mesh web ");
   CHECK(s.published == s.source.current());
   CHECK(s.source.current()->dump_sources() == "domain=mesh source=GRPC_XDS_SOTW\ndomain=web source=FILE\n");
-  CHECK(s.source.current()->domain_sources("web").size() == 1);
+  REQUIRE(s.source.current()->origin("web"));
+  CHECK(s.source.current()->origin("web")->file == "a.yaml");
+  CHECK(s.source.current()->origin("web")->sources == std::vector<std::string>{"FILE"});
+  CHECK(s.source.current()->origin("nothing") == nullptr);
+  // The source that did not change is not loaded again: its domains' nodes are shared.
+  const auto* web = s.source.current()->find_domain("web");
+  CHECK_FALSE(s.source.apply_xds({{"mesh", rule("mesh", "user", 6)}}));
+  CHECK(s.source.current()->find_domain("web") == web);
+  const auto* mesh = s.source.current()->find_domain("mesh");
 
   // Each source reloads on its own: the other's rules stay as they were.
   s.write("a.yaml", rule("web", "ip", 7));
   CHECK_FALSE(s.source.load());
   CHECK(s.dump().find("web.ip: unit=MINUTE requests_per_unit=7") != std::string::npos);
-  CHECK(s.dump().find("mesh.user: unit=MINUTE requests_per_unit=5") != std::string::npos);
+  CHECK(s.dump().find("mesh.user: unit=MINUTE requests_per_unit=6") != std::string::npos);
+  CHECK(s.source.current()->find_domain("mesh") == mesh);
   CHECK_FALSE(s.source.apply_xds({}));  // xDS now gives nothing: the files' domains alone
   CHECK(s.domains() == "web ");
-  CHECK(s.counter("ratelimit.service.config_load_success") == 4);
+  CHECK(s.counter("ratelimit.service.config_load_success") == 5);
   CHECK(s.counter("ratelimit.service.config_load_error") == 0);
 }
 
@@ -171,7 +180,8 @@ TEST_CASE("rule sources: one source alone keeps upstream's messages and no sourc
   CHECK(*error == "two: duplicate domain 'mesh' in config file");
   REQUIRE_FALSE(s.source.apply_xds({{"one", rule("mesh", "a")}}));
   CHECK(s.source.current()->dump_sources().empty());
-  CHECK(s.source.current()->domain_sources("mesh").empty());
+  CHECK(s.source.current()->origin("mesh")->sources.empty());
+  CHECK(s.source.current()->origin("mesh")->file == "one");
 }
 
 TEST_CASE("rule sources: HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED looks at the union") {
