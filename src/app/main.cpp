@@ -147,18 +147,17 @@ void limit_connections(process_settings& proc, core::health& health) {
   proc.grpc.on_accepting = report_accepting(health, "gRPC listener");
 }
 
-// Once the workers run: the listeners accept, the quota services plan, the watches and exporters start.
+// Once the workers run: the listeners accept, the quota services plan, the shared files' watch and the
+// exporters start (the rule files are watched from their first load on).
 void start_serving(std::vector<worker_apis>& apis, core::worker_pool& workers,
                    ratelimit::rlqs::demand_exchange& demand, net::grpc::server& grpc, tracing_holder& tracing,
-                   shared_apis& shared, ratelimit::service::rules_source& rules, bool watch_files,
-                   asio::io_context& control) {
+                   shared_apis& shared, asio::io_context& control) {
   for (auto& w : apis) w.http->start();
   start_quota(workers, apis);
   demand.start();
   grpc.start(control.get_executor());
   tracing.start(control);
   shared.watch(control.get_executor());
-  if (watch_files) rules.watch(control.get_executor());
 }
 
 // What the start-up made before the services: the settings, the control loop, the workers, stats and health.
@@ -247,6 +246,7 @@ int serve(process_parts& p) {
   s.xds = start_xds(p.rl, p.control, *s.rules);
   if (auto exit_code = load_first_rules(*s.rules, p.rl, s.xds.get(), p.control, p.stop_signals)) {
     if (s.xds) s.xds->stop();
+    s.rules->stop();
     s.backend.stop();
     return *exit_code;
   }
@@ -269,8 +269,7 @@ int serve(process_parts& p) {
       if (std::uncaught_exceptions() > 0) workers.stop();
     }
   } guard{p.workers};
-  start_serving(s.apis, p.workers, *s.demand, *s.grpc, p.tracing, p.shared, *s.rules, p.rl.rules.from_files,
-                p.control);
+  start_serving(s.apis, p.workers, *s.demand, *s.grpc, p.tracing, p.shared, p.control);
   return run_until_stopped(p, s, listeners, exit_code, shutdown);
 }
 

@@ -62,7 +62,10 @@ std::optional<int> load_first_rules(ratelimit::service::rules_source& rules,
                                     asio::io_context& control, const sigset_t& stop_signals) {
   using ratelimit::service::rule_origin;
   core::log_info("Waiting for initial ratelimit config update event");
-  if (rl.rules.from_files && !load_initial_files(rules, rl)) return 1;
+  if (rl.rules.from_files) {
+    if (!load_initial_files(rules, rl)) return 1;
+    rules.watch(control.get_executor());  // before the wait for xDS: a file changed meanwhile is loaded
+  }
   if (xds && !wait_for_xds_rules(control, rules, rl, stop_signals)) return 0;
   if ((!rl.rules.from_files || rules.loaded(rule_origin::files)) && (!xds || rules.loaded(rule_origin::xds)))
     core::log_info("Successfully loaded the initial ratelimit configs");

@@ -21,9 +21,9 @@ std::unique_ptr<ratelimit::xds::client> start_xds(const ratelimit::module_settin
                                                   ratelimit::service::rules_source& rules);
 
 // The first rules of each source CONFIG_TYPE lists: the files loaded, then (with `xds`) the first xDS
-// response whose rules load, waited for while the control loop runs (SIGTERM or SIGINT, blocked in
-// `stop_signals` otherwise, end the wait). -> the exit code when Sluice must not start: 1 when the files did
-// not load (and FORCE_START_WITHOUT_INITIAL_CONFIG is off), 0 when a signal came first.
+// response whose rules load, waited for while the control loop runs and the files are watched (SIGTERM or
+// SIGINT, blocked in `stop_signals` otherwise, end the wait). -> the exit code when Sluice must not start: 1
+// when the files did not load (and FORCE_START_WITHOUT_INITIAL_CONFIG is off), 0 when a signal came first.
 std::optional<int> load_first_rules(ratelimit::service::rules_source& rules,
                                     const ratelimit::module_settings& rl, ratelimit::xds::client* xds,
                                     boost::asio::io_context& control, const sigset_t& stop_signals);

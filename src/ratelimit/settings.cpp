@@ -292,8 +292,8 @@ void read_rule_sources(const core::env_reader& env, module_settings& s) {
     bool* listed = name == "FILE" ? &files : name == "GRPC_XDS_SOTW" ? &xds : nullptr;
     if (!listed) {
       throw core::settings_error(
-          core::cat("invalid value '", value, "' for CONFIG_TYPE: expected one of FILE, GRPC_XDS_SOTW",
-                    value.find(',') == std::string::npos ? "" : " or both, comma-separated"));
+          core::cat("invalid value '", value,
+                    "' for CONFIG_TYPE: expected FILE, GRPC_XDS_SOTW, or both comma-separated"));
     }
     if (*listed)
       throw core::settings_error(

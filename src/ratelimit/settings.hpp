@@ -55,8 +55,8 @@ struct module_settings {
   bool top_descriptors_hash_values = false;    // TOP_DESCRIPTORS_VALUES=hash (default show)
   redis_settings redis;                        // read only when backend_type is redis
   memcache_settings memcache;                  // read only when backend_type is memcache
-  service::rules_source_settings rules;        // CONFIG_TYPE=FILE: the rule files
-  std::optional<xds::client_settings> xds;     // CONFIG_TYPE=GRPC_XDS_SOTW: the xDS server
+  service::rules_source_settings rules;        // the rule files (CONFIG_TYPE lists FILE) and the sources
+  std::optional<xds::client_settings> xds;     // the xDS server, when CONFIG_TYPE lists GRPC_XDS_SOTW
   service::settings service;
   limiter::settings limiter;
   rlqs::settings rlqs;  // RLQS_*

@@ -212,8 +212,8 @@ class EachFailingAlone(Case):
                       'anyway): web.yaml: error loading config file', s.log())
 
     def test_bad_values(self):
-        for value, message in (('FILE,XDS', "invalid value 'FILE,XDS' for CONFIG_TYPE: expected one of FILE, "
-                                            "GRPC_XDS_SOTW or both, comma-separated"),
+        for value, message in (('FILE,XDS', "invalid value 'FILE,XDS' for CONFIG_TYPE: expected FILE, "
+                                            "GRPC_XDS_SOTW, or both comma-separated"),
                                ('FILE,FILE', "invalid value 'FILE,FILE' for CONFIG_TYPE: FILE is listed twice")):
             s = self.sluice({}, {'CONFIG_TYPE': value}, start=False)
             s.start(wait_ready=False)

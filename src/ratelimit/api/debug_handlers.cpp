@@ -7,9 +7,8 @@ net::http::debug_page rlconfig_page(const service::rules_source& source) {
           [&source](const net::http::request& req) -> boost::asio::awaitable<net::http::response> {
             auto rules = source.current();
             std::string body;
-            // With several sources, first where each domain came from.
-            if (rules && source.source_count() > 1) body = rules->dump_sources();
-            if (rules) body += rules->dump();
+            // With several sources, first where each domain came from (one source labels nothing).
+            if (rules) body = rules->dump_sources() + rules->dump();
             co_return net::http::make_response(req, boost::beast::http::status::ok,
                                                "text/plain; charset=utf-8", std::move(body));
           }};

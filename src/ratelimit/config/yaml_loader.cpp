@@ -79,7 +79,7 @@ constexpr std::array<std::string_view, 8> rate_limit_keys{
 constexpr std::array<std::string_view, 1> replaces_keys{"name"};
 
 // upstream's second pass: every map key is a known string, lists hold maps, scalars are strings, ints or
-// bools, within the bounds on aliasing and depth above.
+// bools, within the bounds on aliasing and depth (yaml_bounds.hpp).
 void validate_keys(const YAML::Node& node, expansion& walk) {
   const walk_level level(node, walk);
   if (node.IsMap()) {

@@ -49,15 +49,27 @@ std::optional<std::string> rules_source::apply_xds(std::vector<config::config_fi
 }
 
 std::optional<std::string> rules_source::offer(rule_origin from, std::vector<config::config_file> files) {
+  try {
+    return load_and_publish(from, std::move(files));
+  } catch (const std::exception& e) {  // not a rule's error (those are config_errors): memory, most likely
+    const auto error = core::cat("the rules could not be loaded: ", e.what());
+    refuse(error, from);
+    return error;
+  }
+}
+
+std::optional<std::string> rules_source::load_and_publish(rule_origin from,
+                                                          std::vector<config::config_file> files) {
   // With one source the files carry no source: /rlconfig stays upstream's.
   if (source_count() > 1)
     for (auto& f : files) f.source = origin_name(from);
+  state(from).refused_for_a_domain = false;
   auto own = config::load_rules(files, settings_.merge_domain_config, stats_);
   if (!own.error.empty()) {
     refuse(own.error, from);
     return own.error;
   }
-  auto loaded = with_the_other(from, own.rules, files);
+  auto loaded = with_the_other(from, own.rules, files, state(from).refused_for_a_domain);
   if (!loaded.error.empty()) {
     refuse(loaded.error, from);
     return loaded.error;
@@ -65,21 +77,29 @@ std::optional<std::string> rules_source::offer(rule_origin from, std::vector<con
   for (const auto& w : own.warnings) core::log_warn(w);
   for (const auto& d : loaded.rules->domain_names()) core::log_info("loaded domain: ", d);
   const std::size_t count = files.size();
-  state(from) = {std::move(files), std::move(own.rules), true};
+  state(from) = {std::move(files), std::move(own.rules), true, false};
   std::size_t domains = loaded.rules->domain_count();
-  current_.store(loaded.rules);
-  publish_(std::move(loaded.rules));
+  // Published before /rlconfig shows them: whoever sees the new rules there finds them on every worker.
+  publish_(loaded.rules);
+  current_.store(std::move(loaded.rules));
   load_success_.inc();
   core::log_info("Successfully loaded new configuration (", count, " ", what(from), ", ", domains,
                  " domains)");
   if (health_component_) health_.set(*health_component_, domains > 0);
   remember({std::chrono::system_clock::now(), true, std::string(what(from)), domains, {}});
+  // Files refused for a domain xDS gave are still on disk, and the domain may be free now. (A NACKed xDS
+  // response cannot be taken back: the server has to send its rules again.)
+  if (from == rule_origin::xds && state(rule_origin::files).refused_for_a_domain) {
+    core::log_info("Loading the rule files again: they were refused for a domain the xDS resources gave");
+    load();
+  }
   return std::nullopt;
 }
 
 config::load_result rules_source::with_the_other(rule_origin from,
                                                  std::shared_ptr<const config::rule_set> own,
-                                                 const std::vector<config::config_file>& files) {
+                                                 const std::vector<config::config_file>& files,
+                                                 bool& conflict) {
   const rule_origin other = from == rule_origin::files ? rule_origin::xds : rule_origin::files;
   if (!state(other).rules) return {std::move(own), {}, {}};
   // The files' rules first, whichever changed.
@@ -88,6 +108,7 @@ config::load_result rules_source::with_the_other(rule_origin from,
   const auto shared = first.shared_domain(second);
   if (!shared) return {config::rule_set::union_of(first, second), {}, {}};
   if (!settings_.merge_domain_config) {
+    conflict = true;
     return {nullptr,
             core::cat("domain '", *shared, "' is given by both ", origin_name(rule_origin::files), " ('",
                       first.origin(*shared)->file, "') and ", origin_name(rule_origin::xds), " ('",

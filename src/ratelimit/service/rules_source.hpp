@@ -70,7 +70,7 @@ class rules_source {
   std::optional<std::string> apply_xds(std::vector<config::config_file> files);
   // A source's rules that could not even be read: counted and logged as a failed load; the rules stay.
   void refuse(const std::string& error, rule_origin from);
-  // Whether a source has had a load accepted.
+  // Whether a source has had a load accepted. On the control thread.
   bool loaded(rule_origin from) const { return state(from).loaded; }
   // How many sources CONFIG_TYPE lists.
   std::size_t source_count() const { return settings_.from_files + settings_.from_xds; }
@@ -100,13 +100,17 @@ class rules_source {
     std::vector<config::config_file> in_force;      // the files of its last accepted load
     std::shared_ptr<const config::rule_set> rules;  // those files' rules alone
     bool loaded = false;
+    bool refused_for_a_domain = false;  // its last load gave a domain the other source gives
   };
   std::array<origin_state, 2> origins_;
   origin_state& state(rule_origin from) { return origins_[static_cast<std::size_t>(from)]; }
   const origin_state& state(rule_origin from) const { return origins_[static_cast<std::size_t>(from)]; }
   std::optional<std::string> offer(rule_origin from, std::vector<config::config_file> files);
+  std::optional<std::string> load_and_publish(rule_origin from, std::vector<config::config_file> files);
+  // `own` (the rules of `from`) with the other source's rules in force; `conflict` when a domain both give
+  // is refused.
   config::load_result with_the_other(rule_origin from, std::shared_ptr<const config::rule_set> own,
-                                     const std::vector<config::config_file>& files);
+                                     const std::vector<config::config_file>& files, bool& conflict);
 };
 
 }  // namespace sluice::ratelimit::service

@@ -92,9 +92,10 @@ TEST_CASE("rate limit settings: values are read, bad ones name the variable") {
   CHECK_THROWS_WITH_AS(fails("BACKEND_TYPE", "mysql"),
                        "invalid value 'mysql' for BACKEND_TYPE: expected one of redis, memcache, memory",
                        core::settings_error);
-  CHECK_THROWS_WITH_AS(fails("CONFIG_TYPE", "XDS"),
-                       "invalid value 'XDS' for CONFIG_TYPE: expected one of FILE, GRPC_XDS_SOTW",
-                       core::settings_error);
+  CHECK_THROWS_WITH_AS(
+      fails("CONFIG_TYPE", "XDS"),
+      "invalid value 'XDS' for CONFIG_TYPE: expected FILE, GRPC_XDS_SOTW, or both comma-separated",
+      core::settings_error);
   CHECK_THROWS_WITH_AS(fails("NEAR_LIMIT_RATIO", "1.5"),
                        "invalid value '1.5' for NEAR_LIMIT_RATIO: expected a number from 0 to 1",
                        core::settings_error);
@@ -247,19 +248,19 @@ TEST_CASE("rate limit settings: CONFIG_TYPE lists one source or both") {
   }
   CHECK_THROWS_WITH_AS(
       read("FILE,XDS"),
-      "invalid value 'FILE,XDS' for CONFIG_TYPE: expected one of FILE, GRPC_XDS_SOTW or both, "
-      "comma-separated",
+      "invalid value 'FILE,XDS' for CONFIG_TYPE: expected FILE, GRPC_XDS_SOTW, or both comma-separated",
       core::settings_error);
   CHECK_THROWS_WITH_AS(read("FILE,"),
-                       "invalid value 'FILE,' for CONFIG_TYPE: expected one of FILE, GRPC_XDS_SOTW or both, "
+                       "invalid value 'FILE,' for CONFIG_TYPE: expected FILE, GRPC_XDS_SOTW, or both "
                        "comma-separated",
                        core::settings_error);
   CHECK(read("").rules.from_files);  // empty: unset, as every setting
   CHECK_THROWS_WITH_AS(read("FILE,FILE"), "invalid value 'FILE,FILE' for CONFIG_TYPE: FILE is listed twice",
                        core::settings_error);
-  CHECK_THROWS_WITH_AS(read("file"),
-                       "invalid value 'file' for CONFIG_TYPE: expected one of FILE, GRPC_XDS_SOTW",
-                       core::settings_error);
+  CHECK_THROWS_WITH_AS(
+      read("file"),
+      "invalid value 'file' for CONFIG_TYPE: expected FILE, GRPC_XDS_SOTW, or both comma-separated",
+      core::settings_error);
 }
 
 TEST_CASE("rate limit settings: CONFIG_TYPE=GRPC_XDS_SOTW") {
