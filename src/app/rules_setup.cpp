@@ -53,6 +53,7 @@ std::unique_ptr<ratelimit::xds::client> start_xds(const ratelimit::module_settin
             return rules.apply_xds(std::move(files));
           },
           [&rules](const std::string& error) { rules.refuse(error, ratelimit::service::rule_origin::xds); }});
+  rules.set_xds_retry([xds = client.get()] { xds->ask_again(); });
   client->start();
   return client;
 }

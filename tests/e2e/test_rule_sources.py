@@ -1,8 +1,9 @@
 """Rules from a rule directory and an xDS server at once (CONFIG_TYPE=FILE,GRPC_XDS_SOTW; issue 32; README "Rules
 from files and xDS at once"): the union served over gRPC and /json, each source reloading on its own, a domain both
-give (the xDS update NACKed naming it, the file change refused, the rules in force kept; merged with
-MERGE_DOMAIN_CONFIG=true), /rlconfig's sources, health over the union, and each source failing on its own (a bad
-file, a bad xDS response, the xDS server gone, start-up without one of them)."""
+give (the xDS update NACKed naming it, the file change refused, the rules in force kept; the refused side coming in
+once the other gives the domain up; merged with MERGE_DOMAIN_CONFIG=true), /rlconfig's sources, health over the
+union, and each source failing on its own (a bad file, a bad xDS response, the xDS server gone, start-up without
+one of them or with a conflict, SIGTERM while waiting)."""
 
 import time
 import unittest
@@ -110,11 +111,32 @@ class Together(Case):
         reloads = harness.http_get(s.debug_port, '/dashboard/data')[2]['reloads']
         self.assertEqual([(r['source'], r['ok']) for r in reloads[:2]], [('files', False), ('xDS resources', False)])
 
-        # Each side taking its domain back out ends the conflict.
-        s.remove_rule('also-mesh.yaml')
-        server.push('v3', [mesh(2), config('takeover', 'web2', [{'key': 'ip', 'unit': 'HOUR', 'requests': 1}])])
+    def test_a_refused_side_comes_in_once_the_other_gives_the_domain_up(self):
+        takeover = config('takeover', 'web', [{'key': 'ip', 'unit': 'HOUR', 'requests': 100}])
+        server = self.server(snapshot=('v1', [mesh(2)]))
+        s = self.sluice({'web.yaml': rule('web', 'ip', 2)}, env_for(server.port))
+        server.wait_for_ack('v1')
+        server.push('v2', [mesh(2), takeover])
+        self.assertIn("domain 'web' is given by both", server.wait_for_nack()[2])
+        # The files give web up: the NACKed rules cannot be taken back, so Sluice asks for them again on a new
+        # stream, and the server's v2 comes in.
+        s.remove_rule('web.yaml')
+        server.wait_for_ack('v2')
+        self.assertEqual(len(server.opened), 2)
+        self.assertIn('Asking the xDS Management Server at 127.0.0.1:%d for its rules again' % server.port, s.log())
+        self.assertEqual(self.codes(s, 'web', 'ip', 'a', 3), ['OK'] * 3)  # 100 an hour now
+        self.assertIn('domain=web source=GRPC_XDS_SOTW', harness.http_get(s.debug_port, '/rlconfig')[2])
+
+        # A file refused for xDS's mesh is loaded again, from the disk, once an xDS update gives mesh up.
+        since = len(s.log())
+        s.write_rule('mesh.yaml', rule('mesh', 'path', 1))
+        s.wait_for_log("Error loading new configuration: domain 'mesh' is given by both", since=since,
+                       message='the file refused')
+        server.push('v3', [takeover])
         server.wait_for_ack('v3')
-        self.assertEqual(self.codes(s, 'web2', 'ip', 'a', 2), ['OK', 'OVER_LIMIT'])
+        self.limit_is(s, 'mesh', 'path', 1)
+        self.assertIn('domain=mesh source=FILE', harness.http_get(s.debug_port, '/rlconfig')[2])
+        self.assertEqual(self.codes(s, 'mesh', 'path', 'p', 2), ['OK', 'OVER_LIMIT'])
 
     def test_merge_domain_config_merges_a_domain_both_give(self):
         server = self.server(snapshot=('v1', [mesh(2, domain='shared')]))
@@ -192,6 +214,35 @@ class EachFailingAlone(Case):
         s.wait_ready(timeout=10)
         self.assertIn('Successfully loaded the initial ratelimit configs', s.log())
         self.assertEqual(self.codes(s, 'web', 'ip', 'a', 3), ['OK', 'OK', 'OVER_LIMIT'])
+
+    def test_start_up_with_a_first_response_that_conflicts_waits_until_a_side_gives_way(self):
+        server = self.server(snapshot=('v1', [mesh(2, domain='web', name='takeover')]))
+        s = self.sluice({'web.yaml': rule('web', 'ip', 2)}, env_for(server.port), wait_ready=False)
+        server.wait_for_nack()
+        s.wait_for_log("domain 'web' is given by both FILE ('web.yaml') and GRPC_XDS_SOTW ('takeover')",
+                       message='the conflict logged')
+        with self.assertRaises(OSError):  # still waiting: ports closed
+            harness.http_get(s.http_port, '/healthcheck', timeout=0.5)
+        s.remove_rule('web.yaml')  # the files are watched while start-up waits
+        server.wait_for_ack('v1')
+        s.wait_ready(timeout=10)
+        self.assertEqual(self.codes(s, 'web', 'user', 'u', 3), ['OK', 'OK', 'OVER_LIMIT'])
+
+    def test_sigterm_while_waiting_for_xds_after_the_files(self):
+        s = self.sluice({'web.yaml': rule('web', 'ip', 2)}, env_for(harness.free_port()), wait_ready=False)
+        s.wait_for_log('Successfully loaded new configuration (1 files, 1 domains)', message='the files loaded')
+        s.terminate()
+        self.assertEqual(s.wait_exit(10), 0, s.log())
+
+    def test_force_start_with_bad_files_serves_xds_until_the_files_are_fixed(self):
+        server = self.server(snapshot=('v1', [mesh(2)]))
+        s = self.sluice({'web.yaml': 'domain: [broken'},
+                        env_for(server.port, FORCE_START_WITHOUT_INITIAL_CONFIG='true'))
+        server.wait_for_ack('v1')
+        self.assertEqual(self.codes(s, 'mesh', 'user', 'u', 3), ['OK', 'OK', 'OVER_LIMIT'])
+        s.write_rule('web.yaml', rule('web', 'ip', 1))
+        self.limit_is(s, 'web', 'ip', 1)
+        self.assertEqual(self.codes(s, 'web', 'ip', 'a', 2), ['OK', 'OVER_LIMIT'])
 
     def test_force_start_serves_the_files_until_xds_comes(self):
         port = harness.free_port()

@@ -87,13 +87,20 @@ std::optional<std::string> rules_source::load_and_publish(rule_origin from,
                  " domains)");
   if (health_component_) health_.set(*health_component_, domains > 0);
   remember({std::chrono::system_clock::now(), true, std::string(what(from)), domains, {}});
-  // Files refused for a domain xDS gave are still on disk, and the domain may be free now. (A NACKed xDS
-  // response cannot be taken back: the server has to send its rules again.)
-  if (from == rule_origin::xds && state(rule_origin::files).refused_for_a_domain) {
+  retry_the_other(from);
+  return std::nullopt;
+}
+
+void rules_source::retry_the_other(rule_origin loaded) {
+  // The other source's rules were refused for a domain this one gave, which may be free now. Files are still
+  // on disk; a NACKed xDS response cannot be taken back, so the server is asked to send its rules again.
+  if (loaded == rule_origin::xds && state(rule_origin::files).refused_for_a_domain) {
     core::log_info("Loading the rule files again: they were refused for a domain the xDS resources gave");
     load();
+  } else if (loaded == rule_origin::files && state(rule_origin::xds).refused_for_a_domain && xds_retry_) {
+    state(rule_origin::xds).refused_for_a_domain = false;
+    xds_retry_();
   }
-  return std::nullopt;
 }
 
 config::load_result rules_source::with_the_other(rule_origin from,

@@ -70,6 +70,9 @@ class rules_source {
   std::optional<std::string> apply_xds(std::vector<config::config_file> files);
   // A source's rules that could not even be read: counted and logged as a failed load; the rules stay.
   void refuse(const std::string& error, rule_origin from);
+  // How to have the xDS server send its rules again (a NACKed response cannot be taken back): called once
+  // rule files load after xDS rules were refused for a domain the files gave.
+  void set_xds_retry(std::function<void()> ask_again) { xds_retry_ = std::move(ask_again); }
   // Whether a source has had a load accepted. On the control thread.
   bool loaded(rule_origin from) const { return state(from).loaded; }
   // How many sources CONFIG_TYPE lists.
@@ -103,10 +106,12 @@ class rules_source {
     bool refused_for_a_domain = false;  // its last load gave a domain the other source gives
   };
   std::array<origin_state, 2> origins_;
+  std::function<void()> xds_retry_;
   origin_state& state(rule_origin from) { return origins_[static_cast<std::size_t>(from)]; }
   const origin_state& state(rule_origin from) const { return origins_[static_cast<std::size_t>(from)]; }
   std::optional<std::string> offer(rule_origin from, std::vector<config::config_file> files);
   std::optional<std::string> load_and_publish(rule_origin from, std::vector<config::config_file> files);
+  void retry_the_other(rule_origin loaded);
   // `own` (the rules of `from`) with the other source's rules in force; `conflict` when a domain both give
   // is refused.
   config::load_result with_the_other(rule_origin from, std::shared_ptr<const config::rule_set> own,

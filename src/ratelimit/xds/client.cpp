@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <boost/asio/post.hpp>
+#include <utility>
 
 #include "core/log.hpp"
 #include "core/strings.hpp"
@@ -58,16 +59,29 @@ void client::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+void client::ask_again() {
+  {
+    std::lock_guard lock(mutex_);
+    again_ = true;
+    if (context_) context_->TryCancel();
+  }
+  wake_.notify_all();
+}
+
 void client::run() {
   backoff wait(settings_.backoff);
   for (;;) {
     if (run_stream()) wait.reset();
     std::unique_lock lock(mutex_);
     if (stopping_) return;
+    if (std::exchange(again_, false)) {
+      core::log_info("Asking the xDS Management Server at ", settings_.server_url, " for its rules again");
+      continue;
+    }
     const auto delay = wait.next();
     core::log_info("Reconnecting to the xDS Management Server at ", settings_.server_url, " in ",
                    delay.count(), " ms");
-    if (wake_.wait_for(lock, delay, [this] { return stopping_; })) return;
+    if (wake_.wait_for(lock, delay, [this] { return stopping_ || again_; }) && stopping_) return;
   }
 }
 
@@ -78,6 +92,7 @@ bool client::run_stream() {
     std::lock_guard lock(mutex_);
     if (stopping_) return false;
     context_ = &context;
+    again_ = false;  // this stream is the one asked for
   }
   auto stub = ads::NewStub(make_channel(settings_));
   auto stream = stub->StreamAggregatedResources(&context);
@@ -109,7 +124,7 @@ bool client::run_stream() {
   {
     std::lock_guard lock(mutex_);
     context_ = nullptr;
-    if (stopping_) return received;
+    if (stopping_ || again_) return received;  // ended on purpose
   }
   if (status.ok()) {
     core::log_error(

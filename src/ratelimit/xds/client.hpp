@@ -57,6 +57,9 @@ class client {
   void start();
   // Ends the stream and joins the thread. Call on the control thread (or after it stopped).
   void stop();
+  // Opens a new stream at once (the server sends its rules again on it): a NACKed response cannot be taken
+  // back, so rules refused for a reason that has since gone are asked for again. Any thread.
+  void ask_again();
 
  private:
   void run();
@@ -73,6 +76,7 @@ class client {
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
+  bool again_ = false;  // ask_again(): the stream ends and the next one opens without a wait
   grpc::ClientContext* context_ = nullptr;  // the stream's, while it is open
 };
 

@@ -133,7 +133,42 @@ TEST_CASE("rule sources: a domain given by both is refused, naming both, and the
   // Within one source the message is upstream's.
   std::filesystem::remove(s.dir.path / "b.yaml");
   s.write("c.yaml", rule("web", "other"));
-  CHECK(*s.source.load() == "c.yaml: duplicate domain 'web' in config file");
+  error = s.source.load();
+  REQUIRE(error);
+  CHECK(*error == "c.yaml: duplicate domain 'web' in config file");
+}
+
+TEST_CASE("rule sources: a side refused for a domain comes in once the other gives the domain up") {
+  sources s;
+  int asked_again = 0;
+  s.source.set_xds_retry([&] { ++asked_again; });
+  s.write("a.yaml", rule("web", "ip"));
+  REQUIRE_FALSE(s.source.load());
+  REQUIRE_FALSE(s.source.apply_xds({{"mesh", rule("mesh", "user")}}));
+
+  // Files refused for xDS's domain are loaded again, from the disk, once an xDS update is accepted.
+  s.write("b.yaml", rule("mesh", "path"));
+  REQUIRE(s.source.load());
+  REQUIRE_FALSE(s.source.apply_xds({{"other", rule("other", "user")}}));  // mesh given up
+  CHECK(s.domains() == "mesh other web ");
+  CHECK(s.dump().find("mesh.path") != std::string::npos);
+  CHECK(s.source.current()->origin("mesh")->sources == std::vector<std::string>{"FILE"});
+  CHECK(asked_again == 0);
+
+  // xDS rules refused for the files' domain: once the files load, the server is asked for its rules again
+  // (once), since the NACK cannot be taken back.
+  REQUIRE(s.source.apply_xds({{"other", rule("other", "user")}, {"takeover", rule("web", "k")}}));
+  s.write("a.yaml", rule("web", "ip", 2));
+  REQUIRE_FALSE(s.source.load());  // still gives web: the server asked again all the same
+  CHECK(asked_again == 1);
+  REQUIRE_FALSE(s.source.load());
+  CHECK(asked_again == 1);
+  std::filesystem::remove(s.dir.path / "a.yaml");
+  REQUIRE_FALSE(s.source.load());
+  CHECK(asked_again == 1);
+  CHECK_FALSE(s.source.apply_xds({{"other", rule("other", "user")}, {"takeover", rule("web", "k")}}));
+  CHECK(s.domains() == "mesh other web ");
+  CHECK(s.source.current()->origin("web")->file == "takeover");
 }
 
 TEST_CASE("rule sources: each source failing alone keeps its last good rules and lets the other change") {
@@ -170,6 +205,14 @@ TEST_CASE("rule sources: MERGE_DOMAIN_CONFIG merges a domain both give, files fi
   auto error = s.source.apply_xds({{"mesh", rule("shared", "ip", 9)}});
   REQUIRE(error);
   CHECK(error->starts_with("mesh: "));
+}
+
+TEST_CASE("rule sources: the rule files alone carry no source labels") {
+  sources s(true, false);
+  s.write("a.yaml", rule("web", "ip"));
+  REQUIRE_FALSE(s.source.load());
+  CHECK(s.source.current()->dump_sources().empty());
+  CHECK(s.source.current()->origin("web")->sources.empty());
 }
 
 TEST_CASE("rule sources: one source alone keeps upstream's messages and no source labels") {
