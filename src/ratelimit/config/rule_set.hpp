@@ -169,6 +169,7 @@ class rule_set {
 
  private:
   friend class rule_set_builder;
+  friend void make_rule_stats(const rule_set& rules, stats::store& stats);
   // Shared with the unions made of this set (the nodes do not change once loaded).
   std::unordered_map<std::string, std::shared_ptr<descriptor_node>, string_hash, std::equal_to<>> domains_;
   std::map<std::string, domain_origin, std::less<>> origins_;

@@ -21,14 +21,11 @@ namespace sluice::ratelimit::config {
 
 class rule_set_builder {
  public:
-  rule_set_builder(bool merge, stats::store& stats, std::vector<std::string>& warnings)
-      : merge_(merge), stats_(stats), warnings_(warnings), rules_(std::make_shared<rule_set>()) {}
+  rule_set_builder(bool merge, std::vector<std::string>& warnings)
+      : merge_(merge), warnings_(warnings), rules_(std::make_shared<rule_set>()) {}
 
   void load_file(const config_file& file);
-  std::shared_ptr<const rule_set> finish() {
-    for (auto& [_, domain] : rules_->domains_) bind_stats(*domain, stats_);
-    return std::move(rules_);
-  }
+  std::shared_ptr<const rule_set> finish() { return std::move(rules_); }
 
  private:
   void load_descriptors(descriptor_node& parent, const YAML::Node& list, const std::string& domain);
@@ -38,7 +35,6 @@ class rule_set_builder {
                       std::string_view where);
 
   bool merge_;
-  stats::store& stats_;
   std::vector<std::string>& warnings_;
   std::shared_ptr<rule_set> rules_;
   std::string file_;
@@ -299,9 +295,14 @@ rate_limit rule_set_builder::load_rate_limit(const YAML::Node& yaml) {
   return limit;
 }
 
-load_result load_rules(std::span<const config_file> files, bool merge_domains, stats::store& stats) {
+void make_rule_stats(const rule_set& rules, stats::store& stats) {
+  for (const auto& [_, domain] : rules.domains_) bind_stats(*domain, stats);
+}
+
+load_result load_rules(std::span<const config_file> files, bool merge_domains, stats::store& stats,
+                       bool make_stats) {
   load_result result;
-  rule_set_builder builder(merge_domains, stats, result.warnings);
+  rule_set_builder builder(merge_domains, result.warnings);
   for (const auto& file : files) {
     try {
       builder.load_file(file);
@@ -311,6 +312,7 @@ load_result load_rules(std::span<const config_file> files, bool merge_domains, s
     }
   }
   result.rules = builder.finish();
+  if (make_stats) make_rule_stats(*result.rules, stats);
   return result;
 }
 

@@ -30,6 +30,11 @@ struct load_result {
 
 // Files are loaded in the order given. With merge_domains, several files may add top-level descriptors to one
 // domain; otherwise a repeated domain is an error.
-load_result load_rules(std::span<const config_file> files, bool merge_domains, stats::store& stats);
+// Once loaded, every limit's counters and configuration gauges are made, unless make_stats is false: for
+// rules that may yet be refused (they must not change a gauge of the rules in force), which make_rule_stats
+// then gives their stats if they come in, before anyone reads them.
+load_result load_rules(std::span<const config_file> files, bool merge_domains, stats::store& stats,
+                       bool make_stats = true);
+void make_rule_stats(const rule_set& rules, stats::store& stats);
 
 }  // namespace sluice::ratelimit::config

@@ -49,88 +49,111 @@ std::optional<std::string> rules_source::apply_xds(std::vector<config::config_fi
 }
 
 std::optional<std::string> rules_source::offer(rule_origin from, std::vector<config::config_file> files) {
-  try {
-    return load_and_publish(from, std::move(files));
-  } catch (const std::exception& e) {  // not a rule's error (those are config_errors): memory, most likely
-    const auto error = core::cat("the rules could not be loaded: ", e.what());
-    refuse(error, from);
-    return error;
-  }
-}
-
-std::optional<std::string> rules_source::load_and_publish(rule_origin from,
-                                                          std::vector<config::config_file> files) {
   // With one source the files carry no source: /rlconfig stays upstream's.
   if (source_count() > 1)
     for (auto& f : files) f.source = origin_name(from);
-  state(from).refused_for_a_domain = false;
-  auto own = config::load_rules(files, settings_.merge_domain_config, stats_);
-  if (!own.error.empty()) {
-    refuse(own.error, from);
-    return own.error;
+  auto c = prepare(from, files);
+  return settle(from, std::move(files), std::move(c));
+}
+
+rules_source::candidate rules_source::prepare(rule_origin from,
+                                              const std::vector<config::config_file>& files) {
+  candidate c;
+  try {
+    // Stats are made only for rules that come in: refused ones must not change a gauge of those in force.
+    auto own = config::load_rules(files, settings_.merge_domain_config, stats_, false);
+    c.own = std::move(own.rules);
+    c.warnings = std::move(own.warnings);
+    c.error = std::move(own.error);
+    if (c.own) join(from, files, c);
+  } catch (const std::exception& e) {  // not a rule's error (those are config_errors): memory, most likely
+    c = {};
+    c.error = core::cat("the rules could not be loaded: ", e.what());
   }
-  auto loaded = with_the_other(from, own.rules, files, state(from).refused_for_a_domain);
-  if (!loaded.error.empty()) {
-    refuse(loaded.error, from);
-    return loaded.error;
+  return c;
+}
+
+void rules_source::join(rule_origin from, const std::vector<config::config_file>& files, candidate& c) {
+  const rule_origin other = from == rule_origin::files ? rule_origin::xds : rule_origin::files;
+  if (!state(other).rules) {
+    c.joined = c.own;
+    return;
   }
-  for (const auto& w : own.warnings) core::log_warn(w);
-  for (const auto& d : loaded.rules->domain_names()) core::log_info("loaded domain: ", d);
+  const bool files_changed = from == rule_origin::files;
+  const auto& first = files_changed ? *c.own : *state(other).rules;
+  const auto& second = files_changed ? *state(other).rules : *c.own;
+  const auto shared = first.shared_domain(second);
+  if (!shared) {
+    c.joined = config::rule_set::union_of(first, second);
+  } else if (!settings_.merge_domain_config) {
+    c.conflict = true;
+    c.error = core::cat("domain '", *shared, "' is given by both ", origin_name(rule_origin::files), " ('",
+                        first.origin(*shared)->file, "') and ", origin_name(rule_origin::xds), " ('",
+                        second.origin(*shared)->file,
+                        "'): a domain comes from one source unless MERGE_DOMAIN_CONFIG=true");
+  } else {
+    std::vector<config::config_file> all(files_changed ? files : state(other).in_force);
+    const auto& resources = files_changed ? state(other).in_force : files;
+    all.insert(all.end(), resources.begin(), resources.end());
+    auto merged = config::load_rules(all, true, stats_, false);
+    c.joined = std::move(merged.rules);
+    c.error = std::move(merged.error);
+    c.merged = true;
+  }
+}
+
+std::optional<std::string> rules_source::settle(rule_origin from, std::vector<config::config_file> files,
+                                                candidate c) {
+  if (!c.error.empty()) {
+    refuse(c.error, from);
+    if (c.conflict) state(from).refused = held_back{std::move(files), std::move(c.own)};
+    return c.error;
+  }
+  accept(from, std::move(files), std::move(c));
+  retry_the_other(from);
+  return std::nullopt;
+}
+
+void rules_source::accept(rule_origin from, std::vector<config::config_file> files, candidate c) {
+  // Before anyone reads them. A merge's own nodes are kept for later joins, so they get stats too.
+  config::make_rule_stats(*c.own, stats_);
+  if (c.merged) config::make_rule_stats(*c.joined, stats_);
+  for (const auto& w : c.warnings) core::log_warn(w);
+  for (const auto& d : c.joined->domain_names()) core::log_info("loaded domain: ", d);
   const std::size_t count = files.size();
-  state(from) = {std::move(files), std::move(own.rules), true, false};
-  std::size_t domains = loaded.rules->domain_count();
-  // Published before /rlconfig shows them: whoever sees the new rules there finds them on every worker.
-  publish_(loaded.rules);
-  current_.store(std::move(loaded.rules));
+  state(from) = {std::move(files), std::move(c.own), true, std::nullopt};
+  const std::size_t domains = c.joined->domain_count();
+  // Posted to every worker before /rlconfig shows them (or an ACK tells the xDS server): a request sent after
+  // either is served by these rules.
+  publish_(c.joined);
+  current_.store(std::move(c.joined));
   load_success_.inc();
   core::log_info("Successfully loaded new configuration (", count, " ", what(from), ", ", domains,
                  " domains)");
   if (health_component_) health_.set(*health_component_, domains > 0);
   remember({std::chrono::system_clock::now(), true, std::string(what(from)), domains, {}});
-  retry_the_other(from);
-  return std::nullopt;
 }
 
 void rules_source::retry_the_other(rule_origin loaded) {
-  // The other source's rules were refused for a domain this one gave, which may be free now. Files are still
-  // on disk; a NACKed xDS response cannot be taken back, so the server is asked to send its rules again.
-  if (loaded == rule_origin::xds && state(rule_origin::files).refused_for_a_domain) {
-    core::log_info("Loading the rule files again: they were refused for a domain the xDS resources gave");
-    load();
-  } else if (loaded == rule_origin::files && state(rule_origin::xds).refused_for_a_domain && xds_retry_) {
-    state(rule_origin::xds).refused_for_a_domain = false;
-    xds_retry_();
+  auto& waiting = state(loaded == rule_origin::files ? rule_origin::xds : rule_origin::files).refused;
+  if (!waiting || waiting->rules->shared_domain(*state(loaded).rules)) return;  // none, or still in the way
+  if (loaded == rule_origin::xds) {
+    core::log_info("The rule files refused for a domain the xDS resources gave come in now");
+    auto held = std::move(*waiting);
+    waiting.reset();
+    candidate c;
+    c.own = std::move(held.rules);
+    join(rule_origin::files, held.files, c);
+    settle(rule_origin::files, std::move(held.files), std::move(c));
+  } else {
+    // A NACKed response cannot be taken back: the server is asked to send its rules again.
+    waiting.reset();
+    if (xds_retry_) xds_retry_();
   }
-}
-
-config::load_result rules_source::with_the_other(rule_origin from,
-                                                 std::shared_ptr<const config::rule_set> own,
-                                                 const std::vector<config::config_file>& files,
-                                                 bool& conflict) {
-  const rule_origin other = from == rule_origin::files ? rule_origin::xds : rule_origin::files;
-  if (!state(other).rules) return {std::move(own), {}, {}};
-  // The files' rules first, whichever changed.
-  const auto& first = from == rule_origin::files ? *own : *state(other).rules;
-  const auto& second = from == rule_origin::files ? *state(other).rules : *own;
-  const auto shared = first.shared_domain(second);
-  if (!shared) return {config::rule_set::union_of(first, second), {}, {}};
-  if (!settings_.merge_domain_config) {
-    conflict = true;
-    return {nullptr,
-            core::cat("domain '", *shared, "' is given by both ", origin_name(rule_origin::files), " ('",
-                      first.origin(*shared)->file, "') and ", origin_name(rule_origin::xds), " ('",
-                      second.origin(*shared)->file,
-                      "'): a domain comes from one source unless MERGE_DOMAIN_CONFIG=true"),
-            {}};
-  }
-  const auto& rule_files = from == rule_origin::files ? files : state(other).in_force;
-  const auto& resources = from == rule_origin::files ? state(other).in_force : files;
-  std::vector<config::config_file> all(rule_files.begin(), rule_files.end());
-  all.insert(all.end(), resources.begin(), resources.end());
-  return config::load_rules(all, true, stats_);
 }
 
 void rules_source::refuse(const std::string& error, rule_origin from) {
+  state(from).refused.reset();  // only the source's latest load may wait for a domain
   load_error_.inc();
   core::log_error("Error loading new configuration: ", error);
   remember({std::chrono::system_clock::now(), false, std::string(what(from)), 0, error});
@@ -161,6 +184,7 @@ void rules_source::watch(boost::asio::any_io_executor ex) {
 
 void rules_source::stop() {
   if (watch_) watch_->stop();
+  xds_retry_ = nullptr;  // the client may be gone before this object
 }
 
 }  // namespace sluice::ratelimit::service

@@ -70,8 +70,8 @@ class rules_source {
   std::optional<std::string> apply_xds(std::vector<config::config_file> files);
   // A source's rules that could not even be read: counted and logged as a failed load; the rules stay.
   void refuse(const std::string& error, rule_origin from);
-  // How to have the xDS server send its rules again (a NACKed response cannot be taken back): called once
-  // rule files load after xDS rules were refused for a domain the files gave.
+  // How to have the xDS server send its rules again (a NACKed response cannot be taken back): called when
+  // the rule files give up the domain xDS rules were refused for.
   void set_xds_retry(std::function<void()> ask_again) { xds_retry_ = std::move(ask_again); }
   // Whether a source has had a load accepted. On the control thread.
   bool loaded(rule_origin from) const { return state(from).loaded; }
@@ -99,23 +99,38 @@ class rules_source {
   std::deque<reload_record> reloads_;
   void remember(reload_record r);
 
+  // What a source's load gave, before it comes in.
+  struct candidate {
+    std::shared_ptr<const config::rule_set> own;     // the source's rules alone, without their stats yet
+    std::shared_ptr<const config::rule_set> joined;  // with the other source's rules in force
+    bool merged = false;  // `joined` was loaded from both sources' files (MERGE_DOMAIN_CONFIG)
+    std::vector<std::string> warnings;
+    std::string error;
+    bool conflict = false;  // refused for a domain the other source gives
+  };
+  // A load refused for a domain the other source gives: it comes in once the other gives the domain up.
+  struct held_back {
+    std::vector<config::config_file> files;
+    std::shared_ptr<const config::rule_set> rules;
+  };
   struct origin_state {
     std::vector<config::config_file> in_force;      // the files of its last accepted load
     std::shared_ptr<const config::rule_set> rules;  // those files' rules alone
     bool loaded = false;
-    bool refused_for_a_domain = false;  // its last load gave a domain the other source gives
+    std::optional<held_back> refused;
   };
   std::array<origin_state, 2> origins_;
   std::function<void()> xds_retry_;
   origin_state& state(rule_origin from) { return origins_[static_cast<std::size_t>(from)]; }
   const origin_state& state(rule_origin from) const { return origins_[static_cast<std::size_t>(from)]; }
+
   std::optional<std::string> offer(rule_origin from, std::vector<config::config_file> files);
-  std::optional<std::string> load_and_publish(rule_origin from, std::vector<config::config_file> files);
+  candidate prepare(rule_origin from, const std::vector<config::config_file>& files);
+  // Joins `c.own` to the other source's rules in force (files first, whichever changed).
+  void join(rule_origin from, const std::vector<config::config_file>& files, candidate& c);
+  std::optional<std::string> settle(rule_origin from, std::vector<config::config_file> files, candidate c);
+  void accept(rule_origin from, std::vector<config::config_file> files, candidate c);
   void retry_the_other(rule_origin loaded);
-  // `own` (the rules of `from`) with the other source's rules in force; `conflict` when a domain both give
-  // is refused.
-  config::load_result with_the_other(rule_origin from, std::shared_ptr<const config::rule_set> own,
-                                     const std::vector<config::config_file>& files, bool& conflict);
 };
 
 }  // namespace sluice::ratelimit::service

@@ -60,6 +60,7 @@ void client::stop() {
 }
 
 void client::ask_again() {
+  core::log_info("Asking the xDS Management Server at ", settings_.server_url, " for its rules again");
   {
     std::lock_guard lock(mutex_);
     again_ = true;
@@ -74,10 +75,7 @@ void client::run() {
     if (run_stream()) wait.reset();
     std::unique_lock lock(mutex_);
     if (stopping_) return;
-    if (std::exchange(again_, false)) {
-      core::log_info("Asking the xDS Management Server at ", settings_.server_url, " for its rules again");
-      continue;
-    }
+    if (std::exchange(again_, false)) continue;
     const auto delay = wait.next();
     core::log_info("Reconnecting to the xDS Management Server at ", settings_.server_url, " in ",
                    delay.count(), " ms");
@@ -124,7 +122,7 @@ bool client::run_stream() {
   {
     std::lock_guard lock(mutex_);
     context_ = nullptr;
-    if (stopping_ || again_) return received;  // ended on purpose
+    if (stopping_ || (again_ && status.error_code() == grpc::StatusCode::CANCELLED)) return received;
   }
   if (status.ok()) {
     core::log_error(

@@ -146,29 +146,56 @@ TEST_CASE("rule sources: a side refused for a domain comes in once the other giv
   REQUIRE_FALSE(s.source.load());
   REQUIRE_FALSE(s.source.apply_xds({{"mesh", rule("mesh", "user")}}));
 
-  // Files refused for xDS's domain are loaded again, from the disk, once an xDS update is accepted.
+  // Files refused for xDS's domain wait, without being loaded again, while xDS keeps the domain.
   s.write("b.yaml", rule("mesh", "path"));
   REQUIRE(s.source.load());
-  REQUIRE_FALSE(s.source.apply_xds({{"other", rule("other", "user")}}));  // mesh given up
+  REQUIRE_FALSE(s.source.apply_xds({{"mesh", rule("mesh", "user", 3)}}));
+  CHECK(s.counter("ratelimit.service.config_load_error") == 1);
+  CHECK(s.dump().find("mesh.path") == std::string::npos);
+  // They come in once an xDS update gives the domain up (b.yaml no longer on disk by then: they were kept).
+  std::filesystem::remove(s.dir.path / "b.yaml");
+  REQUIRE_FALSE(s.source.apply_xds({{"other", rule("other", "user")}}));
   CHECK(s.domains() == "mesh other web ");
   CHECK(s.dump().find("mesh.path") != std::string::npos);
   CHECK(s.source.current()->origin("mesh")->sources == std::vector<std::string>{"FILE"});
+  CHECK(s.counter("ratelimit.service.config_load_success") == 5);
   CHECK(asked_again == 0);
 
-  // xDS rules refused for the files' domain: once the files load, the server is asked for its rules again
-  // (once), since the NACK cannot be taken back.
+  // xDS rules refused for the files' domain: the server is asked for them again (a NACK cannot be taken back)
+  // once the files give the domain up, not before.
   REQUIRE(s.source.apply_xds({{"other", rule("other", "user")}, {"takeover", rule("web", "k")}}));
   s.write("a.yaml", rule("web", "ip", 2));
-  REQUIRE_FALSE(s.source.load());  // still gives web: the server asked again all the same
-  CHECK(asked_again == 1);
-  REQUIRE_FALSE(s.source.load());
-  CHECK(asked_again == 1);
+  REQUIRE_FALSE(s.source.load());  // still gives web
+  CHECK(asked_again == 0);
   std::filesystem::remove(s.dir.path / "a.yaml");
+  s.write("c.yaml", rule("mesh", "path"));
   REQUIRE_FALSE(s.source.load());
   CHECK(asked_again == 1);
+  REQUIRE_FALSE(s.source.load());
+  CHECK(asked_again == 1);  // asked once
   CHECK_FALSE(s.source.apply_xds({{"other", rule("other", "user")}, {"takeover", rule("web", "k")}}));
   CHECK(s.domains() == "mesh other web ");
   CHECK(s.source.current()->origin("web")->file == "takeover");
+}
+
+TEST_CASE(
+    "rule sources: refused rules change no gauge of the rules in force; accepted ones have their stats") {
+  sources s;
+  const auto limit = [&](const std::string& rule_key) {
+    return s.store.get_gauge("ratelimit.service.rate_limit." + rule_key + ".limit").value();
+  };
+  s.write("a.yaml", rule("web", "ip", 7));
+  REQUIRE_FALSE(s.source.load());
+  CHECK(limit("web.ip") == 7);
+  REQUIRE(s.source.apply_xds({{"takeover", rule("web", "ip", 100)}}));
+  CHECK(limit("web.ip") == 7);
+  REQUIRE_FALSE(s.source.apply_xds({{"mesh", rule("mesh", "user", 5)}}));
+  CHECK(limit("mesh.user") == 5);
+  bool bound = true;
+  s.source.current()->for_each_limit(
+      [&](std::string_view, const ratelimit::config::descriptor_node&,
+          const ratelimit::config::rate_limit& l) { bound = bound && l.stats.total_hits != nullptr; });
+  CHECK(bound);
 }
 
 TEST_CASE("rule sources: each source failing alone keeps its last good rules and lets the other change") {
@@ -205,6 +232,17 @@ TEST_CASE("rule sources: MERGE_DOMAIN_CONFIG merges a domain both give, files fi
   auto error = s.source.apply_xds({{"mesh", rule("shared", "ip", 9)}});
   REQUIRE(error);
   CHECK(error->starts_with("mesh: "));
+  // xDS gives the domain up: the files' own rules, kept beside the merge, come in with their stats.
+  REQUIRE_FALSE(s.source.apply_xds({{"mesh", rule("other", "user", 5)}}));
+  CHECK(s.source.current()->dump_sources() ==
+        "domain=other source=GRPC_XDS_SOTW\ndomain=shared source=FILE\n");
+  int limits = 0;
+  s.source.current()->for_each_limit([&](std::string_view, const ratelimit::config::descriptor_node&,
+                                         const ratelimit::config::rate_limit& l) {
+    CHECK(l.stats.total_hits != nullptr);
+    ++limits;
+  });
+  CHECK(limits == 2);
 }
 
 TEST_CASE("rule sources: the rule files alone carry no source labels") {
