@@ -121,7 +121,7 @@ void rules_source::accept(rule_origin from, std::vector<config::config_file> fil
   for (const auto& w : c.warnings) core::log_warn(w);
   for (const auto& d : c.joined->domain_names()) core::log_info("loaded domain: ", d);
   const std::size_t count = files.size();
-  state(from) = {std::move(files), std::move(c.own), true, std::nullopt};
+  state(from) = {std::move(files), std::move(c.own), std::nullopt};
   const std::size_t domains = c.joined->domain_count();
   // Posted to every worker before /rlconfig shows them (or an ACK tells the xDS server): a request sent after
   // either is served by these rules.

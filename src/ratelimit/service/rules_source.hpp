@@ -74,7 +74,7 @@ class rules_source {
   // the rule files give up the domain xDS rules were refused for.
   void set_xds_retry(std::function<void()> ask_again) { xds_retry_ = std::move(ask_again); }
   // Whether a source has had a load accepted. On the control thread.
-  bool loaded(rule_origin from) const { return state(from).loaded; }
+  bool loaded(rule_origin from) const { return state(from).rules != nullptr; }
   // How many sources CONFIG_TYPE lists.
   std::size_t source_count() const { return settings_.from_files + settings_.from_xds; }
   // The snapshot published last (null before the first good load): for the debug page. Thread-safe.
@@ -114,9 +114,9 @@ class rules_source {
     std::shared_ptr<const config::rule_set> rules;
   };
   struct origin_state {
-    std::vector<config::config_file> in_force;      // the files of its last accepted load
-    std::shared_ptr<const config::rule_set> rules;  // those files' rules alone
-    bool loaded = false;
+    std::vector<config::config_file> in_force;  // the files of its last accepted load
+    // Those files' rules alone; null until a load of the source is accepted (loaded()).
+    std::shared_ptr<const config::rule_set> rules;
     std::optional<held_back> refused;
   };
   std::array<origin_state, 2> origins_;
