@@ -26,6 +26,10 @@ std::string_view origin_name(rule_origin origin) {
 
 namespace {
 
+rule_origin other_than(rule_origin origin) {
+  return origin == rule_origin::files ? rule_origin::xds : rule_origin::files;
+}
+
 // How the log and the dashboard's reloads name a source's sets of rules.
 std::string_view what(rule_origin origin) {
   return origin == rule_origin::files ? "files" : "xDS resources";
@@ -74,7 +78,7 @@ rules_source::candidate rules_source::prepare(rule_origin from,
 }
 
 void rules_source::join(rule_origin from, const std::vector<config::config_file>& files, candidate& c) {
-  const rule_origin other = from == rule_origin::files ? rule_origin::xds : rule_origin::files;
+  const rule_origin other = other_than(from);
   if (!state(other).rules) {
     c.joined = c.own;
     return;
@@ -135,7 +139,7 @@ void rules_source::accept(rule_origin from, std::vector<config::config_file> fil
 }
 
 void rules_source::retry_the_other(rule_origin loaded) {
-  auto& waiting = state(loaded == rule_origin::files ? rule_origin::xds : rule_origin::files).refused;
+  auto& waiting = state(other_than(loaded)).refused;
   if (!waiting || waiting->rules->shared_domain(*state(loaded).rules)) return;  // none, or still in the way
   if (loaded == rule_origin::xds) {
     core::log_info("The rule files refused for a domain the xDS resources gave come in now");
