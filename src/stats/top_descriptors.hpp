@@ -200,9 +200,8 @@ class top_id {
     mix(matched);
   }
   void add_entry(std::string_view key, std::string_view value) {
-    bool cut = false;
-    mix(key.size() > top_max_value_bytes ? cut_value(key, cut) : key);
-    mix(value.size() > top_max_value_bytes ? cut_value(value, cut) : value);
+    mix_shown(key);
+    mix_shown(value);
   }
   // More entries than top_max_entries: the ones past it are not shown, and not told apart.
   void add_more() { mix("\x01more"); }
@@ -210,9 +209,20 @@ class top_id {
 
  private:
   static const std::uint64_t seed;
-  // Eight bytes at a time, the length first (so that "a", "bc" and "ab", "c" differ).
-  void mix(std::string_view part) {
-    std::uint64_t h = (hash_ ^ part.size()) * 0x9E3779B97F4A7C15ull;
+  // A part as shown: a cut one ends in "…", so it differs from a value that is its first bytes alone (the
+  // two were one descriptor, counted together under either's text).
+  void mix_shown(std::string_view part) {
+    if (part.size() <= top_max_value_bytes) {
+      mix(part, false);
+      return;
+    }
+    bool cut = false;
+    mix(cut_value(part, cut), true);
+  }
+  // Eight bytes at a time, the length first (so that "a", "bc" and "ab", "c" differ) with whether it was cut.
+  void mix(std::string_view part, bool cut = false) {
+    const std::uint64_t length = part.size() | (cut ? std::uint64_t{1} << 63 : 0);
+    std::uint64_t h = (hash_ ^ length) * 0x9E3779B97F4A7C15ull;
     const char* p = part.data();
     std::size_t n = part.size();
     for (; n > 8; p += 8, n -= 8) h = step(h, load(p, 8));

@@ -208,6 +208,11 @@ TEST_CASE("top_id and top_text: long values are cut at a character boundary, the
   CHECK(key_of(a).id() == key_of(b).id());
   CHECK(key_of("a").id() != key_of("b").id());
   CHECK(key_of(std::string(64, 'x')).id() != key_of(std::string(63, 'x')).id());
+  // A cut value is shown with "…": it is not the value that is its first bytes alone (fuzz find: the two were
+  // counted as one descriptor under either's text), nor is a value cut to nothing the empty value.
+  CHECK(key_of(std::string(64, 'x') + "y").id() != key_of(std::string(64, 'x')).id());
+  CHECK(key_of(std::string(65, '\x80')).id() != key_of("").id());
+  CHECK(key_of(std::string(65, '\x80')).id() == key_of(std::string(70, '\x80')).id());
   std::string text;
   key_of(a).describe(text);
   CHECK(shown(text) == "d rule user=" + std::string(63, 'a') + "\u2026");
