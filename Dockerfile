@@ -6,13 +6,17 @@
 #
 # Build arguments:
 #   BASE      the Debian 12 image to build on (scripts/image makes one with debootstrap when none is pulled)
-#   ROOTFS    `build` (default): compile here; `prebuilt`: take rootfs/ from the build context, laid out from an
+#   ROOTFS    unset or `build`: compile here; `prebuilt`: take rootfs/ from the build context, laid out from an
 #             already built build/sluice (scripts/image --from-build)
-#   VERSION   the semantic version (meson.build's project version), REVISION the git commit, SOURCE the
-#             repository's URL (scripts/image sets all three: the version and commit from the built binary,
-#             the URL from the clone's `origin` remote)
+#   VERSION   the semantic version (meson.build's project version), REVISION the git commit (scripts/image sets
+#             both from the built binary)
+# The repository's URL is the label org.opencontainers.image.source: add it with
+# `--label org.opencontainers.image.source=https://...` (scripts/image does, when the clone's `origin` is one).
 ARG BASE=debian:bookworm
-ARG ROOTFS=build
+# No default here but in `FROM ${ROOTFS:-build}`: buildah 1.28 (Debian 12's podman) takes a stage name from a
+# build argument's default only in that form (`ARG ROOTFS=build` made a plain `podman build .` look for an image
+# named `build`).
+ARG ROOTFS
 
 FROM ${BASE} AS build
 ARG REVISION=unknown
@@ -25,18 +29,16 @@ RUN SLUICE_COMMIT=${REVISION} scripts/build --server-only \
 FROM scratch AS prebuilt
 COPY rootfs/ /rootfs/
 
-FROM ${ROOTFS} AS rootfs
+FROM ${ROOTFS:-build} AS rootfs
 
 FROM scratch
 ARG VERSION=1.0.0
 ARG REVISION=unknown
-ARG SOURCE=unknown
 COPY --from=rootfs /rootfs/ /
 LABEL org.opencontainers.image.title="sluice" \
       org.opencontainers.image.description="Envoy rate limit service (drop-in for envoyproxy/ratelimit), echo and holidays APIs" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.revision="${REVISION}" \
-      org.opencontainers.image.source="${SOURCE}" \
       org.opencontainers.image.licenses="Apache-2.0"
 # distroless' nonroot; any other non-root UID works too (nothing is written outside what the settings name).
 USER 65532:65532
