@@ -39,16 +39,17 @@ std::unique_ptr<net::http::server> start_prometheus(const stats::sink_settings& 
   asio::ip::tcp::endpoint endpoint;
   try {
     endpoint = server->listen();
-  } catch (const std::system_error& e) {
+  } catch (const std::runtime_error& e) {
     throw core::settings_error(core::cat("PROMETHEUS_ADDR: ", e.what()));  // exit 1, saying which listener
   }
   server->start();
-  core::log_warn("Listening for Prometheus on '",
+  core::log_info("Listening for Prometheus on '",
                  core::host_port(endpoint.address().to_string(), endpoint.port()), "'");
   return server;
 }
 
-// The debug server (control thread): upstream only logs when its listener fails, and so does Sluice.
+// The debug server (control thread). A listener that cannot open stops start-up (upstream only logs it, and
+// runs on without its debug pages: on a port another process holds, that one's pages were shown instead).
 std::unique_ptr<net::http::server> start_debug(const net::http::server_options& options,
                                                const ratelimit::service::rules_source& rules,
                                                stats::store& stats, operator_pages& operator_view,
@@ -64,15 +65,15 @@ std::unique_ptr<net::http::server> start_debug(const net::http::server_options& 
                    }});
   net::http::add_debug_pages(*routes, std::move(pages));
   auto server = std::make_unique<net::http::server>(control, options, routes);
+  asio::ip::tcp::endpoint endpoint;
   try {
-    auto endpoint = server->listen();
-    server->start();
-    core::log_warn("Listening for debug on '",
-                   core::host_port(endpoint.address().to_string(), endpoint.port()), "'");
-  } catch (const std::exception& e) {
-    core::log_error("Failed to open debug listener on '", core::host_port(options.host, options.port),
-                    "': ", e.what());
+    endpoint = server->listen();
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(core::cat("Failed to open debug listener: ", e.what()));
   }
+  server->start();
+  core::log_info("Listening for debug on '", core::host_port(endpoint.address().to_string(), endpoint.port()),
+                 "'");
   return server;
 }
 

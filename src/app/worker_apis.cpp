@@ -2,6 +2,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include "core/strings.hpp"
 #include "ratelimit/api/http_handlers.hpp"
 
 namespace sluice {
@@ -24,7 +25,7 @@ void build_workers(std::vector<worker_apis>& apis, core::worker_pool& workers, c
       a.service->set_top_recorder(a.top.get());
     }
     a.routes = std::make_shared<net::http::router>();
-    ratelimit::api::add_http_routes(*a.routes, *a.service, w.health, w.tracing.tracer(i));
+    ratelimit::api::add_http_routes(*a.routes, *a.service, w.stats, w.health, w.tracing.tracer(i));
     w.shared.add_routes(*a.routes);
 
     auto methods = std::make_shared<net::grpc::method_table>();
@@ -52,10 +53,16 @@ asio::ip::tcp::endpoint listen_http(std::vector<worker_apis>& apis, core::worker
   asio::ip::tcp::endpoint endpoint;
   auto options = proc.http;
   options.reuse_port = workers.size() > 1;
+  options.check_port_free = true;  // the first socket: another process's listener is refused, not joined
   for (unsigned i = 0; i < workers.size(); ++i) {
     apis[i].http = std::make_unique<net::http::server>(workers.context(i), options, apis[i].routes);
-    endpoint = apis[i].http->listen();
+    try {
+      endpoint = apis[i].http->listen();
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error(core::cat("Failed to open HTTP listener: ", e.what()));  // upstream's words
+    }
     options.port = endpoint.port();  // port 0: the other workers bind the port the first got
+    options.check_port_free = false;
   }
   return endpoint;
 }

@@ -191,14 +191,16 @@ class BoundedStats(unittest.TestCase):
 
 
 class DebugListener(unittest.TestCase):
-    def test_port_in_use_is_logged_and_the_server_runs(self):
+    def test_port_in_use_stops_start_up(self):
+        # Upstream only logs it and runs without its pages; Sluice exits 1, as for its other listeners.
         taken = socket.socket()
         taken.bind(('127.0.0.1', 0))
         taken.listen()
         try:
-            with Sluice(rules={'dbg.yaml': RULES}, env={'DEBUG_PORT': str(taken.getsockname()[1])}) as s:
-                self.assertEqual(s.decide('grpc', 'dbg', [[('k', 'in-use')]]).overall, 'OK')
-                self.assertIn('Failed to open debug listener', s.log())
+            port = taken.getsockname()[1]
+            log = Sluice.failed_start(self, {'DEBUG_PORT': str(port)})
+            self.assertIn('Failed to open debug listener: listen tcp 127.0.0.1:%d: bind: address already in use'
+                          % port, log)
         finally:
             taken.close()
 

@@ -107,6 +107,7 @@ struct server::impl {
   explicit impl(server_options o) : options(std::move(o)) {}
 
   tcp::endpoint resolve(asio::io_context& ioc) const;
+  [[noreturn]] void fail(std::string_view step, const boost::system::error_code& ec) const;
   void listen_tcp();
   void listen_unix();
   // Accepts the connections waiting (without blocking, so that "nothing waiting" ends an episode of errors
@@ -127,48 +128,58 @@ struct server::impl {
   std::uint16_t bound_port = 0;
 };
 
+// Upstream's words: "Failed to listen for gRPC on '127.0.0.1:8081': listen tcp 127.0.0.1:8081: bind: ...".
+void server::impl::fail(std::string_view step, const error_code& ec) const {
+  const auto address = options.unix_socket.empty() ? core::host_port(options.host, options.port)
+                                                   : core::cat("unix:", options.unix_socket);
+  auto reason = options.unix_socket.empty()
+                    ? core::listen_failure(options.host, options.port, step, ec)
+                    : core::cat("listen unix ", options.unix_socket, ": ", step, ": ", ec.message());
+  throw std::runtime_error(core::cat("Failed to listen for gRPC on '", address, "': ", reason));
+}
+
 tcp::endpoint server::impl::resolve(asio::io_context& ioc) const {
   error_code ec;
   auto endpoint = core::listen_endpoint(ioc, options.host, options.port, ec);
-  if (ec) {
-    throw std::runtime_error(core::cat("cannot listen for gRPC on ",
-                                       core::host_port(options.host, options.port), ": ", ec.message()));
-  }
+  if (ec) fail("", ec);
   return endpoint;
 }
 
 void server::impl::listen_tcp() {
   auto endpoint = resolve(workers.front()->ioc);
+  const bool shared = workers.size() > 1;
+  error_code ec;
+  // Another process's listener is refused, not joined (SO_REUSEPORT would let the workers' sockets join it).
+  if (shared) core::check_port_free(workers.front()->ioc, endpoint, ec);
+  if (ec) fail("bind", ec);
   for (auto& w : workers) {
     auto& a = w->acceptor.emplace(w->ioc);
-    error_code ec;
-    a.open(endpoint.protocol(), ec);
-    if (!ec) a.set_option(asio::socket_base::reuse_address(true), ec);
-    if (!ec && workers.size() > 1) a.set_option(core::reuse_port(true), ec);
-    if (!ec) a.bind(endpoint, ec);
-    if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
-    if (!ec) a.non_blocking(true, ec);                                 // accept() never waits
-    if (!ec && endpoint.port() == 0) endpoint = a.local_endpoint(ec);  // the others bind the port it got
-    if (ec) {
-      throw std::runtime_error(core::cat("cannot listen for gRPC on ",
-                                         core::host_port(options.host, options.port), ": ", ec.message()));
-    }
+    const auto step = core::open_listener(a, endpoint, shared, ec);
+    if (ec) fail(step, ec);
+    if (endpoint.port() == 0) endpoint = a.local_endpoint(ec);  // the others bind the port it got
+    if (ec) fail("getsockname", ec);
   }
   bound_port = endpoint.port();
 }
 
 void server::impl::listen_unix() {
   error_code ec;
-  std::filesystem::remove(options.unix_socket, ec);  // a socket file left by an earlier run
-  auto& a = unix_acceptor.emplace(workers.front()->ioc);
+  auto& ioc = workers.front()->ioc;
   unix_socket::endpoint endpoint(options.unix_socket);
+  {
+    // A socket file left by an earlier run is removed; one that another process still accepts on is not.
+    unix_socket::socket probe(ioc);
+    probe.connect(endpoint, ec);
+    if (!ec) fail("bind", asio::error::address_in_use);
+  }
+  std::filesystem::remove(options.unix_socket, ec);
+  auto& a = unix_acceptor.emplace(ioc);
+  std::string_view step = "socket";
   a.open(endpoint.protocol(), ec);
-  if (!ec) a.bind(endpoint, ec);
-  if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
-  if (!ec) a.non_blocking(true, ec);  // accept() never waits
-  if (ec)
-    throw std::runtime_error(
-        core::cat("cannot listen for gRPC on unix:", options.unix_socket, ": ", ec.message()));
+  if (!ec) step = "bind", a.bind(endpoint, ec);
+  if (!ec) step = "listen", a.listen(asio::socket_base::max_listen_connections, ec);
+  if (!ec) step = "fcntl", a.non_blocking(true, ec);  // accept() never waits
+  if (ec) fail(step, ec);
 }
 
 template <typename Acceptor, typename Serve>

@@ -119,9 +119,7 @@ class listener : public session_owner, public std::enable_shared_from_this<liste
 tcp::endpoint listener::resolve() const {
   error_code ec;
   auto endpoint = core::listen_endpoint(ioc_, options_.host, options_.port, ec);
-  if (ec)
-    throw std::system_error(
-        ec, core::cat("cannot listen for HTTP on ", core::host_port(options_.host, options_.port)));
+  if (ec) throw std::runtime_error(core::listen_failure(options_.host, options_.port, "", ec));
   return endpoint;
 }
 
@@ -134,18 +132,13 @@ tcp::endpoint listener::listen() {
   }
   tcp::endpoint endpoint = resolve();
   error_code ec;
-  acceptor_.open(endpoint.protocol(), ec);
-  if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec && options_.reuse_port) acceptor_.set_option(core::reuse_port(true), ec);
-  if (!ec) acceptor_.bind(endpoint, ec);
-  if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
-  if (!ec) acceptor_.non_blocking(true, ec);  // accept_loop accepts without waiting
+  if (options_.reuse_port && options_.check_port_free) core::check_port_free(ioc_, endpoint, ec);
+  std::string_view step = ec ? "bind" : core::open_listener(acceptor_, endpoint, options_.reuse_port, ec);
   if (!ec) endpoint = acceptor_.local_endpoint(ec);
   if (ec) {
     error_code ignored;
     acceptor_.close(ignored);
-    throw std::system_error(
-        ec, core::cat("cannot listen for HTTP on ", core::host_port(options_.host, options_.port)));
+    throw std::runtime_error(core::listen_failure(options_.host, options_.port, step, ec));
   }
   return endpoint;
 }

@@ -32,6 +32,9 @@ struct server_options {
   std::string tls_key_file;
   // SO_REUSEPORT: one listening socket per worker on the same port, the kernel spreading connections.
   bool reuse_port = false;
+  // With reuse_port, for a port's first socket: fail when another process listens there
+  // (core::check_port_free).
+  bool check_port_free = false;
   // MAX_CONNECTIONS, shared with the other listeners: a connection past it is closed at once. Null: no cap.
   std::shared_ptr<core::connection_limit> connections;
   // Told (from the listener's strand) when accepting starts failing and when it works again.
@@ -45,7 +48,8 @@ class server {
   server(const server&) = delete;
   server& operator=(const server&) = delete;
 
-  // Binds and listens; throws std::system_error naming the address on failure. Returns the bound endpoint
+  // Binds and listens; on failure throws std::runtime_error in upstream's words ("listen tcp 127.0.0.1:8080:
+  // bind: address already in use"). Returns the bound endpoint
   // (port 0 picks a free port).
   boost::asio::ip::tcp::endpoint listen();
   // Starts accepting on the io_context.

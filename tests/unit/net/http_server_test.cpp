@@ -418,9 +418,31 @@ TEST_CASE("listen failure names the address") {
   std::string what;
   try {
     second.listen();
-  } catch (const std::system_error& e) {
+  } catch (const std::runtime_error& e) {
     what = e.what();
   }
-  CHECK(what ==
-        "cannot listen for HTTP on 127.0.0.1:" + std::to_string(options.port) + ": Address already in use");
+  // Upstream's (Go's) words.
+  CHECK(what == "listen tcp 127.0.0.1:" + std::to_string(options.port) + ": bind: address already in use");
+}
+
+TEST_CASE("a port another listener holds is refused even with SO_REUSEPORT; workers of one server share") {
+  asio::io_context ioc;
+  server_options options;
+  options.host = "127.0.0.1";
+  options.port = 0;
+  options.reuse_port = true;
+  options.check_port_free = true;
+  server first(ioc, options, std::make_shared<router>());
+  options.port = first.listen().port();
+  // The first server's other workers: the same port, without the check.
+  options.check_port_free = false;
+  server first_worker_two(ioc, options, std::make_shared<router>());
+  CHECK(first_worker_two.listen().port() == options.port);
+  // Another process's first socket, which SO_REUSEPORT alone would let in beside them.
+  options.check_port_free = true;
+  server intruder(ioc, options, std::make_shared<router>());
+  CHECK_THROWS_WITH_AS(
+      intruder.listen(),
+      ("listen tcp 127.0.0.1:" + std::to_string(options.port) + ": bind: address already in use").c_str(),
+      std::runtime_error);
 }
