@@ -18,12 +18,14 @@
 #include <vector>
 
 #include "backend_setup.hpp"
+#include "check_config.hpp"
 #include "control_listeners.hpp"
 #include "core/connection_limit.hpp"
 #include "core/env.hpp"
 #include "core/health.hpp"
 #include "core/log.hpp"
 #include "core/open_files.hpp"
+#include "core/strings.hpp"
 #include "core/workers.hpp"
 #include "net/grpc/health_service.hpp"
 #include "net/grpc/server.hpp"
@@ -54,44 +56,15 @@ namespace {
 
 constexpr std::string_view usage = R"(Usage:
   sluice                        start the server (configured by environment variables; see README.md)
-  sluice check-config DIR [--merge-domain-config]
-                                validate the rate limit rule files in DIR and exit
+  sluice check-config DIR [--merge-domain-config] [--strict]
+                                validate the rate limit rule files in DIR and exit (--strict:
+                                fail on warnings too)
   sluice client [flags]         send one ShouldRateLimit request and print the answer
                                 (sluice client -help lists the flags)
   sluice rlqs-client [flags]    a small quota data plane: report buckets, print the actions received
                                 (sluice rlqs-client -help lists the flags)
   sluice --help | --version
 )";
-
-int check_config(int argc, char** argv) {
-  if (argc < 3) {
-    std::cerr << usage;
-    return 2;
-  }
-  std::string dir = argv[2];
-  bool merge = core::env_reader().get_bool("MERGE_DOMAIN_CONFIG", false);
-  for (int i = 3; i < argc; ++i) {
-    if (std::string_view(argv[i]) == "--merge-domain-config") {
-      merge = true;
-    } else {
-      std::cerr << "unknown option " << argv[i] << "\n" << usage;
-      return 2;
-    }
-  }
-  std::cout << "checking rate limit configs...\nloading config directory: " << dir << "\n";
-  auto files = ratelimit::config::read_rule_files(dir, "", false);
-  std::string error = files.error;
-  if (error.empty()) {
-    stats::store scratch;
-    error = ratelimit::config::load_rules(files.files, merge, scratch).error;
-  }
-  if (!error.empty()) {
-    std::cout << "error loading rate limit configs: " << error << "\n";
-    return 1;
-  }
-  std::cout << "all rate limit configs ok\n";
-  return 0;
-}
 
 // protobuf logs every request it cannot parse (invalid UTF-8 in a string field) at ERROR: a client could fill
 // the log. The caller already answers such requests with an error, so these lines are debug detail.
@@ -133,7 +106,7 @@ sigset_t block_stop_signals() {
 }
 
 void log_start(std::size_t workers, const core::open_file_limit& open_files, const process_settings& proc) {
-  core::log_warn("Starting ", workers, " workers (IO_THREADS)");
+  core::log_info("Starting ", workers, " workers (IO_THREADS)");
   if (open_files.now != open_files.before)
     core::log_info("Open file limit raised from ", open_files.before, " to ", open_files.now);
   core::log_info("At most ", proc.max_connections, " client connections (MAX_CONNECTIONS)");
@@ -258,9 +231,9 @@ int serve(process_parts& p) {
                           {p.workers, s.apis, *s.rules, p.health, p.stats, p.clock, p.rl.backend_type},
                           p.control);
   // Before the workers serve: a client that is answered may look for these lines.
-  core::log_warn("Listening for HTTP on '", http_endpoint.address().to_string(), ":", http_endpoint.port(),
-                 "'");
-  core::log_warn("Listening for gRPC on '", s.grpc->address(), "'");
+  core::log_info("Listening for HTTP on '",
+                 core::host_port(http_endpoint.address().to_string(), http_endpoint.port()), "'");
+  core::log_info("Listening for gRPC on '", s.grpc->address(), "'");
   p.workers.start();
   // Should what follows throw, the workers stop before the objects they use are destroyed.
   struct stop_on_unwind {
@@ -297,7 +270,7 @@ int run_server() {
   // Checked before anything starts: a bad mapping file or PROMETHEUS_ADDR exits 1 at once.
   auto prometheus = stats::make_prometheus_exporter(stats_settings, stats);
   core::health health;
-  const auto sigterm_component = health.add_component("sigterm", true);
+  const auto sigterm_component = health.add_component("running", true);  // false once a stop began (SIGTERM)
   limit_connections(proc, health);
   process_parts parts{
       stop_signals,   proc,  control, tracing_parts, workers,          rl,     trace_settings,

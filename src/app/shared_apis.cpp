@@ -40,12 +40,12 @@ void shared_apis::add_routes(net::http::router& routes) {
 
 void shared_apis::log_started() const {
   if (echo_) {
-    core::log_warn("Echo API: ", echo_settings_->document.operations.size(), " operations from ",
+    core::log_info("Echo API: ", echo_settings_->document.operations.size(), " operations from ",
                    echo_settings_->openapi_file, "; ", api_keys_ ? api_keys_->size() : 0, " API keys from ",
                    echo_settings_->api_keys_file);
   }
   if (holidays_) {
-    core::log_warn("Holidays API: ", holiday_list_->current()->holidays.size(), " holidays from ",
+    core::log_info("Holidays API: ", holiday_list_->current()->holidays.size(), " holidays from ",
                    holiday_list_->source(), holidays_settings_->require_key ? "; API keys required" : "");
   }
 }

@@ -168,7 +168,7 @@ void cluster::state::apply_map(const value& reply, const std::string& asked) {
     slots = next;
     gone = retire_unreachable_locked();
     if (!have_map)
-      core::log_warn("Redis Cluster slot map loaded from ", asked, " (", nodes.size(), " nodes)");
+      core::log_info("Redis Cluster slot map loaded from ", asked, " (", nodes.size(), " nodes)");
     have_map = true;
     error.clear();
   }
@@ -278,7 +278,18 @@ void cluster::exec(std::shared_ptr<pending_request> request, std::string_view ke
   pool* target = nullptr;
   {
     std::lock_guard lock(state_->mutex);
-    if (state_->have_map) target = state_->slots[hash_slot(key)];
+    if (state_->have_map) {
+      target = state_->slots[hash_slot(key)];
+    } else {
+      // Before the slot map: a seed still connecting, or up, takes it; its MOVED names the owner.
+      for (const auto& seed : state_->seeds) {
+        auto it = state_->nodes.find(seed);
+        if (it != state_->nodes.end() && it->second->accepting()) {
+          target = it->second.get();
+          break;
+        }
+      }
+    }
   }
   if (target == nullptr) {
     if (auto done = std::move(request->done)) {

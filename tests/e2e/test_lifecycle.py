@@ -69,6 +69,37 @@ class CommandLine(unittest.TestCase):
         self.assertIn('all rate limit configs ok', r.stdout)
         self.assertNotIn('error', r.stdout)
 
+    def test_check_config_prints_the_servers_warnings_and_strict_fails_on_them(self):
+        # issue 40: check-config said "all rate limit configs ok" of a file the server warns about.
+        d = tempfile.mkdtemp(prefix='sluice-e2e-cc-')
+        self.addCleanup(shutil.rmtree, d, True)
+        with open(os.path.join(d, 'w.yaml'), 'w') as f:
+            f.write('domain: w\ndescriptors:\n  - key: k\n    unit: minute\n'
+                    '    rate_limit: {unit: hour, requests_per_unit: 5}\n')
+        warning = "warning: w.yaml: key 'unit' (line 4) has no meaning in a descriptor and is ignored"
+        r = harness.run_sluice(['check-config', d])
+        self.assertEqual(r.returncode, 0, r)
+        self.assertIn(warning, r.stdout.splitlines())
+        self.assertIn('all rate limit configs ok (with warnings)', r.stdout)
+        r = harness.run_sluice(['check-config', d, '--strict'])
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn(warning, r.stdout.splitlines())
+        self.assertIn('error loading rate limit configs: 1 warning with --strict', r.stdout)
+        self.assertNotIn('configs ok', r.stdout)
+        # The server says the same of it, at level warning.
+        with Sluice(rules={'w.yaml': open(os.path.join(d, 'w.yaml')).read()}) as s:
+            self.assertIn(warning[len('warning: '):], s.log())
+        # A clean file passes --strict; usage errors exit 2.
+        with open(os.path.join(d, 'w.yaml'), 'w') as f:
+            f.write(RULES)
+        r = harness.run_sluice(['check-config', d, '--strict'])
+        self.assertEqual((r.returncode, 'all rate limit configs ok\n' in r.stdout), (0, True), r)
+        for args in (['check-config'], ['check-config', d, '--sloppy']):
+            with self.subTest(args=args):
+                r = harness.run_sluice(args)
+                self.assertEqual(r.returncode, 2, r)
+                self.assertIn('usage: sluice check-config DIR', r.stderr)
+
     def test_check_config_fixtures(self):
         fixtures = sorted(f for f in os.listdir(harness.SLUICE_FIXTURES)
                           if os.path.isfile(os.path.join(harness.SLUICE_FIXTURES, f)) and not f.startswith('.')
@@ -138,7 +169,7 @@ class LogFormats(unittest.TestCase):
         with Sluice(rules={'life.yaml': RULES}) as server:
             log = server.log()
         line = [ln for ln in log.splitlines() if 'Listening for HTTP on' in ln][0]
-        self.assertRegex(line, r'^time="\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z" level=warning '
+        self.assertRegex(line, r'^time="\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z" level=info '
                                r'msg="Listening for HTTP on \'127\.0\.0\.1:\d+\'"$')
 
     def test_json_lines_have_message_timestamp_level(self):
@@ -151,7 +182,7 @@ class LogFormats(unittest.TestCase):
             self.assertRegex(r['@timestamp'], r'^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z$')
         listening = [r for r in records if r['@message'].startswith('Listening for gRPC on')]
         self.assertEqual(len(listening), 1)
-        self.assertEqual(listening[0]['level'], 'warning')
+        self.assertEqual(listening[0]['level'], 'info')  # what is normal is info (issue 40; upstream: warning)
 
     def test_start_up_lines(self):
         # reference §7.6: the lines operators grep for, in this order (the stats lines anywhere before serving)
@@ -194,11 +225,53 @@ class UnixSocket(unittest.TestCase):
             shutil.rmtree(sock_dir, ignore_errors=True)
 
 
+class PortsHeld(unittest.TestCase):
+    """A second Sluice on a port the first holds exits 1 in upstream's words, for every listener, whatever
+    SO_REUSEPORT would allow; the first goes on serving alone (issue 40)."""
+
+    def test_a_second_instance_exits_and_the_first_keeps_every_decision(self):
+        with Sluice(rules={'life.yaml': RULES}) as first:
+            address = '127.0.0.1:%d'
+            cases = [
+                ('PORT', first.http_port,
+                 'Failed to open HTTP listener: listen tcp %s: bind: address already in use' % address),
+                ('GRPC_PORT', first.grpc_port,
+                 "Failed to listen for gRPC on '%s': listen tcp %s: bind: address already in use" % (address, address)),
+                ('DEBUG_PORT', first.debug_port,
+                 'Failed to open debug listener: listen tcp %s: bind: address already in use' % address),
+            ]
+            for setting, port, message in cases:
+                with self.subTest(setting):
+                    second = Sluice(rules={'life.yaml': RULES}, env={setting: str(port)}, wait_ready=False)
+                    self.addCleanup(second.close)
+                    self.assertEqual(second.wait_exit(10), 1, second.log())
+                    self.assertIn(message.replace('%d', str(port)), second.log())
+            # Every decision reached the first: one counter, taken down one at a time over new connections.
+            remaining = []
+            for _ in range(20):
+                remaining.append(harness.decide('grpc', first.grpc_port, 'life', [[('k', 'one')]])
+                                 .statuses[0].remaining)
+                harness.close_channel(first.grpc_port)
+            self.assertEqual(remaining, list(range(remaining[0], remaining[0] - 20, -1)))
+
+    def test_a_unix_socket_another_process_serves_is_not_taken(self):
+        sock_dir = tempfile.mkdtemp(prefix='sluice-uds-')
+        path = os.path.join(sock_dir, 'rls.sock')
+        try:
+            with Sluice(rules={'life.yaml': RULES}, env={'GRPC_UDS': path}):
+                log = Sluice.failed_start(self, {'GRPC_UDS': path})
+                self.assertIn("Failed to listen for gRPC on 'unix:%s': listen unix %s: bind: address already in use"
+                              % (path, path), log)
+                self.assertTrue(os.path.exists(path))
+        finally:
+            shutil.rmtree(sock_dir, ignore_errors=True)
+
+
 class HealthWithConfig(unittest.TestCase):
     env = {'HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED': 'true'}
 
     def test_empty_rules_directory_is_unhealthy_until_a_domain_loads(self):
-        with Sluice(rules={}, env=self.env) as s:
+        with Sluice(rules={}, env=self.env, wait_ready='answer') as s:
             status, _, body = s.healthcheck()
             self.assertEqual(status, 500, body)
             self.assertEqual(s.health('ratelimit'), 'NOT_SERVING')

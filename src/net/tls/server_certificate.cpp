@@ -113,7 +113,7 @@ void server_certificate::reload() {
   last_read_ = std::move(now);
   try {
     std::atomic_store(&context_, load(options_));
-    core::log_warn("reloaded the ", options_.description, " from ", options_.cert_file);
+    core::log_info("reloaded the ", options_.description, " from ", options_.cert_file);
   } catch (const std::exception& e) {
     core::log_error(e.what(), " (keeping the previous certificate)");
   }
