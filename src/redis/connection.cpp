@@ -70,6 +70,8 @@ asio::awaitable<void> connection::impl::run() {
                     : attempt_error);
       if (!reported && config.log_state_changes) core::log_error(last_error_text(), " (retrying)");
       reported = true;
+      if (starting.exchange(false))
+        requests.fail_all(error::not_connected);  // Redis is down: no more waiting
       auto jittered = backoff / 2 + std::chrono::milliseconds(rng() % (backoff.count() / 2 + 1));
       backoff_timer.expires_after(jittered);
       co_await backoff_timer.async_wait(use_tuple);
@@ -82,6 +84,7 @@ asio::awaitable<void> connection::impl::run() {
     reported = false;
     set_error("");
     set_connected(true);
+    starting = false;
     wake_writer.cancel();
     co_await (reader() || writer());
     if (closing_locally || stopping) closed_locally.fetch_add(1, std::memory_order_relaxed);
@@ -98,7 +101,7 @@ asio::awaitable<void> connection::impl::run() {
 
 void connection::impl::exec(std::shared_ptr<pending_request> request) {
   if (stopping) return pipeline::finish(*request, error::shutting_down, {});
-  if (!connected) return pipeline::finish(*request, error::not_connected, {});
+  if (!connected && !starting) return pipeline::finish(*request, error::not_connected, {});
   if (config.sentinel) {
     // After a failover the old master answers writes with READONLY: drop it, the next connection asks the
     // sentinels again.
@@ -176,6 +179,10 @@ connection::counts connection::connection_counts() const {
 
 bool connection::connected() const {
   return impl_->connected.load(std::memory_order_acquire);
+}
+
+bool connection::accepting() const {
+  return impl_->connected.load(std::memory_order_acquire) || impl_->starting.load(std::memory_order_acquire);
 }
 
 std::string connection::last_error() const {

@@ -3,7 +3,8 @@
 // write is in flight leave together in the next write, and replies are matched in order (redis::pipeline).
 // The connection keeps itself up: on any failure it fails the requests already written, reconnects with
 // jittered exponential backoff, and sends the requests not yet written on the new connection. While it is
-// down, exec() fails at once with error::not_connected, so callers never wait on an unreachable server.
+// down, exec() fails at once with error::not_connected, so callers never wait on an unreachable server; only
+// until its first attempt to connect has ended, requests wait for it (within their timeout).
 
 #include <atomic>
 #include <boost/asio/any_io_executor.hpp>
@@ -66,6 +67,8 @@ class connection : public std::enable_shared_from_this<connection> {
   // Thread-safe. `request->done` is called exactly once, on this connection's strand.
   void exec(std::shared_ptr<pending_request> request);
   bool connected() const;
+  // Connected, or still making its first connection (requests then wait for it).
+  bool accepting() const;
   struct counts {
     std::uint64_t opened = 0;          // connections established
     std::uint64_t closed_locally = 0;  // closed by this side (stop, reconnect, READONLY, protocol error)

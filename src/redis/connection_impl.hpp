@@ -66,6 +66,9 @@ struct connection::impl : std::enable_shared_from_this<impl> {
   core::request_deadlines<pending_request> deadlines;
   core::receive_buffer received;
   std::atomic<bool> connected{false};
+  // Until the first attempt to connect has ended, requests wait for it (within REDIS_OP_TIMEOUT) instead of
+  // failing: a decision that reaches a worker just after start-up is not refused (as memcached's).
+  std::atomic<bool> starting{true};
   std::atomic<bool> stopping{false};
   // upstream's pool stats cx_total and cx_local_close; `closing_locally` marks a close this side chose.
   std::atomic<std::uint64_t> opened{0};

@@ -55,6 +55,11 @@ void pool::exec(std::shared_ptr<pending_request> request, std::string_view) {
     auto& c = connections_[(start + i) % n];
     if (c->connected()) return c->exec(std::move(request));
   }
+  // None up yet: one still making its first connection takes it, to send once connected.
+  for (std::size_t i = 0; i < n; ++i) {
+    auto& c = connections_[(start + i) % n];
+    if (c->accepting()) return c->exec(std::move(request));
+  }
   if (auto done = std::move(request->done)) {
     request->done = nullptr;
     done(error::not_connected, {});
@@ -78,6 +83,10 @@ std::string pool::describe(boost::system::error_code ec) const {
   const auto& c = config();
   if (c.sentinel) return core::cat("Redis master '", c.sentinel->master_name, "': ", ec.message());
   return core::cat("Redis at ", c.address, ": ", ec.message());
+}
+
+bool pool::accepting() const {
+  return std::any_of(connections_.begin(), connections_.end(), [](const auto& c) { return c->accepting(); });
 }
 
 connection_stats pool::stats() const {

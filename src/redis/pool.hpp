@@ -1,7 +1,8 @@
 #pragma once
 // A fixed set of pipelined connections to one Redis (REDIS_POOL_SIZE), directly or behind sentinels: requests
-// are spread round-robin over the connections that are up. With none up, a request fails at once with
-// error::not_connected — its `done` is then called inline, on the caller's thread.
+// are spread round-robin over the connections that are up. With none up, a request waits for a connection
+// still making its first attempt, or else fails at once with error::not_connected — its `done` is then called
+// inline, on the caller's thread.
 
 #include <atomic>
 #include <boost/asio/any_io_executor.hpp>
@@ -30,6 +31,8 @@ class pool final : public store {
   connection_stats stats() const override;
   void retry_now() override;
 
+  // A connection is up or still making its first attempt: a request sent now is not refused.
+  bool accepting() const;
   std::size_t connected_count() const { return connected_.load(std::memory_order_acquire); }
   const connection_config& config() const { return connections_.front()->config(); }
 

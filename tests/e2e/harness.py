@@ -520,6 +520,8 @@ class Sluice:
     layout='watch_root': default RUNTIME_WATCH_ROOT (true), RUNTIME_ROOT=<tmp>/current, a symlink to <tmp>/v1,
                         RUNTIME_SUBDIRECTORY=ratelimit; rules live in <tmp>/current/ratelimit/config.
     rules: {file name: YAML text} written before start. env: extra settings (None removes a default).
+    wait_ready: True waits for /healthcheck 200; 'answer' for any answer (a server meant to start unhealthy);
+    False returns at once.
     """
 
     def __init__(self, rules=None, env=None, layout='directory', start=True, wait_ready=True):
@@ -610,7 +612,7 @@ class Sluice:
             if not wait_ready:
                 return self
             try:
-                self.wait_ready()
+                self.wait_ready(healthy=wait_ready != 'answer')
                 return self
             except StartupError:
                 if self.proc.poll() is not None and 'in use' in self.log() and attempt < 2:
@@ -619,20 +621,25 @@ class Sluice:
                 raise
         return self
 
-    def wait_ready(self, timeout=10.0):
-        """Waits until GET /healthcheck answers (any status)."""
+    def wait_ready(self, timeout=10.0, healthy=True):
+        """Waits until GET /healthcheck answers 200: ready, its backend reached (issue 40: a test that waited for
+        any answer raced the workers' first Redis connections). healthy=False: any answer (a server meant to
+        start unhealthy)."""
         deadline = time.monotonic() + timeout
+        last = None
         while True:
             rc = self.proc.poll()
             if rc is not None:
                 raise StartupError('sluice exited with code %d during start-up; log:\n%s' % (rc, self.log()))
             try:
-                http_get(self.http_port, '/healthcheck', timeout=1.0)
-                return
+                last = http_get(self.http_port, '/healthcheck', timeout=1.0)[0]
+                if last == 200 or not healthy:
+                    return
             except OSError:
                 pass
             if time.monotonic() > deadline:
-                raise StartupError('sluice did not answer /healthcheck within %ss; log:\n%s' % (timeout, self.log()))
+                raise StartupError('sluice did not answer /healthcheck %s within %ss (last: %r); log:\n%s'
+                                   % ('200' if healthy else 'at all', timeout, last, self.log()))
             time.sleep(0.02)
 
     def running(self):

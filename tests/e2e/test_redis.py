@@ -39,6 +39,14 @@ def key_for(base, unit, t):
     return '%s_%d' % (base, window(unit, t))
 
 
+def _accepts(port):
+    try:
+        socket.create_connection(('127.0.0.1', port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
 def wait_healthy(sluice, timeout=5.0):
     harness.wait_until(lambda: sluice.healthcheck()[0] == 200 and sluice.health() == 'SERVING', timeout=timeout,
                        message='sluice healthy (GET /healthcheck 200, gRPC health SERVING)',
@@ -464,13 +472,15 @@ class Transports(RedisCase):
     def test_wrong_password(self):
         env = redis_env(REDIS_AUTH='wrong', REDIS_POOL_SIZE='1')
         with RedisServer(requirepass='right') as redis, \
-                Sluice(rules={'t.yaml': SIMPLE_RULES}, env=dict(redis.sluice_env(), **env)) as sluice:
+                Sluice(rules={'t.yaml': SIMPLE_RULES}, env=dict(redis.sluice_env(), **env),
+                       wait_ready='answer') as sluice:
             self.check_refused(redis, sluice, 'wrongpass|auth|password')
 
     def test_missing_password(self):
         env = redis_env(REDIS_AUTH=None, REDIS_POOL_SIZE='1')
         with RedisServer(requirepass='right') as redis, \
-                Sluice(rules={'t.yaml': SIMPLE_RULES}, env=dict(redis.sluice_env(), **env)) as sluice:
+                Sluice(rules={'t.yaml': SIMPLE_RULES}, env=dict(redis.sluice_env(), **env),
+                       wait_ready='answer') as sluice:
             self.check_refused(redis, sluice, 'noauth|auth|password')
 
 
@@ -933,7 +943,80 @@ class GarbageFromServer(RedisCase):
             self.assertIsNone(s.proc.poll(), 'sluice died')
 
 
+class SlowProxy:
+    """A TCP proxy to `target` that holds each connection `delay` seconds before passing bytes either way: Redis
+    as slow to answer the handshake as a busy network makes it."""
+
+    def __init__(self, target_port, delay):
+        self.target_port, self.delay = target_port, delay
+        self.listener = socket.socket()
+        self.listener.bind(('127.0.0.1', 0))
+        self.listener.listen(64)
+        self.port = self.listener.getsockname()[1]
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while not self.closed:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client):
+        time.sleep(self.delay)
+        try:
+            upstream = socket.create_connection(('127.0.0.1', self.target_port))
+        except OSError:
+            client.close()
+            return
+
+        def pipe(a, b):
+            try:
+                while True:
+                    data = a.recv(65536)
+                    if not data:
+                        break
+                    b.sendall(data)
+            except OSError:
+                pass
+            for sock in (a, b):
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+        threading.Thread(target=pipe, args=(client, upstream), daemon=True).start()
+        pipe(upstream, client)
+
+    def close(self):
+        self.closed = True
+        self.listener.close()
+
+
 class StartUp(RedisCase):
+    def test_a_decision_before_the_first_connection_waits_for_it(self):
+        # issue 40: a decision that reached a worker before its first Redis connection was up failed at once
+        # with UNAVAILABLE "not connected yet", while the process already served. It waits for that
+        # connection now, within REDIS_OP_TIMEOUT.
+        harness.avoid_window_edge('HOUR', 10)
+        with RedisServer() as redis:
+            proxy = SlowProxy(redis.port, 1.5)
+            self.addCleanup(proxy.close)
+            env = redis_env(REDIS_SOCKET_TYPE='tcp', REDIS_URL='127.0.0.1:%d' % proxy.port, REDIS_POOL_SIZE='2',
+                            REDIS_OP_TIMEOUT='5s')
+            with Sluice(rules={'o.yaml': OUTAGE_RULES}, wait_ready=False, env=env) as s:
+                harness.wait_until(lambda: s.running() and _accepts(s.http_port) and _accepts(s.grpc_port),
+                                   timeout=10, message='listening', describe=s.log_tail)
+                # The connections are still being made (1.5 s): each worker's decisions wait for its own.
+                with ThreadPoolExecutor(4) as pool:
+                    outcomes = list(pool.map(lambda i: attempt(s, TRANSPORTS[i % 2], 'o', [[('k', 'early')]]),
+                                             range(8)))
+                for outcome, detail, elapsed in outcomes:
+                    self.assertEqual(outcome, 'ok', detail)
+                self.assertEqual(int(redis.get(key_for('o_k_early', 'HOUR', time.time())) or 0), 8)
+
     def test_startup_max_elapsed_time(self):
         port = harness.free_port()
         start = time.monotonic()
@@ -955,7 +1038,7 @@ class StartUp(RedisCase):
 
     def test_redis_started_after_sluice(self):
         port = harness.free_port()
-        with Sluice(rules={'o.yaml': OUTAGE_RULES},
+        with Sluice(rules={'o.yaml': OUTAGE_RULES}, wait_ready='answer',
                     env=redis_env(REDIS_SOCKET_TYPE='tcp', REDIS_URL='127.0.0.1:%d' % port)) as s:
             # listening at once, unhealthy, failing fast with a clear message
             self.assertEqual(s.healthcheck()[0], 500)
@@ -1006,7 +1089,7 @@ class StartUp(RedisCase):
     def test_default_url_is_a_unix_socket(self):
         # only BACKEND_TYPE=redis: upstream's default REDIS_URL, a unix socket that does not exist here
         self.assertFalse(os.path.exists('/var/run/nutcracker/ratelimit.sock'))
-        with Sluice(rules={'o.yaml': OUTAGE_RULES}, env={'BACKEND_TYPE': 'redis'}) as s:
+        with Sluice(rules={'o.yaml': OUTAGE_RULES}, env={'BACKEND_TYPE': 'redis'}, wait_ready='answer') as s:
             self.assertEqual(s.healthcheck()[0], 500)
             message, _ = self.assertUnavailable(s, 'grpc', 'o', [[('k', 'x')]])
             self.assertIn('/var/run/nutcracker/ratelimit.sock', message)

@@ -42,7 +42,7 @@ class ClusterCase(unittest.TestCase):
     setup = None
 
     def start_sluice(self, env, healthy=True):
-        s = Sluice(rules={'c.yaml': RULES}, env=env)
+        s = Sluice(rules={'c.yaml': RULES}, env=env, wait_ready=True if healthy else 'answer')
         self.addCleanup(s.close)
         if healthy:
             wait_healthy(s)

@@ -36,7 +36,7 @@ def sentinel_env(setup, **extra):
 
 class SentinelCase(unittest.TestCase):
     def start_sluice(self, env, healthy=True):
-        s = Sluice(rules={'s.yaml': RULES}, env=env)
+        s = Sluice(rules={'s.yaml': RULES}, env=env, wait_ready=True if healthy else 'answer')
         self.addCleanup(s.close)
         if healthy:
             wait_healthy(s)

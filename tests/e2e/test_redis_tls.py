@@ -59,13 +59,13 @@ class TlsCase(RedisCase):
         self.addCleanup(r.close)
         return r
 
-    def sluice(self, redis, host='127.0.0.1', rules=None, **env):
+    def sluice(self, redis, host='127.0.0.1', rules=None, healthy=True, **env):
         """A sluice counting in `redis` at host:port with REDIS_TLS=true, REDIS_TLS_CACERT=the CA and two connections
         unless `env` says otherwise (None removes a setting); stopped after the test."""
         settings = redis_env(REDIS_TLS_CACERT=self.certs.ca, REDIS_POOL_SIZE='2')
         settings.update(redis.sluice_env(host=host))
         settings.update(env)
-        s = Sluice(rules=rules or {'t.yaml': RULES}, env=settings)
+        s = Sluice(rules=rules or {'t.yaml': RULES}, env=settings, wait_ready=True if healthy else 'answer')
         self.addCleanup(s.close)
         return s
 
@@ -141,13 +141,13 @@ class ServerVerification(TlsCase):
 
     def test_unknown_ca(self):
         redis = self.redis()
-        s = self.sluice(redis, REDIS_TLS_CACERT=self.certs.other_ca)
+        s = self.sluice(redis, REDIS_TLS_CACERT=self.certs.other_ca, healthy=False)
         self.check_refused(redis, s)
 
     def test_system_cas_when_no_ca_file(self):
         # the test CA is not one of the system's: the server is not trusted
         redis = self.redis()
-        s = self.sluice(redis, REDIS_TLS_CACERT='')
+        s = self.sluice(redis, REDIS_TLS_CACERT='', healthy=False)
         self.check_refused(redis, s)
 
     def test_system_cas_follow_ssl_cert_file(self):
@@ -159,8 +159,8 @@ class ServerVerification(TlsCase):
     def test_hostname_mismatch(self):
         # a certificate of the right CA for wrong.example only
         redis = self.redis(server='wrong')
-        by_ip = self.sluice(redis)
-        by_name = self.sluice(redis, host='localhost')
+        by_ip = self.sluice(redis, healthy=False)
+        by_name = self.sluice(redis, host='localhost', healthy=False)
         for s in (by_ip, by_name):
             with self.subTest(url=s.extra_env['REDIS_URL']):
                 self.check_refused(redis, s)
@@ -180,7 +180,8 @@ class ServerVerification(TlsCase):
 
     def test_skip_hostname_verification_still_verifies_the_chain(self):
         redis = self.redis(server='wrong')
-        s = self.sluice(redis, REDIS_TLS_SKIP_HOSTNAME_VERIFICATION='true', REDIS_TLS_CACERT=self.certs.other_ca)
+        s = self.sluice(redis, REDIS_TLS_SKIP_HOSTNAME_VERIFICATION='true', REDIS_TLS_CACERT=self.certs.other_ca,
+                        healthy=False)
         self.check_refused(redis, s)
 
     def test_reconnects_after_redis_restart(self):

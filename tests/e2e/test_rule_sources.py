@@ -152,7 +152,7 @@ class Together(Case):
 
     def test_health_over_the_union(self):
         server = self.server(snapshot=('v1', []))
-        s = self.sluice({}, env_for(server.port, HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED='true'))
+        s = self.sluice({}, env_for(server.port, HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED='true'), wait_ready='answer')
         server.wait_for_ack('v1')
         self.assertEqual(s.healthcheck()[0], 500)  # both loaded, no domain yet
         server.push('v2', [mesh(2)])

@@ -225,7 +225,7 @@ class StartUp(XdsCase):
     def test_force_start_answers_without_rules_until_they_come(self):
         port = harness.free_port()
         s = self.sluice(xds_env(type('P', (), {'port': port}), FORCE_START_WITHOUT_INITIAL_CONFIG='true',
-                                HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED='true', **FAST_BACKOFF))
+                                HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED='true', **FAST_BACKOFF), wait_ready='answer')
         self.assertEqual(s.healthcheck()[0], 500)  # no rules loaded yet
         # No rules yet: decisions fail as with rule files that never loaded.
         with self.assertRaises(grpc.RpcError) as failed:

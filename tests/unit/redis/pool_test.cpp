@@ -9,9 +9,11 @@
 #include <boost/asio/write.hpp>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "redis/error.hpp"
 #include "redis/pool.hpp"
 #include "redis/resp.hpp"
 
@@ -123,6 +125,66 @@ TEST_CASE("pool: consecutive requests go through one connection, a turn of comma
     send_pings(io, p, 4 * turn);
     CHECK(redis.requests() == std::vector<int>(4, turn));
   }
+  p.stop();
+  io.run_for(std::chrono::milliseconds(50));
+}
+
+namespace {
+
+// One PING through `p`, sent before the loop runs; the loop then runs until it is answered. -> its error.
+boost::system::error_code ping_once(asio::io_context& io, pool& p) {
+  auto r = std::make_shared<pending_request>();
+  request cmd;
+  cmd.push({"PING"});
+  r->payload = cmd.release_payload();
+  r->expected_replies = 1;
+  std::optional<boost::system::error_code> result;
+  r->done = [&result](boost::system::error_code ec, std::vector<value>&&) { result = ec; };
+  p.exec(std::move(r));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!result && std::chrono::steady_clock::now() < deadline) io.run_for(std::chrono::milliseconds(10));
+  REQUIRE(result);
+  return *result;
+}
+
+}  // namespace
+
+TEST_CASE("pool: a request sent before the first connection is made waits for it, within its timeout") {
+  // The start-up race of issue 40: a decision that reached a worker first failed with "not connected yet".
+  asio::io_context io;
+  fake_redis redis(io);
+  connection_config config;
+  config.address = redis.address();
+  config.log_state_changes = false;
+  config.request_timeout = std::chrono::seconds(5);
+  pool p(io.get_executor(), config, 2);
+  p.start({});
+  CHECK(p.connected_count() == 0);
+  CHECK(p.accepting());
+  CHECK_FALSE(ping_once(io, p));
+  p.stop();
+  io.run_for(std::chrono::milliseconds(50));
+}
+
+TEST_CASE("pool: once the first attempt has failed, requests fail at once as not connected") {
+  asio::io_context io;
+  std::uint16_t closed_port = 0;
+  {
+    tcp::acceptor a(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+    closed_port = a.local_endpoint().port();
+  }
+  connection_config config;
+  config.address = "127.0.0.1:" + std::to_string(closed_port);
+  config.log_state_changes = false;
+  config.request_timeout = std::chrono::seconds(5);
+  config.startup_min = config.startup_max = std::chrono::seconds(30);  // no second attempt in the test
+  pool p(io.get_executor(), config, 1);
+  p.start({});
+  // Sent while the first attempt is under way: it waits for it, and fails with it.
+  CHECK(ping_once(io, p) == error::not_connected);
+  CHECK_FALSE(p.accepting());
+  // Sent after: refused inline.
+  CHECK(ping_once(io, p) == error::not_connected);
   p.stop();
   io.run_for(std::chrono::milliseconds(50));
 }
