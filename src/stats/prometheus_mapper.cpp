@@ -7,6 +7,7 @@
 #include "core/read_file.hpp"
 #include "stats/prometheus_rules.hpp"
 #include "stats/prometheus_text.hpp"
+#include "stats/store.hpp"
 
 namespace sluice::stats {
 
@@ -50,7 +51,10 @@ prometheus_target make_target(const detail::mapping_rule& rule, const std::vecto
   t.name = escape_metric_name(expand(rule.name, captures));
   // statsd_exporter drops an event whose mapping yields an empty name.
   t.drop = rule.drop || t.name.empty();
-  for (const auto& [label, value] : rule.labels) t.labels.emplace_back(label, expand(value, captures));
+  // A value_regex pattern is one level of the stat name, its dots written as stats::level_dot: the label
+  // shows it as configured.
+  for (const auto& [label, value] : rule.labels)
+    t.labels.emplace_back(label, dots_restored(expand(value, captures)));
   t.help = rule.help;
   t.scale = rule.scale;
   t.buckets = rule.buckets;

@@ -80,7 +80,8 @@ void store::for_each_counter(const std::function<void(const std::string&, const 
 void store::for_each_gauge(const std::function<void(const std::string&, const gauge&)>& visit) const {
   for (const auto& s : shards_) {
     std::lock_guard lock(s.mutex);
-    for (const auto& [name, g] : s.gauges) visit(name, *g);
+    for (const auto& [name, g] : s.gauges)
+      if (g->shown()) visit(name, *g);
   }
 }
 
@@ -88,6 +89,31 @@ void store::for_each_timer(const std::function<void(const std::string&, timer&)>
   for (auto& s : shards_) {
     std::lock_guard lock(s.mutex);
     for (auto& [name, t] : s.timers) visit(name, *t);
+  }
+}
+
+std::string one_level(std::string_view part) {
+  std::string out;
+  out.reserve(part.size());
+  for (char c : part) {
+    if (c == '.') {
+      out += level_dot;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string dots_restored(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t at = 0;;) {
+    const auto found = text.find(level_dot, at);
+    out.append(text.substr(at, found == std::string_view::npos ? std::string_view::npos : found - at));
+    if (found == std::string_view::npos) return out;
+    out += '.';
+    at = found + level_dot.size();
   }
 }
 

@@ -35,12 +35,20 @@ class counter {
 
 class gauge {
  public:
-  void set(std::int64_t v) { value_.store(v, std::memory_order_relaxed); }
+  void set(std::int64_t v) {
+    value_.store(v, std::memory_order_relaxed);
+    shown_.store(true, std::memory_order_relaxed);
+  }
   void add(std::int64_t n) { value_.fetch_add(n, std::memory_order_relaxed); }
   std::int64_t value() const { return value_.load(std::memory_order_relaxed); }
+  // Leaves the sinks and pages until the next set(): what it measured is gone (a removed rule's limit). It
+  // stays in the store, as whoever holds it keeps a plain pointer.
+  void hide() { shown_.store(false, std::memory_order_relaxed); }
+  bool shown() const { return shown_.load(std::memory_order_relaxed); }
 
  private:
   std::atomic<std::int64_t> value_{0};
+  std::atomic<bool> shown_{true};
 };
 
 class timer;
@@ -103,7 +111,7 @@ class store {
   void add_generator(std::function<void()> generate);
   void run_generators();
 
-  // Every stat, in no particular order. Visitors must not create stats.
+  // Every stat, in no particular order (gauges: the shown ones). Visitors must not create stats.
   void for_each_counter(const std::function<void(const std::string&, const counter&)>& visit) const;
   void for_each_gauge(const std::function<void(const std::string&, const gauge&)>& visit) const;
   void for_each_timer(const std::function<void(const std::string&, timer&)>& visit);
@@ -140,5 +148,12 @@ class store {
 // upstream's SanitizeStatName: ':' and '|' would break the statsd line format, so they become '_'; so do the
 // dots of an IPv4 address, which would otherwise split one name into several levels.
 std::string sanitize_stat_name(std::string_view name);
+
+// A part of a stat name that is one level whatever it holds (a value_regex pattern): its dots are written as
+// "\u2024" (ONE DOT LEADER), at which neither statsd's tools nor the Prometheus mapping split levels; the
+// Prometheus labels show them as dots again (dots_restored).
+inline constexpr std::string_view level_dot = "\u2024";
+std::string one_level(std::string_view part);
+std::string dots_restored(std::string_view text);
 
 }  // namespace sluice::stats

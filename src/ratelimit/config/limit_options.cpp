@@ -122,8 +122,7 @@ void finish_limits(descriptor_node& node) {
 void bind_stats(descriptor_node& node, stats::store& stats) {
   auto bind = [&](rate_limit& l) {
     if (l.unlimited) return;
-    const std::string key =
-        l.stats_suffix.empty() ? node.stats_key : core::cat(node.stats_key, ".", l.stats_suffix);
+    const std::string key = limit_stats_key(node, l);
     l.stats = rule_stats::make(stats, key);
     // What a dashboard needs to show utilisation: total_hits per window against these.
     const std::string prefix =

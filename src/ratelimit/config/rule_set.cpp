@@ -56,6 +56,10 @@ std::string_view rule_path(const descriptor_node& node, std::string_view domain)
   return path;
 }
 
+std::string limit_stats_key(const descriptor_node& node, const rate_limit& limit) {
+  return limit.stats_suffix.empty() ? node.stat_name() : core::cat(node.stat_name(), ".", limit.stats_suffix);
+}
+
 const descriptor_node* rule_set::find_domain(std::string_view domain) const {
   auto it = domains_.find(domain);
   return it == domains_.end() ? nullptr : it->second.get();
@@ -101,10 +105,10 @@ std::optional<std::string> runtime_stats_key(const descriptor_node& domain, cons
     } else if (how == matched_by::wildcard) {
       key += core::cat("_", node->value);
     } else if (how == matched_by::regex) {
-      key += core::cat("_", node->value_regex);  // the pattern's rule, as its default stats key
+      key += core::cat("_", stats::one_level(node->value_regex));  // the pattern's rule, as its default key
     }
   }
-  if (key == leaf.stats_key) return std::nullopt;
+  if (key == leaf.stat_name()) return std::nullopt;
   return key;
 }
 

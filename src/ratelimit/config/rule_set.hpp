@@ -95,8 +95,15 @@ struct descriptor_node {
   bool quota_mode = false;
   // `metadata`: merged into the response's dynamic_metadata when the descriptor passes. Null when absent.
   std::shared_ptr<const google::protobuf::Struct> metadata;
-  // The config path: "<domain>.<key>[_<value>]..." — the default stats key of this node.
+  // The config path: "<domain>.<key>[_<value>]..." — the default stats key of this node (value_regex rules:
+  // "<key>_<pattern>").
   std::string stats_key;
+  // The same as its stats count under, when it differs: a pattern's dots written as stats::level_dot, so
+  // that the pattern stays one level of the stat name.
+  std::string stat_name_when_other;
+  const std::string& stat_name() const {
+    return stat_name_when_other.empty() ? stats_key : stat_name_when_other;
+  }
   // For wildcard nodes: the composite key "key_value" split at each '*'.
   std::vector<std::string> wildcard_parts;
   // Children by composite key ("key" or "key_value"), and the wildcard children in declaration order.
@@ -177,6 +184,10 @@ class rule_set {
 
 // A rule's path as the top lists and the dashboard name it: its stats key without "<domain>.".
 std::string_view rule_path(const descriptor_node& node, std::string_view domain);
+
+// The stats key of one of a node's limits, as its stats count under: the node's stat_name(), with the limit's
+// suffix when it has several.
+std::string limit_stats_key(const descriptor_node& node, const rate_limit& limit);
 
 // upstream's wildcardMatch: `parts` is the pattern split at '*'; '*' matches zero or more characters.
 bool wildcard_match(std::span<const std::string> parts, std::string_view text);

@@ -21,6 +21,14 @@ RE2::Options options() {
   return o;
 }
 
+// A pattern as a message quotes it: a long one cut at 64 bytes, so that "longer than 1024 bytes" does not
+// repeat all of it.
+std::string shown_pattern(std::string_view pattern) {
+  constexpr std::size_t shown = 64;
+  if (pattern.size() <= shown) return std::string(pattern);
+  return core::cat(pattern.substr(0, shown), "\u2026");
+}
+
 }  // namespace
 
 struct value_regex_set::impl {
@@ -43,12 +51,12 @@ std::shared_ptr<const value_regex_set> value_regex_set::build(std::span<const st
   auto i = std::make_unique<impl>();
   for (const auto& p : patterns) {
     if (auto problem = check(p); !problem.empty()) {
-      error = core::cat("value_regex '", p, "': ", problem);
+      error = core::cat("value_regex '", shown_pattern(p), "': ", problem);
       return nullptr;
     }
     std::string why;
     if (i->set.Add(p, &why) < 0) {
-      error = core::cat("value_regex '", p, "': ", why);
+      error = core::cat("value_regex '", shown_pattern(p), "': ", why);
       return nullptr;
     }
   }
@@ -74,7 +82,8 @@ void check_value_regex(const descriptor_node& node, bool has_value, const std::s
     throw config_error{core::cat("descriptor ", where, " has both value and value_regex: give one")};
   if (node.value_regex.empty()) throw config_error{core::cat("descriptor ", where, ": value_regex is empty")};
   if (auto problem = value_regex_set::check(node.value_regex); !problem.empty()) {
-    throw config_error{core::cat("descriptor ", where, ": value_regex '", node.value_regex, "': ", problem)};
+    throw config_error{
+        core::cat("descriptor ", where, ": value_regex '", shown_pattern(node.value_regex), "': ", problem)};
   }
 }
 

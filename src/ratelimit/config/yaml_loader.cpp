@@ -191,6 +191,10 @@ void rule_set_builder::load_descriptor(descriptor_node& parent, const YAML::Node
                               ? node->key
                               : core::cat(node->key, "_", regex ? node->value_regex : node->value);
   node->stats_key = core::cat(parent.stats_key, ".", composite);
+  if (regex || !parent.stat_name_when_other.empty()) {
+    const auto level = regex ? core::cat(node->key, "_", stats::one_level(node->value_regex)) : composite;
+    node->stat_name_when_other = core::cat(parent.stat_name(), ".", level);
+  }
   const bool taken = parent.children.contains(composite) ||
                      std::ranges::any_of(parent.regex_children,
                                          [&](const auto& r) { return r->stats_key == node->stats_key; });

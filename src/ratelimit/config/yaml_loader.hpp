@@ -18,6 +18,7 @@ struct config_file {
   // Where it came from when rules have several sources ("FILE", "GRPC_XDS_SOTW"): rule_set::origin reports
   // it.
   std::string source{};
+  bool operator==(const config_file&) const = default;
 };
 
 struct load_result {

@@ -15,7 +15,8 @@ rules_source::rules_source(rules_source_settings settings, publish_fn publish, s
       stats_(stats),
       health_(health),
       load_success_(stats.get_counter("ratelimit.service.config_load_success")),
-      load_error_(stats.get_counter("ratelimit.service.config_load_error")) {
+      load_error_(stats.get_counter("ratelimit.service.config_load_error")),
+      removed_(stats) {
   if (settings_.healthy_with_at_least_one_config_loaded)
     health_component_ = health_.add_component("config", false);
 }
@@ -42,6 +43,7 @@ std::optional<std::string> rules_source::load() {
   auto files =
       config::read_rule_files(layout.rules_directory(), layout.name_prefix(), layout.ignore_dotfiles);
   if (!files.error.empty()) {
+    folder_as_loaded_ = false;
     refuse(files.error, rule_origin::files);
     return files.error;
   }
@@ -56,8 +58,16 @@ std::optional<std::string> rules_source::offer(rule_origin from, std::vector<con
   // With one source the files carry no source: /rlconfig stays upstream's.
   if (source_count() > 1)
     for (auto& f : files) f.source = origin_name(from);
+  // Events that left the rule files as they were (the second half of a ConfigMap swap, a touch): nothing to
+  // load, and no second "Successfully loaded" for one change.
+  if (from == rule_origin::files && folder_as_loaded_ && files == state(from).in_force) {
+    core::log_debug("the rule files are unchanged: not loaded again");
+    return std::nullopt;
+  }
   auto c = prepare(from, files);
-  return settle(from, std::move(files), std::move(c));
+  auto error = settle(from, std::move(files), std::move(c));
+  if (from == rule_origin::files) folder_as_loaded_ = !error;
+  return error;
 }
 
 rules_source::candidate rules_source::prepare(rule_origin from,
@@ -130,6 +140,7 @@ void rules_source::accept(rule_origin from, std::vector<config::config_file> fil
   // Posted to every worker before /rlconfig shows them (or an ACK tells the xDS server): a request sent after
   // either is served by these rules.
   publish_(c.joined);
+  removed_.in_force(*c.joined);
   current_.store(std::move(c.joined));
   load_success_.inc();
   core::log_info("Successfully loaded new configuration (", count, " ", what(from), ", ", domains,

@@ -28,6 +28,7 @@
 #include "core/health.hpp"
 #include "ratelimit/config/directory.hpp"
 #include "ratelimit/config/yaml_loader.hpp"
+#include "ratelimit/service/removed_rules.hpp"
 #include "ratelimit/service/service.hpp"
 #include "stats/store.hpp"
 
@@ -81,6 +82,9 @@ class rules_source {
   std::shared_ptr<const config::rule_set> current() const { return current_.load(); }
   // The last loads, newest first (at most reloads_kept). Thread-safe.
   std::vector<reload_record> recent_reloads() const;
+  // Whether a (sanitized) stats key was a limit's until a reload removed it (the dashboard leaves it out).
+  // Thread-safe.
+  bool removed(std::string_view stats_key) const { return removed_.removed(stats_key); }
   // Starts watching for changes on the executor (call once).
   void watch(boost::asio::any_io_executor ex);
   void stop();
@@ -94,6 +98,9 @@ class rules_source {
   std::optional<std::size_t> health_component_;
   stats::counter& load_success_;
   stats::counter& load_error_;
+  removed_rules removed_;
+  // The last read of the rule files was accepted: the files in force are what the folder held then.
+  bool folder_as_loaded_ = false;
   std::unique_ptr<core::file_watch> watch_;
   mutable std::mutex reloads_mutex_;
   std::deque<reload_record> reloads_;

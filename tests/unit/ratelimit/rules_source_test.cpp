@@ -6,6 +6,9 @@
 
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <set>
+
 #include "../temp_dir.hpp"
 
 namespace sluice {
@@ -279,6 +282,66 @@ TEST_CASE("rule sources: HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED looks at the un
   CHECK(s.health.healthy());  // mesh still
   REQUIRE_FALSE(s.source.apply_xds({}));
   CHECK_FALSE(s.health.healthy());
+}
+
+TEST_CASE("rule files: events that leave the files as they were load nothing (one load per ConfigMap swap)") {
+  sources s(true, false);
+  s.write("a.yaml", rule("web", "ip", 5));
+  REQUIRE_FALSE(s.source.load());
+  REQUIRE_FALSE(s.source.load());  // the swap's second burst of events: the same files
+  CHECK(s.counter("ratelimit.service.config_load_success") == 1);
+  CHECK(s.publishes == 1);
+  s.write("a.yaml", rule("web", "ip", 6));
+  REQUIRE_FALSE(s.source.load());
+  CHECK(s.counter("ratelimit.service.config_load_success") == 2);
+  // After a refused load the same good files come in again.
+  s.write("a.yaml", "domain: [");
+  CHECK(s.source.load());
+  s.write("a.yaml", rule("web", "ip", 6));
+  REQUIRE_FALSE(s.source.load());
+  CHECK(s.counter("ratelimit.service.config_load_success") == 3);
+}
+
+// The gauges the sinks and pages show (hidden ones are left out).
+std::set<std::string> shown_gauges(const stats::store& store) {
+  std::set<std::string> names;
+  store.for_each_gauge([&](const std::string& name, const stats::gauge&) { names.insert(name); });
+  return names;
+}
+
+TEST_CASE("removed rules: their limit and window gauges go at the reload that removes them (issue 40)") {
+  sources s(true, false);
+  s.write("a.yaml", rule("web", "ip", 5));
+  s.write("b.yaml", rule("api", "user", 7));
+  REQUIRE_FALSE(s.source.load());
+  const std::string web = "ratelimit.service.rate_limit.web.ip.",
+                    api = "ratelimit.service.rate_limit.api.user.";
+  auto shown = shown_gauges(s.store);
+  CHECK(shown.contains(web + "limit"));
+  CHECK(shown.contains(api + "window_seconds"));
+  CHECK_FALSE(s.source.removed("web.ip"));
+
+  std::filesystem::remove(s.dir.path / "a.yaml");
+  REQUIRE_FALSE(s.source.load());
+  shown = shown_gauges(s.store);
+  CHECK_FALSE(shown.contains(web + "limit"));
+  CHECK_FALSE(shown.contains(web + "window_seconds"));
+  CHECK(shown.contains(api + "limit"));
+  CHECK(s.source.removed("web.ip"));
+  CHECK_FALSE(s.source.removed("api.user"));
+  CHECK_FALSE(s.source.removed("web.never_configured"));  // keys from request values are not removed rules
+  CHECK(s.store.get_counter(web + "total_hits").value() == 0);  // counters stay, as upstream's
+
+  // A refused reload removes nothing; a rule that comes back shows its (new) limit again.
+  s.write("b.yaml", "domain: api\ndescriptors: [");
+  CHECK(s.source.load());
+  CHECK(shown_gauges(s.store).contains(api + "limit"));
+  s.write("a.yaml", rule("web", "ip", 9));
+  s.write("b.yaml", rule("api", "user", 7));
+  REQUIRE_FALSE(s.source.load());
+  CHECK(shown_gauges(s.store).contains(web + "limit"));
+  CHECK(s.store.get_gauge(web + "limit").value() == 9);
+  CHECK_FALSE(s.source.removed("web.ip"));
 }
 
 }  // namespace

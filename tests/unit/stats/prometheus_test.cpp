@@ -224,6 +224,18 @@ TEST_CASE("prometheus mapper: the built-in mapping keeps upstream's names and ev
                            {"key8", "8"},
                            {"key_rest", "9.10"}});
 
+  // A value_regex pattern is one level whatever dots it holds (stats::one_level), and its label shows it
+  // whole.
+  const auto pattern_name = "ratelimit.service.rate_limit.api.path_" + one_level("/api/.*") + ".sub_" +
+                            one_level("a.b") + ".total_hits";
+  t = m.map(pattern_name, stat_type::counter);
+  CHECK(t.name == "ratelimit_service_rate_limit_total_hits");
+  CHECK(t.labels == labels{{"domain", "api"}, {"key1", "path_/api/.*"}, {"key2", "sub_a.b"}});
+
+  // Deeper than 8 levels, every per-rule stat keeps its family (total_negative_hits was missing).
+  CHECK(m.map("ratelimit.service.rate_limit.d.1.2.3.4.5.6.7.8.9.total_negative_hits", stat_type::counter).name ==
+        "ratelimit_service_rate_limit_total_negative_hits");
+
   // Its own family, not folded into over_limit as upstream's unanchored regex does from two levels on.
   t = m.map("ratelimit.service.rate_limit.d.a.b.over_limit_with_local_cache", stat_type::counter);
   CHECK(t.name == "ratelimit_service_rate_limit_over_limit_with_local_cache");
