@@ -15,10 +15,12 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sluice::core {
@@ -41,8 +43,10 @@ class file_watch {
   file_watch(const file_watch&) = delete;
   file_watch& operator=(const file_watch&) = delete;
 
-  // Opens inotify and arms the watches; a target directory that does not exist yet is skipped (a warning is
-  // logged) and tried again at every re-arm. Throws std::system_error if inotify itself cannot be opened.
+  // Opens inotify and arms the watches. For a target directory that does not exist yet, its nearest existing
+  // parent is watched instead, for the creation of the next part of the path: each step toward it re-arms,
+  // and its appearing counts as a change (a rule folder made after start-up is loaded). Throws
+  // std::system_error if inotify itself cannot be opened.
   void start();
   // Stops reading events and cancels a pending debounce; on_change is not called afterwards. Thread-safe;
   // waits for an on_change already running on another thread. The watch cannot be started again.
@@ -50,6 +54,8 @@ class file_watch {
 
  private:
   void rearm();
+  // Whether an event (of watch `wd`, about entry `name`) is a change of a target.
+  bool counts(int wd, std::uint32_t mask, std::string_view name) const;
   void read_events();
   void schedule();
 
@@ -61,8 +67,14 @@ class file_watch {
   std::vector<target> targets_;
   std::chrono::milliseconds debounce_;
   std::function<void()> on_change_;
-  // Watch descriptor per target, -1 while unwatched. Two targets may share one (same directory by two paths).
-  std::vector<int> target_wd_;
+  // Per target: its watch descriptor, -1 while unwatched (two targets may share one: the same directory by
+  // two paths); and while it does not exist, the parent watched instead and the name awaited in it.
+  struct armed {
+    int wd = -1;
+    std::string stand_in;   // the nearest existing parent, while the target is missing
+    std::string next_part;  // the name in it that leads to the target
+  };
+  std::vector<armed> armed_;
   std::vector<char> buffer_;
   bool pending_ = false;
   std::shared_ptr<guard> guard_;
