@@ -33,10 +33,11 @@ net::http::response stopping_response(const net::http::request& req) {
 
 operator_pages::operator_pages(operator_sources sources, asio::io_context& control)
     : sources_(std::move(sources)),
-      history_(sources_.stats,
-               {std::string(dashboard_totals::grpc_requests), std::string(dashboard_totals::backend_errors),
-                std::string(dashboard_totals::fail_open)},
-               std::string(dashboard_totals::latency_timer)),
+      history_(
+          sources_.stats,
+          {std::string(dashboard_totals::grpc_requests), std::string(dashboard_totals::json_requests),
+           std::string(dashboard_totals::backend_errors), std::string(dashboard_totals::fail_open)},
+          {std::string(dashboard_totals::latency_timer), std::string(dashboard_totals::json_latency_timer)}),
       timer_(control) {}
 
 std::vector<net::http::debug_page> operator_pages::pages() {

@@ -13,14 +13,14 @@ constexpr std::array<std::string_view, 3> rule_stats{".total_hits", ".over_limit
 
 }  // namespace
 
-series_history::series_history(store& s, std::vector<std::string> watched, std::string timer,
+series_history::series_history(store& s, std::vector<std::string> watched, std::vector<std::string> timers,
                                std::size_t points, std::size_t max_keys)
     : store_(s),
       points_(std::max<std::size_t>(2, points)),
       max_keys_(max_keys),
       times_(points_, 0.0),
-      timer_(s.get_timer(timer)),
       timer_mean_(points_, 0.0F) {
+  for (const auto& name : timers) timers_.push_back(&s.get_timer(name));
   timer_count_.rates.assign(points_, 0.0F);
   timer_sum_.rates.assign(points_, 0.0F);
   for (auto& name : watched) {
@@ -108,8 +108,11 @@ void series_history::sample(double wall_seconds, double steady_seconds) {
     step(f.kind == 0 ? r.hits : f.kind == 1 ? r.over_limit : r.near_limit, f.c->value(), seconds);
   }
   for (auto& [_, w] : watched_) step(w.rates, w.source->value(), seconds);
-  const std::uint64_t count = timer_.count();
-  const auto sum_us = static_cast<std::uint64_t>(timer_.sum_milliseconds() * 1000.0);
+  std::uint64_t count = 0, sum_us = 0;
+  for (const auto* t : timers_) {
+    count += t->count();
+    sum_us += static_cast<std::uint64_t>(t->sum_milliseconds() * 1000.0);
+  }
   if (!first_) {
     const std::uint64_t calls = count - std::min(count, timer_count_.last);
     const std::uint64_t micros = sum_us - std::min(sum_us, timer_sum_.last);

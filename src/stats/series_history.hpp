@@ -16,10 +16,10 @@ namespace sluice::stats {
 
 class series_history {
  public:
-  // `watched`: counter names whose rates are kept as totals (e.g. backend errors); `timer`: a timer whose
-  // mean per sample is kept (decision latency).
-  series_history(store& s, std::vector<std::string> watched, std::string timer, std::size_t points = 120,
-                 std::size_t max_keys = 500);
+  // `watched`: counter names whose rates are kept as totals (e.g. backend errors); `timers`: timers whose
+  // mean per sample, over all of them, is kept (decision latency over gRPC and /json).
+  series_history(store& s, std::vector<std::string> watched, std::vector<std::string> timers,
+                 std::size_t points = 120, std::size_t max_keys = 500);
 
   // `wall_seconds` (unix time) labels the sample; rates are per second of `steady_seconds` (a clock that
   // never steps). A key first seen gives a baseline, and its rates start with the next sample. With max_keys
@@ -36,7 +36,7 @@ class series_history {
   std::vector<rule_series> rules() const;
   // The rates of a watched counter, oldest first (empty when not watched).
   std::vector<float> total(std::string_view counter) const;
-  // The timer's mean per sample, in milliseconds (0 where nothing was recorded).
+  // The timers' mean per sample, in milliseconds (0 where nothing was recorded).
   std::vector<float> timer_mean_ms() const;
   // Keys seen at the last sample but not followed: max_keys were, none idle.
   std::size_t untracked_keys() const { return untracked_; }
@@ -78,7 +78,7 @@ class series_history {
     track rates;
   };
   std::unordered_map<std::string, watched_counter> watched_;
-  timer& timer_;
+  std::vector<timer*> timers_;
   track timer_count_, timer_sum_;  // the sum in microseconds
   std::vector<float> timer_mean_;
   std::size_t untracked_ = 0;

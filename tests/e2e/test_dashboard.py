@@ -14,6 +14,7 @@ import struct
 import threading
 import time
 import unittest
+import urllib.request
 
 import browser
 import harness
@@ -337,10 +338,54 @@ XSS = '<script>alert(1)</script>'
 XSS_IMG = '<img src=/x onerror=alert(2)>'
 
 DATA_KEYS = {'now', 'interval_seconds', 'times', 'totals', 'rules', 'rules_untracked', 'top', 'backend', 'reloads'}
-TOTALS = {'grpc_requests', 'hits', 'over_limit', 'near_limit', 'backend_errors', 'fail_open', 'latency_ms'}
+TOTALS = {'decisions', 'hits', 'over_limit', 'near_limit', 'backend_errors', 'fail_open', 'latency_ms'}
 RULE_KEYS = {'domain', 'rule', 'key', 'limit', 'hits', 'over_limit', 'near_limit', 'utilisation'}
 HOT_LIMIT = {'requests_per_unit': 3, 'unit': 'HOUR', 'window_seconds': 3600, 'algorithm': 'fixed_window',
              'shadow_mode': False, 'unlimited': False}
+
+
+class DashboardFigures(unittest.TestCase):
+    """What the dashboard counts (issue 40): /json decisions as well as gRPC's, a removed rule's row and limit
+    gauges gone at the reload that removes it, numbers written plainly."""
+
+    def test_json_only_traffic_and_a_removed_rule(self):
+        rules = {'kept.yaml': 'domain: fig\ndescriptors:\n  - key: kept\n    rate_limit: {unit: hour, '
+                              'requests_per_unit: 100}\n',
+                 'gone.yaml': 'domain: fig2\ndescriptors:\n  - key: gone\n    rate_limit: {unit: hour, '
+                              'requests_per_unit: 100}\n'}
+        with Sluice(rules=rules) as s:
+            def data():
+                status, _, body = harness.http_get(s.debug_port, '/dashboard/data')
+                assert status == 200, status
+                return body
+
+            data()  # the history starts here
+
+            def busy():
+                for _ in range(5):
+                    s.decide('json', 'fig', [[('kept', 'x')]])
+                    s.decide('json', 'fig2', [[('gone', 'x')]])
+                d = data()
+                return sum(d['totals']['decisions']) > 0 and any(v > 0 for v in d['totals']['latency_ms'])
+
+            harness.wait_until(busy, timeout=10, message='/json decisions and their latency counted',
+                               describe=s.log_tail)
+            keys = [r['key'] for r in data()['rules']]
+            self.assertIn('fig2.gone', keys)
+            _, _, stats = harness.http_get(s.debug_port, '/stats')
+            self.assertIn('ratelimit.service.rate_limit.fig2.gone.limit: 100', stats)
+            self.assertIn('ratelimit.http.json.total_requests:', stats)
+            raw = urllib.request.urlopen('http://127.0.0.1:%d/dashboard/data' % s.debug_port, timeout=5).read()
+            self.assertIsNone(re.search(rb'\d[eE][-+]?\d', raw), raw[:300])
+
+            s.remove_rule('gone.yaml')
+            harness.wait_until(lambda: 'fig2.gone' not in [r['key'] for r in data()['rules']], timeout=5,
+                               message="the removed rule's row gone", describe=s.log_tail)
+            _, _, stats = harness.http_get(s.debug_port, '/stats')
+            self.assertNotIn('ratelimit.service.rate_limit.fig2.gone.limit', stats)
+            self.assertNotIn('ratelimit.service.rate_limit.fig2.gone.window_seconds', stats)
+            self.assertRegex(stats, r'ratelimit\.service\.rate_limit\.fig2\.gone\.total_hits: [1-9]')  # counters stay
+            self.assertIn('ratelimit.service.rate_limit.fig.kept.limit: 100', stats)
 
 
 class Dashboard(unittest.TestCase):
@@ -412,7 +457,7 @@ class Dashboard(unittest.TestCase):
         for name, series in d['totals'].items():
             self.assertEqual(len(series), len(times), name)
             self.assertTrue(all(isinstance(v, (int, float)) and v >= 0 for v in series), (name, series))
-        for name in ('grpc_requests', 'hits', 'over_limit'):
+        for name in ('decisions', 'hits', 'over_limit'):
             self.assertGreater(sum(d['totals'][name][-3:]), 0, name)
         self.assertEqual(sum(d['totals']['backend_errors']) + sum(d['totals']['fail_open']), 0)
 
@@ -454,6 +499,9 @@ class Dashboard(unittest.TestCase):
         for c in b['components']:
             self.assertEqual(set(c), {'name', 'healthy'})
             self.assertIs(c['healthy'], True, c)
+        # Named for what they say: "running" (false once a stop began), not the signal's name (issue 40).
+        self.assertIn('running', [c['name'] for c in b['components']])
+        self.assertNotIn('sigterm', [c['name'] for c in b['components']])
 
         # reloads, newest first: the refused one, then the initial load
         reloads = d['reloads']

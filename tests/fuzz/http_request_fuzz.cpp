@@ -139,7 +139,7 @@ struct world {
       std::abort();
     }
     service.set_rules(loaded.rules);
-    ratelimit::api::add_http_routes(routes, service, health, nullptr);
+    ratelimit::api::add_http_routes(routes, service, stats, health, nullptr);
     echo.add_routes(routes);
     routes.set_fallback([](const net::http::request& req) -> asio::awaitable<net::http::response> {
       co_return echo::not_defined(req);

@@ -1,5 +1,7 @@
 #include "ratelimit/api/dashboard.hpp"
 
+#include "ratelimit/api/plain_json.hpp"
+
 #include <algorithm>
 #include <boost/json.hpp>
 #include <chrono>
@@ -70,6 +72,12 @@ double recent_sum(const std::vector<float>& v) {
   return std::accumulate(v.begin() + static_cast<std::ptrdiff_t>(from), v.end(), 0.0);
 }
 
+// Two series of one length, point by point.
+std::vector<float> added(std::vector<float> a, const std::vector<float>& b) {
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) a[i] += b[i];
+  return a;
+}
+
 std::vector<float> summed(const std::vector<stats::series_history::rule_series>& all,
                           std::vector<float> stats::series_history::rule_series::*which, std::size_t size) {
   std::vector<float> out(size, 0.0F);
@@ -94,7 +102,7 @@ double unix_seconds(std::chrono::system_clock::time_point t) {
 }  // namespace
 
 std::string top_json(const stats::top_lists& top) {
-  return json::serialize(top_object(top, std::max(top.hits.size(), top.over_limit.size())));
+  return plain_json(top_object(top, std::max(top.hits.size(), top.over_limit.size())));
 }
 
 std::string dashboard_json(const dashboard_inputs& in) {
@@ -106,9 +114,7 @@ std::string dashboard_json(const dashboard_inputs& in) {
   if (rules) {
     rules->for_each_limit(
         [&](std::string_view domain, const config::descriptor_node& node, const config::rate_limit& l) {
-          const std::string key =
-              l.stats_suffix.empty() ? node.stats_key : core::cat(node.stats_key, ".", l.stats_suffix);
-          const auto sanitized = stats::sanitize_stat_name(key);
+          const auto sanitized = stats::sanitize_stat_name(config::limit_stats_key(node, l));
           by_key[sanitized] = {std::string(domain), std::string(config::rule_path(node, domain)), &l,
                                node.shadow_mode};
         });
@@ -119,6 +125,8 @@ std::string dashboard_json(const dashboard_inputs& in) {
   }
 
   auto series = in.history.rules();
+  // A rule a reload removed has no limit now, and its series is not from request values either: left out.
+  std::erase_if(series, [&](const auto& s) { return !by_key.contains(s.key) && in.rules.removed(s.key); });
   const auto times = in.history.times();
   // The most throttled lately first, then the busiest.
   std::sort(series.begin(), series.end(), [](const auto& a, const auto& b) {
@@ -160,7 +168,8 @@ std::string dashboard_json(const dashboard_inputs& in) {
   }
 
   json::object totals{
-      {"grpc_requests", numbers(in.history.total(dashboard_totals::grpc_requests))},
+      {"decisions", numbers(added(in.history.total(dashboard_totals::grpc_requests),
+                                  in.history.total(dashboard_totals::json_requests)))},
       {"hits", numbers(summed(series, &stats::series_history::rule_series::hits, times.size()))},
       {"over_limit", numbers(summed(series, &stats::series_history::rule_series::over_limit, times.size()))},
       {"near_limit", numbers(summed(series, &stats::series_history::rule_series::near_limit, times.size()))},
@@ -191,7 +200,7 @@ std::string dashboard_json(const dashboard_inputs& in) {
       {"backend",
        json::object{{"type", in.backend_type}, {"healthy", in.health.healthy()}, {"components", components}}},
       {"reloads", std::move(reloads)}};
-  return json::serialize(out);
+  return plain_json(out);
 }
 
 }  // namespace sluice::ratelimit::api

@@ -17,9 +17,12 @@ namespace sluice::ratelimit::api {
 // The counters the dashboard's totals follow, by their JSON names.
 struct dashboard_totals {
   static constexpr std::string_view grpc_requests = "ratelimit_server.ShouldRateLimit.total_requests";
+  static constexpr std::string_view json_requests = "ratelimit.http.json.total_requests";
   static constexpr std::string_view backend_errors = "ratelimit.service.call.should_rate_limit.redis_error";
   static constexpr std::string_view fail_open = "ratelimit.service.fail_open";
+  // The decisions' latency: over gRPC and /json together.
   static constexpr std::string_view latency_timer = "ratelimit_server.ShouldRateLimit.response_time";
+  static constexpr std::string_view json_latency_timer = "ratelimit.http.json.response_time";
 };
 
 // {"window_seconds": …, "over_limit": [{"domain", "entries", "rule", "count"}, …], "hits": [ … ]}

@@ -4,6 +4,8 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <chrono>
+#include <memory>
 #include <mutex>
 
 #include "ratelimit/api/json_codec.hpp"
@@ -120,9 +122,30 @@ net::http::response end_server_span(tracing::span& server, net::http::response r
   return response;
 }
 
+// The /json decisions' own stats, beside gRPC's ratelimit_server.ShouldRateLimit.*: the dashboard counts
+// both.
+struct json_stats {
+  explicit json_stats(stats::store& stats)
+      : total_requests(stats.get_counter(json_total_requests)),
+        response_time(stats.get_timer(json_response_time)) {}
+  stats::counter& total_requests;
+  stats::timer& response_time;
+};
+
+// Records the time from its making to its end.
+struct timed {
+  stats::timer& timer;
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  ~timed() {
+    timer.record(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+};
+
 // (One coroutine per request, with or without tracing: a second one cost 1.3% of a /json decision.)
-asio::awaitable<net::http::response> handle_json(service::rate_limit_service& service,
+asio::awaitable<net::http::response> handle_json(service::rate_limit_service& service, json_stats& stats,
                                                  tracing::tracer* tracer, const net::http::request& req) {
+  stats.total_requests.inc();
+  const timed time{stats.response_time};
   tracing::span server;
   if (tracer != nullptr) server = start_server_span(*tracer, req);
   // One arena per request: the request and response messages cost one allocation instead of one per field.
@@ -154,10 +177,11 @@ asio::awaitable<net::http::response> handle_json(service::rate_limit_service& se
 
 }  // namespace
 
-void add_http_routes(net::http::router& routes, service::rate_limit_service& service,
+void add_http_routes(net::http::router& routes, service::rate_limit_service& service, stats::store& stats,
                      const core::health& health, tracing::tracer* tracer) {
   routes.add("/json",
-             [&service, tracer](const net::http::request& req) { return handle_json(service, tracer, req); });
+             [&service, tracer, counted = std::make_shared<json_stats>(stats)](
+                 const net::http::request& req) { return handle_json(service, *counted, tracer, req); });
 
   routes.add("/healthcheck",
              [&health](const net::http::request& req) -> asio::awaitable<net::http::response> {

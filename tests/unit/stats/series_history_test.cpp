@@ -27,7 +27,7 @@ TEST_CASE("series_history: rates per key and per watched counter, oldest first, 
   s.get_counter("ratelimit.service.config_load_success").add(5);  // neither a rule nor watched
   auto& errors = s.get_counter("errors");
   auto& latency = s.get_timer("latency");
-  series_history h(s, {"errors"}, "latency", 3);
+  series_history h(s, {"errors"}, {"latency"}, 3);
 
   hits.add(100);  // before the first sample: the baseline, never a rate
   h.sample(1000.0, 1000.0);
@@ -74,7 +74,7 @@ TEST_CASE(
   std::vector<counter*> c;
   for (int i = 0; i < 5; ++i)
     c.push_back(&s.get_counter("ratelimit.service.rate_limit.d.k" + std::to_string(i) + ".total_hits"));
-  series_history h(s, {}, "latency", 4, 3);
+  series_history h(s, {}, {"latency"}, 4, 3);
   double t = 1.0;
   h.sample(t, t);
   CHECK(h.rules().size() == 3);
@@ -109,7 +109,7 @@ TEST_CASE(
 TEST_CASE("series_history: rates by the steady clock, times by the wall clock (which may step back)") {
   store s;
   auto& hits = s.get_counter("ratelimit.service.rate_limit.d.k.total_hits");
-  series_history h(s, {}, "latency", 4);
+  series_history h(s, {}, {"latency"}, 4);
   h.sample(5000.0, 10.0);
   hits.add(8);
   h.sample(4000.0, 12.0);  // the wall clock stepped back: the sample still counts, over 2 s

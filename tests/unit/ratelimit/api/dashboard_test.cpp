@@ -3,6 +3,9 @@
 #include <doctest/doctest.h>
 
 #include <boost/json.hpp>
+#include <limits>
+
+#include "ratelimit/api/plain_json.hpp"
 
 using namespace sluice;
 namespace json = boost::json;
@@ -47,20 +50,26 @@ TEST_CASE("top_json: the fixed shape, most first as given") {
 TEST_CASE("dashboard_json: series by rule with limits and utilisation, totals, top, health, reloads") {
   stats::store store;
   core::health health;
-  health.add_component("sigterm", true);
+  health.add_component("running", true);
   health.add_component("redis", false);
   ratelimit::service::rules_source source(
       {}, [](auto) {}, store, health);
   REQUIRE_FALSE(source.apply_xds({{"shop.yaml", rules}}));
   CHECK(source.apply_xds({{"bad.yaml", "domain: [x"}}));
-  stats::series_history history(store, {std::string(ratelimit::api::dashboard_totals::grpc_requests)},
-                                std::string(ratelimit::api::dashboard_totals::latency_timer), 10);
+  using totals = ratelimit::api::dashboard_totals;
+  stats::series_history history(
+      store, {std::string(totals::grpc_requests), std::string(totals::json_requests)},
+      {std::string(totals::latency_timer), std::string(totals::json_latency_timer)}, 10);
   auto& detailed = store.get_counter("ratelimit.service.rate_limit.shop.ip_10_0_0_1.total_hits");
   history.sample(100.0, 100.0);
   store.get_counter("ratelimit.service.rate_limit.shop.user.action_upload.total_hits").add(40);
   store.get_counter("ratelimit.service.rate_limit.shop.user.action_upload.over_limit").add(6);
   detailed.add(4);  // detailed_metric
-  store.get_counter(std::string(ratelimit::api::dashboard_totals::grpc_requests)).add(44);
+  store.get_counter(std::string(totals::grpc_requests)).add(44);
+  // Decisions and latency count both transports (issue 40: /json traffic showed 0 decisions/s).
+  store.get_counter(std::string(totals::json_requests)).add(6);
+  store.get_timer(std::string(totals::latency_timer)).record(1.0);
+  store.get_timer(std::string(totals::json_latency_timer)).record(3.0);
   history.sample(102.0, 102.0);
 
   stats::top_lists top;
@@ -72,7 +81,8 @@ TEST_CASE("dashboard_json: series by rule with limits and utilisation, totals, t
           .as_object();
   CHECK(out.at("now").as_double() == 102.5);
   CHECK(out.at("times") == json::parse("[102.0]"));
-  CHECK(out.at("totals").at("grpc_requests") == json::parse("[22.0]"));
+  CHECK(out.at("totals").at("decisions") == json::parse("[25.0]"));
+  CHECK(out.at("totals").at("latency_ms") == json::parse("[2.0]"));
   CHECK(out.at("totals").at("hits") == json::parse("[22.0]"));
   CHECK(out.at("totals").at("over_limit") == json::parse("[3.0]"));
   const auto& series = out.at("rules").as_array();
@@ -106,7 +116,7 @@ TEST_CASE("dashboard_json: series by rule with limits and utilisation, totals, t
   CHECK(quiet);
   CHECK(out.at("top").at("hits").as_array().size() == 2);
   CHECK(out.at("backend") == json::parse(R"({"type":"redis","healthy":false,
-      "components":[{"name":"sigterm","healthy":true},{"name":"redis","healthy":false}]})"));
+      "components":[{"name":"running","healthy":true},{"name":"redis","healthy":false}]})"));
   const auto& reloads = out.at("reloads").as_array();
   REQUIRE(reloads.size() == 2);
   CHECK(reloads[0].at("ok") == false);  // newest first
@@ -114,4 +124,21 @@ TEST_CASE("dashboard_json: series by rule with limits and utilisation, totals, t
   CHECK(reloads[0].at("error").as_string().starts_with("bad.yaml: "));
   CHECK(reloads[1].at("ok") == true);
   CHECK(reloads[1].at("domains") == 1);
+}
+
+TEST_CASE("plain_json: doubles as plain decimals, not 1E0 (issue 40); the rest as Boost.JSON writes it") {
+  const json::value v{{"now", 1795000000.5},
+                      {"one", 1.0},
+                      {"rates", json::array{0.25, 0.0, 1e-7, 12.0}},
+                      {"n", 3},
+                      {"s", "a\"b"},
+                      {"ok", true},
+                      {"none", nullptr},
+                      {"inf", std::numeric_limits<double>::infinity()}};
+  const auto text = ratelimit::api::plain_json(v);
+  CHECK(text ==
+        R"({"now":1795000000.5,"one":1.0,"rates":[0.25,0.0,0.0000001,12.0],"n":3,"s":"a\"b","ok":true,)"
+        R"("none":null,"inf":null})");
+  CHECK(text.find('E') == std::string::npos);
+  CHECK(json::parse(text).at("now").as_double() == 1795000000.5);
 }
