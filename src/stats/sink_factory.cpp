@@ -35,6 +35,11 @@ std::unique_ptr<flusher> start_line_sink(const sink_settings& settings, store& s
       name = "stdout";
       break;
   }
+  if (settings.kind == sink_kind::stdout_sink && !settings.log_lines) {
+    core::log_info(
+        "Stats initialized for stdout: its lines are written at LOG_LEVEL=debug or with LOG_STATS=true");
+    return nullptr;
+  }
   auto f = std::make_unique<flusher>(s, settings.flush_interval);
   std::unique_ptr<event_sink> k;
   if (settings.kind == sink_kind::stdout_sink) {

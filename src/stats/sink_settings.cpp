@@ -66,6 +66,9 @@ sink_settings read_sink_settings(const core::env_reader& env) {
       std::max(std::chrono::milliseconds(1), std::chrono::duration_cast<std::chrono::milliseconds>(interval));
   s.max_dynamic_series = env.get_uint("STATS_MAX_DYNAMIC_SERIES", s.max_dynamic_series, 1, 100'000'000);
   s.extra_tags = env.get_map("EXTRA_TAGS");
+  const auto level = core::ascii_lower(env.get_string("LOG_LEVEL", "warn"));
+  s.log_lines = !env.get_bool("GOSTATS_LOGGING_SINK_DISABLED", false) &&
+                (env.get_bool("LOG_STATS", false) || level == "debug" || level == "trace");
 
   s.statsd_host = env.get_string("STATSD_HOST", s.statsd_host);
   s.statsd_port = static_cast<std::uint16_t>(env.get_uint("STATSD_PORT", s.statsd_port, 1, 65535));

@@ -27,6 +27,10 @@ struct sink_settings {
   std::chrono::milliseconds flush_interval{10'000};             // STATS_FLUSH_INTERVAL
   std::size_t max_dynamic_series = 10'000;                      // STATS_MAX_DYNAMIC_SERIES (Sluice's own)
   std::vector<std::pair<std::string, std::string>> extra_tags;  // EXTRA_TAGS "k1:v1,k2:v2", sorted by key
+  // The stdout sink writes its lines (every stat at every flush) only at LOG_LEVEL=debug or trace, or with
+  // LOG_STATS=true, and never with GOSTATS_LOGGING_SINK_DISABLED=true: upstream's default of writing them
+  // whatever the level flooded logs (envoyproxy/ratelimit #321, #538, #764).
+  bool log_lines = false;
 
   // statsd and DogStatsD
   std::string statsd_host = "localhost";       // STATSD_HOST

@@ -302,7 +302,7 @@ class DogStatsd(SinkTest):
 
 class StdoutSink(SinkTest):
     def test_json_lines_on_stderr(self):
-        s = self.start({'USE_STATSD': 'false', 'EXTRA_TAGS': 'app:rl'})
+        s = self.start({'USE_STATSD': 'false', 'EXTRA_TAGS': 'app:rl', 'LOG_LEVEL': 'debug'})
         self.decide(s, 'json', 2)
         name = HITS + 'total_hits.__app=rl'
 
@@ -325,6 +325,24 @@ class StdoutSink(SinkTest):
         self.assertTrue(any(e['msg'] == 'flushing all stats' and e['json'] == {'type': 'all stats',
                                                                               'value': '0.000000'} for e in evs))
         self.assertIn('Stats initialized for stdout', s.log())
+
+    def test_lines_only_at_debug_or_when_asked(self):
+        # issue 40: upstream writes every stat at every flush whatever LOG_LEVEL (1,629 lines in 40 minutes
+        # for one rule); Sluice writes them at LOG_LEVEL=debug, or with LOG_STATS=true.
+        cases = [({'LOG_LEVEL': 'info'}, False), ({'LOG_LEVEL': 'warn', 'LOG_STATS': 'true'}, True),
+                 ({'LOG_LEVEL': 'debug', 'GOSTATS_LOGGING_SINK_DISABLED': 'true'}, False),
+                 ({'LOG_LEVEL': 'trace'}, True)]
+        for env, written in cases:
+            with self.subTest(**env):
+                s = self.start(dict({'USE_STATSD': 'false'}, **env))
+                self.decide(s, 'json', 1)
+                if written:
+                    harness.wait_until(lambda: '"flushing all stats"' in s.log(), message='a flush',
+                                       describe=s.log_tail)
+                else:
+                    time.sleep(0.8)  # four flush intervals
+                    self.assertNotIn('gostats.loggingsink', s.log())
+                s.close()
 
 
 class DisableStats(SinkTest):
