@@ -256,8 +256,13 @@ void backend_holder::drain(asio::io_context& control, std::function<void()> then
   if (!sync_stats) return then();
   // The last worker to be drained posts `then`.
   auto left = std::make_shared<std::atomic<std::size_t>>(redis.size());
-  auto last = [left, &control, then = std::move(then)] {
-    if (left->fetch_sub(1) == 1) asio::post(control, then);
+  auto last = [left, &control, lost = &sync_stats->lost_at_stop, then = std::move(then)] {
+    if (left->fetch_sub(1) != 1) return;
+    if (const auto hits = lost->load(); hits != 0) {
+      core::log_error("stopping with ", hits, hits == 1 ? " hit" : " hits",
+                      " that Redis has not acknowledged: they are lost");
+    }
+    asio::post(control, then);
   };
   for (auto& w : redis) {
     asio::post(w.synced->executor(), [&w, last] { w.synced->drain(last); });

@@ -129,6 +129,11 @@ class fake_redis final : public redis::store {
       } else if (c[0] == "EXPIRE") {
         data[c[1]].ttl = to_int(c[2]);
         replies.push_back(integer(1));
+      } else if (c[0] == "PING") {
+        redis::value pong;
+        pong.type = redis::value::kind::simple_string;
+        pong.text = "PONG";
+        replies.push_back(std::move(pong));
       } else if (c[0] == "GET") {
         replies.push_back(get(c[1]));
       } else if (c[0] == "MGET") {

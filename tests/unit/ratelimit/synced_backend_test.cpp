@@ -363,6 +363,27 @@ TEST_CASE("while Redis fails, a stale counter with nothing unsent is decided fro
   CHECK(t.redis.count("INCRBY") == incrby + 1);
 }
 
+TEST_CASE(
+    "a failing Redis with nothing to send is asked at each flush: its recovery is known without a decision") {
+  rig t;
+  t.redis.down = true;
+  t.decide(0, t.op("k", 1, 100));  // its read fails: Redis is failing
+  t.flush_all();                   // its hit fails to go
+  CHECK(t.sync.failing_stores.load() == 1);
+  t.redis.down = false;
+  t.flush_all();  // the hit goes
+  CHECK(t.redis.value("k") == 1);
+  CHECK(t.synced().unsent_hits() == 0);
+  // Nothing left to send, no decision: each flush asks (PING); two intervals on, Redis has recovered.
+  const auto pings = t.redis.calls["PING"];
+  t.clock.advance_micros(100'000);
+  t.flush_all();
+  CHECK(t.redis.calls["PING"] == pings + 1);
+  CHECK(t.sync.failing_stores.load() == 0);
+  t.flush_all();
+  CHECK(t.redis.calls["PING"] == pings + 1);  // not failing: not asked
+}
+
 TEST_CASE("a counter over its limit counts again once a flush's reply brings it under (others gave back)") {
   rig t;
   for (int i = 0; i < 10; ++i) t.decide(0, t.op("k", 1, 10));

@@ -39,6 +39,8 @@ struct sync_stats {
   stats::timer& flush_time;      // from sending a flush request to its reply
   std::atomic<int> failing_stores{0};  // (worker, store) pairs failing: logged when it leaves and reaches 0
   std::atomic<bool> dropped_logged{false};
+  // Hits the workers' drains ended with, unacknowledged: the process logs their sum once.
+  std::atomic<std::int64_t> lost_at_stop{0};
 };
 
 class synced_backend final : public limiter::backend {
@@ -90,6 +92,8 @@ class synced_backend final : public limiter::backend {
   void on_exact(exact_call& call, const limiter::backend_error* error);
   void decide_alone(const limiter::counter_op& op, limiter::op_result& out);
   void send_flush(sluice::redis::store& store, std::vector<synced_counters::flush_item> items);
+  // A PING to a failing store with nothing to send: whether it answers again.
+  void probe(sluice::redis::store& store);
   void on_flush(sluice::redis::store& store, const std::vector<synced_counters::flush_item>& items,
                 boost::system::error_code ec, const std::vector<sluice::redis::value>& replies,
                 std::chrono::steady_clock::time_point sent);

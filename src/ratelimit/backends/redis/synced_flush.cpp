@@ -20,6 +20,7 @@ void synced_backend::flush() {
   // Held while sending: a store that cannot be reached answers inline, and a drain must not end before every
   // request is out.
   ++flushes_in_flight_;
+  bool sent_to_main = false, sent_to_per_second = false;
   if (!items.empty()) {
     // Per store. On a cluster one key per request: a redirection (-MOVED, -ASK during a slot's migration)
     // is then followed for that key alone. Each node's connections still carry all of them in one write.
@@ -34,9 +35,14 @@ void synced_backend::flush() {
       while (to < items.size() && to - from < most && store_of(items[to]) == store) ++to;
       send_flush(*store, {items.begin() + static_cast<std::ptrdiff_t>(from),
                           items.begin() + static_cast<std::ptrdiff_t>(to)});
+      (store == &main_ ? sent_to_main : sent_to_per_second) = true;
       from = to;
     }
   }
+  // A failing store that got nothing to count is asked whether it answers: its recovery is told when it
+  // comes, not with the next decision.
+  if (main_state_.failing && !sent_to_main) probe(main_);
+  if (per_second_ != nullptr && per_second_state_.failing && !sent_to_per_second) probe(*per_second_);
   --flushes_in_flight_;
   unsent_mirror_.store(counters_.unsent(), std::memory_order_relaxed);
   keys_mirror_.store(counters_.size(), std::memory_order_relaxed);
@@ -65,6 +71,27 @@ void synced_backend::send_flush(rd::store& store, std::vector<synced_counters::f
   };
   ++flushes_in_flight_;
   store.exec(std::move(request), key);
+}
+
+void synced_backend::probe(rd::store& store) {
+  rd::request encoded;
+  encoded.push({"PING"});
+  auto request = std::make_shared<rd::pending_request>();
+  request->expected_replies = encoded.expected_replies();
+  request->payload = encoded.release_payload();
+  request->done = [this, &store](boost::system::error_code ec, std::vector<rd::value>&&) {
+    asio::dispatch(ex_, [this, &store, ec] {
+      --flushes_in_flight_;
+      if (ec) {
+        redis_failed(store, store.describe(ec));
+      } else {
+        redis_answered(store);
+      }
+      check_drained();
+    });
+  };
+  ++flushes_in_flight_;
+  store.exec(std::move(request), {});
 }
 
 void synced_backend::on_flush(rd::store& store, const std::vector<synced_counters::flush_item>& items,
@@ -139,7 +166,7 @@ void synced_backend::redis_answered(rd::store& store) {
   if (!state.failing || clock_.now_micros() - state.failed_at_us < 2 * interval_us_) return;
   state.failing = false;
   if (stats_.failing_stores.fetch_sub(1) == 1) {
-    core::log_info("Redis answers again: sending the hits counted meanwhile");
+    core::log_warn("Redis answers again: sending the hits counted meanwhile");  // paired with the outage's
   }
 }
 
@@ -191,10 +218,7 @@ void synced_backend::drain(std::function<void()> done) {
 void synced_backend::check_drained() {
   if (!draining_ || flushes_in_flight_ > 0) return;
   if (counters_.dirty() > 0 && !main_state_.failing && !per_second_state_.failing) return;
-  if (counters_.unsent() != 0) {
-    core::log_error("stopping with ", counters_.unsent(),
-                    " hits that Redis has not acknowledged: they are lost");
-  }
+  stats_.lost_at_stop.fetch_add(counters_.unsent());  // logged once for all workers (backend_holder::drain)
   auto done = std::move(draining_);
   draining_ = nullptr;
   done();
