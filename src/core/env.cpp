@@ -53,7 +53,10 @@ bool env_reader::get_bool(const std::string& name, bool def) const {
   auto v = raw(name);
   if (!v) return def;
   auto b = parse_go_bool(*v);
-  if (!b) throw settings_error(cat("invalid value '", *v, "' for ", name, ": expected true or false"));
+  if (!b) {
+    throw settings_error(cat("invalid value '", *v, "' for ", name,
+                             ": expected true or false (also 1, t, T, TRUE, True; 0, f, F, FALSE, False)"));
+  }
   return *b;
 }
 

@@ -11,8 +11,8 @@ std::chrono::seconds whole_seconds(const core::env_reader& env, const std::strin
                                    std::chrono::seconds def, std::chrono::seconds min) {
   const auto d = env.get_duration(name, def);
   if (d % std::chrono::seconds(1) != std::chrono::nanoseconds(0) || d < min) {
-    throw core::settings_error(
-        core::cat("invalid value for ", name, ": must be whole seconds, at least ", min.count(), "s"));
+    throw core::settings_error(core::cat("invalid value '", env.get_string(name, ""), "' for ", name,
+                                         ": must be whole seconds, at least ", min.count(), "s"));
   }
   return std::chrono::duration_cast<std::chrono::seconds>(d);
 }

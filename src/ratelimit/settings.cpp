@@ -212,7 +212,8 @@ redis_store_settings read_redis_store(const core::env_reader& env, const std::st
   c.connect_timeout = to_ms(env.get_duration(prefix + "TIMEOUT", std::chrono::seconds{10}));
   c.request_timeout = to_ms(env.get_duration("REDIS_OP_TIMEOUT", std::chrono::milliseconds{250}));
   if (c.request_timeout.count() <= 0) {
-    throw core::settings_error("invalid value for REDIS_OP_TIMEOUT: expected a duration of at least 1ms");
+    throw core::settings_error(core::cat("invalid value '", env.get_string("REDIS_OP_TIMEOUT", ""),
+                                         "' for REDIS_OP_TIMEOUT: expected a duration of at least 1ms"));
   }
   return s;
 }
@@ -230,14 +231,16 @@ redis_settings read_redis(const core::env_reader& env) {
   auto startup_min = to_ms(env.get_duration("REDIS_STARTUP_INITIAL_INTERVAL", std::chrono::seconds{1}));
   auto startup_max = to_ms(env.get_duration("REDIS_STARTUP_MAX_INTERVAL", std::chrono::seconds{30}));
   if (startup_min.count() <= 0)
-    throw core::settings_error("invalid value for REDIS_STARTUP_INITIAL_INTERVAL: expected at least 1ms");
+    throw core::settings_error(core::cat("invalid value '",
+                                         env.get_string("REDIS_STARTUP_INITIAL_INTERVAL", ""),
+                                         "' for REDIS_STARTUP_INITIAL_INTERVAL: expected at least 1ms"));
   startup_max = std::max(startup_max, startup_min);
   const auto sync = env.get_duration("REDIS_SYNC_INTERVAL", std::chrono::nanoseconds{0});
   if (sync.count() > 0 && (sync < std::chrono::milliseconds{1} || sync > std::chrono::seconds{10})) {
     throw core::settings_error(
-        "invalid value for REDIS_SYNC_INTERVAL: expected 0 or a duration from 1ms to 10s (the overshoot "
-        "grows "
-        "with it; see README)");
+        core::cat("invalid value '", env.get_string("REDIS_SYNC_INTERVAL", ""),
+                  "' for REDIS_SYNC_INTERVAL: expected 0 or a duration from 1ms to 10s "
+                  "(the overshoot grows with it; see README)"));
   }
   r.sync_interval = to_ms(sync);
   r.sync_max_keys = env.get_uint("REDIS_SYNC_MAX_KEYS", r.sync_max_keys, 1024, 1'000'000'000);

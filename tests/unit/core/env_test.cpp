@@ -20,8 +20,10 @@ TEST_CASE("env_reader: defaults, Go bool and duration formats, and errors naming
   CHECK_FALSE(env.get_bool("B0", true));
   CHECK(env.get_bool("MISSING", true));
   CHECK(env.get_bool("EMPTY", true));
-  CHECK_THROWS_WITH_AS(env.get_bool("BAD", false), "invalid value 'yes' for BAD: expected true or false",
-                       settings_error);
+  CHECK_THROWS_WITH_AS(
+      env.get_bool("BAD", false),
+      "invalid value 'yes' for BAD: expected true or false (also 1, t, T, TRUE, True; 0, f, F, FALSE, False)",
+      settings_error);
   CHECK(env.get_uint("N", 1, 0, 100) == 42);
   CHECK_THROWS_WITH_AS(env.get_uint("N", 1, 0, 10),
                        "invalid value '42' for N: expected a whole number from 0 to 10", settings_error);

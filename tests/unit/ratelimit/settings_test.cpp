@@ -55,7 +55,7 @@ TEST_CASE(
   CHECK_THROWS_WITH_AS(
       ratelimit::read_module_settings(
           core::env_reader(std::map<std::string, std::string>{{"REDIS_STARTUP_INITIAL_INTERVAL", "0"}})),
-      "invalid value for REDIS_STARTUP_INITIAL_INTERVAL: expected at least 1ms", core::settings_error);
+      "invalid value '0' for REDIS_STARTUP_INITIAL_INTERVAL: expected at least 1ms", core::settings_error);
 }
 
 TEST_CASE("rate limit settings: values are read, bad ones name the variable") {
@@ -346,11 +346,15 @@ TEST_CASE("rate limit settings: REDIS_SYNC_INTERVAL") {
   CHECK(s.redis.sync_max_keys == 5000);
   CHECK(read({{"REDIS_SYNC_INTERVAL", "10s"}}).redis.sync_interval == std::chrono::seconds(10));
   CHECK(read({{"REDIS_SYNC_INTERVAL", "0"}}).redis.sync_interval.count() == 0);
-  const char* range =
-      "invalid value for REDIS_SYNC_INTERVAL: expected 0 or a duration from 1ms to 10s (the overshoot grows "
-      "with it; see README)";
-  CHECK_THROWS_WITH_AS(read({{"REDIS_SYNC_INTERVAL", "11s"}}), range, core::settings_error);
-  CHECK_THROWS_WITH_AS(read({{"REDIS_SYNC_INTERVAL", "500us"}}), range, core::settings_error);
+  const auto range = [](const std::string& value) {
+    return "invalid value '" + value +
+           "' for REDIS_SYNC_INTERVAL: expected 0 or a duration from 1ms to 10s (the overshoot grows with "
+           "it; "
+           "see README)";
+  };
+  CHECK_THROWS_WITH_AS(read({{"REDIS_SYNC_INTERVAL", "11s"}}), range("11s").c_str(), core::settings_error);
+  CHECK_THROWS_WITH_AS(read({{"REDIS_SYNC_INTERVAL", "500us"}}), range("500us").c_str(),
+                       core::settings_error);
   CHECK_THROWS_AS(read({{"REDIS_SYNC_INTERVAL", "soon"}}), core::settings_error);
   CHECK_THROWS_AS(read({{"REDIS_SYNC_MAX_KEYS", "10"}}), core::settings_error);
   CHECK_THROWS_WITH_AS(
