@@ -49,13 +49,26 @@ void check_port_free(asio::io_context& ioc, const tcp::endpoint& endpoint, error
   probe.close(ignored);
 }
 
+namespace {
+
+// "listen <network> <address>: <step>: <reason>", the reason in lower case as Go writes the system's error.
+std::string go_listen_error(std::string_view network, std::string_view address, std::string_view step,
+                            const error_code& ec) {
+  auto reason = ec.message();
+  if (!reason.empty() && reason[0] >= 'A' && reason[0] <= 'Z') reason[0] = static_cast<char>(reason[0] + 32);
+  if (step.empty()) return cat("listen ", network, " ", address, ": ", reason);
+  return cat("listen ", network, " ", address, ": ", step, ": ", reason);
+}
+
+}  // namespace
+
 std::string listen_failure(std::string_view host, std::uint16_t port, std::string_view step,
                            const error_code& ec) {
-  auto reason = ec.message();
-  // Go writes the system's error in lower case ("address already in use").
-  if (!reason.empty() && reason[0] >= 'A' && reason[0] <= 'Z') reason[0] = static_cast<char>(reason[0] + 32);
-  if (step.empty()) return cat("listen tcp ", host_port(host, port), ": ", reason);
-  return cat("listen tcp ", host_port(host, port), ": ", step, ": ", reason);
+  return go_listen_error("tcp", host_port(host, port), step, ec);
+}
+
+std::string listen_failure_unix(std::string_view path, std::string_view step, const error_code& ec) {
+  return go_listen_error("unix", path, step, ec);
 }
 
 }  // namespace sluice::core

@@ -37,5 +37,8 @@ void check_port_free(boost::asio::io_context& ioc, const boost::asio::ip::tcp::e
 // "listen tcp 127.0.0.1:8080: bind: address already in use".
 std::string listen_failure(std::string_view host, std::uint16_t port, std::string_view step,
                            const boost::system::error_code& ec);
+// The same for a unix socket: "listen unix /run/rls.sock: bind: address already in use".
+std::string listen_failure_unix(std::string_view path, std::string_view step,
+                                const boost::system::error_code& ec);
 
 }  // namespace sluice::core

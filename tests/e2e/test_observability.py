@@ -204,7 +204,7 @@ class Observability(unittest.TestCase):
         cls.addClassCleanup(cls.redis.close)
         cls.failopen = Sluice(rules={'failing.yaml': FAILOPEN_RULES}, env=prom_env(cls.ports['failopen'], {
             'BACKEND_TYPE': 'redis', 'REDIS_SOCKET_TYPE': 'tcp', 'REDIS_URL': '127.0.0.1:%d' % nowhere,
-            'BACKEND_FAIL_OPEN': 'true'}))
+            'BACKEND_FAIL_OPEN': 'true'}), wait_ready='answer')  # Redis is nowhere: unhealthy by design
         cls.addClassCleanup(cls.failopen.close)
         cls.instance = {name: '127.0.0.1:%d' % port for name, port in cls.ports.items()}
         # Timers, and stats named after a request (an unknown domain), are served from their first use on: a gRPC

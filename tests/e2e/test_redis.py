@@ -1070,7 +1070,7 @@ class StartUp(RedisCase):
 
         threading.Thread(target=refuse, daemon=True).start()
         try:
-            with Sluice(rules={'o.yaml': OUTAGE_RULES},
+            with Sluice(rules={'o.yaml': OUTAGE_RULES}, wait_ready='answer',
                         env=redis_env(REDIS_SOCKET_TYPE='tcp', REDIS_URL='127.0.0.1:%d' % port, REDIS_POOL_SIZE='1',
                                       IO_THREADS='1',  # one connection: its attempts alone
                                       REDIS_STARTUP_INITIAL_INTERVAL='400ms',
@@ -1095,7 +1095,7 @@ class StartUp(RedisCase):
             self.assertIn('/var/run/nutcracker/ratelimit.sock', message)
 
     def test_sigterm_while_redis_is_unreachable(self):
-        with Sluice(rules={'o.yaml': OUTAGE_RULES},
+        with Sluice(rules={'o.yaml': OUTAGE_RULES}, wait_ready='answer',
                     env=redis_env(REDIS_SOCKET_TYPE='tcp', REDIS_URL='127.0.0.1:%d' % harness.free_port())) as s:
             self.assertUnavailable(s, 'grpc', 'o', [[('k', 'x')]])
             s.terminate()

@@ -841,7 +841,8 @@ class SettingsAndStats(unittest.TestCase):
         # the bounds themselves are accepted
         for interval, max_keys in (('1ms', '1024'), ('10s', '1000000'), ('0', '5000')):
             with self.subTest(REDIS_SYNC_INTERVAL=interval, REDIS_SYNC_MAX_KEYS=max_keys):
-                s = Sluice(env=dict(base, REDIS_SYNC_INTERVAL=interval, REDIS_SYNC_MAX_KEYS=max_keys))
+                s = Sluice(env=dict(base, REDIS_SYNC_INTERVAL=interval, REDIS_SYNC_MAX_KEYS=max_keys),
+                           wait_ready='answer')  # Redis is nowhere: unhealthy, but started
                 self.addCleanup(s.close)
                 self.assertIsNone(s.wait_exit(0.3), s.log_tail())
                 self.assertEqual('REDIS_SYNC_INTERVAL=' in s.log(), interval != '0', s.log_tail())

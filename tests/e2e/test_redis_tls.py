@@ -216,7 +216,7 @@ class MutualTls(TlsCase):
 
     def test_without_client_certificate(self):
         redis = self.redis(auth_clients='yes')
-        s = self.sluice(redis)
+        s = self.sluice(redis, healthy=False)
         self.check_refused(redis, s)
 
     def test_with_client_certificate(self):
@@ -234,7 +234,7 @@ class MutualTls(TlsCase):
 
     def test_client_certificate_of_another_ca(self):
         redis = self.redis(auth_clients='yes')
-        s = self.sluice(redis, **self.client_cert('other_client'))
+        s = self.sluice(redis, healthy=False, **self.client_cert('other_client'))
         self.check_refused(redis, s)
 
 

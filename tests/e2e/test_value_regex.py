@@ -99,7 +99,8 @@ class Case:
         self.s.decide('grpc', 'rx', [[('path', '/api/v9/things')]])
         status, _, text = harness.http_request(self.s.debug_port, '/stats')
         self.assertEqual(status, 200)
-        self.assertIn('ratelimit.service.rate_limit.rx.path_/api/.*.total_hits:', text)
+        # The pattern is one level of the stat name: its dots as U+2024 (issue 40); /rlconfig shows it as written.
+        self.assertIn('ratelimit.service.rate_limit.rx.path_/api/\u2024*.total_hits:', text)
         status, _, text = harness.http_request(self.s.debug_port, '/rlconfig')
         self.assertIn('rx.path_/api/v[0-9]+/users/[0-9]+: unit=HOUR requests_per_unit=2, shadow_mode: false', text)
         self.assertIn('rx.tenant_t-[0-9]{3}.op_read|list: unit=HOUR requests_per_unit=1, shadow_mode: true', text)

@@ -132,9 +132,8 @@ struct server::impl {
 void server::impl::fail(std::string_view step, const error_code& ec) const {
   const auto address = options.unix_socket.empty() ? core::host_port(options.host, options.port)
                                                    : core::cat("unix:", options.unix_socket);
-  auto reason = options.unix_socket.empty()
-                    ? core::listen_failure(options.host, options.port, step, ec)
-                    : core::cat("listen unix ", options.unix_socket, ": ", step, ": ", ec.message());
+  auto reason = options.unix_socket.empty() ? core::listen_failure(options.host, options.port, step, ec)
+                                            : core::listen_failure_unix(options.unix_socket, step, ec);
   throw std::runtime_error(core::cat("Failed to listen for gRPC on '", address, "': ", reason));
 }
 

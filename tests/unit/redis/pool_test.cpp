@@ -8,6 +8,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -78,20 +79,25 @@ class fake_redis {
   std::vector<std::shared_ptr<conn>> conns_;
 };
 
+// A PING whose answer goes to `done`.
+std::shared_ptr<pending_request> ping(std::function<void(boost::system::error_code)> done) {
+  auto r = std::make_shared<pending_request>();
+  request cmd;
+  cmd.push({"PING"});
+  r->payload = cmd.release_payload();
+  r->expected_replies = 1;
+  r->done = [done = std::move(done)](boost::system::error_code ec, std::vector<value>&&) { done(ec); };
+  return r;
+}
+
 // Sends `count` PINGs through the pool in one go and runs the loop until all are answered.
 void send_pings(asio::io_context& io, pool& p, int count) {
   int answered = 0;
   for (int i = 0; i < count; ++i) {
-    auto r = std::make_shared<pending_request>();
-    request cmd;
-    cmd.push({"PING"});
-    r->payload = cmd.release_payload();
-    r->expected_replies = 1;
-    r->done = [&answered](boost::system::error_code ec, std::vector<value>&&) {
+    p.exec(ping([&answered](boost::system::error_code ec) {
       CHECK_FALSE(ec);
       ++answered;
-    };
-    p.exec(std::move(r));
+    }));
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (answered < count && std::chrono::steady_clock::now() < deadline)
@@ -133,14 +139,8 @@ namespace {
 
 // One PING through `p`, sent before the loop runs; the loop then runs until it is answered. -> its error.
 boost::system::error_code ping_once(asio::io_context& io, pool& p) {
-  auto r = std::make_shared<pending_request>();
-  request cmd;
-  cmd.push({"PING"});
-  r->payload = cmd.release_payload();
-  r->expected_replies = 1;
   std::optional<boost::system::error_code> result;
-  r->done = [&result](boost::system::error_code ec, std::vector<value>&&) { result = ec; };
-  p.exec(std::move(r));
+  p.exec(ping([&result](boost::system::error_code ec) { result = ec; }));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (!result && std::chrono::steady_clock::now() < deadline) io.run_for(std::chrono::milliseconds(10));
   REQUIRE(result);
