@@ -23,9 +23,13 @@ struct series {
   std::vector<std::uint64_t> counts;  // histogram: per bucket, +Inf last
   double sum = 0;
   std::shared_ptr<const std::vector<double>> bounds;
+  // A counter or gauge series is written only when a stat fed it this render: a hidden gauge (a removed
+  // rule's limit) leaves /metrics instead of staying at 0.
+  bool fed = false;
 
   void reset() {
     value = sum = 0;
+    fed = false;
     std::ranges::fill(counts, 0);
   }
 };
@@ -83,6 +87,8 @@ void write_sample(std::string& out, std::string_view name, std::string_view suff
 
 void write_family(std::string& out, const std::string& name, const family& f) {
   static constexpr std::string_view type_names[] = {"counter", "gauge", "histogram"};
+  const bool observer = f.type == stat_type::observer;
+  if (!observer && std::ranges::none_of(f.by_labels, [](const auto& s) { return s.second.fed; })) return;
   out.append("# HELP ").append(name).push_back(' ');
   append_help(out, f.help.empty() ? default_help : f.help);
   out.append("\n# TYPE ")
@@ -91,8 +97,8 @@ void write_family(std::string& out, const std::string& name, const family& f) {
       .append(type_names[static_cast<int>(f.type)])
       .push_back('\n');
   for (const auto& [labels, s] : f.by_labels) {
-    if (f.type != stat_type::observer) {
-      write_sample(out, name, "", labels, "", s.value);
+    if (!observer) {
+      if (s.fed) write_sample(out, name, "", labels, "", s.value);
       continue;
     }
     std::uint64_t cumulative = 0;
@@ -208,6 +214,7 @@ std::string prometheus_exporter::render() {
   const auto feed = [](binding b, double v, bool sum) {
     if (b.into == nullptr) return;
     b.into->value = (sum ? b.into->value : 0) + v * b.scale;  // a gauge: the last one wins
+    b.into->fed = true;
   };
   const auto bind_fresh = [&](int kind, stat_type type) {
     for (const auto& [name, v] : fresh)

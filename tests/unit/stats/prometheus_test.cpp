@@ -233,8 +233,8 @@ TEST_CASE("prometheus mapper: the built-in mapping keeps upstream's names and ev
   CHECK(t.labels == labels{{"domain", "api"}, {"key1", "path_/api/.*"}, {"key2", "sub_a.b"}});
 
   // Deeper than 8 levels, every per-rule stat keeps its family (total_negative_hits was missing).
-  CHECK(m.map("ratelimit.service.rate_limit.d.1.2.3.4.5.6.7.8.9.total_negative_hits", stat_type::counter).name ==
-        "ratelimit_service_rate_limit_total_negative_hits");
+  CHECK(m.map("ratelimit.service.rate_limit.d.1.2.3.4.5.6.7.8.9.total_negative_hits", stat_type::counter)
+            .name == "ratelimit_service_rate_limit_total_negative_hits");
 
   // Its own family, not folded into over_limit as upstream's unanchored regex does from two levels on.
   t = m.map("ratelimit.service.rate_limit.d.a.b.over_limit_with_local_cache", stat_type::counter);
@@ -265,6 +265,25 @@ TEST_CASE("prometheus mapper: the built-in mapping keeps upstream's names and ev
         "ratelimit_service_config_load_error");
   CHECK(m.map("ratelimit.service.global_shadow_mode", stat_type::counter).name ==
         "ratelimit_service_global_shadow_mode");
+}
+
+TEST_CASE("prometheus exporter: a hidden gauge leaves the text, and comes back when set (a removed rule)") {
+  store s;
+  prometheus_exporter exporter(s, prometheus_mapper::builtin(false));
+  auto& limit = s.get_gauge("ratelimit.service.rate_limit.d.gone.limit");
+  limit.set(5);
+  s.get_gauge("ratelimit.service.rate_limit.d.kept.limit").set(7);
+  const std::string gone = "ratelimit_service_rate_limit_limit{domain=\"d\",key1=\"gone\"} 5\n";
+  CHECK(exporter.render().find(gone) != std::string::npos);
+  limit.hide();
+  auto text = exporter.render();
+  CHECK(text.find("key1=\"gone\"") == std::string::npos);
+  CHECK(text.find("ratelimit_service_rate_limit_limit{domain=\"d\",key1=\"kept\"} 7\n") != std::string::npos);
+  // The whole family goes when none of its series is left.
+  s.get_gauge("ratelimit.service.rate_limit.d.kept.limit").hide();
+  CHECK(exporter.render().find("ratelimit_service_rate_limit_limit") == std::string::npos);
+  limit.set(5);
+  CHECK(exporter.render().find(gone) != std::string::npos);
 }
 
 TEST_CASE("prometheus exporter: exposition text, sorted, with merged series, histograms and drops") {
