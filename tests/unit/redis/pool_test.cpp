@@ -90,6 +90,15 @@ std::shared_ptr<pending_request> ping(std::function<void(boost::system::error_co
   return r;
 }
 
+// A quiet connection to `redis`.
+connection_config config_for(const fake_redis& redis) {
+  connection_config config;
+  config.address = redis.address();
+  config.log_state_changes = false;
+  config.request_timeout = std::chrono::seconds(5);
+  return config;
+}
+
 // Sends `count` PINGs through the pool in one go and runs the loop until all are answered.
 void send_pings(asio::io_context& io, pool& p, int count) {
   int answered = 0;
@@ -110,10 +119,7 @@ void send_pings(asio::io_context& io, pool& p, int count) {
 TEST_CASE("pool: consecutive requests go through one connection, a turn of commands_per_turn at a time") {
   asio::io_context io;
   fake_redis redis(io);
-  connection_config config;
-  config.address = redis.address();
-  config.log_state_changes = false;
-  pool p(io.get_executor(), config, 4);
+  pool p(io.get_executor(), config_for(redis), 4);
   p.start({});
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (p.connected_count() < 4 && std::chrono::steady_clock::now() < deadline)
@@ -153,11 +159,7 @@ TEST_CASE("pool: a request sent before the first connection is made waits for it
   // The start-up race of issue 40: a decision that reached a worker first failed with "not connected yet".
   asio::io_context io;
   fake_redis redis(io);
-  connection_config config;
-  config.address = redis.address();
-  config.log_state_changes = false;
-  config.request_timeout = std::chrono::seconds(5);
-  pool p(io.get_executor(), config, 2);
+  pool p(io.get_executor(), config_for(redis), 2);
   p.start({});
   CHECK(p.connected_count() == 0);
   CHECK(p.accepting());
