@@ -7,6 +7,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -75,6 +76,10 @@ class timer {
     cells_.add(count_cell_, 1);
     cells_.add(sum_micros_cell_, static_cast<std::uint64_t>(milliseconds * 1000.0));
     if (auto* o = observer_.load(std::memory_order_acquire)) o->observe(*this, milliseconds);
+  }
+  // The time from `start` to now.
+  void record_since(std::chrono::steady_clock::time_point start) {
+    record(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }
   const std::string& name() const { return name_; }
   std::uint64_t count() const { return cells_.sum(count_cell_); }

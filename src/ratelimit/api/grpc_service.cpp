@@ -142,9 +142,7 @@ void rls_grpc_service::should_rate_limit(const std::shared_ptr<net::grpc::call>&
             end_server_span(owned->server, to_status(error->kind), error->message);
             owned->call->finish(to_status(error->kind), error->message);
           }
-          response_time_.record(
-              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - owned->start)
-                  .count());
+          response_time_.record_since(owned->start);
         } catch (...) {
           // Out of memory while answering: the client's deadline or the connection's end finishes the call.
         }

@@ -125,8 +125,7 @@ void bind_stats(descriptor_node& node, stats::store& stats) {
     const std::string key = limit_stats_key(node, l);
     l.stats = rule_stats::make(stats, key);
     // What a dashboard needs to show utilisation: total_hits per window against these.
-    const std::string prefix =
-        core::cat("ratelimit.service.rate_limit.", stats::sanitize_stat_name(key), ".");
+    const std::string prefix = rule_stats::prefix(key);
     stats.get_gauge(prefix + "limit").set(l.requests_per_unit);
     stats.get_gauge(prefix + "window_seconds").set(l.window_seconds());
   };

@@ -11,8 +11,12 @@
 
 namespace sluice::ratelimit::config {
 
+std::string rule_stats::prefix(std::string_view stats_key) {
+  return core::cat("ratelimit.service.rate_limit.", stats::sanitize_stat_name(stats_key), ".");
+}
+
 rule_stats rule_stats::make(stats::store& store, std::string_view stats_key) {
-  std::string prefix = core::cat("ratelimit.service.rate_limit.", stats::sanitize_stat_name(stats_key), ".");
+  const std::string prefix = rule_stats::prefix(stats_key);
   auto get = [&](std::string_view stat) { return &store.get_counter(prefix + std::string(stat)); };
   return {
       get("total_hits"),   get("over_limit"),  get("near_limit"),         get("over_limit_with_local_cache"),
@@ -21,7 +25,7 @@ rule_stats rule_stats::make(stats::store& store, std::string_view stats_key) {
 
 rule_stats rule_stats::make_bounded(stats::store& store, std::string_view domain,
                                     std::string_view stats_key) {
-  std::string prefix = core::cat("ratelimit.service.rate_limit.", stats::sanitize_stat_name(stats_key), ".");
+  const std::string prefix = rule_stats::prefix(stats_key);
   std::string overflow =
       core::cat("ratelimit.service.rate_limit.", stats::sanitize_stat_name(domain), ".overflow.");
   auto get = [&](std::string_view stat) {

@@ -34,6 +34,8 @@ struct rule_stats {
   stats::counter* total_negative_hits = nullptr;  // hits given back (is_negative_hits)
 
   static rule_stats make(stats::store& store, std::string_view stats_key);
+  // "ratelimit.service.rate_limit.<stats key, sanitized>.": what a rule's stats are named under.
+  static std::string prefix(std::string_view stats_key);
   // For keys built from request values (detailed_metric, value_to_metric, overrides): bounded by the store's
   // STATS_MAX_DYNAMIC_SERIES, past which they count into `ratelimit.service.rate_limit.<domain>.overflow.*`.
   static rule_stats make_bounded(stats::store& store, std::string_view domain, std::string_view stats_key);

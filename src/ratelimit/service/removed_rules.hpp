@@ -24,9 +24,9 @@ class removed_rules {
 
  private:
   stats::store& stats_;
-  std::unordered_set<std::string> in_force_;  // sanitized stats keys of the limits in force
+  std::unordered_set<std::string> in_force_;  // stats keys of the limits in force (as limit_stats_key)
   mutable std::mutex mutex_;
-  std::unordered_set<std::string> removed_;
+  std::unordered_set<std::string> removed_;  // sanitized, as the dashboard's series keys
 };
 
 }  // namespace sluice::ratelimit::service

@@ -129,8 +129,7 @@ void synced_backend::on_flush(rd::store& store, const std::vector<synced_counter
     }
     stats_.flushes.inc();
     stats_.flushed_keys.add(items.size());
-    stats_.flush_time.record(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sent).count());
+    stats_.flush_time.record_since(sent);
     if (not_now.empty()) redis_answered(store);
   }
   unsent_mirror_.store(counters_.unsent(), std::memory_order_relaxed);
