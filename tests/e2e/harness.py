@@ -220,6 +220,18 @@ def free_port():
     return free_ports(1)[0]
 
 
+_held_ports = []
+
+
+def dead_port():
+    """A loopback port where nothing listens for the rest of this test process: the socket stays bound (never
+    listening), so a connection is refused and no server another suite starts meanwhile can take the port."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(('127.0.0.1', 0))
+    _held_ports.append(s)
+    return s.getsockname()[1]
+
+
 def wait_until(predicate, timeout=5.0, interval=0.05, message='condition', describe=None):
     """Polls predicate() until it returns a truthy value (returned). On timeout fails with the last value."""
     deadline = time.monotonic() + timeout

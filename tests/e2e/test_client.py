@@ -114,7 +114,7 @@ class Plain(unittest.TestCase):
                 (['-grpc-server-ca-file', '/x'], 'TLS flags given without -grpc-use-tls'),
                 (['-dial_string', self.target, '-domain', '', '-descriptors', 'k=v'],
                  'request error: INVALID_ARGUMENT: rate limit domain must not be empty'),
-                (['-dial_string', '127.0.0.1:%d' % harness.free_port(), '-domain', 'c', '-descriptors', 'k=v',
+                (['-dial_string', '127.0.0.1:%d' % harness.dead_port(), '-domain', 'c', '-descriptors', 'k=v',
                   '-timeout', '2s'], 'request error: UNAVAILABLE'),
                 (['-grpc-use-tls', '-grpc-server-ca-file', '/nonexistent/ca.pem', '-descriptors', 'k=v'],
                  '-grpc-server-ca-file: cannot read /nonexistent/ca.pem: No such file or directory')]:

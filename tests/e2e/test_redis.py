@@ -1018,7 +1018,7 @@ class StartUp(RedisCase):
                 self.assertEqual(int(redis.get(key_for('o_k_early', 'HOUR', time.time())) or 0), 8)
 
     def test_startup_max_elapsed_time(self):
-        port = harness.free_port()
+        port = harness.dead_port()
         start = time.monotonic()
         with Sluice(rules={'o.yaml': OUTAGE_RULES}, wait_ready=False,
                     env=redis_env(REDIS_SOCKET_TYPE='tcp', REDIS_URL='127.0.0.1:%d' % port,
@@ -1096,7 +1096,7 @@ class StartUp(RedisCase):
 
     def test_sigterm_while_redis_is_unreachable(self):
         with Sluice(rules={'o.yaml': OUTAGE_RULES}, wait_ready='answer',
-                    env=redis_env(REDIS_SOCKET_TYPE='tcp', REDIS_URL='127.0.0.1:%d' % harness.free_port())) as s:
+                    env=redis_env(REDIS_SOCKET_TYPE='tcp', REDIS_URL='127.0.0.1:%d' % harness.dead_port())) as s:
             self.assertUnavailable(s, 'grpc', 'o', [[('k', 'x')]])
             s.terminate()
             rc = s.wait_exit(5)

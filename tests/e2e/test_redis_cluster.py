@@ -35,7 +35,7 @@ def cluster_env(setup, seeds=None, **extra):
 
 
 def dead_address():
-    return '127.0.0.1:%d' % harness.free_port()
+    return '127.0.0.1:%d' % harness.dead_port()
 
 
 class ClusterCase(unittest.TestCase):

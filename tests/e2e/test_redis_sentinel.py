@@ -149,7 +149,7 @@ class FindingTheMaster(SentinelCase):
                 if not c.get('name', '').startswith('sentinel-') and not set(c.get('flags', '')) & set('MS')]
 
     def test_first_sentinel_down(self):
-        down = '127.0.0.1:%d' % harness.free_port()
+        down = '127.0.0.1:%d' % harness.dead_port()
         urls = [down] + [x.address() for x in self.setup.sentinels]
         s = self.start_sluice(sentinel_env(self.setup, **self.setup.sluice_env(sentinels=urls)))
         t0 = time.time()

@@ -276,8 +276,9 @@ class SharedCounters(unittest.TestCase):
               '%d from the Go instance' % (sluice_ops, duration, sluice_incrby, reads, structural,
                                            sum(go.sent.values())))
         self.assertLessEqual(reads, len(values + sliding) * WORKERS * 2 * (duration / interval + 2))
-        self.assertLessEqual(sluice_incrby, structural)
-        self.assertLessEqual(sluice_incrby, sluice_ops / 5, 'batching saves few commands')
+        # The bound above is what batching promises at any request rate; a share of the decisions would depend on
+        # the machine's speed (under TSan fewer decisions share each interval), so none is asserted.
+        self.assertLessEqual(sluice_incrby, structural, 'a worker sent a key more than once per interval')
 
     def test_one_hot_key_costs_redis_per_interval_not_per_decision(self):
         interval = 0.1
@@ -394,7 +395,6 @@ class Cluster(SharedCluster):
         for node in self.setup.nodes:
             # two keys per node, each sent once per interval by each worker of each instance, plus its reads
             self.assertLessEqual(incrby[node.port], (duration / interval + 2) * 2 * WORKERS * 2 + reads)
-        self.assertLessEqual(sum(incrby.values()), ops / 5)
 
     def end_migration(self, slot, source, target):
         for key in source.command('CLUSTER', 'GETKEYSINSLOT', slot, 100):  # not moved: dropped, the test is over
@@ -825,7 +825,7 @@ class PerSecondStore(unittest.TestCase):
 
 class SettingsAndStats(unittest.TestCase):
     def test_bad_settings_stop_the_start(self):
-        base = {'BACKEND_TYPE': 'redis', 'REDIS_SOCKET_TYPE': 'tcp', 'REDIS_URL': '127.0.0.1:%d' % harness.free_port()}
+        base = {'BACKEND_TYPE': 'redis', 'REDIS_SOCKET_TYPE': 'tcp', 'REDIS_URL': '127.0.0.1:%d' % harness.dead_port()}
         cases = [({'REDIS_SYNC_INTERVAL': 'abc'}, 'REDIS_SYNC_INTERVAL'),
                  ({'REDIS_SYNC_INTERVAL': '20s'}, 'expected 0 or a duration from 1ms to 10s'),
                  ({'REDIS_SYNC_INTERVAL': '100us'}, 'expected 0 or a duration from 1ms to 10s'),

@@ -409,7 +409,7 @@ class RlqsClient(unittest.TestCase):
         p = harness.run_sluice(['rlqs-client', '-domain', 'quota', '-bucket', 'a=1', '-rate', '-3'])
         self.assertEqual(p.returncode, 2)
         self.assertIn('-rate', p.stderr)
-        port = harness.free_port()
+        port = harness.dead_port()
         p = harness.run_sluice(['rlqs-client', '-dial_string', '127.0.0.1:%d' % port, '-domain', 'quota', '-bucket',
                                 'a=1', '-duration', '2s'])
         self.assertEqual(p.returncode, 2, p.stdout)

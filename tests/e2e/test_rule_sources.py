@@ -229,7 +229,7 @@ class EachFailingAlone(Case):
         self.assertEqual(self.codes(s, 'web', 'user', 'u', 3), ['OK', 'OK', 'OVER_LIMIT'])
 
     def test_sigterm_while_waiting_for_xds_after_the_files(self):
-        s = self.sluice({'web.yaml': rule('web', 'ip', 2)}, env_for(harness.free_port()), wait_ready=False)
+        s = self.sluice({'web.yaml': rule('web', 'ip', 2)}, env_for(harness.dead_port()), wait_ready=False)
         s.wait_for_log('Successfully loaded new configuration (1 files, 1 domains)', message='the files loaded')
         s.terminate()
         self.assertEqual(s.wait_exit(10), 0, s.log())

@@ -824,7 +824,7 @@ class BadSettings(unittest.TestCase):
     ]
 
     def test_bad_values(self):
-        port = harness.free_port()  # nothing listens: only start-up is under test
+        port = harness.dead_port()  # nothing listens: only start-up is under test
         for name, value, extra in self.cases:
             with self.subTest(setting=name, value=value):
                 env = dict(FAST_EXPORT, OTEL_EXPORTER_OTLP_ENDPOINT='%s://localhost:%d' % (extra.get('scheme', 'http'),

@@ -214,7 +214,7 @@ class StartUp(XdsCase):
         self.assertCodes(s, 'xds', ('k', 'e'), [OK, OK, OVER])
 
     def test_sigterm_while_waiting(self):
-        port = harness.free_port()
+        port = harness.dead_port()
         s = Sluice(env=xds_env(type('P', (), {'port': port})), start=False)
         self.addCleanup(s.close)
         s.start(wait_ready=False)
