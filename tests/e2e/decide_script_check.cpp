@@ -1,6 +1,6 @@
 // Differential check of the Redis decide script and of GCRA's BITFIELD (gcra_command.hpp) against the memory
 // store, which runs limiter/algorithms.hpp: random calls of one to three groups (each mode, every op kind,
-// hits 0 to 3, refunds, every op role, keys shared within and across groups) go to a real Redis as one EVAL —
+// with and without usage accounting, hits 0 to 3, refunds, every op role, keys shared within and across groups) go to a real Redis as one EVAL —
 // or, in "plain" rounds, group by group with independent GCRA ops as BITFIELD — and to the memory store group
 // by group, on the same fake clock. "Hot" rounds send 2 to 6 independent groups of the same GCRA ops, 20 ms
 // apart (the script's runs). Every op's result, every group's applied flag and every key's value afterwards
@@ -11,7 +11,8 @@
 // so a GCRA key Redis expires (by real time) has an arrival time already past on the fake clock too — but for
 // the real time a round itself takes, which the comparison allows for. The TTLs
 // are checked as well: every write of a GCRA key (the script's SET, BITFIELD's PEXPIRE) gives it its
-// tolerance + 1 ms + one second (gcra_ttl_ms), and none lasts longer; a counter lives its hour.
+// tolerance + 1 ms + one second (gcra_ttl_ms), and none lasts longer; a counter lives its hour. A usage GCRA
+// key (whose arrival time may run past its tolerance) must outlive its arrival time.
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -193,7 +194,9 @@ int main(int argc, char** argv) {
         op.increment = pick(4);
         op.refund = pick(6) == 0;
         op.ttl_seconds = 3600;
-        const auto n = std::to_string(pick(3));
+        // Usage keys apart ("u"), as a rule's limit has one accounting.
+        op.usage = pick(3) == 0;
+        const auto n = std::to_string(pick(3)) + (op.usage ? "u" : "");
         switch (pick(3)) {
           case 0:
             op.kind = op_kind::count;
@@ -213,8 +216,8 @@ int main(int argc, char** argv) {
             op.kind = op_kind::gcra;
             // One limit per key, as rules have (BITFIELD's PEXPIRE is its limit's tolerance): key 0 every
             // 100 ms with a burst of 1, key 1 every 250 ms with 2, key 2 every 100 ms with 3.
-            op.window_us = n == "1" ? 250'000 : 100'000;
-            op.tolerance_us = op.window_us * (1 + std::stoll(n));
+            op.window_us = n[0] == '1' ? 250'000 : 100'000;
+            op.tolerance_us = op.window_us * (1 + (n[0] - '0'));
             keys.push_back(prefix + "g" + n);
             break;
         }
@@ -287,7 +290,7 @@ int main(int argc, char** argv) {
       }
       applied[k] = true;
       for (auto i : indexes[k]) {
-        if (ops[i].kind != op_kind::gcra) {
+        if (ops[i].kind != op_kind::gcra || ops[i].usage) {  // usage GCRA goes through the script too
           const std::size_t one[] = {i};
           const backends::redis::script_group g{ops, one, batch_mode::independent};
           const auto reply = script({&g, 1});
@@ -342,10 +345,11 @@ int main(int argc, char** argv) {
 
     // Each GCRA key's TTL (of its one limit), and whether this round gave it.
     std::map<std::string, std::int64_t, std::less<>> gcra_ttl;
-    std::set<std::string, std::less<>> ttl_given;
+    std::set<std::string, std::less<>> ttl_given, usage_keys;
     for (std::size_t k = 0; k < groups.size(); ++k) {
       for (auto i : indexes[k]) {
         if (ops[i].kind != op_kind::gcra) continue;
+        if (ops[i].usage) usage_keys.emplace(ops[i].key);
         gcra_ttl[std::string(ops[i].key)] = backends::redis::gcra_ttl_ms(ops[i]);
         const bool admitted_write =
             !ops[i].refund && expected_applied[k] && limiter::admits(ops[i], expected[i]);
@@ -372,8 +376,15 @@ int main(int argc, char** argv) {
       const auto ahead = static_cast<std::int64_t>(in_memory) - now_us;
       if (gcra && v.type == redis::value::kind::null && ahead > 0 && ahead <= real_micros() - sent_real)
         in_memory = 0;
-      if (const auto ttl_error = wrong_ttl(command({"PTTL", key}).integer, gcra, ttl_given.contains(key),
-                                           gcra_ttl[key], in_redis)) {
+      const auto pttl = command({"PTTL", key}).integer;
+      if (gcra && usage_keys.contains(key)) {
+        // Usage may run the arrival time past the tolerance: the key must live until it has passed.
+        if (pttl == -1 || (pttl >= 0 && (pttl + 1000) * 1000 < static_cast<std::int64_t>(in_redis) - now_us)) {
+          std::cerr << "round " << round << ": usage key " << key << " holds " << in_redis << " with PTTL " << pttl
+                    << ": it would go before its arrival time\n";
+          return 1;
+        }
+      } else if (const auto ttl_error = wrong_ttl(pttl, gcra, ttl_given.contains(key), gcra_ttl[key], in_redis)) {
         std::cerr << "round " << round << ": key " << key << " " << *ttl_error << "\n";
         return 1;
       }

@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <set>
 
 #include "core/strings.hpp"
@@ -53,9 +54,16 @@ void load_limit_options(const YAML::Node& yaml, rate_limit& limit) {
     limit.burst = scalar_uint32(b, "burst");
     if (limit.burst == 0) throw config_error{"burst must be at least 1"};
   }
+  const std::string accounting = scalar_string(yaml["accounting"], "accounting");
+  if (accounting == "usage") {
+    limit.accounting = accounting::usage;
+  } else if (!accounting.empty() && accounting != "admission") {
+    throw config_error{core::cat("unknown accounting '", accounting, "' (expected admission or usage)")};
+  }
   if (limit.unlimited) {
-    if (limit.algorithm != algorithm::fixed_window || limit.unit_multiplier != 1)
-      throw config_error{"an unlimited rate_limit takes no algorithm or unit_multiplier"};
+    if (limit.algorithm != algorithm::fixed_window || limit.unit_multiplier != 1 ||
+        limit.accounting != accounting::admission)
+      throw config_error{"an unlimited rate_limit takes no algorithm, unit_multiplier or accounting"};
     return;
   }
   if (limit.window_seconds() > max_window_seconds) {
@@ -90,6 +98,12 @@ void finish_limits(descriptor_node& node) {
   if (!node.limit) {
     if (node.near_limit_ratio) throw config_error{"near_limit_ratio needs a rate_limit or rate_limits"};
     return;
+  }
+  const auto usage = [](const rate_limit& l) { return l.accounting == accounting::usage; };
+  if (node.count_only_admitted && (usage(*node.limit) || std::ranges::any_of(node.more_limits, usage))) {
+    throw config_error{core::cat("rule '", node.stats_key,
+                                 "': count_only_admitted counts only admitted requests, but accounting: usage "
+                                 "counts every hit reported; choose one")};
   }
   const bool several = !node.more_limits.empty();
   std::set<std::string> tags, suffixes;
@@ -140,6 +154,7 @@ std::string describe_options(const rate_limit& l) {
   if (l.algorithm != algorithm::fixed_window) out += core::cat(", algorithm: ", algorithm_name(l.algorithm));
   if (l.unit_multiplier != 1) out += core::cat(", unit_multiplier: ", l.unit_multiplier);
   if (l.burst != 0) out += core::cat(", burst: ", l.burst);
+  if (l.accounting == accounting::usage) out += ", accounting: usage";
   return out;
 }
 

@@ -46,6 +46,10 @@ enum class algorithm : std::uint8_t { fixed_window, sliding_window, gcra };
 
 std::string_view algorithm_name(algorithm a);
 
+// What a limit counts (README "Budgets for AI and SaaS traffic"). admission is today's and the default; usage
+// counts every hit reported, past the limit too (debt), because those hits were already spent.
+enum class accounting : std::uint8_t { admission, usage };
+
 struct rate_limit {
   std::uint32_t requests_per_unit = 0;
   config::unit unit = unit::unknown;
@@ -56,6 +60,7 @@ struct rate_limit {
   config::algorithm algorithm = algorithm::fixed_window;
   std::uint32_t unit_multiplier = 1;  // windows of this many units
   std::uint32_t burst = 0;            // gcra: admitted at once; 0 means requests_per_unit
+  config::accounting accounting = accounting::admission;
   // Empty for a limit counted under upstream's cache key (the only limit of its descriptor, a fixed window of
   // one unit). Otherwise what tells its key and stats apart: "<window>s_<algorithm>" in the key (see
   // limiter/cache_key.hpp), and `stats_suffix` in stats when the descriptor has several limits.

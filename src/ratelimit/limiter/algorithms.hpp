@@ -14,6 +14,10 @@
 // theoretical arrival time TAT, a request of n hits admits when max(TAT, now) + n·T − burst·T ≤ now, and then
 // moves TAT there. So `burst` are admitted at once, then one per T; in any interval of length d at most
 // burst + d/T.
+//
+// `accounting: usage` (counter_op::usage): every op applies, admitted or not, so the counter or arrival time
+// runs past the limit and recovers as time passes; an op of 0 hits (a check) admits only when one more hit
+// would.
 
 #include <algorithm>
 #include <cmath>
@@ -42,6 +46,33 @@ inline std::uint64_t sliding_weighted_previous(std::uint64_t previous, std::int6
                 static_cast<double>(window_us)));
 }
 
+// A usage check (0 hits) is judged as one hit would be.
+inline std::uint64_t judged_hits(const counter_op& op) {
+  return op.usage && op.increment == 0 ? 1 : 0;
+}
+
+// Whether a GCRA op admitted, from the arrival time it left (or would have left).
+inline bool gcra_admits(const counter_op& op, std::uint64_t tat) {
+  if (op.refund) return true;
+  const std::int64_t judged = gcra_advance(static_cast<std::int64_t>(tat), judged_hits(op), op.window_us);
+  return judged - op.tolerance_us <= op.now_us;
+}
+
+// Whether an op admitted, from its result (what evaluate() returned).
+inline bool admits(const counter_op& op, const op_result& r) {
+  if (op.refund) return true;
+  if (op.kind == op_kind::gcra) return gcra_admits(op, r.value);
+  const std::uint64_t weighted =
+      op.kind == op_kind::sliding ? sliding_weighted_previous(r.previous, op.now_us, op.window_us) : 0;
+  return r.value + judged_hits(op) + weighted <= op.limit;
+}
+
+// Whether an op changes the store, once its batch applies: fixed-window counters count every hit (upstream's
+// counting), and so does usage accounting; the others only what they admit.
+inline bool applies(const counter_op& op, bool admitted) {
+  return admitted || op.kind == op_kind::count || op.usage;
+}
+
 // `current` (and `previous`, for sliding) as the store holds them now (a GCRA key: its TAT, 0 when absent).
 // Writes what the op leaves in the store were it applied, and returns whether the op admits (a refund always
 // does).
@@ -55,7 +86,7 @@ inline bool evaluate(const counter_op& op, std::uint64_t current, std::uint64_t 
     }
     const std::int64_t next = gcra_advance(tat, op.increment, op.window_us);
     out.value = static_cast<std::uint64_t>(next);
-    return next - op.tolerance_us <= op.now_us;
+    return gcra_admits(op, out.value);
   }
   out.previous = previous;
   if (op.refund) {
@@ -63,29 +94,7 @@ inline bool evaluate(const counter_op& op, std::uint64_t current, std::uint64_t 
     return true;
   }
   out.value = current + op.increment;
-  const std::uint64_t weighted =
-      op.kind == op_kind::sliding ? sliding_weighted_previous(previous, op.now_us, op.window_us) : 0;
-  return out.value + weighted <= op.limit;
-}
-
-// Whether a GCRA op admitted, from the arrival time it left (or would have left).
-inline bool gcra_admits(const counter_op& op, std::uint64_t tat) {
-  return op.refund || static_cast<std::int64_t>(tat) - op.tolerance_us <= op.now_us;
-}
-
-// Whether an op admitted, from its result (what evaluate() returned).
-inline bool admits(const counter_op& op, const op_result& r) {
-  if (op.refund) return true;
-  if (op.kind == op_kind::gcra) return gcra_admits(op, r.value);
-  const std::uint64_t weighted =
-      op.kind == op_kind::sliding ? sliding_weighted_previous(r.previous, op.now_us, op.window_us) : 0;
-  return r.value + weighted <= op.limit;
-}
-
-// Whether an op changes the store, once its batch applies: fixed-window counters count every hit (upstream's
-// counting), the others only what they admit.
-inline bool applies(const counter_op& op, bool admitted) {
-  return admitted || op.kind == op_kind::count;
+  return admits(op, out);
 }
 
 // The verdict of an all-or-nothing batch (see op_role): fed each op's admission, in any order.

@@ -32,6 +32,10 @@ struct counter_op {
   // that does not exist stays absent (its result is 0). For GCRA: move the arrival time back, not before now.
   bool refund = false;
   op_kind kind = op_kind::count;
+  // `accounting: usage`: the hits were spent already, so they always count, whatever the verdict (a sliding
+  // window counts past its limit, a GCRA arrival time moves past its tolerance: debt), also in an
+  // all-or-nothing batch that does not apply; and an op of 0 hits (a check) is over when no hit is left.
+  bool usage = false;
   // The rest is for sliding and GCRA ops, and for every op of an all-or-nothing batch.
   std::string_view previous_key;  // sliding: the previous window's counter
   std::uint64_t limit = 0;        // count, sliding: the most the count may reach

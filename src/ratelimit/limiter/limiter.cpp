@@ -48,7 +48,8 @@ applied_limit applied_limit::of_rule(const config::rate_limit& rule, const confi
           rule.unit_multiplier,
           rule.burst,
           rule.key_tag,
-          node.near_limit_ratio.value_or(-1)};
+          node.near_limit_ratio.value_or(-1),
+          rule.accounting == config::accounting::usage};
 }
 
 // One limit's verdict, in the terms the stats and the status need.
@@ -90,6 +91,7 @@ void limiter::prepare(work& w) {
       op.increment = item.hits;
       op.per_second = limit.unit == config::unit::second;
       op.refund = item.negative;
+      op.usage = limit.usage;
       op.limit = limit.requests_per_unit;
       op.now_us = w.now_us;
       op.window_end = start + window;
@@ -118,12 +120,13 @@ void limiter::prepare(work& w) {
           break;
       }
       op.key = lw.cache_key;
-      // A refund goes to the store even for a key the local cache holds: it may bring the key back under.
+      // A refund goes to the store even for a key the local cache holds: it may bring the key back under; so
+      // does usage, which must count.
       if (item.negative) {
         limit.stats.total_negative_hits->add(item.hits);
       } else {
         limit.stats.total_hits->add(item.hits);
-        if (op.kind == op_kind::count && local_cache_.contains(lw.cache_key, w.now)) {
+        if (op.kind == op_kind::count && !op.usage && local_cache_.contains(lw.cache_key, w.now)) {
           lw.over_via_local_cache = true;
           any_local_hit = true;
           continue;
@@ -140,10 +143,11 @@ void limiter::prepare(work& w) {
     w.mode = assign_roles(w);
   } else {
     w.mode = batch_mode::independent;
-    // STOP mode: a key already known to be over limit means no other key of this request is consumed.
+    // STOP mode: a key already known to be over limit means no other key of this request is consumed (usage
+    // is, having been spent).
     if (settings_.stop_cache_key_increment_when_overlimit && any_local_hit) {
       for (auto& op : w.ops) {
-        if (!op.refund) op.increment = 0;
+        if (!op.refund && !op.usage) op.increment = 0;
       }
     }
   }
@@ -210,7 +214,7 @@ void limiter::apply_precheck(work& w) {
   }
   if (any_exceeds) {
     for (std::size_t i = 0; i < w.ops.size(); ++i) {
-      if (!exceeds[i] && !w.ops[i].refund) w.ops[i].increment = 0;
+      if (!exceeds[i] && !w.ops[i].refund && !w.ops[i].usage) w.ops[i].increment = 0;
     }
   }
   std::ranges::fill(w.values, op_result{});
@@ -234,7 +238,8 @@ limiter::outcome limiter::judge(const work& w, const descriptor_work& item, cons
     o.over = !gcra_admits(op, result.value);
     if (o.over) {
       o.after = o.capacity + item.hits;
-      o.reset_seconds = ceil_seconds(tat - op.tolerance_us - w.now_us);  // until it would admit
+      // Until it would admit (a usage check: one hit).
+      o.reset_seconds = ceil_seconds(gcra_advance(tat, judged_hits(op), op.window_us) - op.tolerance_us - w.now_us);
     } else {
       const std::uint64_t room = static_cast<std::uint64_t>(w.now_us + op.tolerance_us - tat) /
                                  static_cast<std::uint64_t>(op.window_us);
@@ -247,7 +252,7 @@ limiter::outcome limiter::judge(const work& w, const descriptor_work& item, cons
   o.after = result.value;
   if (op.kind == op_kind::sliding)
     o.after += sliding_weighted_previous(result.previous, w.now_us, op.window_us);
-  o.over = !item.negative && o.after > o.capacity;
+  o.over = !item.negative && o.after + judged_hits(op) > o.capacity;
   if (!o.over) o.remaining = clamp32(o.capacity - std::min(o.capacity, o.after));
   return o;
 }
@@ -316,7 +321,8 @@ void limiter::finish(work& w, std::span<response_status*> statuses) {
         count_stats(item, lw, o);
         // A batch that applied nothing left the counter at `after - hits`.
         const bool counter_full = applied_nothing ? o.after - item.hits >= o.capacity : o.after > o.capacity;
-        if (o.over && !o.via_local_cache && w.ops[lw.op].kind == op_kind::count && counter_full) {
+        if (o.over && !o.via_local_cache && w.ops[lw.op].kind == op_kind::count && !lw.limit.usage &&
+            counter_full) {
           local_cache_.insert(lw.cache_key, w.now + window_seconds(lw.limit), w.now);
         }
         enforced_over = enforced_over || (o.over && !lw.limit.shadow_mode);
@@ -337,7 +343,7 @@ void limiter::finish(work& w, std::span<response_status*> statuses) {
     if (limit.name != nullptr && !limit.name->empty()) current->set_name(*limit.name);
     status.mutable_duration_until_reset()->set_seconds(best.reset_seconds);
     if (!best.over) {
-      const std::uint64_t returned = applied_nothing && !item.negative ? item.hits : 0;
+      const std::uint64_t returned = applied_nothing && !item.negative && !limit.usage ? item.hits : 0;
       status.set_limit_remaining(clamp32(std::min<std::uint64_t>(best.capacity, best.remaining + returned)));
     }
     // Hits given back never make a descriptor over its limit.

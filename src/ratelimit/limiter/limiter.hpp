@@ -41,6 +41,7 @@ struct applied_limit {
   std::uint32_t burst = 0;       // gcra; 0 means requests_per_unit
   std::string_view key_tag;      // empty: upstream's cache key
   double near_limit_ratio = -1;  // negative: NEAR_LIMIT_RATIO
+  bool usage = false;            // accounting: usage (backend.hpp, counter_op::usage)
 
   // A configured rule's limit, counted under `stats`.
   static applied_limit of_rule(const config::rate_limit& rule, const config::descriptor_node& node,

@@ -575,10 +575,10 @@ TEST_CASE("an all-or-nothing batch that applied adds its hits to the views of th
   std::vector<op_result> results(2);
   results[0].value = 3;
   results[1].value = 11;  // over its limit: the batch does not apply
-  counters.add_applied(batch, results);
+  counters.add_applied(batch, results, false);
   CHECK(found.counter->view() == 1);
   results[1].value = 1;
-  counters.add_applied(batch, results);
+  counters.add_applied(batch, results, false);
   CHECK(found.counter->view() == 3);
 }
 

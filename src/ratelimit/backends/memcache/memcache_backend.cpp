@@ -168,7 +168,8 @@ void batch::on_replies(std::size_t node, round r, const index_list& indexes, boo
   for (auto i : indexes) {
     const bool counted =
         std::ranges::find(missing, i) == missing.end() && std::ranges::find(taken, i) == taken.end();
-    if (sliding(i) && counted && !limiter::admits(ops[i], results[i])) over.push_back(i);
+    if (sliding(i) && counted && !limiter::applies(ops[i], limiter::admits(ops[i], results[i])))
+      over.push_back(i);
   }
   if (!over.empty()) send(node, round::take_back, std::move(over));
   if (!missing.empty()) send(node, round::add, std::move(missing));

@@ -101,9 +101,9 @@ void memory_backend::increment_each(std::span<const limiter::counter_op> ops,
     auto& s = shard_for(op.key);
     std::unique_lock lock(s.mutex);
     const bool admits = limiter::evaluate(op, read_locked(s, op.key, now), previous, results[i]);
-    // Fixed-window counters always count (upstream's behaviour); a sliding window or a GCRA arrival time
-    // changes only when the op admits.
-    if (op.kind != limiter::op_kind::count && !admits) continue;
+    // Fixed-window counters always count (upstream's behaviour), as does usage accounting; a sliding window or
+    // a GCRA arrival time changes only when the op admits.
+    if (!limiter::applies(op, admits)) continue;
     if (store_locked(s, op, results[i].value, now, nullptr)) {
       retried = false;
       continue;
@@ -144,7 +144,7 @@ bool memory_backend::apply_together(std::span<const limiter::counter_op> ops,
   for (auto i : indexes) locks.emplace_back(shards_[i].mutex);
 
   // The ops are applied in turn (a key named twice sees the first op's change) and undone unless the batch's
-  // verdict admits.
+  // verdict admits; usage is never undone (those hits were spent).
   std::vector<undo_entry> undo;
   limiter::batch_verdict verdict;
   bool full = false;
@@ -156,7 +156,8 @@ bool memory_backend::apply_together(std::span<const limiter::counter_op> ops,
     auto& s = shard_for(op.key);
     const bool admitted = limiter::evaluate(op, read_locked(s, op.key, now), previous, results[i]);
     verdict.add(op, admitted);
-    if (limiter::applies(op, admitted)) full = !store_locked(s, op, results[i].value, now, &undo);
+    if (limiter::applies(op, admitted))
+      full = !store_locked(s, op, results[i].value, now, op.usage ? nullptr : &undo);
   }
   if (full || !verdict.applies() || mode == limiter::batch_mode::evaluate_only) {
     for (auto it = undo.rbegin(); it != undo.rend(); ++it) {

@@ -12,10 +12,11 @@ namespace rd = sluice::redis;
 void push_decide(rd::request& out, std::span<const script_group> groups, bool whole) {
   std::size_t ops = 0;
   for (const auto& g : groups) ops += g.indexes.size();
-  // The ops of one call mostly share a few rules: each distinct (kind, limit, window, tolerance) is sent once
-  // and named by its index, so an op costs the script two or three arguments.
+  // The ops of one call mostly share a few rules: each distinct (kind, usage, limit, window, tolerance) is sent
+  // once and named by its index, so an op costs the script two or three arguments.
   struct spec {
     limiter::op_kind kind;
+    bool usage;
     std::uint64_t limit;
     std::int64_t window_us, tolerance_us;
     bool operator==(const spec&) const = default;
@@ -29,7 +30,8 @@ void push_decide(rd::request& out, std::span<const script_group> groups, bool wh
     first_op.push_back(spec_of.size());
     for (auto i : g.indexes) {
       const auto& op = g.ops[i];
-      const spec s{op.kind, op.kind == limiter::op_kind::gcra ? 0 : op.limit, op.window_us, op.tolerance_us};
+      const spec s{op.kind, op.usage, op.kind == limiter::op_kind::gcra ? 0 : op.limit, op.window_us,
+                   op.tolerance_us};
       auto it = std::find(specs.begin(), specs.end(), s);
       if (it == specs.end()) it = specs.insert(specs.end(), s);
       spec_of.push_back(static_cast<std::size_t>(it - specs.begin()) + 1);
@@ -40,7 +42,7 @@ void push_decide(rd::request& out, std::span<const script_group> groups, bool wh
   auto gcra_only = [&](const script_group& g) {
     for (std::size_t x = 0; x < g.indexes.size(); ++x) {
       const auto& op = g.ops[g.indexes[x]];
-      if (op.kind != limiter::op_kind::gcra || op.refund) return false;
+      if (op.kind != limiter::op_kind::gcra || op.refund || op.usage) return false;
       for (std::size_t y = 0; y < x; ++y)
         if (g.ops[g.indexes[y]].key == op.key) return false;
     }
@@ -85,7 +87,9 @@ void push_decide(rd::request& out, std::span<const script_group> groups, bool wh
   }
   args.push_back(number(static_cast<std::int64_t>(specs.size())));
   for (const auto& s : specs) {
-    args.push_back(s.kind == limiter::op_kind::gcra ? "g" : s.kind == limiter::op_kind::sliding ? "s" : "c");
+    // Usage accounting in upper case.
+    static constexpr std::string_view letters[2][3] = {{"c", "s", "g"}, {"C", "S", "G"}};
+    args.push_back(letters[s.usage ? 1 : 0][static_cast<std::size_t>(s.kind)]);
     args.push_back(number(static_cast<std::int64_t>(s.limit)));
     args.push_back(number(s.window_us));
     args.push_back(number(s.tolerance_us));

@@ -61,8 +61,12 @@ local function change(key, value, kind, ttl, refund, now, p)
 end
 local specs = {}
 local a = 2
+-- A spec: kind, limit, window or interval, tolerance, and whether it is usage (its kind in upper case: every
+-- op applies, whatever the verdict; a check of 0 hits is judged as one hit).
 for s = 1, tonumber(ARGV[1]) do
-  specs[s] = {ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])}
+  local kind = ARGV[a]
+  local lower = kind:lower()
+  specs[s] = {lower, tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), kind ~= lower}
   a = a + 4
 end
 local reply, n = {}, 0
@@ -108,8 +112,10 @@ while a <= #ARGV do
     reply[head] = 1
     local each = mode == 'i'
     -- An all-or-nothing group works on an overlay, merged only when the request's verdict admits.
-    local mine, keys, values, kinds, ttls, refunds, changes, plains
-    if not each then mine, keys, values, kinds, ttls, refunds, changes, plains = {}, {}, {}, {}, {}, {}, {}, {} end
+    local mine, keys, values, kinds, ttls, refunds, changes, plains, usages
+    if not each then
+      mine, keys, values, kinds, ttls, refunds, changes, plains, usages = {}, {}, {}, {}, {}, {}, {}, {}, {}
+    end
     local enforced_ok, quota = true, nil
     for i = 1, count do
       local tagged = tonumber(ARGV[a])
@@ -119,7 +125,8 @@ while a <= #ARGV do
       local hits = tonumber(hits_text)
       local refund = hits_text:byte() == 45
       a = a + 2
-      local kind = spec[1]
+      local kind, usage = spec[1], spec[5]
+      local judged = (usage and hits == 0) and 1 or 0
       if refund then hits = -hits end
       local key = KEYS[k]
       k = k + 1
@@ -133,7 +140,9 @@ while a <= #ARGV do
           value = max(tat - min(hits * spec[3], cap), now)
         else
           value = min(tat + hits * spec[3], cap)
-          ok = value - spec[4] <= now
+          ok = min(value + judged * spec[3], cap) - spec[4] <= now
+          -- Usage may leave the arrival time past the bucket: the key lives until it has passed.
+          if usage then ttl = max(ttl, value - now) end
         end
         n = n + 1
         reply[n] = value
@@ -155,7 +164,7 @@ while a <= #ARGV do
             local window = spec[3]
             weighted = ceil(previous * (window - now % window) / window)
           end
-          ok = value + weighted <= spec[2]
+          ok = value + judged + weighted <= spec[2]
           if not odd[key] then p = hits_text end
         end
         n = n + 1
@@ -167,14 +176,14 @@ while a <= #ARGV do
         n = n + 1
         reply[n] = current
       end
-      -- Fixed-window counters count every hit; the others change only when they admit.
-      local applies = ok or kind == 'c'
+      -- Fixed-window counters and usage count every hit; the others change only when they admit.
+      local applies = ok or kind == 'c' or usage
       if each then
         if applies then change(key, value, kind, ttl, refund, now, p) end
       else
         if applies then mine[key] = value end
-        keys[i], values[i], kinds[i], ttls[i], refunds[i], changes[i], plains[i] =
-          key, value, kind, ttl, refund, applies, p
+        keys[i], values[i], kinds[i], ttls[i], refunds[i], changes[i], plains[i], usages[i] =
+          key, value, kind, ttl, refund, applies, p, usage
         if role == 0 then
           enforced_ok = enforced_ok and ok
         elseif role >= 2 then
@@ -190,13 +199,12 @@ while a <= #ARGV do
         admit = false
         for _, room in pairs(quota) do admit = admit or room end
       end
-      if mode == 'e' or not admit then
-        reply[head] = 0
-      else
-        for i = 1, count do
-          if changes[i] then
-            change(keys[i], values[i], kinds[i], ttls[i], refunds[i], now, plains[i])
-          end
+      local applied = mode ~= 'e' and admit
+      if not applied then reply[head] = 0 end
+      -- Usage was spent: it counts whatever the verdict.
+      for i = 1, count do
+        if changes[i] and (applied or usages[i]) then
+          change(keys[i], values[i], kinds[i], ttls[i], refunds[i], now, plains[i])
         end
       end
     end

@@ -188,9 +188,10 @@ void batch::on_pipeline(std::size_t which, boost::system::error_code ec,
       results[index].previous = *before;
       p.store->previous.remember(op, *before);
     }
-    // A sliding window counts only what it admits: hits it did not admit are taken back. The decision does
-    // not wait for that; until it lands the window looks fuller than it is (stricter, never looser).
-    if (!limiter::admits(op, results[index])) take_back(p.store->store, op);
+    // A sliding window counts only what it admits: hits it did not admit are taken back (usage keeps them).
+    // The decision does not wait for that; until it lands the window looks fuller than it is (stricter, never
+    // looser).
+    if (!limiter::applies(op, limiter::admits(op, results[index]))) take_back(p.store->store, op);
   }
 }
 
@@ -220,7 +221,8 @@ void batch::compensate() {
     part u{p.store, {}, true};
     for (auto i : p.indexes) {
       auto op = ops[i];
-      if (!limiter::applies(op, limiter::admits(op, results[i]))) continue;
+      // Usage stays counted: the script applied it whatever the verdict.
+      if (op.usage || !limiter::applies(op, limiter::admits(op, results[i]))) continue;
       if (!op.refund) {
         op.refund = true;
       } else if (op.kind != limiter::op_kind::gcra && results[i].before > results[i].value) {

@@ -52,7 +52,8 @@ void script_batcher::send(std::shared_ptr<call> c, bool whole) {
   auto alone = [&](const script_group& g) {
     return !whole && g.mode == limiter::batch_mode::independent && (!cluster || g.indexes.size() == 1) &&
            std::ranges::all_of(g.indexes, [&](std::size_t i) {
-             return g.ops[i].kind == limiter::op_kind::gcra && uses[g.ops[i].key] == 1;
+             // Usage may leave an arrival time past its tolerance, which only the script's TTL covers.
+             return g.ops[i].kind == limiter::op_kind::gcra && !g.ops[i].usage && uses[g.ops[i].key] == 1;
            });
   };
   // The BITFIELDs go first, in entry order, then the script's one call, then the PEXPIREs due.

@@ -92,7 +92,7 @@ struct synced_backend::passthrough final : limiter::completion {
     std::optional<limiter::backend_error> failure;
     if (error != nullptr) failure = *error;
     asio::dispatch(owner.ex_, [this, failure = std::move(failure)] {
-      if (!failure && mode == limiter::batch_mode::all_or_nothing) owner.counters_.add_applied(ops, results);
+      if (!failure) owner.counters_.add_applied(ops, results, mode == limiter::batch_mode::evaluate_only);
       done.complete(failure ? &*failure : nullptr);
       delete this;
     });

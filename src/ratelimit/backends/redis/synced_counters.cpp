@@ -77,14 +77,15 @@ void synced_counters::decide(synced_counter& c, const limiter::counter_op& op, l
     return;
   }
   if (op.kind == limiter::op_kind::sliding) {
-    // A sliding window counts only what it admits.
-    if (limiter::evaluate(op, view, c.previous, out)) count(c, static_cast<std::int64_t>(op.increment));
+    // A sliding window counts only what it admits (usage: every hit).
+    const bool admitted = limiter::evaluate(op, view, c.previous, out);
+    if (limiter::applies(op, admitted)) count(c, static_cast<std::int64_t>(op.increment));
     return;
   }
   out.value = view + op.increment;
-  // The local over-limit cache: not counted. (Should the view have come back under, by others' negative hits
-  // in a flush's reply, the counter counts again.)
-  if (c.over && out.value > op.limit) return;
+  // The local over-limit cache: not counted, unless it is usage. (Should the view have come back under, by
+  // others' negative hits in a flush's reply, the counter counts again.)
+  if (c.over && out.value > op.limit && !op.usage) return;
   count(c, static_cast<std::int64_t>(op.increment));
   c.over = out.value > op.limit;
 }
@@ -97,7 +98,7 @@ void synced_counters::read_answered(synced_counter& c, const limiter::counter_op
   c.base = r.value;
   if (op.kind == limiter::op_kind::sliding) {
     c.previous = r.previous;
-    if (!op.refund && !limiter::admits(op, r)) c.base -= std::min(c.base, op.increment);
+    if (!limiter::applies(op, limiter::admits(op, r))) c.base -= std::min(c.base, op.increment);
   }
   // Nothing of it is unsent or in flight: both wait while it is read.
   c.over = !op.refund && op.kind == limiter::op_kind::count && c.view() > op.limit;
@@ -114,13 +115,16 @@ void synced_counters::read_refused(synced_counter& c) {
 }
 
 void synced_counters::add_applied(std::span<const limiter::counter_op> ops,
-                                  std::span<const limiter::op_result> results) {
+                                  std::span<const limiter::op_result> results, bool evaluated_only) {
   limiter::batch_verdict verdict;
   for (std::size_t i = 0; i < ops.size(); ++i) verdict.add(ops[i], limiter::admits(ops[i], results[i]));
-  if (!verdict.applies()) return;
+  // Usage is applied whatever the verdict (and in an evaluate-only batch too).
+  const bool applied = evaluated_only ? false : verdict.applies();
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const auto& op = ops[i];
-    if (op.kind == limiter::op_kind::gcra || !limiter::applies(op, limiter::admits(op, results[i]))) continue;
+    if (op.kind == limiter::op_kind::gcra || !(applied || op.usage) ||
+        !limiter::applies(op, limiter::admits(op, results[i])))
+      continue;
     auto it = table_.find(op.key);
     if (it == table_.end() || it->second.reading) continue;
     auto& c = it->second;
