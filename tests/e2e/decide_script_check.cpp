@@ -1,11 +1,11 @@
 // Differential check of the Redis decide script and of GCRA's BITFIELD (gcra_command.hpp) against the memory
 // store, which runs limiter/algorithms.hpp: random calls of one to three groups (each mode, every op kind,
-// with and without usage accounting, hits 0 to 3, refunds, every op role, keys shared within and across groups) go to a real Redis as one EVAL —
-// or, in "plain" rounds, group by group with independent GCRA ops as BITFIELD — and to the memory store group
-// by group, on the same fake clock. "Hot" rounds send 2 to 6 independent groups of the same GCRA ops, 20 ms
-// apart (the script's runs). Every op's result, every group's applied flag and every key's value afterwards
-// must be the same. Usage: decide_script_check PORT SEED ROUNDS. Exits 0 when all agree, 1 at the first
-// difference.
+// with and without usage accounting, hits 0 to 3, refunds, every op role, keys shared within and across
+// groups) go to a real Redis as one EVAL — or, in "plain" rounds, group by group with independent GCRA ops as
+// BITFIELD — and to the memory store group by group, on the same fake clock. "Hot" rounds send 2 to 6
+// independent groups of the same GCRA ops, 20 ms apart (the script's runs). Every op's result, every group's
+// applied flag and every key's value afterwards must be the same. Usage: decide_script_check PORT SEED
+// ROUNDS. Exits 0 when all agree, 1 at the first difference.
 //
 // Keys never expire during a run: counters live an hour, and the fake clock only runs ahead of the real one,
 // so a GCRA key Redis expires (by real time) has an arrival time already past on the fake clock too — but for
@@ -379,12 +379,14 @@ int main(int argc, char** argv) {
       const auto pttl = command({"PTTL", key}).integer;
       if (gcra && usage_keys.contains(key)) {
         // Usage may run the arrival time past the tolerance: the key must live until it has passed.
-        if (pttl == -1 || (pttl >= 0 && (pttl + 1000) * 1000 < static_cast<std::int64_t>(in_redis) - now_us)) {
-          std::cerr << "round " << round << ": usage key " << key << " holds " << in_redis << " with PTTL " << pttl
-                    << ": it would go before its arrival time\n";
+        if (pttl == -1 ||
+            (pttl >= 0 && (pttl + 1000) * 1000 < static_cast<std::int64_t>(in_redis) - now_us)) {
+          std::cerr << "round " << round << ": usage key " << key << " holds " << in_redis << " with PTTL "
+                    << pttl << ": it would go before its arrival time\n";
           return 1;
         }
-      } else if (const auto ttl_error = wrong_ttl(pttl, gcra, ttl_given.contains(key), gcra_ttl[key], in_redis)) {
+      } else if (const auto ttl_error =
+                     wrong_ttl(pttl, gcra, ttl_given.contains(key), gcra_ttl[key], in_redis)) {
         std::cerr << "round " << round << ": key " << key << " " << *ttl_error << "\n";
         return 1;
       }

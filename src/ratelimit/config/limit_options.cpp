@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/strings.hpp"
+#include "ratelimit/config/calendar.hpp"
 #include "ratelimit/config/yaml_fields.hpp"
 #include "ratelimit/config/yaml_scalar.hpp"
 
@@ -60,10 +61,21 @@ void load_limit_options(const YAML::Node& yaml, rate_limit& limit) {
   } else if (!accounting.empty() && accounting != "admission") {
     throw config_error{core::cat("unknown accounting '", accounting, "' (expected admission or usage)")};
   }
+  limit.time_zone = scalar_string(yaml["time_zone"], "time_zone");
+  if (!limit.time_zone.empty() && (limit.unit == unit::second || limit.unit == unit::minute)) {
+    throw config_error{core::cat("time_zone is for units of an hour or more: a ", lower_unit(limit.unit),
+                                 " is the same in every zone")};
+  }
+  if (!limit.time_zone.empty() && limit.algorithm == algorithm::gcra) {
+    throw config_error{
+        "time_zone is for fixed_window and sliding_window: a GCRA bucket refills continuously and has no "
+        "calendar"};
+  }
   if (limit.unlimited) {
     if (limit.algorithm != algorithm::fixed_window || limit.unit_multiplier != 1 ||
-        limit.accounting != accounting::admission)
-      throw config_error{"an unlimited rate_limit takes no algorithm, unit_multiplier or accounting"};
+        limit.accounting != accounting::admission || !limit.time_zone.empty())
+      throw config_error{
+          "an unlimited rate_limit takes no algorithm, unit_multiplier, accounting or time_zone"};
     return;
   }
   if (limit.window_seconds() > max_window_seconds) {
@@ -101,18 +113,34 @@ void finish_limits(descriptor_node& node) {
   }
   const auto usage = [](const rate_limit& l) { return l.accounting == accounting::usage; };
   if (node.count_only_admitted && (usage(*node.limit) || std::ranges::any_of(node.more_limits, usage))) {
-    throw config_error{core::cat("rule '", node.stats_key,
-                                 "': count_only_admitted counts only admitted requests, but accounting: usage "
-                                 "counts every hit reported; choose one")};
+    throw config_error{
+        core::cat("rule '", node.stats_key,
+                  "': count_only_admitted counts only admitted requests, but accounting: usage "
+                  "counts every hit reported; choose one")};
   }
   const bool several = !node.more_limits.empty();
   std::set<std::string> tags, suffixes;
   auto finish = [&](rate_limit& l) {
     if (l.unlimited) return;
-    const bool upstream_key = !several && l.algorithm == algorithm::fixed_window && l.unit_multiplier == 1;
+    if (!l.time_zone.empty()) {
+      try {
+        l.zone = find_time_zone(l.time_zone);
+      } catch (const std::exception& e) {
+        throw config_error{core::cat("rule '", node.stats_key, "': unknown time_zone '", l.time_zone,
+                                     "' (an IANA zone name such as Europe/Berlin): ", e.what())};
+      }
+    }
+    const bool upstream_key =
+        !several && l.algorithm == algorithm::fixed_window && l.unit_multiplier == 1 && l.zone == nullptr;
     auto algo = algorithm_name(l.algorithm);
     algo = algo.substr(0, algo.find('_'));  // fixed, sliding, gcra
-    if (!upstream_key) l.key_tag = core::cat(l.window_seconds(), "s_", algo);
+    if (l.zone != nullptr) {
+      // A calendar window: its key carries the window's start (as upstream's) and this tag.
+      l.key_tag = core::cat(l.unit_multiplier == 1 ? "" : core::cat(l.unit_multiplier), lower_unit(l.unit),
+                            "_", l.time_zone, "_", algo);
+    } else if (!upstream_key) {
+      l.key_tag = core::cat(l.window_seconds(), "s_", algo);
+    }
     if (several) {
       l.stats_suffix = !l.name.empty()          ? l.name
                        : l.unit_multiplier == 1 ? lower_unit(l.unit)
@@ -155,6 +183,7 @@ std::string describe_options(const rate_limit& l) {
   if (l.unit_multiplier != 1) out += core::cat(", unit_multiplier: ", l.unit_multiplier);
   if (l.burst != 0) out += core::cat(", burst: ", l.burst);
   if (l.accounting == accounting::usage) out += ", accounting: usage";
+  if (!l.time_zone.empty()) out += core::cat(", time_zone: ", l.time_zone);
   return out;
 }
 

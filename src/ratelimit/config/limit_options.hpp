@@ -1,8 +1,8 @@
 #pragma once
 // The rule keys Sluice adds to upstream's (README "Beyond upstream"): per limit `algorithm`,
-// `unit_multiplier`, `burst` and `accounting`; per descriptor `rate_limits` (several limits), `near_limit_ratio` and
-// `count_only_admitted`. Every one is optional and its default is upstream's behaviour. Errors are thrown as
-// config_error with the message check-config prints.
+// `unit_multiplier`, `burst`, `accounting` and `time_zone`; per descriptor `rate_limits` (several limits),
+// `near_limit_ratio` and `count_only_admitted`. Every one is optional and its default is upstream's
+// behaviour. Errors are thrown as config_error with the message check-config prints.
 
 #include <span>
 #include <string>
@@ -18,22 +18,25 @@ class Node;
 namespace sluice::ratelimit::config {
 
 // The keys a rate_limit mapping (or an entry of rate_limits) may have besides upstream's.
-inline constexpr std::string_view limit_option_keys[] = {"algorithm", "unit_multiplier", "burst", "accounting"};
+inline constexpr std::string_view limit_option_keys[] = {"algorithm", "unit_multiplier", "burst",
+                                                         "accounting", "time_zone"};
 // The descriptor keys added to upstream's.
 inline constexpr std::string_view rule_option_keys[] = {"rate_limits", "near_limit_ratio",
                                                         "count_only_admitted"};
 
-// Reads `algorithm`, `unit_multiplier`, `burst` and `accounting` of one limit whose unit and requests_per_unit are read.
+// Reads `algorithm`, `unit_multiplier`, `burst`, `accounting` and `time_zone` of one limit whose unit and
+// requests_per_unit are read.
 void load_limit_options(const YAML::Node& yaml, rate_limit& limit);
 // Reads `near_limit_ratio` and `count_only_admitted` of a descriptor.
 void load_rule_options(const YAML::Node& yaml, descriptor_node& node);
-// Once every limit of `node` is loaded: gives each its key tag and stats suffix (refusing two limits that
-// would share a counter or a stats name).
+// Once every limit of `node` is loaded: finds their time zones, gives each its key tag and stats suffix
+// (refusing two limits that would share a counter or a stats name).
 void finish_limits(descriptor_node& node);
 // Once the whole rule set has loaded: makes the counters and configuration gauges of every limit in the tree.
 // Not before, so rules that are refused leave no stats behind (nor change a gauge of the rules in use).
 void bind_stats(descriptor_node& node, stats::store& stats);
-// ", algorithm: gcra, unit_multiplier: 5, burst: 20, accounting: usage" for /rlconfig ("" for upstream's defaults).
+// ", algorithm: gcra, unit_multiplier: 5, burst: 20, accounting: usage" for /rlconfig ("" for upstream's
+// defaults).
 std::string describe_options(const rate_limit& limit);
 
 }  // namespace sluice::ratelimit::config

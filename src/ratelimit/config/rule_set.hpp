@@ -20,6 +20,9 @@
 namespace google::protobuf {
 class Struct;
 }
+namespace date {
+class time_zone;
+}
 
 namespace sluice::ratelimit::config {
 
@@ -61,6 +64,10 @@ struct rate_limit {
   std::uint32_t unit_multiplier = 1;  // windows of this many units
   std::uint32_t burst = 0;            // gcra: admitted at once; 0 means requests_per_unit
   config::accounting accounting = accounting::admission;
+  // `time_zone`: windows on that zone's calendar (calendar.hpp); empty and null for upstream's epoch-aligned
+  // windows of fixed length.
+  std::string time_zone;
+  const date::time_zone* zone = nullptr;
   // Empty for a limit counted under upstream's cache key (the only limit of its descriptor, a fixed window of
   // one unit). Otherwise what tells its key and stats apart: "<window>s_<algorithm>" in the key (see
   // limiter/cache_key.hpp), and `stats_suffix` in stats when the descriptor has several limits.

@@ -42,7 +42,7 @@ class rule_set_builder {
 
 namespace {
 
-constexpr std::array<std::string_view, 24> allowed_keys{"domain",
+constexpr std::array<std::string_view, 25> allowed_keys{"domain",
                                                         "key",
                                                         "value",
                                                         "value_regex",
@@ -64,6 +64,7 @@ constexpr std::array<std::string_view, 24> allowed_keys{"domain",
                                                         "unit_multiplier",
                                                         "burst",
                                                         "accounting",
+                                                        "time_zone",
                                                         "near_limit_ratio",
                                                         "count_only_admitted"};
 constexpr std::array<std::string_view, 2> top_level_keys{"domain", "descriptors"};
@@ -71,9 +72,9 @@ constexpr std::array<std::string_view, 14> descriptor_keys{
     "key",         "value",       "value_regex",      "rate_limit",         "descriptors",
     "shadow_mode", "quota_mode",  "detailed_metric",  "value_to_metric",    "share_threshold",
     "metadata",    "rate_limits", "near_limit_ratio", "count_only_admitted"};
-constexpr std::array<std::string_view, 9> rate_limit_keys{
-    "unit",      "requests_per_unit", "unlimited", "name",      "replaces",
-    "algorithm", "unit_multiplier",   "burst",     "accounting"};
+constexpr std::array<std::string_view, 10> rate_limit_keys{
+    "unit",      "requests_per_unit", "unlimited", "name",       "replaces",
+    "algorithm", "unit_multiplier",   "burst",     "accounting", "time_zone"};
 constexpr std::array<std::string_view, 1> replaces_keys{"name"};
 
 // upstream's second pass: every map key is a known string, lists hold maps, scalars are strings, ints or

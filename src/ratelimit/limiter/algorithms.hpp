@@ -38,9 +38,14 @@ inline std::int64_t gcra_advance(std::int64_t tat, std::uint64_t hits, std::int6
   return std::min(cap, tat + static_cast<std::int64_t>(hits) * interval_us);
 }
 
-inline std::uint64_t sliding_weighted_previous(std::uint64_t previous, std::int64_t now_us,
-                                               std::int64_t window_us) {
-  const std::int64_t elapsed = now_us % window_us;
+// The current window's start: a calendar window's, or the epoch-aligned one's.
+inline std::int64_t sliding_start(const counter_op& op) {
+  return op.window_start_us != 0 ? op.window_start_us : op.now_us - op.now_us % op.window_us;
+}
+
+inline std::uint64_t sliding_weighted_previous(std::uint64_t previous, const counter_op& op) {
+  const std::int64_t window_us = op.window_us;
+  const std::int64_t elapsed = op.now_us - sliding_start(op);
   return static_cast<std::uint64_t>(
       std::ceil(static_cast<double>(previous) * static_cast<double>(window_us - elapsed) /
                 static_cast<double>(window_us)));
@@ -62,8 +67,7 @@ inline bool gcra_admits(const counter_op& op, std::uint64_t tat) {
 inline bool admits(const counter_op& op, const op_result& r) {
   if (op.refund) return true;
   if (op.kind == op_kind::gcra) return gcra_admits(op, r.value);
-  const std::uint64_t weighted =
-      op.kind == op_kind::sliding ? sliding_weighted_previous(r.previous, op.now_us, op.window_us) : 0;
+  const std::uint64_t weighted = op.kind == op_kind::sliding ? sliding_weighted_previous(r.previous, op) : 0;
   return r.value + judged_hits(op) + weighted <= op.limit;
 }
 

@@ -40,6 +40,9 @@ struct counter_op {
   std::string_view previous_key;  // sliding: the previous window's counter
   std::uint64_t limit = 0;        // count, sliding: the most the count may reach
   std::int64_t window_us = 0;     // sliding: the window's length; gcra: the emission interval
+  // sliding: when the window began, for a calendar window (config/calendar.hpp); 0 for an epoch-aligned one,
+  // which began at now − now % window.
+  std::int64_t window_start_us = 0;
   std::int64_t tolerance_us = 0;  // gcra: burst × emission interval
   std::int64_t now_us = 0;        // the decision's time
   // All-or-nothing batches apply when the request is admitted, which is what `role` says of this op's

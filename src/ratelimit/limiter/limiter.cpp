@@ -5,6 +5,7 @@
 #include <limits>
 #include <random>
 
+#include "ratelimit/config/calendar.hpp"
 #include "ratelimit/limiter/algorithms.hpp"
 #include "ratelimit/limiter/cache_key.hpp"
 
@@ -49,7 +50,8 @@ applied_limit applied_limit::of_rule(const config::rate_limit& rule, const confi
           rule.burst,
           rule.key_tag,
           node.near_limit_ratio.value_or(-1),
-          rule.accounting == config::accounting::usage};
+          rule.accounting == config::accounting::usage,
+          rule.zone};
 }
 
 // One limit's verdict, in the terms the stats and the status need.
@@ -75,6 +77,20 @@ std::uint64_t limiter::near_threshold(const applied_limit& limit, std::uint64_t 
   return static_cast<std::uint64_t>(std::floor(static_cast<double>(near)));
 }
 
+// The calendar window holding `now`, from a small per-limiter cache: a zone's rules are looked up once per
+// window, not per decision.
+config::calendar_window limiter::calendar_window_of(const applied_limit& limit, std::int64_t now) {
+  for (auto& c : calendars_) {
+    if (c.zone == limit.zone && c.unit == limit.unit && c.multiplier == limit.unit_multiplier &&
+        c.window.start <= now && now < c.window.end)
+      return c.window;
+  }
+  const auto window = config::calendar_window_at(*limit.zone, limit.unit, limit.unit_multiplier, now);
+  if (calendars_.size() >= max_calendars) calendars_.erase(calendars_.begin());
+  calendars_.push_back({limit.zone, limit.unit, limit.unit_multiplier, window});
+  return window;
+}
+
 void limiter::prepare(work& w) {
   w.now_us = clock_.now_micros();
   w.now = w.now_us / micros_per_second;
@@ -85,8 +101,13 @@ void limiter::prepare(work& w) {
     const key_parts parts{settings_.cache_key_prefix, w.domain, item.entries, item.shared_values};
     for (auto& lw : item.limits) {
       const auto& limit = lw.limit;
-      const std::int64_t window = window_seconds(limit);
-      const std::int64_t start = window_start(w.now, window);
+      // A calendar window's bounds, or the epoch-aligned window of fixed length.
+      const config::calendar_window calendar =
+          limit.zone != nullptr ? calendar_window_of(limit, w.now) : config::calendar_window{};
+      const std::int64_t window =
+          limit.zone != nullptr ? calendar.end - calendar.start : window_seconds(limit);
+      const std::int64_t start = limit.zone != nullptr ? calendar.start : window_start(w.now, window);
+      lw.window_end = start + window;
       counter_op op;
       op.increment = item.hits;
       op.per_second = limit.unit == config::unit::second;
@@ -94,8 +115,9 @@ void limiter::prepare(work& w) {
       op.usage = limit.usage;
       op.limit = limit.requests_per_unit;
       op.now_us = w.now_us;
-      op.window_end = start + window;
-      std::uint32_t ttl = static_cast<std::uint32_t>(window);
+      op.window_end = lw.window_end;
+      // The counter lives until its window ends (a calendar window: from now).
+      std::uint32_t ttl = static_cast<std::uint32_t>(limit.zone != nullptr ? lw.window_end - w.now : window);
       switch (limit.algorithm) {
         case config::algorithm::fixed_window:
           if (limit.key_tag.empty()) {
@@ -106,11 +128,21 @@ void limiter::prepare(work& w) {
           break;
         case config::algorithm::sliding_window:
           build_tagged_key(lw.cache_key, parts, start, limit.key_tag);
-          build_tagged_key(lw.previous_key, parts, start - window, limit.key_tag);
+          build_tagged_key(
+              lw.previous_key, parts,
+              limit.zone != nullptr ? calendar_window_of(limit, start - 1).start : start - window,
+              limit.key_tag);
           op.kind = op_kind::sliding;
           op.previous_key = lw.previous_key;
           op.window_us = window * micros_per_second;
-          ttl = static_cast<std::uint32_t>(2 * window);  // it is read as the previous window next
+          // It is read as the previous window next.
+          if (limit.zone != nullptr) {
+            op.window_start_us = start * micros_per_second;
+            ttl = static_cast<std::uint32_t>(
+                lw.window_end - w.now + config::longest_calendar_window(limit.unit, limit.unit_multiplier));
+          } else {
+            ttl = static_cast<std::uint32_t>(2 * window);
+          }
           break;
         case config::algorithm::gcra:
           build_tagged_key(lw.cache_key, parts, std::nullopt, limit.key_tag);
@@ -224,7 +256,7 @@ limiter::outcome limiter::judge(const work& w, const descriptor_work& item, cons
   const auto& limit = lw.limit;
   outcome o;
   o.capacity = limit.requests_per_unit;
-  o.reset_seconds = seconds_until_reset(w.now, window_seconds(limit));
+  o.reset_seconds = std::max<std::int64_t>(1, lw.window_end - w.now);
   if (lw.over_via_local_cache) {
     o.over = o.via_local_cache = true;
     o.after = o.capacity + item.hits;
@@ -239,7 +271,8 @@ limiter::outcome limiter::judge(const work& w, const descriptor_work& item, cons
     if (o.over) {
       o.after = o.capacity + item.hits;
       // Until it would admit (a usage check: one hit).
-      o.reset_seconds = ceil_seconds(gcra_advance(tat, judged_hits(op), op.window_us) - op.tolerance_us - w.now_us);
+      o.reset_seconds =
+          ceil_seconds(gcra_advance(tat, judged_hits(op), op.window_us) - op.tolerance_us - w.now_us);
     } else {
       const std::uint64_t room = static_cast<std::uint64_t>(w.now_us + op.tolerance_us - tat) /
                                  static_cast<std::uint64_t>(op.window_us);
@@ -250,8 +283,7 @@ limiter::outcome limiter::judge(const work& w, const descriptor_work& item, cons
     return o;
   }
   o.after = result.value;
-  if (op.kind == op_kind::sliding)
-    o.after += sliding_weighted_previous(result.previous, w.now_us, op.window_us);
+  if (op.kind == op_kind::sliding) o.after += sliding_weighted_previous(result.previous, op);
   o.over = !item.negative && o.after + judged_hits(op) > o.capacity;
   if (!o.over) o.remaining = clamp32(o.capacity - std::min(o.capacity, o.after));
   return o;
@@ -323,7 +355,9 @@ void limiter::finish(work& w, std::span<response_status*> statuses) {
         const bool counter_full = applied_nothing ? o.after - item.hits >= o.capacity : o.after > o.capacity;
         if (o.over && !o.via_local_cache && w.ops[lw.op].kind == op_kind::count && !lw.limit.usage &&
             counter_full) {
-          local_cache_.insert(lw.cache_key, w.now + window_seconds(lw.limit), w.now);
+          local_cache_.insert(lw.cache_key,
+                              lw.limit.zone != nullptr ? lw.window_end : w.now + window_seconds(lw.limit),
+                              w.now);
         }
         enforced_over = enforced_over || (o.over && !lw.limit.shadow_mode);
       }

@@ -14,6 +14,7 @@
 #include <boost/container/small_vector.hpp>
 
 #include "core/clock.hpp"
+#include "ratelimit/config/calendar.hpp"
 #include "ratelimit/config/rule_set.hpp"
 #include "ratelimit/limiter/backend.hpp"
 #include "ratelimit/limiter/local_cache.hpp"
@@ -38,10 +39,11 @@ struct applied_limit {
   config::rule_stats stats;
   config::algorithm algorithm = config::algorithm::fixed_window;
   std::uint32_t unit_multiplier = 1;
-  std::uint32_t burst = 0;       // gcra; 0 means requests_per_unit
-  std::string_view key_tag;      // empty: upstream's cache key
-  double near_limit_ratio = -1;  // negative: NEAR_LIMIT_RATIO
-  bool usage = false;            // accounting: usage (backend.hpp, counter_op::usage)
+  std::uint32_t burst = 0;                // gcra; 0 means requests_per_unit
+  std::string_view key_tag;               // empty: upstream's cache key
+  double near_limit_ratio = -1;           // negative: NEAR_LIMIT_RATIO
+  bool usage = false;                     // accounting: usage (backend.hpp, counter_op::usage)
+  const date::time_zone* zone = nullptr;  // time_zone: calendar windows (config/calendar.hpp)
 
   // A configured rule's limit, counted under `stats`.
   static applied_limit of_rule(const config::rate_limit& rule, const config::descriptor_node& node,
@@ -51,7 +53,8 @@ struct applied_limit {
 struct limit_work {
   applied_limit limit;
   std::string cache_key;
-  std::string previous_key;  // sliding windows: the previous window's counter
+  std::string previous_key;     // sliding windows: the previous window's counter
+  std::int64_t window_end = 0;  // Unix seconds: when the current window ends
   bool over_via_local_cache = false;
   std::size_t op = SIZE_MAX;  // index into work::ops when sent to the backend
 };
@@ -105,11 +108,21 @@ class limiter {
   static batch_mode assign_roles(work& w);
   void count_stats(const descriptor_work& item, const limit_work& lw, const outcome& o);
   std::uint64_t near_threshold(const applied_limit& limit, std::uint64_t capacity) const;
+  config::calendar_window calendar_window_of(const applied_limit& limit, std::int64_t now);
 
   settings settings_;
   const core::clock& clock_;
   jitter_source jitter_;
   local_cache local_cache_;
+  // The calendar windows last used (config/calendar.hpp), the oldest dropped first past a few.
+  struct calendar_entry {
+    const date::time_zone* zone;
+    config::unit unit;
+    std::uint32_t multiplier;
+    config::calendar_window window;
+  };
+  static constexpr std::size_t max_calendars = 16;
+  std::vector<calendar_entry> calendars_;
 };
 
 }  // namespace sluice::ratelimit::limiter

@@ -44,7 +44,7 @@ TEST_CASE("bad new keys are refused with a message that names them") {
   CHECK(load_error("    rate_limit: {unit: second, requests_per_unit: 0, algorithm: gcra}\n") ==
         "rules.yaml: algorithm gcra needs requests_per_unit of at least 1");
   CHECK(load_error("    rate_limit: {unlimited: true, algorithm: gcra}\n") ==
-        "rules.yaml: an unlimited rate_limit takes no algorithm, unit_multiplier or accounting");
+        "rules.yaml: an unlimited rate_limit takes no algorithm, unit_multiplier, accounting or time_zone");
   CHECK(load_error("    near_limit_ratio: 1.5\n    rate_limit: {unit: second, requests_per_unit: 5}\n") ==
         "rules.yaml: near_limit_ratio: '1.5' is not a number from 0 to 1");
   CHECK(load_error("    near_limit_ratio: many\n    rate_limit: {unit: second, requests_per_unit: 5}\n") ==

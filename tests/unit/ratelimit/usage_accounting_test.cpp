@@ -14,7 +14,7 @@ using code = test::rls_response;
 
 namespace {
 
-constexpr std::int64_t second = 1'000'000;               // µs
+constexpr std::int64_t second = 1'000'000;              // µs
 constexpr std::int64_t start = 1'000'000'040 * second;  // 20 s into a minute
 
 std::string rules(const std::string& options, const std::string& extra = "") {
@@ -117,12 +117,12 @@ TEST_CASE("usage: an estimate before and the difference after settle exactly") {
     CAPTURE(algorithm);
     service_fixture f(rules(std::string(algorithm) + ", accounting: usage"));
     f.clock.set_micros(start);
-    CHECK(send(f, 50).status == code::OK);          // reserve an estimate of 50
-    CHECK(send(f, 20, true).status == code::OK);    // the call used 30: 20 given back
+    CHECK(send(f, 50).status == code::OK);        // reserve an estimate of 50
+    CHECK(send(f, 20, true).status == code::OK);  // the call used 30: 20 given back
     CHECK(send(f, 0).remaining == 70);
     CHECK(send(f, 90).status == code::OVER_LIMIT);  // the next estimate is too high, and reserved anyway
     CHECK(send(f, 0).status == code::OVER_LIMIT);
-    CHECK(send(f, 60, true).status == code::OK);    // it used 30
+    CHECK(send(f, 60, true).status == code::OK);  // it used 30
     CHECK(send(f, 0).remaining == 40);
     CHECK(f.counter("ratelimit.service.rate_limit.ai.tenant.total_negative_hits") == 80);
   }
@@ -142,10 +142,10 @@ descriptors:
   const std::int64_t two_hours = (start / (7200 * second) + 1) * 7200 * second;  // a window's start
   f.clock.set_micros(two_hours);
   CHECK(send(f, 900).status == code::OVER_LIMIT);  // over the minute's budget, within the two hours'
-  f.clock.set_micros(two_hours + 600 * second);  // the minute's debt (540 s) is paid
+  f.clock.set_micros(two_hours + 600 * second);    // the minute's debt (540 s) is paid
   const auto v = send(f, 0);
   CHECK(v.status == code::OK);
-  CHECK(v.remaining == 100);                     // both have 100 left
+  CHECK(v.remaining == 100);                       // both have 100 left
   CHECK(send(f, 150).status == code::OVER_LIMIT);  // 1050 of the two hours' 1000
   f.clock.set_micros(two_hours + 3600 * second);
   CHECK(send(f, 0).status == code::OVER_LIMIT);  // the minute is fine again, the two hours are still spent
@@ -158,8 +158,9 @@ descriptors:
   CHECK(f.counter("ratelimit.service.rate_limit.ai.shadow.over_limit") == 15);
 }
 
-TEST_CASE("usage counts past the local over-limit cache, STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT and a refused "
-          "all-or-nothing request") {
+TEST_CASE(
+    "usage counts past the local over-limit cache, STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT and a refused "
+    "all-or-nothing request") {
   const char* two = R"(domain: ai
 descriptors:
   - key: tenant
@@ -218,10 +219,12 @@ TEST_CASE("accounting: bad values and count_only_admitted are refused at load") 
   CHECK(error(rules(", accounting: spent")) ==
         "budgets.yaml: unknown accounting 'spent' (expected admission or usage)");
   CHECK(error(rules(", accounting: usage", "    count_only_admitted: true\n")) ==
-        "budgets.yaml: rule 'ai.tenant': count_only_admitted counts only admitted requests, but accounting: usage "
+        "budgets.yaml: rule 'ai.tenant': count_only_admitted counts only admitted requests, but accounting: "
+        "usage "
         "counts every hit reported; choose one");
-  CHECK(error("domain: ai\ndescriptors:\n  - key: k\n    rate_limit: {unlimited: true, accounting: usage}\n") ==
-        "budgets.yaml: an unlimited rate_limit takes no algorithm, unit_multiplier or accounting");
+  CHECK(
+      error("domain: ai\ndescriptors:\n  - key: k\n    rate_limit: {unlimited: true, accounting: usage}\n") ==
+      "budgets.yaml: an unlimited rate_limit takes no algorithm, unit_multiplier, accounting or time_zone");
   stats::store stats;
   auto set = test::compile_rules(rules(", accounting: admission"), stats);
   CHECK(set != nullptr);

@@ -101,8 +101,8 @@ void memory_backend::increment_each(std::span<const limiter::counter_op> ops,
     auto& s = shard_for(op.key);
     std::unique_lock lock(s.mutex);
     const bool admits = limiter::evaluate(op, read_locked(s, op.key, now), previous, results[i]);
-    // Fixed-window counters always count (upstream's behaviour), as does usage accounting; a sliding window or
-    // a GCRA arrival time changes only when the op admits.
+    // Fixed-window counters always count (upstream's behaviour), as does usage accounting; a sliding window
+    // or a GCRA arrival time changes only when the op admits.
     if (!limiter::applies(op, admits)) continue;
     if (store_locked(s, op, results[i].value, now, nullptr)) {
       retried = false;

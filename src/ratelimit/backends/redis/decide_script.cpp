@@ -12,8 +12,8 @@ namespace rd = sluice::redis;
 void push_decide(rd::request& out, std::span<const script_group> groups, bool whole) {
   std::size_t ops = 0;
   for (const auto& g : groups) ops += g.indexes.size();
-  // The ops of one call mostly share a few rules: each distinct (kind, usage, limit, window, tolerance) is sent
-  // once and named by its index, so an op costs the script two or three arguments.
+  // The ops of one call mostly share a few rules: each distinct (kind, usage, limit, window, tolerance) is
+  // sent once and named by its index, so an op costs the script two or three arguments.
   struct spec {
     limiter::op_kind kind;
     bool usage;
@@ -30,8 +30,10 @@ void push_decide(rd::request& out, std::span<const script_group> groups, bool wh
     first_op.push_back(spec_of.size());
     for (auto i : g.indexes) {
       const auto& op = g.ops[i];
+      // A sliding window's start (calendar windows) takes the tolerance's place, which it has not.
+      const bool sliding = op.kind == limiter::op_kind::sliding;
       const spec s{op.kind, op.usage, op.kind == limiter::op_kind::gcra ? 0 : op.limit, op.window_us,
-                   op.tolerance_us};
+                   sliding ? op.window_start_us : op.tolerance_us};
       auto it = std::find(specs.begin(), specs.end(), s);
       if (it == specs.end()) it = specs.insert(specs.end(), s);
       spec_of.push_back(static_cast<std::size_t>(it - specs.begin()) + 1);

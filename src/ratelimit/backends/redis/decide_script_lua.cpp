@@ -61,7 +61,8 @@ local function change(key, value, kind, ttl, refund, now, p)
 end
 local specs = {}
 local a = 2
--- A spec: kind, limit, window or interval, tolerance, and whether it is usage (its kind in upper case: every
+-- A spec: kind, limit, window or interval, tolerance (a sliding window: its start when it is a calendar window,
+-- else 0), and whether it is usage (its kind in upper case: every
 -- op applies, whatever the verdict; a check of 0 hits is judged as one hit).
 for s = 1, tonumber(ARGV[1]) do
   local kind = ARGV[a]
@@ -161,8 +162,10 @@ while a <= #ARGV do
           value = current + hits
           local weighted = 0
           if kind == 's' then
-            local window = spec[3]
-            weighted = ceil(previous * (window - now % window) / window)
+            local window, start = spec[3], spec[4]
+            local elapsed = now % window
+            if start > 0 then elapsed = now - start end
+            weighted = ceil(previous * (window - elapsed) / window)
           end
           ok = value + judged + weighted <= spec[2]
           if not odd[key] then p = hits_text end

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "ratelimit/limiter/algorithms.hpp"
+
 namespace sluice::ratelimit::backends::redis {
 
 namespace {
@@ -13,7 +15,7 @@ struct window_times {
 };
 
 window_times times_of(const limiter::counter_op& op) {
-  const std::int64_t start = op.now_us - op.now_us % op.window_us;
+  const std::int64_t start = limiter::sliding_start(op);
   const std::int64_t grace = std::min<std::int64_t>(1'000'000, op.window_us / 10);
   return {start, op.now_us >= start + grace};
 }
