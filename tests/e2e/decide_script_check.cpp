@@ -207,6 +207,8 @@ int main(int argc, char** argv) {
             op.kind = op_kind::sliding;
             op.limit = 5;
             op.window_us = 1'000'000;
+            // A calendar window's start (limiter/algorithms.hpp, sliding_start) now and then.
+            if (pick(3) == 0) op.window_start_us = now_us - static_cast<std::int64_t>(pick(1'000'000));
             keys.push_back(prefix + "s" + n + "_" + std::to_string(window));
             keys.push_back(prefix + "s" + n + "_" + std::to_string(window - 1));
             op.previous_key = keys.back();

@@ -206,7 +206,12 @@ class TheImage(ImageCase):
         os.chmod(rules, 0o755)
         with open(os.path.join(rules, 'mesh.yaml'), 'w') as f:
             f.write(RULES_V1)
-        os.chmod(os.path.join(rules, 'mesh.yaml'), 0o644)
+        # A calendar window: the zone is found in the image's zoneinfo.
+        with open(os.path.join(rules, 'calendar.yaml'), 'w') as f:
+            f.write('domain: cal\ndescriptors:\n  - key: plan\n'
+                    '    rate_limit: {unit: month, requests_per_unit: 5, time_zone: Australia/Lord_Howe}\n')
+        for name in ('mesh.yaml', 'calendar.yaml'):
+            os.chmod(os.path.join(rules, name), 0o644)
         for binary in ('/bin/ratelimit', '/bin/sluice'):
             r = podman('run', '--rm', *RESTRICTED, '-v', rules + ':/rules:ro', '--entrypoint', binary, IMAGE,
                        'check-config', '/rules')
