@@ -8,6 +8,7 @@
 #include "core/log.hpp"
 #include "core/strings.hpp"
 #include "memcache/srv_lookup.hpp"
+#include "ratelimit/backends/memory/snapshot_file.hpp"
 #include "redis/cluster.hpp"
 #include "redis/pool.hpp"
 
@@ -31,6 +32,41 @@ asio::awaitable<void> sweep_loop(ratelimit::backends::memory::memory_backend& ba
     // A stop may come after the wait ended but before this ran: the flag, not the cancel, ends the loop.
     if (ec || stopped) co_return;
     backend.sweep(ratelimit::backends::memory::memory_backend::shard_count / 8);
+  }
+}
+
+// MEMORY_SNAPSHOT_INTERVAL: the counters written every interval, so a crash loses at most one interval's.
+asio::awaitable<void> snapshot_loop(const backend_holder& b, asio::steady_timer& timer,
+                                    std::chrono::milliseconds interval) {
+  for (;;) {
+    timer.expires_after(interval);
+    auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    if (ec || b.stopped) co_return;
+    b.write_snapshot();
+  }
+}
+
+// MEMORY_SNAPSHOT_FILE: its folder must take files (else the start stops), the counters it holds come back,
+// and it is written every interval when one is set.
+void start_snapshots(backend_holder& b, const ratelimit::module_settings& settings, asio::io_context& control) {
+  namespace memory = ratelimit::backends::memory;
+  const auto& file = settings.memory_snapshot_file;
+  if (auto error = memory::check_snapshot_folder(file))
+    throw core::settings_error(core::cat("MEMORY_SNAPSHOT_FILE: ", *error));
+  b.snapshot_file = file;
+  const auto restored = memory::restore_snapshot(*b.memory, file, b.clock->now_seconds());
+  if (restored.error) {
+    core::log_warn("MEMORY_SNAPSHOT_FILE ", file, " cannot be read: ", *restored.error,
+                   "; starting with no counters (the next write replaces it)");
+  } else if (!restored.missing) {
+    core::log_info("restored ", restored.result.counters, " counters from ", file, " (", restored.result.dropped,
+                   " dropped: their windows had ended) in ",
+                   static_cast<std::int64_t>(restored.result.milliseconds), " ms");
+  }
+  if (settings.memory_snapshot_interval.count() > 0) {
+    b.snapshot_timer = std::make_unique<asio::steady_timer>(control);
+    asio::co_spawn(control, snapshot_loop(b, *b.snapshot_timer, settings.memory_snapshot_interval),
+                   asio::detached);
   }
 }
 
@@ -269,9 +305,23 @@ void backend_holder::drain(asio::io_context& control, std::function<void()> then
   }
 }
 
+void backend_holder::write_snapshot() const {
+  if (!memory || snapshot_file.empty()) return;
+  try {
+    const auto wrote =
+        ratelimit::backends::memory::write_snapshot(*memory, snapshot_file, clock->now_seconds());
+    core::log_info("wrote ", wrote.counters, " counters to ", snapshot_file, " in ",
+                   static_cast<std::int64_t>(wrote.milliseconds), " ms");
+  } catch (const std::exception& e) {
+    core::log_error("MEMORY_SNAPSHOT_FILE: ", e.what());
+  }
+}
+
 void backend_holder::stop() {
   stopped = true;
   if (timer) timer->cancel();
+  if (snapshot_timer) snapshot_timer->cancel();
+  write_snapshot();
   for (auto& w : redis) {
     if (w.synced) w.synced->stop();
     w.main->stop();
@@ -286,6 +336,8 @@ void start_backend(backend_holder& b, const ratelimit::module_settings& settings
   if (settings.backend_type == "memory") {
     b.memory =
         std::make_unique<ratelimit::backends::memory::memory_backend>(clock, settings.memory_max_counters);
+    b.clock = &clock;
+    if (!settings.memory_snapshot_file.empty()) start_snapshots(b, settings, control);
     b.timer = std::make_unique<asio::steady_timer>(control);
     asio::co_spawn(control, sweep_loop(*b.memory, *b.timer, b.stopped), asio::detached);
     return;

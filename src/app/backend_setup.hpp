@@ -52,6 +52,10 @@ struct backend_holder {
   // memory: the sweep; redis: the start-up deadline; memcache: the SRV refresh
   std::unique_ptr<boost::asio::steady_timer> timer;
   bool stopped = false;  // set by stop(), on the control thread
+  // MEMORY_SNAPSHOT_FILE ("" = none), its writes every MEMORY_SNAPSHOT_INTERVAL, and the clock they read.
+  std::string snapshot_file;
+  std::unique_ptr<boost::asio::steady_timer> snapshot_timer;
+  const core::clock* clock = nullptr;
 
   ratelimit::limiter::backend& get(unsigned worker) {
     if (memory) return *memory;
@@ -66,7 +70,9 @@ struct backend_holder {
   // REDIS_SYNC_INTERVAL: sends every worker's unsent hits, then calls `then` on `control` once all are
   // answered (or Redis failed); at once without it.
   void drain(boost::asio::io_context& control, std::function<void()> then);
-  // On the control thread.
+  // MEMORY_SNAPSHOT_FILE: writes the memory backend's counters (logging what it wrote, or why it could not).
+  void write_snapshot() const;
+  // On the control thread. Writes the snapshot last (the requests in flight have finished).
   void stop();
 };
 

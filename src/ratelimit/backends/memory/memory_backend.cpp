@@ -213,6 +213,29 @@ std::size_t memory_backend::sweep(std::size_t count) {
   return removed;
 }
 
+void memory_backend::visit_live(
+    std::int64_t now,
+    const std::function<void(std::string_view key, std::uint64_t value, std::int64_t expires_at)>& visit) const {
+  for (std::size_t i = 0; i < shard_count; ++i) {
+    const auto& s = shards_[i];
+    if (s.used.load(std::memory_order_relaxed) == 0) continue;
+    std::lock_guard lock(s.mutex);
+    for (const auto& [key, entry] : s.counters) {
+      if (entry.expires_at > now) visit(key.view(), entry.value, entry.expires_at);
+    }
+  }
+}
+
+bool memory_backend::restore(std::string_view key, std::uint64_t value, std::int64_t expires_at) {
+  auto& s = shard_for(key);
+  std::lock_guard lock(s.mutex);
+  if (s.counters.contains(key) || live_.load(std::memory_order_relaxed) >= max_counters_) return false;
+  s.counters.emplace(detail::compact_key(key), detail::counter_entry{value, expires_at});
+  live_.fetch_add(1, std::memory_order_relaxed);
+  s.used.store(static_cast<std::uint32_t>(s.counters.size()), std::memory_order_relaxed);
+  return true;
+}
+
 std::size_t memory_backend::size() const {
   std::size_t n = 0;
   for (std::size_t i = 0; i < shard_count; ++i) {

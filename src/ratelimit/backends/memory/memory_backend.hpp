@@ -19,6 +19,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string_view>
@@ -81,6 +82,14 @@ class memory_backend final : public limiter::backend {
   std::size_t sweep(std::size_t count = shard_count);
   // Live and expired-but-not-yet-swept counters.
   std::size_t size() const;
+
+  // Every counter live at `now` (Unix seconds), a shard at a time under its lock (MEMORY_SNAPSHOT_FILE).
+  void visit_live(std::int64_t now,
+                  const std::function<void(std::string_view key, std::uint64_t value, std::int64_t expires_at)>&
+                      visit) const;
+  // Puts back a counter read from a snapshot, unless the key holds one already or the store is full; whether
+  // it did.
+  bool restore(std::string_view key, std::uint64_t value, std::int64_t expires_at);
 
  private:
   using table = boost::unordered_flat_map<detail::compact_key, detail::counter_entry, detail::key_hash,

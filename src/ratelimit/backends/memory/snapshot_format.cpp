@@ -1,0 +1,99 @@
+#include "ratelimit/backends/memory/snapshot_format.hpp"
+
+#include <zlib.h>
+
+#include <cstring>
+
+#include "core/strings.hpp"
+
+namespace sluice::ratelimit::backends::memory {
+
+namespace {
+
+constexpr std::string_view magic = "SLUICEMS";
+constexpr std::size_t header_size = 8 + 4 + 8 + 8;
+constexpr std::size_t count_at = 8 + 4 + 8;
+
+template <typename T>
+void put(std::string& out, T v) {
+  auto u = static_cast<std::make_unsigned_t<T>>(v);
+  for (std::size_t i = 0; i < sizeof(T); ++i) out.push_back(static_cast<char>((u >> (8 * i)) & 0xff));
+}
+
+template <typename T>
+T get(std::string_view bytes, std::size_t at) {
+  std::make_unsigned_t<T> u = 0;
+  for (std::size_t i = 0; i < sizeof(T); ++i)
+    u |= static_cast<std::make_unsigned_t<T>>(static_cast<unsigned char>(bytes[at + i])) << (8 * i);
+  return static_cast<T>(u);
+}
+
+std::uint32_t crc_of(std::string_view bytes) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  // zlib takes lengths in uInt: feed large files in pieces.
+  while (!bytes.empty()) {
+    const std::size_t n = std::min<std::size_t>(bytes.size(), 1u << 30);
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(n));
+    bytes.remove_prefix(n);
+  }
+  return static_cast<std::uint32_t>(crc);
+}
+
+}  // namespace
+
+snapshot_encoder::snapshot_encoder() {
+  out_.append(magic);
+  put<std::uint32_t>(out_, snapshot_version);
+  put<std::int64_t>(out_, 0);   // written_at, set by finish()
+  put<std::uint64_t>(out_, 0);  // count, set by finish()
+}
+
+bool snapshot_encoder::add(std::string_view key, std::uint64_t value, std::int64_t expires_at) {
+  if (key.size() > max_snapshot_key) return false;
+  put<std::uint32_t>(out_, static_cast<std::uint32_t>(key.size()));
+  out_.append(key);
+  put<std::uint64_t>(out_, value);
+  put<std::int64_t>(out_, expires_at);
+  ++count_;
+  return true;
+}
+
+std::string snapshot_encoder::finish(std::int64_t written_at) {
+  std::string head;
+  put<std::int64_t>(head, written_at);
+  put<std::uint64_t>(head, count_);
+  out_.replace(12, head.size(), head);
+  put<std::uint32_t>(out_, crc_of(out_));
+  return std::move(out_);
+}
+
+std::optional<std::string> read_snapshot(std::string_view bytes, const snapshot_visitor& visit) {
+  if (bytes.size() < magic.size() || bytes.substr(0, magic.size()) != magic)
+    return std::string("not a Sluice memory snapshot");
+  if (bytes.size() < header_size + 4) return core::cat("truncated (", bytes.size(), " bytes)");
+  const auto version = get<std::uint32_t>(bytes, 8);
+  if (version != snapshot_version)
+    return core::cat("version ", version, " (this Sluice reads version ", snapshot_version, ")");
+  const std::string_view body = bytes.substr(0, bytes.size() - 4);
+  if (crc_of(body) != get<std::uint32_t>(bytes, bytes.size() - 4))
+    return std::string("checksum mismatch (truncated or corrupt)");
+  const auto count = get<std::uint64_t>(bytes, count_at);
+  // Every entry is checked before any is handed out.
+  for (int pass = 0; pass < 2; ++pass) {
+    std::size_t at = header_size;
+    for (std::uint64_t i = 0; i < count; ++i) {
+      if (body.size() - at < 4) return core::cat("truncated at entry ", i, " of ", count);
+      const auto length = get<std::uint32_t>(body, at);
+      if (length > max_snapshot_key) return core::cat("entry ", i, " has a key of ", length, " bytes");
+      if (body.size() - at - 4 < std::size_t{length} + 16) return core::cat("truncated at entry ", i, " of ", count);
+      const std::string_view key = body.substr(at + 4, length);
+      at += 4 + length;
+      if (pass == 1) visit(key, get<std::uint64_t>(body, at), get<std::int64_t>(body, at + 8));
+      at += 16;
+    }
+    if (at != body.size()) return core::cat(body.size() - at, " bytes after the last of ", count, " entries");
+  }
+  return std::nullopt;
+}
+
+}  // namespace sluice::ratelimit::backends::memory

@@ -1,0 +1,47 @@
+#pragma once
+// The memory backend's snapshot (MEMORY_SNAPSHOT_FILE): every live counter — a fixed or sliding window's count,
+// a GCRA arrival time — with its expiry, in a versioned, checksummed file. Little-endian throughout:
+//
+//   "SLUICEMS"            8 bytes, the magic
+//   version               u32, 1
+//   written_at            i64, Unix seconds
+//   count                 u64, entries that follow
+//   count × entry         u32 key length (at most max_snapshot_key), the key, u64 value, i64 expires_at
+//   crc32                 u32, zlib's CRC-32 of every byte before it
+//
+// Reading checks the whole file before it hands out an entry: a file that is truncated, corrupt or of another
+// version gives nothing but the reason.
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace sluice::ratelimit::backends::memory {
+
+inline constexpr std::uint32_t snapshot_version = 1;
+inline constexpr std::size_t max_snapshot_key = 1 << 20;
+
+class snapshot_encoder {
+ public:
+  snapshot_encoder();
+  // Keys longer than max_snapshot_key are left out (no rule makes one); false then.
+  bool add(std::string_view key, std::uint64_t value, std::int64_t expires_at);
+  std::uint64_t count() const { return count_; }
+  // The whole file; the encoder is spent.
+  std::string finish(std::int64_t written_at);
+
+ private:
+  std::string out_;
+  std::uint64_t count_ = 0;
+};
+
+using snapshot_visitor = std::function<void(std::string_view key, std::uint64_t value, std::int64_t expires_at)>;
+
+// Checks `bytes` as a whole, then calls `visit` for each entry, in file order. Returns why the file cannot be
+// read ("truncated", "not a Sluice memory snapshot", "version 2 (this Sluice reads version 1)", "checksum
+// mismatch", ...), in which case `visit` was never called.
+std::optional<std::string> read_snapshot(std::string_view bytes, const snapshot_visitor& visit);
+
+}  // namespace sluice::ratelimit::backends::memory
