@@ -703,6 +703,24 @@ for (const s of sluiceContainers) {
       `domain ${dup} is in two files: Sluice refuses that without MERGE_DOMAIN_CONFIG=true`);
   }
 }
+// MEMORY_SNAPSHOT_FILE: the memory backend's, in a folder a writable volume is mounted at (the root file system
+// is read-only), an emptyDir (survives container restarts) or a PersistentVolumeClaim (survives the pod).
+for (const s of sluiceContainers) {
+  const { w, c, cPath, pod } = s;
+  const file = s.envOf("MEMORY_SNAPSHOT_FILE");
+  if (!file) continue;
+  const at = where(w, [...cPath, "env", s.env.get("MEMORY_SNAPSHOT_FILE")?.index ?? 0]);
+  check(s.envOf("BACKEND_TYPE") === "memory", at, `MEMORY_SNAPSHOT_FILE with BACKEND_TYPE=${s.envOf("BACKEND_TYPE")}: Sluice refuses to start`);
+  const folder = path.posix.dirname(path.posix.normalize(file));
+  const mounts = c.volumeMounts || [];
+  const j = mounts.findIndex((m) => path.posix.normalize(m.mountPath).replace(/\/$/, "") === folder);
+  if (!check(j >= 0, at, `no volume mounted at ${folder} (MEMORY_SNAPSHOT_FILE's folder): the read-only root file system cannot take the file, and Sluice refuses to start`)) continue;
+  const m = mounts[j];
+  check(m.readOnly !== true, where(w, [...cPath, "volumeMounts", j]), "MEMORY_SNAPSHOT_FILE's volume must be writable");
+  const vol = (pod.volumes || []).find((v) => v.name === m.name);
+  check(vol && (vol.emptyDir || vol.persistentVolumeClaim), where(w, [...cPath, "volumeMounts", j]),
+    `volume ${m.name} for MEMORY_SNAPSHOT_FILE: expected an emptyDir or a persistentVolumeClaim`);
+}
 // The rules ConfigMaps of all folders agree, key by key (they are one example).
 {
   const all = [...rulesConfigMaps.entries()];

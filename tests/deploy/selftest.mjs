@@ -49,6 +49,8 @@ const cases = [
     expect: "capabilities.drop must include ALL" },
   { name: "service links left on", edit: { "kubernetes/sidecar/deployment.yaml": [["enableServiceLinks: false", "enableServiceLinks: true"]] },
     expect: "enableServiceLinks must be false" },
+  { name: "snapshot folder not mounted", edit: { "kubernetes/memory/deployment.yaml": [["mountPath: /var/lib/sluice", "mountPath: /var/lib/sluice2"]] },
+    expect: "no volume mounted at /var/lib/sluice (MEMORY_SNAPSHOT_FILE's folder)" },
   { name: "rules mounted elsewhere", edit: { "kubernetes/memory/deployment.yaml": [["mountPath: /data/ratelimit/config", "mountPath: /data/ratelimit/rules"]] },
     expect: "no volume mounted at /data/ratelimit/config" },
   { name: "rules without a domain", edit: { "kubernetes/memory/configmap.yaml": [["domain: example", "domian: example"]] },

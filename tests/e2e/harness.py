@@ -618,6 +618,9 @@ class Sluice:
     def start(self, wait_ready=True):
         for attempt in range(3):
             self.http_port, self.grpc_port, self.debug_port = free_ports(3)
+            for f in (self._stderr, self._stdout):  # a restart: the last run's logs are replaced
+                if f is not None:
+                    f.close()
             self._stderr = open(os.path.join(self.tmp, 'stderr.log'), 'w+b')
             self._stdout = open(os.path.join(self.tmp, 'stdout.log'), 'w+b')
             self.proc = spawn([SLUICE_BIN], self.env(), self._stdout, self._stderr)
