@@ -149,7 +149,7 @@ class BadFiles(SnapshotCase):
     def test_corrupt_truncated_and_other_version_files_start_empty_with_one_warning(self):
         body = b'SLUICEMS' + struct.pack('<Iqq', 1, int(time.time()), 1)
         key = b'snap_fixed_v_%d' % (int(time.time()) // 3600 * 3600)
-        body += struct.pack('<I', len(key)) + key + struct.pack('<Qq', 5, int(time.time()) + 3600)
+        body += b'\x00' + struct.pack('<I', len(key)) + key + struct.pack('<Qq', 5, int(time.time()) + 3600)
         good = body + struct.pack('<I', zlib.crc32(body))
         other = good.replace(b'SLUICEMS\x01', b'SLUICEMS\x07', 1)
         other = other[:-4] + struct.pack('<I', zlib.crc32(other[:-4]))

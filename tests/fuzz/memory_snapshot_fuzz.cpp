@@ -26,10 +26,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
   snapshot_encoder again;
   std::size_t visited = 0;
-  const auto error = read_snapshot(bytes, [&](std::string_view key, std::uint64_t value, std::int64_t expires_at) {
-    ++visited;
-    check(again.add(key, value, expires_at));
-  });
+  const auto error = read_snapshot(
+      bytes,
+      [&](std::string_view key, std::uint64_t value, std::int64_t expires_at) {
+        ++visited;
+        check(again.add(key, value, expires_at));
+      },
+      [&](std::string_view key, const sluice::ratelimit::limiter::lease_slices& slices, std::int64_t expires_at) {
+        ++visited;
+        check(again.add_leases(key, slices, expires_at));
+      });
   if (error) {
     check(visited == 0 && !error->empty());
     return 0;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "core/env.hpp"
 #include "core/strings.hpp"
 #include "ratelimit/config/calendar.hpp"
 #include "ratelimit/config/yaml_fields.hpp"
@@ -21,6 +22,32 @@ std::string lower_unit(unit u) {
   return core::ascii_lower(unit_name(u));
 }
 
+// `lease`, and what a concurrency limit refuses (it counts what is in flight, with no window).
+void load_concurrency_options(const YAML::Node& yaml, rate_limit& limit) {
+  const std::string lease = scalar_string(yaml["lease"], "lease");
+  if (limit.algorithm != algorithm::concurrency) {
+    if (!lease.empty()) throw config_error{"lease is only meaningful with algorithm: concurrency"};
+    return;
+  }
+  if (!lease.empty()) {
+    const auto parsed = core::parse_go_duration(lease);
+    if (!parsed || *parsed < std::chrono::seconds{1} || *parsed > std::chrono::hours{24 * 7}) {
+      throw config_error{
+          core::cat("lease: '", lease, "' is not a duration from 1s to 168h (a Go duration such as 10m)")};
+    }
+    limit.lease_seconds = std::chrono::duration_cast<std::chrono::seconds>(*parsed).count();
+  }
+  const char* refused = yaml["unit_multiplier"]                      ? "unit_multiplier"
+                        : yaml["burst"]                              ? "burst"
+                        : limit.accounting != accounting::admission ? "accounting: usage"
+                        : !limit.time_zone.empty()                   ? "time_zone"
+                                                                     : nullptr;
+  if (refused != nullptr) {
+    throw config_error{core::cat("algorithm concurrency takes no ", refused,
+                                 " (it limits requests in flight; the lease bounds how long one counts)")};
+  }
+}
+
 }  // namespace
 
 std::string_view algorithm_name(algorithm a) {
@@ -29,6 +56,8 @@ std::string_view algorithm_name(algorithm a) {
       return "sliding_window";
     case algorithm::gcra:
       return "gcra";
+    case algorithm::concurrency:
+      return "concurrency";
     case algorithm::fixed_window:
       break;
   }
@@ -41,9 +70,11 @@ void load_limit_options(const YAML::Node& yaml, rate_limit& limit) {
     limit.algorithm = algorithm::sliding_window;
   } else if (name == "gcra") {
     limit.algorithm = algorithm::gcra;
+  } else if (name == "concurrency") {
+    limit.algorithm = algorithm::concurrency;
   } else if (!name.empty() && name != "fixed_window") {
-    throw config_error{
-        core::cat("unknown algorithm '", name, "' (expected fixed_window, sliding_window or gcra)")};
+    throw config_error{core::cat("unknown algorithm '", name,
+                                 "' (expected fixed_window, sliding_window, gcra or concurrency)")};
   }
   if (const auto& m = yaml["unit_multiplier"]; m && !m.IsNull()) {
     limit.unit_multiplier = scalar_uint32(m, "unit_multiplier");
@@ -62,6 +93,7 @@ void load_limit_options(const YAML::Node& yaml, rate_limit& limit) {
     throw config_error{core::cat("unknown accounting '", accounting, "' (expected admission or usage)")};
   }
   limit.time_zone = scalar_string(yaml["time_zone"], "time_zone");
+  load_concurrency_options(yaml, limit);
   if (!limit.time_zone.empty() && (limit.unit == unit::second || limit.unit == unit::minute)) {
     throw config_error{core::cat("time_zone is for units of an hour or more: a ", lower_unit(limit.unit),
                                  " is the same in every zone")};
@@ -112,6 +144,13 @@ void finish_limits(descriptor_node& node) {
     return;
   }
   const auto usage = [](const rate_limit& l) { return l.accounting == accounting::usage; };
+  const auto concurrency = [](const rate_limit& l) { return l.algorithm == algorithm::concurrency; };
+  if (node.count_only_admitted &&
+      (concurrency(*node.limit) || std::ranges::any_of(node.more_limits, concurrency))) {
+    throw config_error{core::cat("rule '", node.stats_key,
+                                 "': count_only_admitted cannot hold back a concurrency limit (a slot is taken or "
+                                 "not on its own); choose one")};
+  }
   if (node.count_only_admitted && (usage(*node.limit) || std::ranges::any_of(node.more_limits, usage))) {
     throw config_error{
         core::cat("rule '", node.stats_key,
@@ -134,7 +173,9 @@ void finish_limits(descriptor_node& node) {
         !several && l.algorithm == algorithm::fixed_window && l.unit_multiplier == 1 && l.zone == nullptr;
     auto algo = algorithm_name(l.algorithm);
     algo = algo.substr(0, algo.find('_'));  // fixed, sliding, gcra
-    if (l.zone != nullptr) {
+    if (l.algorithm == algorithm::concurrency) {
+      l.key_tag = core::cat(l.lease_seconds, "s_concurrency");  // one key for all time, as GCRA's
+    } else if (l.zone != nullptr) {
       // A calendar window: its key carries the window's start (as upstream's) and this tag.
       l.key_tag = core::cat(l.unit_multiplier == 1 ? "" : core::cat(l.unit_multiplier), lower_unit(l.unit),
                             "_", l.time_zone, "_", algo);
@@ -142,10 +183,12 @@ void finish_limits(descriptor_node& node) {
       l.key_tag = core::cat(l.window_seconds(), "s_", algo);
     }
     if (several) {
-      l.stats_suffix = !l.name.empty()          ? l.name
-                       : l.unit_multiplier == 1 ? lower_unit(l.unit)
+      l.stats_suffix = !l.name.empty()                          ? l.name
+                       : l.algorithm == algorithm::concurrency ? std::string("concurrency")
+                       : l.unit_multiplier == 1                 ? lower_unit(l.unit)
                                                 : core::cat(l.unit_multiplier, "_", lower_unit(l.unit));
-      if (l.name.empty() && l.algorithm != algorithm::fixed_window) l.stats_suffix += core::cat("_", algo);
+      if (l.name.empty() && l.algorithm != algorithm::fixed_window && l.algorithm != algorithm::concurrency)
+        l.stats_suffix += core::cat("_", algo);
       if (!suffixes.insert(l.stats_suffix).second) {
         throw config_error{core::cat("rate_limits of '", node.stats_key, "': two limits are named '",
                                      l.stats_suffix, "' in stats (give one a different name)")};
@@ -166,6 +209,12 @@ void bind_stats(descriptor_node& node, stats::store& stats) {
     if (l.unlimited) return;
     const std::string key = limit_stats_key(node, l);
     l.stats = rule_stats::make(stats, key);
+    if (l.algorithm == algorithm::concurrency) {
+      const std::string at = rule_stats::prefix(key);
+      l.stats.acquired = &stats.get_counter(at + "acquired");
+      l.stats.released = &stats.get_counter(at + "released");
+      l.stats.expired_leases = &stats.get_counter(at + "expired_leases");
+    }
     // What a dashboard needs to show utilisation: total_hits per window against these.
     const std::string prefix = rule_stats::prefix(key);
     stats.get_gauge(prefix + "limit").set(l.requests_per_unit);
@@ -184,6 +233,7 @@ std::string describe_options(const rate_limit& l) {
   if (l.burst != 0) out += core::cat(", burst: ", l.burst);
   if (l.accounting == accounting::usage) out += ", accounting: usage";
   if (!l.time_zone.empty()) out += core::cat(", time_zone: ", l.time_zone);
+  if (l.algorithm == algorithm::concurrency) out += core::cat(", lease: ", l.lease_seconds, "s");
   return out;
 }
 

@@ -35,6 +35,10 @@ struct rule_stats {
   stats::counter* within_limit = nullptr;
   stats::counter* shadow_mode = nullptr;
   stats::counter* total_negative_hits = nullptr;  // hits given back (is_negative_hits)
+  // algorithm: concurrency only (null otherwise): slots taken, given back, and freed by their leases' end.
+  stats::counter* acquired = nullptr;
+  stats::counter* released = nullptr;
+  stats::counter* expired_leases = nullptr;
 
   static rule_stats make(stats::store& store, std::string_view stats_key);
   // "ratelimit.service.rate_limit.<stats key, sanitized>.": what a rule's stats are named under.
@@ -44,8 +48,9 @@ struct rule_stats {
   static rule_stats make_bounded(stats::store& store, std::string_view domain, std::string_view stats_key);
 };
 
-// How a limit counts (README "Beyond upstream"). fixed_window is upstream's and the default.
-enum class algorithm : std::uint8_t { fixed_window, sliding_window, gcra };
+// How a limit counts (README "Beyond upstream"). fixed_window is upstream's and the default; concurrency limits
+// what is in flight (limiter/leases.hpp).
+enum class algorithm : std::uint8_t { fixed_window, sliding_window, gcra, concurrency };
 
 std::string_view algorithm_name(algorithm a);
 
@@ -68,6 +73,7 @@ struct rate_limit {
   // windows of fixed length.
   std::string time_zone;
   const date::time_zone* zone = nullptr;
+  std::int64_t lease_seconds = 600;  // concurrency: `lease`, after which an unreleased slot frees itself
   // Empty for a limit counted under upstream's cache key (the only limit of its descriptor, a fixed window of
   // one unit). Otherwise what tells its key and stats apart: "<window>s_<algorithm>" in the key (see
   // limiter/cache_key.hpp), and `stats_suffix` in stats when the descriptor has several limits.
@@ -75,7 +81,10 @@ struct rate_limit {
   std::string stats_suffix;  // "" when the descriptor has a single limit
   rule_stats stats;          // under the node's stats key (+ "." + stats_suffix); unset when unlimited
 
-  std::int64_t window_seconds() const { return unit_seconds(unit) * unit_multiplier; }
+  // A concurrency limit's "window" is its lease (its unit may be left out).
+  std::int64_t window_seconds() const {
+    return algorithm == algorithm::concurrency ? lease_seconds : unit_seconds(unit) * unit_multiplier;
+  }
 };
 
 // GCRA's emission interval in microseconds for `requests` per window of `window_seconds`, rounded up so the

@@ -42,7 +42,7 @@ class rule_set_builder {
 
 namespace {
 
-constexpr std::array<std::string_view, 25> allowed_keys{"domain",
+constexpr std::array<std::string_view, 26> allowed_keys{"domain",
                                                         "key",
                                                         "value",
                                                         "value_regex",
@@ -65,6 +65,7 @@ constexpr std::array<std::string_view, 25> allowed_keys{"domain",
                                                         "burst",
                                                         "accounting",
                                                         "time_zone",
+                                                        "lease",
                                                         "near_limit_ratio",
                                                         "count_only_admitted"};
 constexpr std::array<std::string_view, 2> top_level_keys{"domain", "descriptors"};
@@ -72,9 +73,9 @@ constexpr std::array<std::string_view, 14> descriptor_keys{
     "key",         "value",       "value_regex",      "rate_limit",         "descriptors",
     "shadow_mode", "quota_mode",  "detailed_metric",  "value_to_metric",    "share_threshold",
     "metadata",    "rate_limits", "near_limit_ratio", "count_only_admitted"};
-constexpr std::array<std::string_view, 10> rate_limit_keys{
-    "unit",      "requests_per_unit", "unlimited", "name",       "replaces",
-    "algorithm", "unit_multiplier",   "burst",     "accounting", "time_zone"};
+constexpr std::array<std::string_view, 11> rate_limit_keys{
+    "unit",      "requests_per_unit", "unlimited", "name",       "replaces", "algorithm",
+    "unit_multiplier",   "burst",     "accounting", "time_zone", "lease"};
 constexpr std::array<std::string_view, 1> replaces_keys{"name"};
 
 // upstream's second pass: every map key is a known string, lists hold maps, scalars are strings, ints or
@@ -282,11 +283,15 @@ rate_limit rule_set_builder::load_rate_limit(const YAML::Node& yaml) {
   limit.name = scalar_string(yaml["name"], "name");
   std::string unit_text = scalar_string(yaml["unit"], "unit");
   auto parsed = parse_unit(unit_text);
+  // A concurrency limit counts what is in flight, not per unit of time: its unit may be left out.
+  const bool concurrency =
+      yaml["algorithm"] && yaml["algorithm"].IsScalar() && yaml["algorithm"].Scalar() == "concurrency";
   if (limit.unlimited) {
     if (parsed) throw config_error{"should not specify rate limit unit when unlimited"};
-  } else {
-    if (!parsed) throw config_error{core::cat("invalid rate limit unit '", unit_text, "'")};
+  } else if (parsed) {
     limit.unit = *parsed;
+  } else if (!concurrency || !unit_text.empty()) {
+    throw config_error{core::cat("invalid rate limit unit '", unit_text, "'")};
   }
   load_limit_options(yaml, limit);
   expect_list(yaml["replaces"], "replaces");

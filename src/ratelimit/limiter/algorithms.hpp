@@ -51,9 +51,14 @@ inline std::uint64_t sliding_weighted_previous(std::uint64_t previous, const cou
                 static_cast<double>(window_us)));
 }
 
-// A usage check (0 hits) is judged as one hit would be.
+// A usage check (0 hits) is judged as one hit would be; so is a concurrency check (is a slot free?).
 inline std::uint64_t judged_hits(const counter_op& op) {
-  return op.usage && op.increment == 0 ? 1 : 0;
+  return (op.usage || op.kind == op_kind::concurrency) && op.increment == 0 ? 1 : 0;
+}
+
+// The ops batched counting (REDIS_SYNC_INTERVAL) sends to Redis as they come: it keeps no view of them.
+inline bool decided_in_store(const counter_op& op) {
+  return op.kind == op_kind::gcra || op.kind == op_kind::concurrency;
 }
 
 // Whether a GCRA op admitted, from the arrival time it left (or would have left).

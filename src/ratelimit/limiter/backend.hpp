@@ -19,6 +19,9 @@ enum class op_kind : std::uint8_t {
   count,    // a counter (fixed windows): INCRBY and EXPIRE, whatever the decision (upstream's counting)
   sliding,  // the current window's counter, judged with the previous window's; counts only what it admits
   gcra,     // a theoretical arrival time in microseconds, moved on only when the op admits
+  // leases in flight per slice of time (leases.hpp): an acquisition when it admits, a release (refund) from the
+  // newest slices
+  concurrency,
 };
 
 struct counter_op {
@@ -39,11 +42,12 @@ struct counter_op {
   // The rest is for sliding and GCRA ops, and for every op of an all-or-nothing batch.
   std::string_view previous_key;  // sliding: the previous window's counter
   std::uint64_t limit = 0;        // count, sliding: the most the count may reach
-  std::int64_t window_us = 0;     // sliding: the window's length; gcra: the emission interval
+  // sliding: the window's length; gcra: the emission interval; concurrency: a slice's length (leases.hpp)
+  std::int64_t window_us = 0;
   // sliding: when the window began, for a calendar window (config/calendar.hpp); 0 for an epoch-aligned one,
   // which began at now − now % window.
   std::int64_t window_start_us = 0;
-  std::int64_t tolerance_us = 0;  // gcra: burst × emission interval
+  std::int64_t tolerance_us = 0;  // gcra: burst × emission interval; concurrency: the slices a lease spans
   std::int64_t now_us = 0;        // the decision's time
   // All-or-nothing batches apply when the request is admitted, which is what `role` says of this op's
   // admission: see op_role.
@@ -66,6 +70,10 @@ struct op_result {
   std::uint64_t value = 0;
   std::uint64_t previous = 0;  // sliding: the previous window's count
   std::uint64_t before = 0;    // the counter before the op (Redis scripts: to undo what a refund gave back)
+  // concurrency: `value` and `before` are the slots held after and before; these, the acquisitions whose
+  // leases ended (dropped by this op) and when the oldest lease still held ends (µs; 0: none).
+  std::uint64_t expired = 0;
+  std::int64_t oldest_end_us = 0;
 };
 
 enum class batch_mode : std::uint8_t {

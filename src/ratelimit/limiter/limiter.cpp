@@ -8,6 +8,7 @@
 #include "ratelimit/config/calendar.hpp"
 #include "ratelimit/limiter/algorithms.hpp"
 #include "ratelimit/limiter/cache_key.hpp"
+#include "ratelimit/limiter/leases.hpp"
 
 namespace sluice::ratelimit::limiter {
 
@@ -21,6 +22,7 @@ std::uint32_t random_jitter(std::uint32_t max_exclusive) {
 constexpr std::int64_t micros_per_second = 1'000'000;
 
 std::int64_t window_seconds(const applied_limit& l) {
+  if (l.algorithm == config::algorithm::concurrency) return l.lease_seconds;
   return config::unit_seconds(l.unit) * l.unit_multiplier;
 }
 
@@ -51,7 +53,8 @@ applied_limit applied_limit::of_rule(const config::rate_limit& rule, const confi
           rule.key_tag,
           node.near_limit_ratio.value_or(-1),
           rule.accounting == config::accounting::usage,
-          rule.zone};
+          rule.zone,
+          rule.lease_seconds};
 }
 
 // One limit's verdict, in the terms the stats and the status need.
@@ -150,6 +153,16 @@ void limiter::prepare(work& w) {
           op.window_us = config::gcra_interval_us(window, limit.requests_per_unit);
           op.tolerance_us = static_cast<std::int64_t>(gcra_burst(limit)) * op.window_us;
           break;
+        case config::algorithm::concurrency: {
+          build_tagged_key(lw.cache_key, parts, std::nullopt, limit.key_tag);
+          op.kind = op_kind::concurrency;
+          const auto timing = lease_timing_of(limit.lease_seconds);
+          op.window_us = timing.slice_us;
+          op.tolerance_us = timing.slices;
+          // The key outlives the newest slice's lease (the store sets it from that slice).
+          ttl = static_cast<std::uint32_t>((timing.slices + 2) * timing.slice_us / micros_per_second);
+          break;
+        }
       }
       op.key = lw.cache_key;
       // A refund goes to the store even for a key the local cache holds: it may bring the key back under; so
@@ -264,6 +277,14 @@ limiter::outcome limiter::judge(const work& w, const descriptor_work& item, cons
   }
   const auto& op = w.ops[lw.op];
   const auto& result = w.values[lw.op];
+  if (op.kind == op_kind::concurrency) {
+    // Slots held: the status's reset is when the oldest lease held ends, should no release come first.
+    o.after = result.value;
+    o.over = !item.negative && !admits(op, result);
+    if (!o.over) o.remaining = clamp32(o.capacity - std::min(o.capacity, o.after));
+    o.reset_seconds = result.oldest_end_us > 0 ? ceil_seconds(result.oldest_end_us - w.now_us) : limit.lease_seconds;
+    return o;
+  }
   if (op.kind == op_kind::gcra) {
     o.capacity = gcra_burst(limit);
     const auto tat = static_cast<std::int64_t>(result.value);
@@ -317,6 +338,22 @@ void limiter::count_stats(const descriptor_work& item, const limit_work& lw, con
   }
 }
 
+// A concurrency limit's slots taken, given back and freed by their leases (rule_stats: acquired, released,
+// expired_leases).
+void limiter::count_leases(const work& w, const descriptor_work& item, const limit_work& lw, bool applied_nothing) {
+  const auto& stats = lw.limit.stats;
+  if (stats.acquired == nullptr) return;  // (statistics of a request's own key: detailed_metric)
+  const auto& op = w.ops[lw.op];
+  const auto& r = w.values[lw.op];
+  stats.expired_leases->add(r.expired);
+  if (applied_nothing) return;
+  if (item.negative) {
+    stats.released->add(r.before - std::min(r.before, r.value));
+  } else if (admits(op, r)) {
+    stats.acquired->add(item.hits);
+  }
+}
+
 void limiter::finish(work& w, std::span<response_status*> statuses) {
   using code = envoy::service::ratelimit::v3::RateLimitResponse;
   // An all-or-nothing batch whose verdict refused applied nothing: the limits that were within still have the
@@ -347,6 +384,7 @@ void limiter::finish(work& w, std::span<response_status*> statuses) {
     for (std::size_t k = 0; k < item.limits.size(); ++k) {
       const auto& lw = item.limits[k];
       const outcome o = judge(w, item, lw);
+      if (lw.op != SIZE_MAX && w.ops[lw.op].kind == op_kind::concurrency) count_leases(w, item, lw, applied_nothing);
       if (item.negative) {
         if (!o.over && o.after < o.capacity && lw.op != SIZE_MAX) local_cache_.erase(lw.cache_key);
       } else {

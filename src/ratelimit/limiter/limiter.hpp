@@ -44,6 +44,7 @@ struct applied_limit {
   double near_limit_ratio = -1;           // negative: NEAR_LIMIT_RATIO
   bool usage = false;                     // accounting: usage (backend.hpp, counter_op::usage)
   const date::time_zone* zone = nullptr;  // time_zone: calendar windows (config/calendar.hpp)
+  std::int64_t lease_seconds = 0;         // concurrency: `lease` (leases.hpp)
 
   // A configured rule's limit, counted under `stats`.
   static applied_limit of_rule(const config::rate_limit& rule, const config::descriptor_node& node,
@@ -109,6 +110,7 @@ class limiter {
   void count_stats(const descriptor_work& item, const limit_work& lw, const outcome& o);
   std::uint64_t near_threshold(const applied_limit& limit, std::uint64_t capacity) const;
   config::calendar_window calendar_window_of(const applied_limit& limit, std::int64_t now);
+  void count_leases(const work& w, const descriptor_work& item, const limit_work& lw, bool applied_nothing);
 
   settings settings_;
   const core::clock& clock_;

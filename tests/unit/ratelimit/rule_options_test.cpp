@@ -27,7 +27,7 @@ std::string load_error(const std::string& descriptor) {
 
 TEST_CASE("bad new keys are refused with a message that names them") {
   CHECK(load_error("    rate_limit: {unit: second, requests_per_unit: 5, algorithm: leaky}\n") ==
-        "rules.yaml: unknown algorithm 'leaky' (expected fixed_window, sliding_window or gcra)");
+        "rules.yaml: unknown algorithm 'leaky' (expected fixed_window, sliding_window, gcra or concurrency)");
   CHECK(load_error("    rate_limit: {unit: second, requests_per_unit: 5, burst: 3}\n") ==
         "rules.yaml: burst is only meaningful with algorithm: gcra");
   CHECK(load_error(

@@ -152,7 +152,7 @@ TEST_CASE("bad files are refused whole, each with its reason") {
   reseal(counted);
   CHECK(error_of(counted) == "truncated at entry 2 of 3");
   std::string long_key = good;
-  put_u32(long_key, 28, (1u << 20) + 1);
+  put_u32(long_key, 29, (1u << 20) + 1);
   reseal(long_key);
   CHECK(error_of(long_key) == "entry 0 has a key of 1048577 bytes");
 }

@@ -213,6 +213,8 @@ void memcache_backend::increment(std::span<const limiter::counter_op> ops,
   if (mode != limiter::batch_mode::independent && !ops.empty()) return refuse("count_only_admitted");
   if (std::ranges::any_of(ops, [](const auto& op) { return op.kind == limiter::op_kind::gcra; }))
     return refuse("algorithm gcra");
+  if (std::ranges::any_of(ops, [](const auto& op) { return op.kind == limiter::op_kind::concurrency; }))
+    return refuse("algorithm concurrency");
   run(true, ops, results, done);
 }
 

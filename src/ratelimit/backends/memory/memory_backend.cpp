@@ -27,7 +27,56 @@ std::string_view compact_key::view() const {
 }  // namespace detail
 
 memory_backend::memory_backend(const core::clock& clock, std::size_t max_counters)
-    : clock_(clock), max_counters_(max_counters), shards_(std::make_unique<shard[]>(shard_count)) {}
+    : clock_(clock),
+      max_counters_(max_counters),
+      shards_(std::make_unique<shard[]>(shard_count)),
+      lease_shards_(std::make_unique<lease_shard[]>(lease_shard_count)) {}
+
+bool memory_backend::apply_lease(const limiter::counter_op& op, limiter::op_result& out, std::int64_t now) {
+  auto& s = lease_shard_for(op.key);
+  std::lock_guard lock(s.mutex);
+  auto it = s.leases.find(op.key);
+  if (it != s.leases.end() && it->second.expires_at <= now) it->second.slices.clear();
+  limiter::lease_slices none;
+  auto& slices = it != s.leases.end() ? it->second.slices : none;
+  const limiter::lease_timing timing{op.window_us, op.tolerance_us};
+  const auto r = limiter::apply_lease_op(slices, timing, op.now_us, op.increment, op.refund, op.limit);
+  out.value = r.value;
+  out.before = r.before;
+  out.expired = r.expired;
+  out.oldest_end_us = r.oldest_end_us;
+  if (slices.empty()) {
+    if (it != s.leases.end()) {
+      s.leases.erase(it);
+      live_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    return true;
+  }
+  // Gone with the newest slice's lease, a second after it ends.
+  const std::int64_t expires_at = (slices.back().first + timing.slices + 1) * timing.slice_us / 1'000'000 + 1;
+  if (it != s.leases.end()) {
+    it->second.expires_at = expires_at;
+    return true;
+  }
+  if (live_.load(std::memory_order_relaxed) >= max_counters_) {
+    out = {};
+    return false;
+  }
+  s.leases.emplace(detail::compact_key(op.key), detail::lease_entry{std::move(slices), expires_at});
+  live_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+std::size_t memory_backend::sweep_leases(std::int64_t now) {
+  std::size_t removed = 0;
+  for (std::size_t i = 0; i < lease_shard_count; ++i) {
+    auto& s = lease_shards_[i];
+    std::lock_guard lock(s.mutex);
+    removed += boost::unordered::erase_if(s.leases, [now](const auto& kv) { return kv.second.expires_at <= now; });
+  }
+  live_.fetch_sub(removed, std::memory_order_relaxed);
+  return removed;
+}
 
 std::size_t memory_backend::reclaim_locked(shard& s, std::int64_t now) {
   const std::size_t removed =
@@ -91,6 +140,13 @@ void memory_backend::increment_each(std::span<const limiter::counter_op> ops,
   bool retried = false;
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const auto& op = ops[i];
+    if (op.kind == limiter::op_kind::concurrency) {
+      if (apply_lease(op, results[i], now)) continue;
+      if (retried || !reclaim_everywhere(now)) return fail_full(done);
+      retried = true;
+      --i;
+      continue;
+    }
     // The previous window no longer changes: it is read on its own, before the current one is locked.
     std::uint64_t previous = 0;
     if (op.kind == limiter::op_kind::sliding) {
@@ -119,6 +175,13 @@ void memory_backend::increment_each(std::span<const limiter::counter_op> ops,
 void memory_backend::increment_together(std::span<const limiter::counter_op> ops,
                                         std::span<limiter::op_result> results, limiter::completion& done,
                                         limiter::batch_mode mode) {
+  if (std::ranges::any_of(ops, [](const auto& op) { return op.kind == limiter::op_kind::concurrency; })) {
+    const limiter::backend_error error{
+        "algorithm concurrency cannot be counted all-or-nothing: a request with a count_only_admitted rule (or "
+        "COUNT_ONLY_ADMITTED=true) matched a concurrency limit",
+        true};
+    return done.complete(&error);
+  }
   const std::int64_t now = clock_.now_seconds();
   // Every shard the batch touches, locked in index order so that two batches cannot wait on each other.
   boost::container::small_vector<std::size_t, 8> indexes;
@@ -182,6 +245,7 @@ void memory_backend::get(std::span<const limiter::counter_op> ops, std::span<lim
                          limiter::completion& done) {
   const std::int64_t now = clock_.now_seconds();
   for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].kind == limiter::op_kind::concurrency) continue;  // read ahead for fixed windows only
     auto& s = shard_for(ops[i].key);
     std::lock_guard lock(s.mutex);
     results[i].value = read_locked(s, ops[i].key, now);
@@ -210,20 +274,38 @@ std::size_t memory_backend::sweep(std::size_t count) {
     std::lock_guard lock(s.mutex);
     removed += reclaim_locked(s, now);
   }
-  return removed;
+  return removed + sweep_leases(now);
 }
 
-void memory_backend::visit_live(
-    std::int64_t now,
-    const std::function<void(std::string_view key, std::uint64_t value, std::int64_t expires_at)>& visit) const {
+void memory_backend::visit_live(std::int64_t now, const counter_visitor& counters,
+                                const lease_visitor& leases) const {
   for (std::size_t i = 0; i < shard_count; ++i) {
     const auto& s = shards_[i];
     if (s.used.load(std::memory_order_relaxed) == 0) continue;
     std::lock_guard lock(s.mutex);
     for (const auto& [key, entry] : s.counters) {
-      if (entry.expires_at > now) visit(key.view(), entry.value, entry.expires_at);
+      if (entry.expires_at > now) counters(key.view(), entry.value, entry.expires_at);
     }
   }
+  if (!leases) return;
+  for (std::size_t i = 0; i < lease_shard_count; ++i) {
+    const auto& s = lease_shards_[i];
+    std::lock_guard lock(s.mutex);
+    for (const auto& [key, entry] : s.leases) {
+      if (entry.expires_at > now) leases(key.view(), entry.slices, entry.expires_at);
+    }
+  }
+}
+
+bool memory_backend::restore_leases(std::string_view key, const limiter::lease_slices& slices,
+                                    std::int64_t expires_at) {
+  auto& s = lease_shard_for(key);
+  std::lock_guard lock(s.mutex);
+  if (slices.empty() || s.leases.contains(key) || live_.load(std::memory_order_relaxed) >= max_counters_)
+    return false;
+  s.leases.emplace(detail::compact_key(key), detail::lease_entry{slices, expires_at});
+  live_.fetch_add(1, std::memory_order_relaxed);
+  return true;
 }
 
 bool memory_backend::restore(std::string_view key, std::uint64_t value, std::int64_t expires_at) {
@@ -242,6 +324,10 @@ std::size_t memory_backend::size() const {
     const auto& s = shards_[i];
     std::lock_guard lock(s.mutex);
     n += s.counters.size();
+  }
+  for (std::size_t i = 0; i < lease_shard_count; ++i) {
+    std::lock_guard lock(lease_shards_[i].mutex);
+    n += lease_shards_[i].leases.size();
   }
   return n;
 }

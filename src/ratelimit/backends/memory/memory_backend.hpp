@@ -8,7 +8,8 @@
 // instead of 1.9-2.0x (scripts/bench contention, BENCHMARKS.md).
 //
 // Sliding windows and GCRA keep their state in the same tables (a GCRA key's value is its arrival time in
-// microseconds). An all-or-nothing batch locks every shard it touches, in index order, applies its ops in
+// microseconds); concurrency limits' leases in tables of their own (few keys: 64 shards), counted against the
+// same bound. They are never part of an all-or-nothing batch (refused). An all-or-nothing batch locks every shard it touches, in index order, applies its ops in
 // turn and undoes them unless the batch's verdict (limiter::batch_verdict) admits.
 //
 // Memory bound: at most `max_counters` live counters (MEMORY_MAX_COUNTERS), counted store-wide (only a new
@@ -29,6 +30,7 @@
 
 #include "core/clock.hpp"
 #include "ratelimit/limiter/backend.hpp"
+#include "ratelimit/limiter/leases.hpp"
 
 namespace sluice::ratelimit::backends::memory {
 
@@ -65,6 +67,12 @@ struct counter_entry {
   std::int64_t expires_at;  // Unix seconds; the counter is gone at or after this time
 };
 
+// A concurrency limit's leases (limiter/leases.hpp), gone with its newest slice's lease.
+struct lease_entry {
+  limiter::lease_slices slices;
+  std::int64_t expires_at;  // Unix seconds
+};
+
 }  // namespace detail
 
 class memory_backend final : public limiter::backend {
@@ -83,13 +91,17 @@ class memory_backend final : public limiter::backend {
   // Live and expired-but-not-yet-swept counters.
   std::size_t size() const;
 
-  // Every counter live at `now` (Unix seconds), a shard at a time under its lock (MEMORY_SNAPSHOT_FILE).
-  void visit_live(std::int64_t now,
-                  const std::function<void(std::string_view key, std::uint64_t value, std::int64_t expires_at)>&
-                      visit) const;
-  // Puts back a counter read from a snapshot, unless the key holds one already or the store is full; whether
-  // it did.
+  // Every counter live at `now` (Unix seconds), a shard at a time under its lock (MEMORY_SNAPSHOT_FILE); then
+  // every concurrency key's leases.
+  using counter_visitor =
+      std::function<void(std::string_view key, std::uint64_t value, std::int64_t expires_at)>;
+  using lease_visitor =
+      std::function<void(std::string_view key, const limiter::lease_slices& slices, std::int64_t expires_at)>;
+  void visit_live(std::int64_t now, const counter_visitor& counters, const lease_visitor& leases = {}) const;
+  // Puts back a counter (or leases) read from a snapshot, unless the key holds one already or the store is
+  // full; whether it did.
   bool restore(std::string_view key, std::uint64_t value, std::int64_t expires_at);
+  bool restore_leases(std::string_view key, const limiter::lease_slices& slices, std::int64_t expires_at);
 
  private:
   using table = boost::unordered_flat_map<detail::compact_key, detail::counter_entry, detail::key_hash,
@@ -108,6 +120,19 @@ class memory_backend final : public limiter::backend {
     bool created;
     detail::counter_entry before;
   };
+
+  static constexpr std::size_t lease_shard_count = 64;
+  struct alignas(64) lease_shard {
+    mutable std::mutex mutex;
+    boost::unordered_flat_map<detail::compact_key, detail::lease_entry, detail::key_hash, detail::key_equal> leases;
+  };
+  lease_shard& lease_shard_for(std::string_view key) {
+    return lease_shards_[detail::key_hash{}(key) % lease_shard_count];
+  }
+  // A concurrency op (limiter/leases.hpp) under its shard's lock; false when it needs a new key and the store is
+  // full.
+  bool apply_lease(const limiter::counter_op& op, limiter::op_result& out, std::int64_t now);
+  std::size_t sweep_leases(std::int64_t now);
 
   shard& shard_for(std::size_t hash) { return shards_[hash % shard_count]; }
   shard& shard_for(std::string_view key) { return shard_for(detail::key_hash{}(key)); }
@@ -137,6 +162,7 @@ class memory_backend final : public limiter::backend {
   alignas(64) std::atomic<std::size_t> next_sweep_{0};
   std::atomic<std::int64_t> last_full_sweep_{0};  // Unix seconds
   std::unique_ptr<shard[]> shards_;               // shard_count of them, on the heap (too large for a stack)
+  std::unique_ptr<lease_shard[]> lease_shards_;   // lease_shard_count
 };
 
 }  // namespace sluice::ratelimit::backends::memory

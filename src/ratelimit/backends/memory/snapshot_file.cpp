@@ -65,9 +65,14 @@ std::optional<std::string> check_snapshot_folder(const std::string& path) {
 snapshot_result write_snapshot(const memory_backend& backend, const std::string& path, std::int64_t now) {
   const auto start = std::chrono::steady_clock::now();
   snapshot_encoder encoder;
-  backend.visit_live(now, [&](std::string_view key, std::uint64_t value, std::int64_t expires_at) {
-    encoder.add(key, value, expires_at);
-  });
+  backend.visit_live(
+      now,
+      [&](std::string_view key, std::uint64_t value, std::int64_t expires_at) {
+        encoder.add(key, value, expires_at);
+      },
+      [&](std::string_view key, const limiter::lease_slices& slices, std::int64_t expires_at) {
+        encoder.add_leases(key, slices, expires_at);
+      });
   const std::size_t counters = encoder.count();
   const std::string bytes = encoder.finish(now);
   const std::string temporary = core::cat(path, ".tmp-", ::getpid());
@@ -103,13 +108,15 @@ restore_outcome restore_snapshot(memory_backend& backend, const std::string& pat
     }
     return out;
   }
-  out.error = read_snapshot(*bytes, [&](std::string_view key, std::uint64_t value, std::int64_t expires_at) {
-    if (expires_at > now && backend.restore(key, value, expires_at)) {
-      ++out.result.counters;
-    } else {
-      ++out.result.dropped;
-    }
-  });
+  const auto tally = [&](bool restored) { ++(restored ? out.result.counters : out.result.dropped); };
+  out.error = read_snapshot(
+      *bytes,
+      [&](std::string_view key, std::uint64_t value, std::int64_t expires_at) {
+        tally(expires_at > now && backend.restore(key, value, expires_at));
+      },
+      [&](std::string_view key, const limiter::lease_slices& slices, std::int64_t expires_at) {
+        tally(expires_at > now && backend.restore_leases(key, slices, expires_at));
+      });
   out.result.milliseconds = since(start);
   return out;
 }

@@ -50,10 +50,27 @@ snapshot_encoder::snapshot_encoder() {
 
 bool snapshot_encoder::add(std::string_view key, std::uint64_t value, std::int64_t expires_at) {
   if (key.size() > max_snapshot_key) return false;
+  out_.push_back(0);
   put<std::uint32_t>(out_, static_cast<std::uint32_t>(key.size()));
   out_.append(key);
   put<std::uint64_t>(out_, value);
   put<std::int64_t>(out_, expires_at);
+  ++count_;
+  return true;
+}
+
+bool snapshot_encoder::add_leases(std::string_view key, const limiter::lease_slices& slices,
+                                  std::int64_t expires_at) {
+  if (key.size() > max_snapshot_key || slices.empty() || slices.size() > max_snapshot_slices) return false;
+  out_.push_back(1);
+  put<std::uint32_t>(out_, static_cast<std::uint32_t>(key.size()));
+  out_.append(key);
+  put<std::int64_t>(out_, expires_at);
+  put<std::uint32_t>(out_, static_cast<std::uint32_t>(slices.size()));
+  for (const auto& [slice, count] : slices) {
+    put<std::int64_t>(out_, slice);
+    put<std::uint64_t>(out_, count);
+  }
   ++count_;
   return true;
 }
@@ -67,7 +84,8 @@ std::string snapshot_encoder::finish(std::int64_t written_at) {
   return std::move(out_);
 }
 
-std::optional<std::string> read_snapshot(std::string_view bytes, const snapshot_visitor& visit) {
+std::optional<std::string> read_snapshot(std::string_view bytes, const snapshot_visitor& visit,
+                                         const snapshot_lease_visitor& leases) {
   if (bytes.size() < magic.size() || bytes.substr(0, magic.size()) != magic)
     return std::string("not a Sluice memory snapshot");
   if (bytes.size() < header_size + 4) return core::cat("truncated (", bytes.size(), " bytes)");
@@ -82,14 +100,33 @@ std::optional<std::string> read_snapshot(std::string_view bytes, const snapshot_
   for (int pass = 0; pass < 2; ++pass) {
     std::size_t at = header_size;
     for (std::uint64_t i = 0; i < count; ++i) {
-      if (body.size() - at < 4) return core::cat("truncated at entry ", i, " of ", count);
-      const auto length = get<std::uint32_t>(body, at);
+      const auto truncated = [&] { return core::cat("truncated at entry ", i, " of ", count); };
+      if (body.size() - at < 5) return truncated();
+      const auto kind = static_cast<unsigned char>(body[at]);
+      if (kind > 1) return core::cat("entry ", i, " is of an unknown kind (", kind, ")");
+      const auto length = get<std::uint32_t>(body, at + 1);
       if (length > max_snapshot_key) return core::cat("entry ", i, " has a key of ", length, " bytes");
-      if (body.size() - at - 4 < std::size_t{length} + 16) return core::cat("truncated at entry ", i, " of ", count);
-      const std::string_view key = body.substr(at + 4, length);
-      at += 4 + length;
-      if (pass == 1) visit(key, get<std::uint64_t>(body, at), get<std::int64_t>(body, at + 8));
-      at += 16;
+      at += 5;
+      if (body.size() - at < std::size_t{length} + (kind == 0 ? 16 : 12)) return truncated();
+      const std::string_view key = body.substr(at, length);
+      at += length;
+      if (kind == 0) {
+        if (pass == 1) visit(key, get<std::uint64_t>(body, at), get<std::int64_t>(body, at + 8));
+        at += 16;
+        continue;
+      }
+      const auto expires_at = get<std::int64_t>(body, at);
+      const auto slices = get<std::uint32_t>(body, at + 8);
+      at += 12;
+      if (slices == 0 || slices > max_snapshot_slices) return core::cat("entry ", i, " has ", slices, " lease slices");
+      if (body.size() - at < std::size_t{slices} * 16) return truncated();
+      limiter::lease_slices held;
+      for (std::uint32_t k = 0; k < slices; ++k, at += 16) {
+        held.emplace_back(get<std::int64_t>(body, at), get<std::uint64_t>(body, at + 8));
+        if (k > 0 && held[k].first <= held[k - 1].first)
+          return core::cat("entry ", i, ": lease slices out of order");
+      }
+      if (pass == 1 && leases) leases(key, held, expires_at);
     }
     if (at != body.size()) return core::cat(body.size() - at, " bytes after the last of ", count, " entries");
   }

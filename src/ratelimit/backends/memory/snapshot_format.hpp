@@ -6,7 +6,10 @@
 //   version               u32, 1
 //   written_at            i64, Unix seconds
 //   count                 u64, entries that follow
-//   count × entry         u32 key length (at most max_snapshot_key), the key, u64 value, i64 expires_at
+//   count × entry         u8 kind, u32 key length (at most max_snapshot_key), the key, then by kind:
+//                         0, a counter: u64 value, i64 expires_at
+//                         1, a concurrency limit's leases: i64 expires_at, u32 slices (1 to max_snapshot_slices),
+//                            each i64 slice number and u64 count (limiter/leases.hpp), in ascending order
 //   crc32                 u32, zlib's CRC-32 of every byte before it
 //
 // Reading checks the whole file before it hands out an entry: a file that is truncated, corrupt or of another
@@ -18,16 +21,20 @@
 #include <string>
 #include <string_view>
 
+#include "ratelimit/limiter/leases.hpp"
+
 namespace sluice::ratelimit::backends::memory {
 
 inline constexpr std::uint32_t snapshot_version = 1;
 inline constexpr std::size_t max_snapshot_key = 1 << 20;
+inline constexpr std::size_t max_snapshot_slices = 64;
 
 class snapshot_encoder {
  public:
   snapshot_encoder();
   // Keys longer than max_snapshot_key are left out (no rule makes one); false then.
   bool add(std::string_view key, std::uint64_t value, std::int64_t expires_at);
+  bool add_leases(std::string_view key, const limiter::lease_slices& slices, std::int64_t expires_at);
   std::uint64_t count() const { return count_; }
   // The whole file; the encoder is spent.
   std::string finish(std::int64_t written_at);
@@ -38,10 +45,13 @@ class snapshot_encoder {
 };
 
 using snapshot_visitor = std::function<void(std::string_view key, std::uint64_t value, std::int64_t expires_at)>;
+using snapshot_lease_visitor =
+    std::function<void(std::string_view key, const limiter::lease_slices& slices, std::int64_t expires_at)>;
 
-// Checks `bytes` as a whole, then calls `visit` for each entry, in file order. Returns why the file cannot be
-// read ("truncated", "not a Sluice memory snapshot", "version 2 (this Sluice reads version 1)", "checksum
-// mismatch", ...), in which case `visit` was never called.
-std::optional<std::string> read_snapshot(std::string_view bytes, const snapshot_visitor& visit);
+// Checks `bytes` as a whole, then calls `visit` (or `leases`) for each entry, in file order. Returns why the file
+// cannot be read ("truncated", "not a Sluice memory snapshot", "version 2 (this Sluice reads version 1)",
+// "checksum mismatch", ...), in which case neither was ever called.
+std::optional<std::string> read_snapshot(std::string_view bytes, const snapshot_visitor& visit,
+                                         const snapshot_lease_visitor& leases = {});
 
 }  // namespace sluice::ratelimit::backends::memory

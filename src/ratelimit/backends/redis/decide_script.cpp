@@ -90,7 +90,7 @@ void push_decide(rd::request& out, std::span<const script_group> groups, bool wh
   args.push_back(number(static_cast<std::int64_t>(specs.size())));
   for (const auto& s : specs) {
     // Usage accounting in upper case.
-    static constexpr std::string_view letters[2][3] = {{"c", "s", "g"}, {"C", "S", "G"}};
+    static constexpr std::string_view letters[2][4] = {{"c", "s", "g", "k"}, {"C", "S", "G", "K"}};
     args.push_back(letters[s.usage ? 1 : 0][static_cast<std::size_t>(s.kind)]);
     args.push_back(number(static_cast<std::int64_t>(s.limit)));
     args.push_back(number(s.window_us));
@@ -126,7 +126,8 @@ void push_decide(rd::request& out, std::span<const script_group> groups, bool wh
       // Hits given back are sent negative.
       const auto hits = static_cast<std::int64_t>(op.increment);
       args.push_back(op.refund && hits == 0 ? "-0" : number(op.refund ? -hits : hits));
-      if (op.kind != limiter::op_kind::gcra) args.push_back(number(op.ttl_seconds));
+      if (op.kind != limiter::op_kind::gcra && op.kind != limiter::op_kind::concurrency)
+        args.push_back(number(op.ttl_seconds));
     }
   }
   out.push(std::span<const std::string_view>(args.data(), args.size()));
@@ -149,6 +150,12 @@ std::optional<bool> read_decide_reply(const rd::value& reply, std::size_t& at,
     auto& r = results[index];
     const auto kind = ops[index].kind;
     if (!next(r.value)) return std::nullopt;
+    if (kind == limiter::op_kind::concurrency) {
+      std::uint64_t oldest = 0;
+      if (!next(r.before) || !next(r.expired) || !next(oldest)) return std::nullopt;
+      r.oldest_end_us = static_cast<std::int64_t>(oldest);
+      continue;
+    }
     if (kind == limiter::op_kind::sliding && !next(r.previous)) return std::nullopt;
     if (kind != limiter::op_kind::gcra && !next(r.before)) return std::nullopt;
   }
@@ -159,8 +166,13 @@ std::optional<bool> read_decide_reply(const rd::value& reply, std::size_t& at,
 std::size_t decide_reply_size(std::span<const limiter::counter_op> ops,
                               std::span<const std::size_t> indexes) {
   std::size_t n = 1;
-  for (auto i : indexes)
-    n += ops[i].kind == limiter::op_kind::gcra ? 1 : ops[i].kind == limiter::op_kind::sliding ? 3 : 2;
+  for (auto i : indexes) {
+    const auto kind = ops[i].kind;
+    n += kind == limiter::op_kind::gcra           ? 1
+         : kind == limiter::op_kind::concurrency ? 4
+         : kind == limiter::op_kind::sliding     ? 3
+                                                  : 2;
+  }
   return n;
 }
 

@@ -59,6 +59,61 @@ local function change(key, value, kind, ttl, refund, now, p)
   dirty_kind[key], dirty_now[key], plain[key] = kind, now, p or false
   if not refund then dirty_ttl[key] = ttl end
 end
+-- A concurrency limit's leases (limiter/leases.hpp): a HASH of slice number -> acquisitions. Slices past the
+-- lease are dropped; a release takes from the newest; an acquisition that would pass the limit takes nothing.
+-- -> slots held after (were it applied), before, expired, when the oldest lease held ends (µs; 0: none).
+local function lease_op(key, now, hits, refund, spec)
+  local limit, slice_us, slices = spec[2], spec[3], spec[4]
+  local now_slice = floor(now / slice_us)
+  local raw = redis.call('HGETALL', key)
+  local held, counts = {}, {}
+  local expired, before = 0, 0
+  for f = 1, #raw, 2 do
+    local s, c = tonumber(raw[f]), tonumber(raw[f + 1])
+    if s < now_slice - slices then
+      expired = expired + c
+      redis.call('HDEL', key, raw[f])
+    else
+      held[#held + 1] = s
+      counts[s] = c
+      before = before + c
+    end
+  end
+  table.sort(held)
+  local value = before
+  if refund then
+    local left = hits
+    for i = #held, 1, -1 do
+      if left == 0 then break end
+      local s = held[i]
+      local take = min(left, counts[s])
+      left = left - take
+      counts[s] = counts[s] - take
+      if counts[s] == 0 then
+        redis.call('HDEL', key, s)
+        table.remove(held, i)
+      else
+        redis.call('HINCRBY', key, s, -take)
+      end
+    end
+    value = before - (hits - left)
+  else
+    value = before + hits
+    local judged = 0
+    if hits == 0 then judged = 1 end
+    if value + judged <= limit and hits > 0 then
+      redis.call('HINCRBY', key, now_slice, hits)
+      if held[#held] ~= now_slice then held[#held + 1] = now_slice end
+    end
+  end
+  if #held == 0 then
+    if #raw > 0 then redis.call('DEL', key) end
+    return value, before, expired, 0
+  end
+  -- Gone a second after its newest slice's lease ends.
+  redis.call('PEXPIRE', key, ceil(((held[#held] + slices + 1) * slice_us - now) / 1000) + 1000)
+  return value, before, expired, (held[1] + slices + 1) * slice_us
+end
 local specs = {}
 local a = 2
 -- A spec: kind, limit, window or interval, tolerance (a sliding window: its start when it is a calendar window,
@@ -131,10 +186,19 @@ while a <= #ARGV do
       if refund then hits = -hits end
       local key = KEYS[k]
       k = k + 1
-      local current = mine and mine[key]
-      if current == nil then current = stored(key, kind) end
+      local current = 0
+      if kind ~= 'k' then
+        current = mine and mine[key]
+        if current == nil then current = stored(key, kind) end
+      end
       local value, ok, ttl, p = 0, true, nil, nil
-      if kind == 'g' then
+      if kind == 'k' then
+        if not each then error('a concurrency limit in an all-or-nothing group') end
+        local before, expired, oldest
+        value, before, expired, oldest = lease_op(key, now, refund and -hits or hits, refund, spec)
+        n = n + 4
+        reply[n - 3], reply[n - 2], reply[n - 1], reply[n] = value, before, expired, oldest
+      elseif kind == 'g' then
         ttl = spec[4]
         local tat = max(current, now)
         if refund then
@@ -180,7 +244,7 @@ while a <= #ARGV do
         reply[n] = current
       end
       -- Fixed-window counters and usage count every hit; the others change only when they admit.
-      local applies = ok or kind == 'c' or usage
+      local applies = (ok or kind == 'c' or usage) and kind ~= 'k'  -- (leases are written by lease_op)
       if each then
         if applies then change(key, value, kind, ttl, refund, now, p) end
       else

@@ -123,8 +123,7 @@ void synced_backend::increment(std::span<const limiter::counter_op> ops,
   if (mode != limiter::batch_mode::independent) {
     return exact_.increment(ops, results, *new passthrough(*this, done, ops, results, mode), mode);
   }
-  const auto gcra = [](const limiter::counter_op& op) { return op.kind == limiter::op_kind::gcra; };
-  if (std::ranges::all_of(ops, gcra)) return exact_.increment(ops, results, done, mode);
+  if (std::ranges::all_of(ops, limiter::decided_in_store)) return exact_.increment(ops, results, done, mode);
   const std::int64_t now = clock_.now_micros();
   deferred* request = nullptr;
   exact_call* reads = nullptr;   // counters to read, and ops without room in the table
@@ -136,7 +135,7 @@ void synced_backend::increment(std::span<const limiter::counter_op> ops,
   };
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const auto& op = ops[i];
-    if (op.kind == limiter::op_kind::gcra) {
+    if (limiter::decided_in_store(op)) {
       call(direct, false)->add(i, nullptr);
       continue;
     }
@@ -176,7 +175,7 @@ void synced_backend::get(std::span<const limiter::counter_op> ops, std::span<lim
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const auto& op = ops[i];
     auto* counter =
-        op.kind == limiter::op_kind::gcra ? nullptr : counters_.usable(op, now, state_for(op).failing);
+        limiter::decided_in_store(op) ? nullptr : counters_.usable(op, now, state_for(op).failing);
     if (counter != nullptr) {
       results[i].value = counter->view();
       results[i].previous = counter->previous;
@@ -251,9 +250,8 @@ void synced_backend::on_exact(exact_call& call, const limiter::backend_error* er
       redis_failed(store_for(op.per_second), error->message);
     }
   }
-  const bool gcra =
-      std::ranges::any_of(call.ops, [](const auto& op) { return op.kind == limiter::op_kind::gcra; });
-  if (error != nullptr && (!outage || !call.fallback || gcra)) request.fail(*error);
+  const bool in_store = std::ranges::any_of(call.ops, limiter::decided_in_store);
+  if (error != nullptr && (!outage || !call.fallback || in_store)) request.fail(*error);
   // Every woken op is decided before any decision completes: a completion may start another decision here.
   for (std::size_t k = 0; k < woken.size(); ++k) {
     const auto& w = woken[k];

@@ -122,7 +122,7 @@ void synced_counters::add_applied(std::span<const limiter::counter_op> ops,
   const bool applied = evaluated_only ? false : verdict.applies();
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const auto& op = ops[i];
-    if (op.kind == limiter::op_kind::gcra || !(applied || op.usage) ||
+    if (limiter::decided_in_store(op) || !(applied || op.usage) ||
         !limiter::applies(op, limiter::admits(op, results[i])))
       continue;
     auto it = table_.find(op.key);

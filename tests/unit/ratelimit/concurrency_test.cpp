@@ -1,0 +1,161 @@
+// algorithm: concurrency on the memory backend against a fake clock: slots taken and given back, a refused
+// acquisition takes nothing, checks of 0 hits, leases that free lost slots (never early), releases from the
+// newest slices, its stats, and what it refuses.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "ratelimit/backends/memory/snapshot_file.hpp"
+#include "service_fixture.hpp"
+
+using namespace sluice;
+using namespace sluice::ratelimit;
+using test::make_request;
+using test::service_fixture;
+using code = test::rls_response;
+
+namespace {
+
+constexpr std::int64_t second = 1'000'000;
+constexpr std::int64_t start = 1'800'000'000 * second;
+
+const char* const rules = R"(domain: ai
+descriptors:
+  - key: model
+    rate_limit: {requests_per_unit: 3, algorithm: concurrency, lease: 10s}
+  - key: tenant
+    rate_limit: {unit: second, requests_per_unit: 2, algorithm: concurrency}
+)";
+
+struct answer {
+  code::Code status;
+  std::uint32_t remaining;
+  std::int64_t reset;
+};
+
+answer send(service_fixture& f, std::uint64_t hits, bool release = false, const char* key = "model") {
+  auto req = make_request("ai", {{{key, "m"}}});
+  req.mutable_descriptors(0)->mutable_hits_addend()->set_value(hits);
+  req.mutable_descriptors(0)->set_is_negative_hits(release);
+  const auto r = f.decide(req);
+  return {r.statuses(0).code(), r.statuses(0).limit_remaining(), r.statuses(0).duration_until_reset().seconds()};
+}
+
+std::uint64_t stat(service_fixture& f, const char* name) {
+  return f.counter(std::string("ratelimit.service.rate_limit.ai.model.") + name);
+}
+
+}  // namespace
+
+TEST_CASE("slots are taken up to the limit; a refused acquisition takes nothing; a release frees one") {
+  service_fixture f(rules);
+  f.clock.set_micros(start);
+  CHECK(send(f, 0).remaining == 3);
+  CHECK(send(f, 1).remaining == 2);
+  CHECK(send(f, 2).remaining == 0);
+  const auto full = send(f, 1);
+  CHECK(full.status == code::OVER_LIMIT);
+  CHECK(send(f, 0).status == code::OVER_LIMIT);  // a check: no slot free
+  CHECK(send(f, 1, true).status == code::OK);    // a request ends
+  const auto one = send(f, 0);
+  CHECK(one.status == code::OK);
+  CHECK(one.remaining == 1);  // the refused acquisition took nothing
+  CHECK(send(f, 5, true).remaining == 3);  // more given back than held: all, never below 0
+  CHECK(stat(f, "acquired") == 3);
+  CHECK(stat(f, "released") == 3);
+  CHECK(stat(f, "expired_leases") == 0);
+  CHECK(f.counter("ratelimit.service.rate_limit.ai.model.over_limit") == 1);
+}
+
+TEST_CASE("a lost release frees its slot once its lease ends, never before; the reset says when") {
+  service_fixture f(rules);
+  // lease 10 s: slices of 1 s, 10 of them. An acquisition at 0.5 s counts until 11 s.
+  f.clock.set_micros(start + second / 2);
+  send(f, 3);
+  const auto full = send(f, 0);
+  CHECK(full.status == code::OVER_LIMIT);
+  CHECK(full.reset == 11);  // when the oldest lease held ends
+  f.clock.set_micros(start + 10 * second + second / 2);  // the lease (10 s) has passed: still held, within a slice
+  CHECK(send(f, 0).status == code::OVER_LIMIT);
+  f.clock.set_micros(start + 11 * second);
+  CHECK(send(f, 0).remaining == 3);
+  CHECK(stat(f, "expired_leases") == 3);
+  // The default lease is 10 minutes: slices of 38 s (600 / 16, rounded up), 16 of them.
+  f.clock.set_micros(start);
+  CHECK(send(f, 1, false, "tenant").remaining == 1);
+  f.clock.set_micros(start + 607 * second);
+  CHECK(send(f, 0, false, "tenant").remaining == 1);
+  f.clock.set_micros(start + 646 * second);
+  CHECK(send(f, 0, false, "tenant").remaining == 2);
+}
+
+TEST_CASE("releases take the newest slots, so a lost one is the one that expires") {
+  service_fixture f(rules);
+  f.clock.set_micros(start);
+  send(f, 1);  // lost: its release never comes
+  for (int i = 1; i <= 9; ++i) {
+    f.clock.set_micros(start + i * second);
+    send(f, 1);
+    send(f, 1, true);
+  }
+  f.clock.set_micros(start + 11 * second);  // the lost slot's lease has ended; the others were all given back
+  CHECK(send(f, 0).remaining == 3);
+  CHECK(stat(f, "expired_leases") == 1);
+}
+
+TEST_CASE("concurrency: its key, and a snapshot that brings its leases back") {
+  service_fixture f(rules);
+  f.clock.set_micros(start);
+  send(f, 2);
+  std::size_t seen = 0;
+  f.backend.visit_live(
+      f.clock.now_seconds(), [](std::string_view, std::uint64_t, std::int64_t) { FAIL("no counter"); },
+      [&](std::string_view key, const limiter::lease_slices& slices, std::int64_t) {
+        CHECK(key == "{ai_model_m_}10s_concurrency");
+        CHECK(slices.size() == 1);
+        CHECK(slices[0].second == 2);
+        ++seen;
+      });
+  CHECK(seen == 1);
+  const std::string file = "/tmp/sluice-concurrency-" + std::to_string(::getpid()) + ".bin";
+  backends::memory::write_snapshot(f.backend, file, f.clock.now_seconds());
+  service_fixture g(rules);
+  g.clock.set_micros(start + second);
+  CHECK(backends::memory::restore_snapshot(g.backend, file, g.clock.now_seconds()).result.counters == 1);
+  std::remove(file.c_str());
+  CHECK(send(g, 0).remaining == 1);
+}
+
+TEST_CASE("concurrency: what it refuses at load, and in an all-or-nothing request") {
+  auto error = [](const std::string& rule) {
+    stats::store stats;
+    std::vector<config::config_file> files{{"c.yaml", "domain: ai\ndescriptors:\n  - key: k\n" + rule}};
+    auto r = config::load_rules(files, false, stats);
+    return r.rules ? "" : r.error;
+  };
+  CHECK(error("    rate_limit: {requests_per_unit: 3, algorithm: concurrency, lease: 1m}\n").empty());
+  CHECK(error("    rate_limit: {unit: hour, requests_per_unit: 3, algorithm: concurrency}\n").empty());
+  CHECK(error("    rate_limit: {requests_per_unit: 3}\n") == "c.yaml: invalid rate limit unit ''");
+  CHECK(error("    rate_limit: {requests_per_unit: 3, algorithm: concurrency, lease: soon}\n") ==
+        "c.yaml: lease: 'soon' is not a duration from 1s to 168h (a Go duration such as 10m)");
+  CHECK(error("    rate_limit: {requests_per_unit: 3, algorithm: concurrency, lease: 500ms}\n") ==
+        "c.yaml: lease: '500ms' is not a duration from 1s to 168h (a Go duration such as 10m)");
+  CHECK(error("    rate_limit: {unit: hour, requests_per_unit: 3, lease: 1m}\n") ==
+        "c.yaml: lease is only meaningful with algorithm: concurrency");
+  CHECK(error("    rate_limit: {unit: hour, unit_multiplier: 2, requests_per_unit: 3, algorithm: concurrency}\n") ==
+        "c.yaml: algorithm concurrency takes no unit_multiplier (it limits requests in flight; the lease bounds "
+        "how long one counts)");
+  CHECK(error("    rate_limit: {requests_per_unit: 3, algorithm: concurrency, accounting: usage}\n") ==
+        "c.yaml: algorithm concurrency takes no accounting: usage (it limits requests in flight; the lease bounds "
+        "how long one counts)");
+  CHECK(error("    count_only_admitted: true\n    rate_limit: {requests_per_unit: 3, algorithm: concurrency}\n") ==
+        "c.yaml: rule 'ai.k': count_only_admitted cannot hold back a concurrency limit (a slot is taken or not on "
+        "its own); choose one");
+
+  service::settings ss;
+  ss.count_only_admitted = true;
+  service_fixture f(rules, {}, ss);
+  const auto [response, failure] = f.try_decide(make_request("ai", {{{"model", "m"}}}));
+  REQUIRE(failure);
+  CHECK(failure->find("algorithm concurrency cannot be counted all-or-nothing") != std::string::npos);
+}
