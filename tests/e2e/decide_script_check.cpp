@@ -197,6 +197,17 @@ int main(int argc, char** argv) {
         // Usage keys apart ("u"), as a rule's limit has one accounting.
         op.usage = pick(3) == 0;
         const auto n = std::to_string(pick(3)) + (op.usage ? "u" : "");
+        // Concurrency limits in independent groups only (an all-or-nothing one is refused before the script).
+        if (mode == batch_mode::independent && !op.usage && pick(5) == 0) {
+          op.kind = op_kind::concurrency;
+          op.limit = n[0] == '1' ? 5 : 3;
+          op.window_us = 1'000'000;  // slices of a second, a lease of two
+          op.tolerance_us = 2;
+          keys.push_back(prefix + "k" + n);
+          op.key = keys.back();
+          ops.push_back(op);
+          continue;
+        }
         switch (pick(3)) {
           case 0:
             op.kind = op_kind::count;
@@ -335,7 +346,10 @@ int main(int argc, char** argv) {
       for (auto i : indexes[k]) {
         const bool previous_differs =
             ops[i].kind == op_kind::sliding && got[i].previous != expected[i].previous;
-        if (got[i].value != expected[i].value || previous_differs) {
+        const bool leases_differ = ops[i].kind == op_kind::concurrency &&
+                                   (got[i].before != expected[i].before || got[i].expired != expected[i].expired ||
+                                    got[i].oldest_end_us != expected[i].oldest_end_us);
+        if (got[i].value != expected[i].value || previous_differs || leases_differ) {
           std::cerr << where(i) << (plain ? " [plain]" : "") << (hot ? " [hot]" : "") << ": Redis "
                     << got[i].value << "/" << got[i].previous << ", memory " << expected[i].value << "/"
                     << expected[i].previous << "\n";
@@ -362,6 +376,14 @@ int main(int argc, char** argv) {
 
     // What each store holds now (an arrival time already past means the same as none).
     for (const auto& key : keys) {
+      // A concurrency key is a HASH: its op results above are what is compared (and its TTL here).
+      if (key.find("_k") != std::string::npos) {
+        if (command({"PTTL", key}).integer == -1) {
+          std::cerr << "round " << round << ": concurrency key " << key << " has no TTL\n";
+          return 1;
+        }
+        continue;
+      }
       counter_op probe;
       probe.key = key;
       op_result held;

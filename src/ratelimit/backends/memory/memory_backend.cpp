@@ -32,11 +32,11 @@ memory_backend::memory_backend(const core::clock& clock, std::size_t max_counter
       shards_(std::make_unique<shard[]>(shard_count)),
       lease_shards_(std::make_unique<lease_shard[]>(lease_shard_count)) {}
 
-bool memory_backend::apply_lease(const limiter::counter_op& op, limiter::op_result& out, std::int64_t now) {
+bool memory_backend::apply_lease(const limiter::counter_op& op, limiter::op_result& out) {
+  // (An entry past its expiry, not swept yet, holds only slices past their leases: apply_lease_op drops them.)
   auto& s = lease_shard_for(op.key);
   std::lock_guard lock(s.mutex);
   auto it = s.leases.find(op.key);
-  if (it != s.leases.end() && it->second.expires_at <= now) it->second.slices.clear();
   limiter::lease_slices none;
   auto& slices = it != s.leases.end() ? it->second.slices : none;
   const limiter::lease_timing timing{op.window_us, op.tolerance_us};
@@ -141,7 +141,7 @@ void memory_backend::increment_each(std::span<const limiter::counter_op> ops,
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const auto& op = ops[i];
     if (op.kind == limiter::op_kind::concurrency) {
-      if (apply_lease(op, results[i], now)) continue;
+      if (apply_lease(op, results[i])) continue;
       if (retried || !reclaim_everywhere(now)) return fail_full(done);
       retried = true;
       --i;

@@ -131,7 +131,7 @@ class memory_backend final : public limiter::backend {
   }
   // A concurrency op (limiter/leases.hpp) under its shard's lock; false when it needs a new key and the store is
   // full.
-  bool apply_lease(const limiter::counter_op& op, limiter::op_result& out, std::int64_t now);
+  bool apply_lease(const limiter::counter_op& op, limiter::op_result& out);
   std::size_t sweep_leases(std::int64_t now);
 
   shard& shard_for(std::size_t hash) { return shards_[hash % shard_count]; }

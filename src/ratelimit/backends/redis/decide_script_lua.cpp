@@ -195,7 +195,7 @@ while a <= #ARGV do
       if kind == 'k' then
         if not each then error('a concurrency limit in an all-or-nothing group') end
         local before, expired, oldest
-        value, before, expired, oldest = lease_op(key, now, refund and -hits or hits, refund, spec)
+        value, before, expired, oldest = lease_op(key, now, hits, refund, spec)
         n = n + 4
         reply[n - 3], reply[n - 2], reply[n - 1], reply[n] = value, before, expired, oldest
       elseif kind == 'g' then
