@@ -1,7 +1,7 @@
-// scripts/bench snapshot: MEMORY_SNAPSHOT_FILE with a million counters. Fills a memory backend with N counters
-// whose keys look like the bench rule's (fixed windows of one hour), writes the snapshot to FOLDER (temporary
-// file, fsync, rename, fsync of the folder), reads it back into an empty backend, and prints both times and
-// the file's size. Usage: bench_snapshot FOLDER [N]
+// scripts/bench snapshot: MEMORY_SNAPSHOT_FILE with a million counters. Fills a memory backend with N
+// counters whose keys look like the bench rule's (fixed windows of one hour), writes the snapshot to FOLDER
+// (temporary file, fsync, rename, fsync of the folder), reads it back into an empty backend, and prints both
+// times and the file's size. Usage: bench_snapshot FOLDER [N]
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -33,8 +33,8 @@ int main(int argc, char** argv) {
     std::fclose(f);
   }
   std::remove(file.c_str());
-  std::printf("snapshot: wrote %zu counters (%.1f MB) in %.0f ms; read back %zu in %.0f ms%s\n", wrote.counters,
-              static_cast<double>(size) / 1e6, wrote.milliseconds, read.result.counters, read.result.milliseconds,
-              read.error ? (" (error: " + *read.error + ")").c_str() : "");
+  std::printf("snapshot: wrote %zu counters (%.1f MB) in %.0f ms; read back %zu in %.0f ms%s\n",
+              wrote.counters, static_cast<double>(size) / 1e6, wrote.milliseconds, read.result.counters,
+              read.result.milliseconds, read.error ? (" (error: " + *read.error + ")").c_str() : "");
   return read.error || read.result.counters != n ? 1 : 0;
 }

@@ -48,7 +48,8 @@ asio::awaitable<void> snapshot_loop(const backend_holder& b, asio::steady_timer&
 
 // MEMORY_SNAPSHOT_FILE: its folder must take files (else the start stops), the counters it holds come back,
 // and it is written every interval when one is set.
-void start_snapshots(backend_holder& b, const ratelimit::module_settings& settings, asio::io_context& control) {
+void start_snapshots(backend_holder& b, const ratelimit::module_settings& settings,
+                     asio::io_context& control) {
   namespace memory = ratelimit::backends::memory;
   const auto& file = settings.memory_snapshot_file;
   if (auto error = memory::check_snapshot_folder(file))
@@ -59,8 +60,8 @@ void start_snapshots(backend_holder& b, const ratelimit::module_settings& settin
     core::log_warn("MEMORY_SNAPSHOT_FILE ", file, " cannot be read: ", *restored.error,
                    "; starting with no counters (the next write replaces it)");
   } else if (!restored.missing) {
-    core::log_info("restored ", restored.result.counters, " counters from ", file, " (", restored.result.dropped,
-                   " dropped: their windows had ended) in ",
+    core::log_info("restored ", restored.result.counters, " counters from ", file, " (",
+                   restored.result.dropped, " dropped: their windows had ended) in ",
                    static_cast<std::int64_t>(restored.result.milliseconds), " ms");
   }
   if (settings.memory_snapshot_interval.count() > 0) {

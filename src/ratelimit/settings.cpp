@@ -320,16 +320,19 @@ module_settings read_module_settings(const core::env_reader& env) {
   const auto snapshot_interval = env.get_duration("MEMORY_SNAPSHOT_INTERVAL", std::chrono::nanoseconds{0});
   if (snapshot_interval.count() > 0 &&
       (snapshot_interval < std::chrono::milliseconds{100} || snapshot_interval > std::chrono::hours{24})) {
-    throw core::settings_error(core::cat("invalid value '", env.get_string("MEMORY_SNAPSHOT_INTERVAL", ""),
-                                         "' for MEMORY_SNAPSHOT_INTERVAL: expected 0 or a duration from 100ms to 24h"));
+    throw core::settings_error(
+        core::cat("invalid value '", env.get_string("MEMORY_SNAPSHOT_INTERVAL", ""),
+                  "' for MEMORY_SNAPSHOT_INTERVAL: expected 0 or a duration from 100ms to 24h"));
   }
   s.memory_snapshot_interval = std::chrono::duration_cast<std::chrono::milliseconds>(snapshot_interval);
   if (s.backend_type != "memory" && !s.memory_snapshot_file.empty()) {
-    throw core::settings_error(core::cat("MEMORY_SNAPSHOT_FILE applies to BACKEND_TYPE=memory only (BACKEND_TYPE is ",
-                                         s.backend_type, "): unset it"));
+    throw core::settings_error(
+        core::cat("MEMORY_SNAPSHOT_FILE applies to BACKEND_TYPE=memory only (BACKEND_TYPE is ",
+                  s.backend_type, "): unset it"));
   }
   if (s.memory_snapshot_file.empty() && snapshot_interval.count() > 0)
-    throw core::settings_error("MEMORY_SNAPSHOT_INTERVAL needs MEMORY_SNAPSHOT_FILE: set the file, or unset it");
+    throw core::settings_error(
+        "MEMORY_SNAPSHOT_INTERVAL needs MEMORY_SNAPSHOT_FILE: set the file, or unset it");
   s.top_descriptors_capacity =
       env.get_uint("TOP_DESCRIPTORS_CAPACITY", s.top_descriptors_capacity, 0, 16'384);
   s.top_descriptors_hash_values =

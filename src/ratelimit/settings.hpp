@@ -48,10 +48,10 @@ struct memcache_settings {
 };
 
 struct module_settings {
-  std::string backend_type = "redis";               // BACKEND_TYPE: redis | memcache | memory
-  bool force_start_without_initial_config = false;  // FORCE_START_WITHOUT_INITIAL_CONFIG
-  std::size_t memory_max_counters = 2'000'000;      // MEMORY_MAX_COUNTERS
-  std::string memory_snapshot_file;                 // MEMORY_SNAPSHOT_FILE: "" = none
+  std::string backend_type = "redis";                     // BACKEND_TYPE: redis | memcache | memory
+  bool force_start_without_initial_config = false;        // FORCE_START_WITHOUT_INITIAL_CONFIG
+  std::size_t memory_max_counters = 2'000'000;            // MEMORY_MAX_COUNTERS
+  std::string memory_snapshot_file;                       // MEMORY_SNAPSHOT_FILE: "" = none
   std::chrono::milliseconds memory_snapshot_interval{0};  // MEMORY_SNAPSHOT_INTERVAL: 0 = only at stop
   std::size_t top_descriptors_capacity = 256;  // TOP_DESCRIPTORS_CAPACITY: per list, worker, 10 s; 0: off
   bool top_descriptors_hash_values = false;    // TOP_DESCRIPTORS_VALUES=hash (default show)

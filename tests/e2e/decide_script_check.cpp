@@ -346,9 +346,10 @@ int main(int argc, char** argv) {
       for (auto i : indexes[k]) {
         const bool previous_differs =
             ops[i].kind == op_kind::sliding && got[i].previous != expected[i].previous;
-        const bool leases_differ = ops[i].kind == op_kind::concurrency &&
-                                   (got[i].before != expected[i].before || got[i].expired != expected[i].expired ||
-                                    got[i].oldest_end_us != expected[i].oldest_end_us);
+        const bool leases_differ =
+            ops[i].kind == op_kind::concurrency &&
+            (got[i].before != expected[i].before || got[i].expired != expected[i].expired ||
+             got[i].oldest_end_us != expected[i].oldest_end_us);
         if (got[i].value != expected[i].value || previous_differs || leases_differ) {
           std::cerr << where(i) << (plain ? " [plain]" : "") << (hot ? " [hot]" : "") << ": Redis "
                     << got[i].value << "/" << got[i].previous << ", memory " << expected[i].value << "/"

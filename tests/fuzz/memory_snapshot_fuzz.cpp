@@ -32,7 +32,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         ++visited;
         check(again.add(key, value, expires_at));
       },
-      [&](std::string_view key, const sluice::ratelimit::limiter::lease_slices& slices, std::int64_t expires_at) {
+      [&](std::string_view key, const sluice::ratelimit::limiter::lease_slices& slices,
+          std::int64_t expires_at) {
         ++visited;
         check(again.add_leases(key, slices, expires_at));
       });

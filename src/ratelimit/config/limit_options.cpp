@@ -37,11 +37,11 @@ void load_concurrency_options(const YAML::Node& yaml, rate_limit& limit) {
     }
     limit.lease_seconds = std::chrono::duration_cast<std::chrono::seconds>(*parsed).count();
   }
-  const char* refused = yaml["unit_multiplier"]                      ? "unit_multiplier"
-                        : yaml["burst"]                              ? "burst"
+  const char* refused = yaml["unit_multiplier"]                     ? "unit_multiplier"
+                        : yaml["burst"]                             ? "burst"
                         : limit.accounting != accounting::admission ? "accounting: usage"
-                        : !limit.time_zone.empty()                   ? "time_zone"
-                                                                     : nullptr;
+                        : !limit.time_zone.empty()                  ? "time_zone"
+                                                                    : nullptr;
   if (refused != nullptr) {
     throw config_error{core::cat("algorithm concurrency takes no ", refused,
                                  " (it limits requests in flight; the lease bounds how long one counts)")};
@@ -147,9 +147,10 @@ void finish_limits(descriptor_node& node) {
   const auto concurrency = [](const rate_limit& l) { return l.algorithm == algorithm::concurrency; };
   if (node.count_only_admitted &&
       (concurrency(*node.limit) || std::ranges::any_of(node.more_limits, concurrency))) {
-    throw config_error{core::cat("rule '", node.stats_key,
-                                 "': count_only_admitted cannot hold back a concurrency limit (a slot is taken or "
-                                 "not on its own); choose one")};
+    throw config_error{
+        core::cat("rule '", node.stats_key,
+                  "': count_only_admitted cannot hold back a concurrency limit (a slot is taken or "
+                  "not on its own); choose one")};
   }
   if (node.count_only_admitted && (usage(*node.limit) || std::ranges::any_of(node.more_limits, usage))) {
     throw config_error{
@@ -183,9 +184,9 @@ void finish_limits(descriptor_node& node) {
       l.key_tag = core::cat(l.window_seconds(), "s_", algo);
     }
     if (several) {
-      l.stats_suffix = !l.name.empty()                          ? l.name
+      l.stats_suffix = !l.name.empty()                         ? l.name
                        : l.algorithm == algorithm::concurrency ? std::string("concurrency")
-                       : l.unit_multiplier == 1                 ? lower_unit(l.unit)
+                       : l.unit_multiplier == 1                ? lower_unit(l.unit)
                                                 : core::cat(l.unit_multiplier, "_", lower_unit(l.unit));
       if (l.name.empty() && l.algorithm != algorithm::fixed_window && l.algorithm != algorithm::concurrency)
         l.stats_suffix += core::cat("_", algo);

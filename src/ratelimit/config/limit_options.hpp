@@ -1,7 +1,7 @@
 #pragma once
 // The rule keys Sluice adds to upstream's (README "Beyond upstream"): per limit `algorithm`,
-// `unit_multiplier`, `burst`, `accounting`, `time_zone` and `lease`; per descriptor `rate_limits` (several limits),
-// `near_limit_ratio` and `count_only_admitted`. Every one is optional and its default is upstream's
+// `unit_multiplier`, `burst`, `accounting`, `time_zone` and `lease`; per descriptor `rate_limits` (several
+// limits), `near_limit_ratio` and `count_only_admitted`. Every one is optional and its default is upstream's
 // behaviour. Errors are thrown as config_error with the message check-config prints.
 
 #include <span>
@@ -24,8 +24,8 @@ inline constexpr std::string_view limit_option_keys[] = {"algorithm",  "unit_mul
 inline constexpr std::string_view rule_option_keys[] = {"rate_limits", "near_limit_ratio",
                                                         "count_only_admitted"};
 
-// Reads `algorithm`, `unit_multiplier`, `burst`, `accounting`, `time_zone` and `lease` of one limit whose unit and
-// requests_per_unit are read.
+// Reads `algorithm`, `unit_multiplier`, `burst`, `accounting`, `time_zone` and `lease` of one limit whose
+// unit and requests_per_unit are read.
 void load_limit_options(const YAML::Node& yaml, rate_limit& limit);
 // Reads `near_limit_ratio` and `count_only_admitted` of a descriptor.
 void load_rule_options(const YAML::Node& yaml, descriptor_node& node);

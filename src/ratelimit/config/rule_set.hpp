@@ -48,8 +48,8 @@ struct rule_stats {
   static rule_stats make_bounded(stats::store& store, std::string_view domain, std::string_view stats_key);
 };
 
-// How a limit counts (README "Beyond upstream"). fixed_window is upstream's and the default; concurrency limits
-// what is in flight (limiter/leases.hpp).
+// How a limit counts (README "Beyond upstream"). fixed_window is upstream's and the default; concurrency
+// limits what is in flight (limiter/leases.hpp).
 enum class algorithm : std::uint8_t { fixed_window, sliding_window, gcra, concurrency };
 
 std::string_view algorithm_name(algorithm a);

@@ -74,8 +74,8 @@ constexpr std::array<std::string_view, 14> descriptor_keys{
     "shadow_mode", "quota_mode",  "detailed_metric",  "value_to_metric",    "share_threshold",
     "metadata",    "rate_limits", "near_limit_ratio", "count_only_admitted"};
 constexpr std::array<std::string_view, 11> rate_limit_keys{
-    "unit",      "requests_per_unit", "unlimited", "name",       "replaces", "algorithm",
-    "unit_multiplier",   "burst",     "accounting", "time_zone", "lease"};
+    "unit",  "requests_per_unit", "unlimited", "name", "replaces", "algorithm", "unit_multiplier",
+    "burst", "accounting",        "time_zone", "lease"};
 constexpr std::array<std::string_view, 1> replaces_keys{"name"};
 
 // upstream's second pass: every map key is a known string, lists hold maps, scalars are strings, ints or

@@ -19,8 +19,8 @@ enum class op_kind : std::uint8_t {
   count,    // a counter (fixed windows): INCRBY and EXPIRE, whatever the decision (upstream's counting)
   sliding,  // the current window's counter, judged with the previous window's; counts only what it admits
   gcra,     // a theoretical arrival time in microseconds, moved on only when the op admits
-  // leases in flight per slice of time (leases.hpp): an acquisition when it admits, a release (refund) from the
-  // newest slices
+  // leases in flight per slice of time (leases.hpp): an acquisition when it admits, a release (refund) from
+  // the newest slices
   concurrency,
 };
 

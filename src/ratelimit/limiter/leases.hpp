@@ -1,10 +1,10 @@
 #pragma once
 // Global in-flight limits (`algorithm: concurrency`): the arithmetic of a descriptor's leases, shared by the
-// memory store and mirrored by the Redis decide script (a HASH of slice → count). Acquisitions are counted per
-// slice of time (S = lease / 16 rounded up to a second, K = lease / S rounded up): an acquisition made in slice s
-// stops counting once the slice now is past s + K, so a lost release frees its slot between the lease and the
-// lease + 2·S after it was made, never before. Releases carry no identity: they take from the newest slices
-// first, so the oldest counts — a lost release's among them — are the ones that expire.
+// memory store and mirrored by the Redis decide script (a HASH of slice → count). Acquisitions are counted
+// per slice of time (S = lease / 16 rounded up to a second, K = lease / S rounded up): an acquisition made in
+// slice s stops counting once the slice now is past s + K, so a lost release frees its slot between the lease
+// and the lease + 2·S after it was made, never before. Releases carry no identity: they take from the newest
+// slices first, so the oldest counts — a lost release's among them — are the ones that expire.
 
 #include <algorithm>
 #include <cstdint>
@@ -28,9 +28,9 @@ inline lease_timing lease_timing_of(std::int64_t lease_seconds) {
 using lease_slices = boost::container::small_vector<std::pair<std::int64_t, std::uint64_t>, 4>;
 
 struct lease_outcome {
-  std::uint64_t before = 0;   // held before the op (after expiry)
-  std::uint64_t value = 0;    // held after it, were it applied
-  std::uint64_t expired = 0;  // acquisitions whose leases ended, dropped now
+  std::uint64_t before = 0;        // held before the op (after expiry)
+  std::uint64_t value = 0;         // held after it, were it applied
+  std::uint64_t expired = 0;       // acquisitions whose leases ended, dropped now
   std::int64_t oldest_end_us = 0;  // when the oldest lease still held ends (0: none)
   bool admitted = true;
 };

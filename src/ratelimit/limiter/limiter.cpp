@@ -282,7 +282,8 @@ limiter::outcome limiter::judge(const work& w, const descriptor_work& item, cons
     o.after = result.value;
     o.over = !item.negative && !admits(op, result);
     if (!o.over) o.remaining = clamp32(o.capacity - std::min(o.capacity, o.after));
-    o.reset_seconds = result.oldest_end_us > 0 ? ceil_seconds(result.oldest_end_us - w.now_us) : limit.lease_seconds;
+    o.reset_seconds =
+        result.oldest_end_us > 0 ? ceil_seconds(result.oldest_end_us - w.now_us) : limit.lease_seconds;
     return o;
   }
   if (op.kind == op_kind::gcra) {
@@ -340,7 +341,8 @@ void limiter::count_stats(const descriptor_work& item, const limit_work& lw, con
 
 // A concurrency limit's slots taken, given back and freed by their leases (rule_stats: acquired, released,
 // expired_leases).
-void limiter::count_leases(const work& w, const descriptor_work& item, const limit_work& lw, bool applied_nothing) {
+void limiter::count_leases(const work& w, const descriptor_work& item, const limit_work& lw,
+                           bool applied_nothing) {
   const auto& stats = lw.limit.stats;
   if (stats.acquired == nullptr) return;  // (statistics of a request's own key: detailed_metric)
   const auto& op = w.ops[lw.op];
@@ -384,7 +386,8 @@ void limiter::finish(work& w, std::span<response_status*> statuses) {
     for (std::size_t k = 0; k < item.limits.size(); ++k) {
       const auto& lw = item.limits[k];
       const outcome o = judge(w, item, lw);
-      if (lw.op != SIZE_MAX && w.ops[lw.op].kind == op_kind::concurrency) count_leases(w, item, lw, applied_nothing);
+      if (lw.op != SIZE_MAX && w.ops[lw.op].kind == op_kind::concurrency)
+        count_leases(w, item, lw, applied_nothing);
       if (item.negative) {
         if (!o.over && o.after < o.capacity && lw.op != SIZE_MAX) local_cache_.erase(lw.cache_key);
       } else {

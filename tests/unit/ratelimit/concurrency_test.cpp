@@ -38,7 +38,8 @@ answer send(service_fixture& f, std::uint64_t hits, bool release = false, const 
   req.mutable_descriptors(0)->mutable_hits_addend()->set_value(hits);
   req.mutable_descriptors(0)->set_is_negative_hits(release);
   const auto r = f.decide(req);
-  return {r.statuses(0).code(), r.statuses(0).limit_remaining(), r.statuses(0).duration_until_reset().seconds()};
+  return {r.statuses(0).code(), r.statuses(0).limit_remaining(),
+          r.statuses(0).duration_until_reset().seconds()};
 }
 
 std::uint64_t stat(service_fixture& f, const char* name) {
@@ -59,7 +60,7 @@ TEST_CASE("slots are taken up to the limit; a refused acquisition takes nothing;
   CHECK(send(f, 1, true).status == code::OK);    // a request ends
   const auto one = send(f, 0);
   CHECK(one.status == code::OK);
-  CHECK(one.remaining == 1);  // the refused acquisition took nothing
+  CHECK(one.remaining == 1);               // the refused acquisition took nothing
   CHECK(send(f, 5, true).remaining == 3);  // more given back than held: all, never below 0
   CHECK(stat(f, "acquired") == 3);
   CHECK(stat(f, "released") == 3);
@@ -75,7 +76,8 @@ TEST_CASE("a lost release frees its slot once its lease ends, never before; the 
   const auto full = send(f, 0);
   CHECK(full.status == code::OVER_LIMIT);
   CHECK(full.reset == 11);  // when the oldest lease held ends
-  f.clock.set_micros(start + 10 * second + second / 2);  // the lease (10 s) has passed: still held, within a slice
+  f.clock.set_micros(start + 10 * second +
+                     second / 2);  // the lease (10 s) has passed: still held, within a slice
   CHECK(send(f, 0).status == code::OVER_LIMIT);
   f.clock.set_micros(start + 11 * second);
   CHECK(send(f, 0).remaining == 3);
@@ -142,14 +144,19 @@ TEST_CASE("concurrency: what it refuses at load, and in an all-or-nothing reques
         "c.yaml: lease: '500ms' is not a duration from 1s to 168h (a Go duration such as 10m)");
   CHECK(error("    rate_limit: {unit: hour, requests_per_unit: 3, lease: 1m}\n") ==
         "c.yaml: lease is only meaningful with algorithm: concurrency");
-  CHECK(error("    rate_limit: {unit: hour, unit_multiplier: 2, requests_per_unit: 3, algorithm: concurrency}\n") ==
-        "c.yaml: algorithm concurrency takes no unit_multiplier (it limits requests in flight; the lease bounds "
+  CHECK(error("    rate_limit: {unit: hour, unit_multiplier: 2, requests_per_unit: 3, algorithm: "
+              "concurrency}\n") ==
+        "c.yaml: algorithm concurrency takes no unit_multiplier (it limits requests in flight; the lease "
+        "bounds "
         "how long one counts)");
   CHECK(error("    rate_limit: {requests_per_unit: 3, algorithm: concurrency, accounting: usage}\n") ==
-        "c.yaml: algorithm concurrency takes no accounting: usage (it limits requests in flight; the lease bounds "
+        "c.yaml: algorithm concurrency takes no accounting: usage (it limits requests in flight; the lease "
+        "bounds "
         "how long one counts)");
-  CHECK(error("    count_only_admitted: true\n    rate_limit: {requests_per_unit: 3, algorithm: concurrency}\n") ==
-        "c.yaml: rule 'ai.k': count_only_admitted cannot hold back a concurrency limit (a slot is taken or not on "
+  CHECK(error("    count_only_admitted: true\n    rate_limit: {requests_per_unit: 3, algorithm: "
+              "concurrency}\n") ==
+        "c.yaml: rule 'ai.k': count_only_admitted cannot hold back a concurrency limit (a slot is taken or "
+        "not on "
         "its own); choose one");
 
   service::settings ss;

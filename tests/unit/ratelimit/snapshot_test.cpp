@@ -25,7 +25,8 @@ using code = test::rls_response;
 namespace {
 
 struct temp_dir {
-  temp_dir() : path(std::filesystem::temp_directory_path() / ("sluice-snapshot-" + std::to_string(::getpid()))) {
+  temp_dir()
+      : path(std::filesystem::temp_directory_path() / ("sluice-snapshot-" + std::to_string(::getpid()))) {
     std::filesystem::remove_all(path);
     std::filesystem::create_directories(path);
   }
@@ -64,8 +65,8 @@ void put_u32(std::string& s, std::size_t at, std::uint32_t v) {
 
 // Recomputes the trailing checksum after a change, so that only the change is judged.
 void reseal(std::string& s) {
-  const auto crc = crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(s.data()),
-                         static_cast<uInt>(s.size() - 4));
+  const auto crc =
+      crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(s.data()), static_cast<uInt>(s.size() - 4));
   put_u32(s, s.size() - 4, static_cast<std::uint32_t>(crc));
 }
 

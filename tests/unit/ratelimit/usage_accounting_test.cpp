@@ -229,3 +229,24 @@ TEST_CASE("accounting: bad values and count_only_admitted are refused at load") 
   auto set = test::compile_rules(rules(", accounting: admission"), stats);
   CHECK(set != nullptr);
 }
+
+TEST_CASE(
+    "usage in quota mode: counted past its limit; the request is refused only when every quota is spent") {
+  service_fixture f(R"(domain: ai
+descriptors:
+  - key: tenant
+    quota_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 100, accounting: usage}
+  - key: pool
+    quota_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 1000}
+)");
+  f.clock.set_micros(start);
+  auto both = make_request("ai", {{{"tenant", "t"}}, {{"pool", "p"}}});
+  both.mutable_descriptors(0)->mutable_hits_addend()->set_value(150);
+  CHECK(f.decide(both).overall_code() == code::OK);  // the pool still has room
+  CHECK(send(f, 0).status == code::OVER_LIMIT);      // the tenant's 150 counted all the same
+  both.mutable_descriptors(1)->mutable_hits_addend()->set_value(2000);
+  CHECK(f.decide(both).overall_code() == code::OVER_LIMIT);  // both spent
+  CHECK(f.counter("ratelimit.service.rate_limit.ai.tenant.total_hits") == 300);
+}

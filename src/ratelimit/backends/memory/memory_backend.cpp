@@ -33,7 +33,8 @@ memory_backend::memory_backend(const core::clock& clock, std::size_t max_counter
       lease_shards_(std::make_unique<lease_shard[]>(lease_shard_count)) {}
 
 bool memory_backend::apply_lease(const limiter::counter_op& op, limiter::op_result& out) {
-  // (An entry past its expiry, not swept yet, holds only slices past their leases: apply_lease_op drops them.)
+  // (An entry past its expiry, not swept yet, holds only slices past their leases: apply_lease_op drops
+  // them.)
   auto& s = lease_shard_for(op.key);
   std::lock_guard lock(s.mutex);
   auto it = s.leases.find(op.key);
@@ -72,7 +73,8 @@ std::size_t memory_backend::sweep_leases(std::int64_t now) {
   for (std::size_t i = 0; i < lease_shard_count; ++i) {
     auto& s = lease_shards_[i];
     std::lock_guard lock(s.mutex);
-    removed += boost::unordered::erase_if(s.leases, [now](const auto& kv) { return kv.second.expires_at <= now; });
+    removed +=
+        boost::unordered::erase_if(s.leases, [now](const auto& kv) { return kv.second.expires_at <= now; });
   }
   live_.fetch_sub(removed, std::memory_order_relaxed);
   return removed;
@@ -177,7 +179,8 @@ void memory_backend::increment_together(std::span<const limiter::counter_op> ops
                                         limiter::batch_mode mode) {
   if (std::ranges::any_of(ops, [](const auto& op) { return op.kind == limiter::op_kind::concurrency; })) {
     const limiter::backend_error error{
-        "algorithm concurrency cannot be counted all-or-nothing: a request with a count_only_admitted rule (or "
+        "algorithm concurrency cannot be counted all-or-nothing: a request with a count_only_admitted rule "
+        "(or "
         "COUNT_ONLY_ADMITTED=true) matched a concurrency limit",
         true};
     return done.complete(&error);

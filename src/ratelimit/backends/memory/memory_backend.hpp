@@ -9,8 +9,9 @@
 //
 // Sliding windows and GCRA keep their state in the same tables (a GCRA key's value is its arrival time in
 // microseconds); concurrency limits' leases in tables of their own (few keys: 64 shards), counted against the
-// same bound. They are never part of an all-or-nothing batch (refused). An all-or-nothing batch locks every shard it touches, in index order, applies its ops in
-// turn and undoes them unless the batch's verdict (limiter::batch_verdict) admits.
+// same bound. They are never part of an all-or-nothing batch (refused). An all-or-nothing batch locks every
+// shard it touches, in index order, applies its ops in turn and undoes them unless the batch's verdict
+// (limiter::batch_verdict) admits.
 //
 // Memory bound: at most `max_counters` live counters (MEMORY_MAX_COUNTERS), counted store-wide (only a new
 // counter touches that count). An increment that needs a new counter when the store is full (after
@@ -124,13 +125,14 @@ class memory_backend final : public limiter::backend {
   static constexpr std::size_t lease_shard_count = 64;
   struct alignas(64) lease_shard {
     mutable std::mutex mutex;
-    boost::unordered_flat_map<detail::compact_key, detail::lease_entry, detail::key_hash, detail::key_equal> leases;
+    boost::unordered_flat_map<detail::compact_key, detail::lease_entry, detail::key_hash, detail::key_equal>
+        leases;
   };
   lease_shard& lease_shard_for(std::string_view key) {
     return lease_shards_[detail::key_hash{}(key) % lease_shard_count];
   }
-  // A concurrency op (limiter/leases.hpp) under its shard's lock; false when it needs a new key and the store is
-  // full.
+  // A concurrency op (limiter/leases.hpp) under its shard's lock; false when it needs a new key and the store
+  // is full.
   bool apply_lease(const limiter::counter_op& op, limiter::op_result& out);
   std::size_t sweep_leases(std::int64_t now);
 

@@ -1,7 +1,7 @@
 #pragma once
-// MEMORY_SNAPSHOT_FILE on disk: the memory backend's counters written atomically (a temporary file in the same
-// folder, fsync, rename, fsync of the folder: a crash leaves the old file or the new one, never half of one),
-// and read back at start. The format is snapshot_format.hpp's.
+// MEMORY_SNAPSHOT_FILE on disk: the memory backend's counters written atomically (a temporary file in the
+// same folder, fsync, rename, fsync of the folder: a crash leaves the old file or the new one, never half of
+// one), and read back at start. The format is snapshot_format.hpp's.
 
 #include <cstdint>
 #include <optional>

@@ -118,7 +118,8 @@ std::optional<std::string> read_snapshot(std::string_view bytes, const snapshot_
       const auto expires_at = get<std::int64_t>(body, at);
       const auto slices = get<std::uint32_t>(body, at + 8);
       at += 12;
-      if (slices == 0 || slices > max_snapshot_slices) return core::cat("entry ", i, " has ", slices, " lease slices");
+      if (slices == 0 || slices > max_snapshot_slices)
+        return core::cat("entry ", i, " has ", slices, " lease slices");
       if (body.size() - at < std::size_t{slices} * 16) return truncated();
       limiter::lease_slices held;
       for (std::uint32_t k = 0; k < slices; ++k, at += 16) {

@@ -1,6 +1,6 @@
 #pragma once
-// The memory backend's snapshot (MEMORY_SNAPSHOT_FILE): every live counter — a fixed or sliding window's count,
-// a GCRA arrival time — with its expiry, in a versioned, checksummed file. Little-endian throughout:
+// The memory backend's snapshot (MEMORY_SNAPSHOT_FILE): every live counter — a fixed or sliding window's
+// count, a GCRA arrival time — with its expiry, in a versioned, checksummed file. Little-endian throughout:
 //
 //   "SLUICEMS"            8 bytes, the magic
 //   version               u32, 1
@@ -8,7 +8,8 @@
 //   count                 u64, entries that follow
 //   count × entry         u8 kind, u32 key length (at most max_snapshot_key), the key, then by kind:
 //                         0, a counter: u64 value, i64 expires_at
-//                         1, a concurrency limit's leases: i64 expires_at, u32 slices (1 to max_snapshot_slices),
+//                         1, a concurrency limit's leases: i64 expires_at, u32 slices (1 to
+//                         max_snapshot_slices),
 //                            each i64 slice number and u64 count (limiter/leases.hpp), in ascending order
 //   crc32                 u32, zlib's CRC-32 of every byte before it
 //
@@ -44,13 +45,14 @@ class snapshot_encoder {
   std::uint64_t count_ = 0;
 };
 
-using snapshot_visitor = std::function<void(std::string_view key, std::uint64_t value, std::int64_t expires_at)>;
+using snapshot_visitor =
+    std::function<void(std::string_view key, std::uint64_t value, std::int64_t expires_at)>;
 using snapshot_lease_visitor =
     std::function<void(std::string_view key, const limiter::lease_slices& slices, std::int64_t expires_at)>;
 
-// Checks `bytes` as a whole, then calls `visit` (or `leases`) for each entry, in file order. Returns why the file
-// cannot be read ("truncated", "not a Sluice memory snapshot", "version 2 (this Sluice reads version 1)",
-// "checksum mismatch", ...), in which case neither was ever called.
+// Checks `bytes` as a whole, then calls `visit` (or `leases`) for each entry, in file order. Returns why the
+// file cannot be read ("truncated", "not a Sluice memory snapshot", "version 2 (this Sluice reads version
+// 1)", "checksum mismatch", ...), in which case neither was ever called.
 std::optional<std::string> read_snapshot(std::string_view bytes, const snapshot_visitor& visit,
                                          const snapshot_lease_visitor& leases = {});
 

@@ -168,10 +168,10 @@ std::size_t decide_reply_size(std::span<const limiter::counter_op> ops,
   std::size_t n = 1;
   for (auto i : indexes) {
     const auto kind = ops[i].kind;
-    n += kind == limiter::op_kind::gcra           ? 1
+    n += kind == limiter::op_kind::gcra          ? 1
          : kind == limiter::op_kind::concurrency ? 4
          : kind == limiter::op_kind::sliding     ? 3
-                                                  : 2;
+                                                 : 2;
   }
   return n;
 }

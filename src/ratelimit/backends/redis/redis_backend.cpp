@@ -280,10 +280,13 @@ void redis_backend::run(bool get, std::span<const limiter::counter_op> ops,
                         std::span<limiter::op_result> results, limiter::completion& done,
                         limiter::batch_mode mode) {
   if (ops.empty()) return done.complete(nullptr);
-  const auto concurrency = [](const limiter::counter_op& op) { return op.kind == limiter::op_kind::concurrency; };
+  const auto concurrency = [](const limiter::counter_op& op) {
+    return op.kind == limiter::op_kind::concurrency;
+  };
   if (mode != limiter::batch_mode::independent && std::ranges::any_of(ops, concurrency)) {
     const limiter::backend_error error{
-        "algorithm concurrency cannot be counted all-or-nothing: a request with a count_only_admitted rule (or "
+        "algorithm concurrency cannot be counted all-or-nothing: a request with a count_only_admitted rule "
+        "(or "
         "COUNT_ONLY_ADMITTED=true) matched a concurrency limit",
         true};
     return done.complete(&error);
@@ -302,9 +305,11 @@ void redis_backend::run(bool get, std::span<const limiter::counter_op> ops,
   };
   boost::container::small_vector<group_key, 4> groups;
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    if (get && concurrency(ops[i])) continue;  // read ahead for fixed windows only: a lease HASH holds no count
+    if (get && concurrency(ops[i]))
+      continue;  // read ahead for fixed windows only: a lease HASH holds no count
     store_pair* store = ops[i].per_second && per_second_ ? per_second_.get() : main_.get();
-    const bool script = !get && (mode != limiter::batch_mode::independent || limiter::decided_in_store(ops[i]));
+    const bool script =
+        !get && (mode != limiter::batch_mode::independent || limiter::decided_in_store(ops[i]));
     std::size_t slot = 0;
     if (store->store.one_key_per_request()) slot = script ? rd::hash_slot(ops[i].key) : SIZE_MAX - i;
     const group_key key{store, script, slot};

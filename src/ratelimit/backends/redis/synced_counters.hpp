@@ -77,8 +77,8 @@ class synced_counters {
   void read_failed(synced_counter& c, const limiter::counter_op& op, limiter::op_result& out);
   // Redis refused it for good: the op failed, and the next op of the counter is read again.
   void read_refused(synced_counter& c);
-  // An all-or-nothing (or evaluate-only) batch was answered by Redis: the hits it counted on counters held here
-  // go into their views.
+  // An all-or-nothing (or evaluate-only) batch was answered by Redis: the hits it counted on counters held
+  // here go into their views.
   void add_applied(std::span<const limiter::counter_op> ops, std::span<const limiter::op_result> results,
                    bool evaluated_only);
 
