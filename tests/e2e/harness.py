@@ -223,6 +223,20 @@ def free_port():
 _held_ports = []
 
 
+def backend_env(backend, servers):
+    """The settings of `backend` ('memory', 'redis', 'cluster' or 'memcache') on the servers a suite started
+    (servers['redis'] a RedisServer, servers['cluster'] a ClusterSetup, servers['memcache'] a MemcachedServer), with
+    no expiry jitter."""
+    env = {'BACKEND_TYPE': backend, 'EXPIRATION_JITTER_MAX_SECONDS': '0'}
+    if backend == 'redis':
+        env.update(servers['redis'].sluice_env())
+    elif backend == 'cluster':
+        env.update(servers['cluster'].sluice_env(), BACKEND_TYPE='redis')
+    elif backend == 'memcache':
+        env['MEMCACHE_HOST_PORT'] = '127.0.0.1:%d' % servers['memcache'].port
+    return env
+
+
 def dead_port():
     """A loopback port where nothing listens for the rest of this test process: the socket stays bound (never
     listening), so a connection is refused and no server another suite starts meanwhile can take the port."""

@@ -65,14 +65,7 @@ class BackendCase:
 
     @classmethod
     def setUpClass(cls):
-        env = {'BACKEND_TYPE': cls.backend, 'EXPIRATION_JITTER_MAX_SECONDS': '0'}
-        if cls.backend == 'redis':
-            env.update(servers['redis'].sluice_env())
-        elif cls.backend == 'cluster':
-            env.update(servers['cluster'].sluice_env(), BACKEND_TYPE='redis')
-        elif cls.backend == 'memcache':
-            env['MEMCACHE_HOST_PORT'] = '127.0.0.1:%d' % servers['memcache'].port
-        env.update(cls.env)
+        env = dict(harness.backend_env(cls.backend, servers), **cls.env)
         cls.sluice = Sluice(rules={'ai.yaml': RULES}, env=env)
         try:
             wait_healthy(cls.sluice)

@@ -22,6 +22,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <utility>
 
 #include <boost/container/small_vector.hpp>
@@ -54,6 +56,17 @@ inline std::uint64_t sliding_weighted_previous(std::uint64_t previous, const cou
 // A usage check (0 hits) is judged as one hit would be; so is a concurrency check (is a slot free?).
 inline std::uint64_t judged_hits(const counter_op& op) {
   return (op.usage || op.kind == op_kind::concurrency) && op.increment == 0 ? 1 : 0;
+}
+
+// A concurrency slot is taken or not on its own: every store refuses it in an all-or-nothing batch with this
+// error (the batch's ops, when one is there).
+inline std::optional<backend_error> refuse_concurrency_all_or_nothing(std::span<const counter_op> ops) {
+  if (std::ranges::none_of(ops, [](const counter_op& op) { return op.kind == op_kind::concurrency; }))
+    return std::nullopt;
+  return backend_error{
+      "algorithm concurrency cannot be counted all-or-nothing: a request with a count_only_admitted rule (or "
+      "COUNT_ONLY_ADMITTED=true) matched a concurrency limit",
+      true};
 }
 
 // The ops batched counting (REDIS_SYNC_INTERVAL) sends to Redis as they come: it keeps no view of them.

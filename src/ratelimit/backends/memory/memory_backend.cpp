@@ -177,14 +177,7 @@ void memory_backend::increment_each(std::span<const limiter::counter_op> ops,
 void memory_backend::increment_together(std::span<const limiter::counter_op> ops,
                                         std::span<limiter::op_result> results, limiter::completion& done,
                                         limiter::batch_mode mode) {
-  if (std::ranges::any_of(ops, [](const auto& op) { return op.kind == limiter::op_kind::concurrency; })) {
-    const limiter::backend_error error{
-        "algorithm concurrency cannot be counted all-or-nothing: a request with a count_only_admitted rule "
-        "(or "
-        "COUNT_ONLY_ADMITTED=true) matched a concurrency limit",
-        true};
-    return done.complete(&error);
-  }
+  if (const auto refused = limiter::refuse_concurrency_all_or_nothing(ops)) return done.complete(&*refused);
   const std::int64_t now = clock_.now_seconds();
   // Every shard the batch touches, locked in index order so that two batches cannot wait on each other.
   boost::container::small_vector<std::size_t, 8> indexes;

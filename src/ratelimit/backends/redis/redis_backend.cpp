@@ -280,16 +280,8 @@ void redis_backend::run(bool get, std::span<const limiter::counter_op> ops,
                         std::span<limiter::op_result> results, limiter::completion& done,
                         limiter::batch_mode mode) {
   if (ops.empty()) return done.complete(nullptr);
-  const auto concurrency = [](const limiter::counter_op& op) {
-    return op.kind == limiter::op_kind::concurrency;
-  };
-  if (mode != limiter::batch_mode::independent && std::ranges::any_of(ops, concurrency)) {
-    const limiter::backend_error error{
-        "algorithm concurrency cannot be counted all-or-nothing: a request with a count_only_admitted rule "
-        "(or "
-        "COUNT_ONLY_ADMITTED=true) matched a concurrency limit",
-        true};
-    return done.complete(&error);
+  if (mode != limiter::batch_mode::independent) {
+    if (const auto refused = limiter::refuse_concurrency_all_or_nothing(ops)) return done.complete(&*refused);
   }
   auto* state = new batch(done, ops, results, mode, get);
   if (std::ranges::any_of(ops, [](const auto& op) { return op.kind == limiter::op_kind::sliding; }))
@@ -305,7 +297,7 @@ void redis_backend::run(bool get, std::span<const limiter::counter_op> ops,
   };
   boost::container::small_vector<group_key, 4> groups;
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    if (get && concurrency(ops[i]))
+    if (get && ops[i].kind == limiter::op_kind::concurrency)
       continue;  // read ahead for fixed windows only: a lease HASH holds no count
     store_pair* store = ops[i].per_second && per_second_ ? per_second_.get() : main_.get();
     const bool script =
