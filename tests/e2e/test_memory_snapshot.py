@@ -90,7 +90,7 @@ class SnapshotCase(unittest.TestCase):
 
     def assertCounts(self, s, counted, since):
         """The restarted server's counters hold exactly `counted` hits per key (GCRA: less what has refilled since
-        `since`)."""
+        `since`, the first hit's time at the latest)."""
         self.assertEqual(self.remaining(s, 'fixed'), 1000000 - counted['fixed'])
         self.assertEqual(self.remaining(s, 'sliding'), 1000000 - counted['sliding'])
         refilled = (time.time() - since) / GCRA_INTERVAL
@@ -102,9 +102,9 @@ class SnapshotCase(unittest.TestCase):
 class Restart(SnapshotCase):
     def test_sigterm_under_load_then_a_restart_continues_the_counts_exactly(self):
         s = self.sluice()
+        started = time.time()  # GCRA refills from the first hit on: the load's start
         load = Load(s)
         time.sleep(1.5)
-        started = time.time()
         s.terminate()
         self.assertEqual(s.wait_exit(15), 0, s.log_tail())
         load.stop()
