@@ -80,18 +80,73 @@ std::uint64_t limiter::near_threshold(const applied_limit& limit, std::uint64_t 
   return static_cast<std::uint64_t>(std::floor(static_cast<double>(near)));
 }
 
-// The calendar window holding `now`, from a small per-limiter cache: a zone's rules are looked up once per
-// window, not per decision.
-config::calendar_window limiter::calendar_window_of(const applied_limit& limit, std::int64_t now) {
-  for (auto& c : calendars_) {
-    if (c.zone == limit.zone && c.unit == limit.unit && c.multiplier == limit.unit_multiplier &&
-        c.window.start <= now && now < c.window.end)
-      return c.window;
+config::calendar_window limiter::window_of(const applied_limit& limit, std::int64_t now) {
+  if (limit.zone != nullptr) return calendars_.at(*limit.zone, limit.unit, limit.unit_multiplier, now);
+  const std::int64_t window = window_seconds(limit);
+  const std::int64_t start = window_start(now, window);
+  return {start, start + window};
+}
+
+counter_op limiter::describe_op(const work& w, const descriptor_work& item, const key_parts& parts,
+                                limit_work& lw) {
+  const auto& limit = lw.limit;
+  const auto bounds = window_of(limit, w.now);
+  const std::int64_t start = bounds.start;
+  const std::int64_t window = bounds.end - bounds.start;
+  const bool calendar = limit.zone != nullptr;
+  lw.window_end = bounds.end;
+  counter_op op;
+  op.increment = item.hits;
+  op.per_second = limit.unit == config::unit::second;
+  op.refund = item.negative;
+  op.usage = limit.usage;
+  op.limit = limit.requests_per_unit;
+  op.now_us = w.now_us;
+  op.window_end = lw.window_end;
+  // The counter lives until its window ends (a calendar window: from now).
+  op.ttl_seconds = static_cast<std::uint32_t>(calendar ? lw.window_end - w.now : window);
+  switch (limit.algorithm) {
+    case config::algorithm::fixed_window:
+      if (limit.key_tag.empty()) {
+        build_cache_key(lw.cache_key, parts, start);
+      } else {
+        build_tagged_key(lw.cache_key, parts, start, limit.key_tag);
+      }
+      break;
+    case config::algorithm::sliding_window:
+      build_tagged_key(lw.cache_key, parts, start, limit.key_tag);
+      build_tagged_key(lw.previous_key, parts, window_of(limit, start - 1).start, limit.key_tag);
+      op.kind = op_kind::sliding;
+      op.previous_key = lw.previous_key;
+      op.window_us = window * micros_per_second;
+      // It is read as the previous window next.
+      if (calendar) {
+        op.window_start_us = start * micros_per_second;
+        op.ttl_seconds = static_cast<std::uint32_t>(
+            lw.window_end - w.now + config::longest_calendar_window(limit.unit, limit.unit_multiplier));
+      } else {
+        op.ttl_seconds = static_cast<std::uint32_t>(2 * window);
+      }
+      break;
+    case config::algorithm::gcra:
+      build_tagged_key(lw.cache_key, parts, std::nullopt, limit.key_tag);
+      op.kind = op_kind::gcra;
+      op.window_us = config::gcra_interval_us(window, limit.requests_per_unit);
+      op.tolerance_us = static_cast<std::int64_t>(gcra_burst(limit)) * op.window_us;
+      break;
+    case config::algorithm::concurrency: {
+      build_tagged_key(lw.cache_key, parts, std::nullopt, limit.key_tag);
+      op.kind = op_kind::concurrency;
+      const auto timing = lease_timing_of(limit.lease_seconds);
+      op.window_us = timing.slice_us;
+      op.tolerance_us = timing.slices;
+      // The key outlives the newest slice's lease (the store sets it from that slice).
+      op.ttl_seconds = static_cast<std::uint32_t>((timing.slices + 2) * timing.slice_us / micros_per_second);
+      break;
+    }
   }
-  const auto window = config::calendar_window_at(*limit.zone, limit.unit, limit.unit_multiplier, now);
-  if (calendars_.size() >= max_calendars) calendars_.erase(calendars_.begin());
-  calendars_.push_back({limit.zone, limit.unit, limit.unit_multiplier, window});
-  return window;
+  op.key = lw.cache_key;
+  return op;
 }
 
 void limiter::prepare(work& w) {
@@ -103,83 +158,21 @@ void limiter::prepare(work& w) {
     if (item.unlimited) continue;
     const key_parts parts{settings_.cache_key_prefix, w.domain, item.entries, item.shared_values};
     for (auto& lw : item.limits) {
-      const auto& limit = lw.limit;
-      // A calendar window's bounds, or the epoch-aligned window of fixed length.
-      const config::calendar_window calendar =
-          limit.zone != nullptr ? calendar_window_of(limit, w.now) : config::calendar_window{};
-      const std::int64_t window =
-          limit.zone != nullptr ? calendar.end - calendar.start : window_seconds(limit);
-      const std::int64_t start = limit.zone != nullptr ? calendar.start : window_start(w.now, window);
-      lw.window_end = start + window;
-      counter_op op;
-      op.increment = item.hits;
-      op.per_second = limit.unit == config::unit::second;
-      op.refund = item.negative;
-      op.usage = limit.usage;
-      op.limit = limit.requests_per_unit;
-      op.now_us = w.now_us;
-      op.window_end = lw.window_end;
-      // The counter lives until its window ends (a calendar window: from now).
-      std::uint32_t ttl = static_cast<std::uint32_t>(limit.zone != nullptr ? lw.window_end - w.now : window);
-      switch (limit.algorithm) {
-        case config::algorithm::fixed_window:
-          if (limit.key_tag.empty()) {
-            build_cache_key(lw.cache_key, parts, start);
-          } else {
-            build_tagged_key(lw.cache_key, parts, start, limit.key_tag);
-          }
-          break;
-        case config::algorithm::sliding_window:
-          build_tagged_key(lw.cache_key, parts, start, limit.key_tag);
-          build_tagged_key(
-              lw.previous_key, parts,
-              limit.zone != nullptr ? calendar_window_of(limit, start - 1).start : start - window,
-              limit.key_tag);
-          op.kind = op_kind::sliding;
-          op.previous_key = lw.previous_key;
-          op.window_us = window * micros_per_second;
-          // It is read as the previous window next.
-          if (limit.zone != nullptr) {
-            op.window_start_us = start * micros_per_second;
-            ttl = static_cast<std::uint32_t>(
-                lw.window_end - w.now + config::longest_calendar_window(limit.unit, limit.unit_multiplier));
-          } else {
-            ttl = static_cast<std::uint32_t>(2 * window);
-          }
-          break;
-        case config::algorithm::gcra:
-          build_tagged_key(lw.cache_key, parts, std::nullopt, limit.key_tag);
-          op.kind = op_kind::gcra;
-          op.window_us = config::gcra_interval_us(window, limit.requests_per_unit);
-          op.tolerance_us = static_cast<std::int64_t>(gcra_burst(limit)) * op.window_us;
-          break;
-        case config::algorithm::concurrency: {
-          build_tagged_key(lw.cache_key, parts, std::nullopt, limit.key_tag);
-          op.kind = op_kind::concurrency;
-          const auto timing = lease_timing_of(limit.lease_seconds);
-          op.window_us = timing.slice_us;
-          op.tolerance_us = timing.slices;
-          // The key outlives the newest slice's lease (the store sets it from that slice).
-          ttl = static_cast<std::uint32_t>((timing.slices + 2) * timing.slice_us / micros_per_second);
-          break;
-        }
-      }
-      op.key = lw.cache_key;
+      counter_op op = describe_op(w, item, parts, lw);
       // A refund goes to the store even for a key the local cache holds: it may bring the key back under; so
       // does usage, which must count.
       if (item.negative) {
-        limit.stats.total_negative_hits->add(item.hits);
+        lw.limit.stats.total_negative_hits->add(item.hits);
       } else {
-        limit.stats.total_hits->add(item.hits);
+        lw.limit.stats.total_hits->add(item.hits);
         if (op.kind == op_kind::count && !op.usage && local_cache_.contains(lw.cache_key, w.now)) {
           lw.over_via_local_cache = true;
           any_local_hit = true;
           continue;
         }
       }
-      const std::uint32_t jitter =
-          settings_.expiration_jitter_max_seconds > 0 ? jitter_(settings_.expiration_jitter_max_seconds) : 0;
-      op.ttl_seconds = ttl + jitter;
+      if (settings_.expiration_jitter_max_seconds > 0)
+        op.ttl_seconds += jitter_(settings_.expiration_jitter_max_seconds);
       lw.op = w.ops.size();
       w.ops.push_back(op);
     }
@@ -197,45 +190,6 @@ void limiter::prepare(work& w) {
     }
   }
   w.values.assign(w.ops.size(), op_result{});
-}
-
-// The roles of an all-or-nothing batch's ops (backend.hpp, op_role), so that the batch applies exactly when
-// the service will admit the request: over when a normal descriptor is over, or when every quota descriptor
-// is (a descriptor with its limits in shadow mode, or giving hits back, is never over). Returns evaluate_only
-// when the local cache already knows the request is over: then nothing is applied and the limits are only
-// read.
-batch_mode limiter::assign_roles(work& w) {
-  bool refused = false;
-  bool quota_free = false;  // a quota descriptor that cannot be over: the answer depends on no quota limit
-  std::size_t quota_items = 0, quota_over = 0;
-  std::uint32_t next_quota = op_role::first_quota;
-  for (auto& item : w.items) {
-    if (item.unlimited) continue;
-    auto counts = [&](const limit_work& lw) { return !item.negative && !lw.limit.shadow_mode; };
-    const bool can_be_over = std::ranges::any_of(item.limits, counts);
-    const bool known_over = std::ranges::any_of(
-        item.limits, [&](const limit_work& lw) { return counts(lw) && lw.over_via_local_cache; });
-    std::uint32_t role = op_role::enforced;
-    if (item.quota) {
-      ++quota_items;
-      quota_free = quota_free || !can_be_over;
-      quota_over += known_over ? 1 : 0;
-      role = known_over ? op_role::advisory : next_quota++;
-    } else {
-      refused = refused || known_over;
-    }
-    for (const auto& lw : item.limits) {
-      if (lw.op != SIZE_MAX) w.ops[lw.op].role = counts(lw) ? role : op_role::advisory;
-    }
-  }
-  if (quota_free) {
-    for (auto& op : w.ops) {
-      if (op.role >= op_role::first_quota) op.role = op_role::advisory;
-    }
-  } else if (quota_items > 0 && quota_over == quota_items) {
-    refused = true;
-  }
-  return refused ? batch_mode::evaluate_only : batch_mode::all_or_nothing;
 }
 
 bool limiter::wants_precheck(const work& w) const {

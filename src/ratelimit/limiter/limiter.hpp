@@ -14,9 +14,10 @@
 #include <boost/container/small_vector.hpp>
 
 #include "core/clock.hpp"
-#include "ratelimit/config/calendar.hpp"
 #include "ratelimit/config/rule_set.hpp"
 #include "ratelimit/limiter/backend.hpp"
+#include "ratelimit/limiter/cache_key.hpp"
+#include "ratelimit/limiter/calendar_cache.hpp"
 #include "ratelimit/limiter/local_cache.hpp"
 #include "rls.pb.h"
 
@@ -109,22 +110,17 @@ class limiter {
   static batch_mode assign_roles(work& w);
   void count_stats(const descriptor_work& item, const limit_work& lw, const outcome& o);
   std::uint64_t near_threshold(const applied_limit& limit, std::uint64_t capacity) const;
-  config::calendar_window calendar_window_of(const applied_limit& limit, std::int64_t now);
+  // The window of `limit` that holds `now`: a calendar window, or the epoch-aligned one of fixed length.
+  config::calendar_window window_of(const applied_limit& limit, std::int64_t now);
+  // The backend op of one limit (key, kind, window, TTL without jitter), its key written into `lw`.
+  counter_op describe_op(const work& w, const descriptor_work& item, const key_parts& parts, limit_work& lw);
   void count_leases(const work& w, const descriptor_work& item, const limit_work& lw, bool applied_nothing);
 
   settings settings_;
   const core::clock& clock_;
   jitter_source jitter_;
   local_cache local_cache_;
-  // The calendar windows last used (config/calendar.hpp), the oldest dropped first past a few.
-  struct calendar_entry {
-    const date::time_zone* zone;
-    config::unit unit;
-    std::uint32_t multiplier;
-    config::calendar_window window;
-  };
-  static constexpr std::size_t max_calendars = 16;
-  std::vector<calendar_entry> calendars_;
+  calendar_cache calendars_;
 };
 
 }  // namespace sluice::ratelimit::limiter
