@@ -18,6 +18,7 @@
 #include "ratelimit/backends/memory/memory_backend.hpp"
 #include "ratelimit/backends/redis/redis_backend.hpp"
 #include "ratelimit/backends/redis/synced_backend.hpp"
+#include "ratelimit/backends/redis/table_reader.hpp"
 #include "ratelimit/settings.hpp"
 #include "redis/store.hpp"
 #include "stats/store.hpp"
@@ -34,6 +35,7 @@ struct worker_redis {
   std::unique_ptr<redis::store> per_second;
   std::unique_ptr<ratelimit::backends::redis::redis_backend> backend;
   std::unique_ptr<ratelimit::backends::redis::synced_backend> synced;  // REDIS_SYNC_INTERVAL > 0
+  std::unique_ptr<ratelimit::backends::redis::redis_table_reader> tables;  // LIMIT_TABLES_REDIS, on `main`
 };
 
 // One worker's memcached client and the backend over it.
@@ -57,6 +59,10 @@ struct backend_holder {
   std::unique_ptr<boost::asio::steady_timer> snapshot_timer;
   const core::clock* clock = nullptr;
 
+  // LIMIT_TABLES_REDIS: the worker's reader of Redis limit tables; null otherwise.
+  ratelimit::limiter::table_reader* table_reader(unsigned worker) {
+    return worker < redis.size() ? redis[worker].tables.get() : nullptr;
+  }
   ratelimit::limiter::backend& get(unsigned worker) {
     if (memory) return *memory;
     if (!memcache.empty()) return *memcache[worker].backend;

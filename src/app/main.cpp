@@ -155,7 +155,9 @@ struct process_parts {
 struct services {
   backend_holder backend;
   std::unique_ptr<ratelimit::limiter::limiter> limiter;
+  ratelimit::service::redis_tables_health redis_tables;
   std::vector<worker_apis> apis;
+  std::unique_ptr<ratelimit::service::limit_tables_source> tables;
   std::unique_ptr<net::grpc::server> grpc;
   std::unique_ptr<ratelimit::rlqs::demand_exchange> demand;
   std::unique_ptr<ratelimit::service::rules_source> rules;
@@ -213,9 +215,16 @@ int serve(process_parts& p) {
   s.grpc = std::make_unique<net::grpc::server>(p.proc.grpc);
   s.demand = make_demand_exchange(p.rl, p.workers.size(), p.control);
   build_workers(s.apis, p.workers,
-                {p.rl, *s.limiter, s.backend, p.stats, p.health, p.shared, *s.grpc, p.tracing, *s.demand});
+                {p.rl, *s.limiter, s.backend, p.stats, p.health, p.shared, *s.grpc, p.tracing, *s.demand,
+                 s.redis_tables});
   s.rules = std::make_unique<ratelimit::service::rules_source>(p.rl.rules, publish_to(p.workers, s.apis),
                                                                p.stats, p.health);
+  s.tables = std::make_unique<ratelimit::service::limit_tables_source>(
+      p.rl.tables, publish_tables_to(p.workers, s.apis), p.stats);
+  if (!load_limit_tables(*s.tables, *s.rules, p.rl)) {
+    s.backend.stop();
+    return 1;
+  }
   s.xds = start_xds(p.rl, p.control, *s.rules);
   if (auto exit_code = load_first_rules(*s.rules, p.rl, s.xds.get(), p.control, p.stop_signals)) {
     if (s.xds) s.xds->stop();
@@ -223,6 +232,7 @@ int serve(process_parts& p) {
     s.backend.stop();
     return *exit_code;
   }
+  watch_limit_tables(*s.tables, *s.rules, p.rl, p.control);
   auto http_endpoint = listen_http(s.apis, p.workers, p.proc);
   p.shared.log_started();
   s.grpc->listen();

@@ -19,6 +19,10 @@ void build_workers(std::vector<worker_apis>& apis, core::worker_pool& workers, c
     a.service = std::make_unique<ratelimit::service::rate_limit_service>(w.rl.service, w.limiter,
                                                                          w.backend.get(i), w.stats);
     a.service->set_tracer(w.tracing.tracer(i));
+    a.tables = std::make_unique<ratelimit::service::table_lookup>(
+        ratelimit::service::table_lookup::options{w.rl.tables.redis_ttl}, w.backend.table_reader(i),
+        &w.redis_tables);
+    a.service->set_table_lookup(a.tables.get());
     if (w.rl.top_descriptors_capacity > 0) {
       a.top = std::make_unique<stats::top_recorder>(w.rl.top_descriptors_capacity,
                                                     w.rl.top_descriptors_hash_values);
@@ -76,6 +80,14 @@ ratelimit::service::rules_source::publish_fn publish_to(core::worker_pool& worke
         a.quota->set_rules(snapshot);
       });
     }
+  };
+}
+
+ratelimit::service::limit_tables_source::publish_fn publish_tables_to(core::worker_pool& workers,
+                                                                      std::vector<worker_apis>& apis) {
+  return [&workers, &apis](std::shared_ptr<const ratelimit::service::table_set> tables) {
+    for (unsigned i = 0; i < workers.size(); ++i)
+      asio::post(workers.context(i), [&a = apis[i], tables] { a.tables->set_tables(tables); });
   };
 }
 

@@ -18,7 +18,9 @@
 #include "ratelimit/api/grpc_service.hpp"
 #include "ratelimit/rlqs/demand_exchange.hpp"
 #include "ratelimit/rlqs/quota_service.hpp"
+#include "ratelimit/service/limit_tables_source.hpp"
 #include "ratelimit/service/rules_source.hpp"
+#include "ratelimit/service/table_lookup.hpp"
 #include "ratelimit/settings.hpp"
 #include "shared_apis.hpp"
 #include "stats/store.hpp"
@@ -28,6 +30,7 @@ namespace sluice {
 
 struct worker_apis {
   std::unique_ptr<stats::top_recorder> top;  // null when TOP_DESCRIPTORS_CAPACITY is 0; outlives the service
+  std::unique_ptr<ratelimit::service::table_lookup> tables;  // the limit tables; outlives the service
   std::unique_ptr<ratelimit::service::rate_limit_service> service;
   std::unique_ptr<ratelimit::api::rls_grpc_service> rls;
   std::unique_ptr<ratelimit::rlqs::quota_service> quota;
@@ -47,6 +50,7 @@ struct worker_wiring {
   net::grpc::server& grpc;
   const tracing_holder& tracing;
   ratelimit::rlqs::demand_exchange& demand;
+  ratelimit::service::redis_tables_health& redis_tables;
 };
 
 // Per worker: the services, their HTTP routes and gRPC methods; Health/Watch hears every health change.
@@ -58,6 +62,9 @@ boost::asio::ip::tcp::endpoint listen_http(std::vector<worker_apis>& apis, core:
 // A reload hands each worker's services the new snapshot, on the worker's own thread.
 ratelimit::service::rules_source::publish_fn publish_to(core::worker_pool& workers,
                                                         std::vector<worker_apis>& apis);
+// A limit tables change hands each worker's lookup the new tables, on the worker's own thread.
+ratelimit::service::limit_tables_source::publish_fn publish_tables_to(core::worker_pool& workers,
+                                                                      std::vector<worker_apis>& apis);
 // On each worker's thread: the quota services start (or stop) planning.
 void start_quota(core::worker_pool& workers, std::vector<worker_apis>& apis);
 void stop_quota(core::worker_pool& workers, std::vector<worker_apis>& apis);

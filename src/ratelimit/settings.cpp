@@ -308,6 +308,26 @@ void read_rule_sources(const core::env_reader& env, module_settings& s) {
   if (xds) s.xds = read_xds_settings(env);
 }
 
+// LIMIT_TABLES_*: the per-tenant limit tables (README "Per-tenant limits").
+void read_limit_tables(const core::env_reader& env, module_settings& s) {
+  auto& t = s.tables;
+  t.directory = env.get_string("LIMIT_TABLES_DIR", "");
+  t.max_rows = env.get_uint("LIMIT_TABLES_MAX_ROWS", t.max_rows, 1, 1'000'000'000);
+  t.redis = env.get_bool("LIMIT_TABLES_REDIS", false);
+  if (t.redis && s.backend_type != "redis") {
+    throw core::settings_error(core::cat("LIMIT_TABLES_REDIS=true reads the tables from the backend's Redis: it "
+                                         "needs BACKEND_TYPE=redis (BACKEND_TYPE is ",
+                                         s.backend_type, ")"));
+  }
+  const auto ttl = env.get_duration("LIMIT_TABLES_REDIS_TTL", std::chrono::seconds{10});
+  if (ttl < std::chrono::milliseconds{100} || ttl > std::chrono::hours{24}) {
+    throw core::settings_error(core::cat("invalid value '", env.get_string("LIMIT_TABLES_REDIS_TTL", ""),
+                                         "' for LIMIT_TABLES_REDIS_TTL: expected a duration from 100ms to 24h"));
+  }
+  t.redis_ttl = std::chrono::duration_cast<std::chrono::milliseconds>(ttl);
+  s.redis.limit_tables = t.redis;
+}
+
 }  // namespace
 
 module_settings read_module_settings(const core::env_reader& env) {
@@ -339,6 +359,7 @@ module_settings read_module_settings(const core::env_reader& env) {
       env.get_choice("TOP_DESCRIPTORS_VALUES", "show", {"show", "hash"}, false) == "hash";
   if (s.backend_type == "redis") s.redis = read_redis(env);
   if (s.backend_type == "memcache") s.memcache = read_memcache(env);
+  read_limit_tables(env, s);
 
   auto& layout = s.rules.layout;
   layout.root = env.get_string("RUNTIME_ROOT", layout.root);
@@ -360,6 +381,8 @@ module_settings read_module_settings(const core::env_reader& env) {
   svc.request_headers_enabled = env.get_bool("LIMIT_REQUEST_HEADERS_ENABLED", false);
   if (svc.request_headers_enabled) svc.request_headers = read_header_names(env, "LIMIT_REQUEST_");
   svc.response_dynamic_metadata = env.get_bool("RESPONSE_DYNAMIC_METADATA", false);
+  svc.limited_by_metadata = env.get_bool("LIMITED_BY_METADATA", false);
+  svc.ietf_headers = env.get_choice("LIMIT_RESPONSE_HEADERS_FORMAT", "default", {"default", "ietf"}, false) == "ietf";
   svc.count_only_admitted = env.get_bool("COUNT_ONLY_ADMITTED", false);
   if (svc.count_only_admitted && s.backend_type == "memcache") {
     throw core::settings_error(

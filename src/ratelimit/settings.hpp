@@ -12,6 +12,7 @@
 #include "core/tls_client.hpp"
 #include "ratelimit/limiter/limiter.hpp"
 #include "ratelimit/rlqs/settings.hpp"
+#include "ratelimit/service/limit_tables_source.hpp"
 #include "ratelimit/service/rules_source.hpp"
 #include "ratelimit/service/service.hpp"
 #include "ratelimit/xds/client.hpp"
@@ -35,6 +36,7 @@ struct redis_settings {
   // sent in batches this often (backends/redis/synced_backend.hpp).
   std::chrono::milliseconds sync_interval{0};
   std::size_t sync_max_keys = 1'000'000;  // REDIS_SYNC_MAX_KEYS: the counters held locally, per instance
+  bool limit_tables = false;              // LIMIT_TABLES_REDIS: limit tables are read from `main` too
 };
 
 // BACKEND_TYPE=memcache (MEMCACHE_*).
@@ -59,6 +61,7 @@ struct module_settings {
   memcache_settings memcache;                  // read only when backend_type is memcache
   service::rules_source_settings rules;        // the rule files (CONFIG_TYPE lists FILE) and the sources
   std::optional<xds::client_settings> xds;     // the xDS server, when CONFIG_TYPE lists GRPC_XDS_SOTW
+  service::limit_tables_settings tables;       // LIMIT_TABLES_*
   service::settings service;
   limiter::settings limiter;
   rlqs::settings rlqs;  // RLQS_*

@@ -128,6 +128,7 @@ void load_limit_options(const YAML::Node& yaml, rate_limit& limit) {
 
 void load_rule_options(const YAML::Node& yaml, descriptor_node& node) {
   node.count_only_admitted = scalar_bool(yaml["count_only_admitted"], "count_only_admitted");
+  node.limits_from = scalar_string(yaml["limits_from"], "limits_from");
   if (const auto& r = yaml["near_limit_ratio"]; r && !r.IsNull()) {
     auto ratio = r.IsScalar() ? parse_yaml_number(r) : std::nullopt;
     if (!ratio || *ratio < 0 || *ratio > 1) {
@@ -138,7 +139,28 @@ void load_rule_options(const YAML::Node& yaml, descriptor_node& node) {
   }
 }
 
-void finish_limits(descriptor_node& node) {
+// `limits_from`: the table is found and the rule can take its rows.
+void find_table(descriptor_node& node, table_names* tables) {
+  const auto& name = node.limits_from;
+  const auto refuse = [&](std::string_view why) {
+    throw config_error{core::cat("rule '", node.stats_key, "': limits_from '", name, "': ", why)};
+  };
+  const bool valid_name = std::ranges::all_of(name, [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '.';
+  });
+  if (!valid_name || name.starts_with('.'))
+    refuse("a table name is made of letters, digits, '_', '-' and '.' and does not start with '.'");
+  if (!node.limit) refuse("needs a rate_limit, the limit of the values the table does not list");
+  if (node.limit->unlimited) refuse("the rate_limit must have a unit (rows without one use it), not unlimited");
+  if (!node.more_limits.empty()) refuse("a table row replaces the one rate_limit; rate_limits has several");
+  if (tables == nullptr) refuse("no limit tables are set up (LIMIT_TABLES_DIR or LIMIT_TABLES_REDIS)");
+  node.table = tables->find(name);
+  if (!node.table) refuse(tables->missing(name));
+}
+
+void finish_limits(descriptor_node& node, table_names* tables) {
+  if (!node.limits_from.empty()) find_table(node, tables);
   if (!node.limit) {
     if (node.near_limit_ratio) throw config_error{"near_limit_ratio needs a rate_limit or rate_limits"};
     return;
@@ -170,19 +192,9 @@ void finish_limits(descriptor_node& node) {
                                      "' (an IANA zone name such as Europe/Berlin): ", e.what())};
       }
     }
-    const bool upstream_key =
-        !several && l.algorithm == algorithm::fixed_window && l.unit_multiplier == 1 && l.zone == nullptr;
+    l.key_tag = key_tag_of(l, several);
     auto algo = algorithm_name(l.algorithm);
     algo = algo.substr(0, algo.find('_'));  // fixed, sliding, gcra
-    if (l.algorithm == algorithm::concurrency) {
-      l.key_tag = core::cat(l.lease_seconds, "s_concurrency");  // one key for all time, as GCRA's
-    } else if (l.zone != nullptr) {
-      // A calendar window: its key carries the window's start (as upstream's) and this tag.
-      l.key_tag = core::cat(l.unit_multiplier == 1 ? "" : core::cat(l.unit_multiplier), lower_unit(l.unit),
-                            "_", l.time_zone, "_", algo);
-    } else if (!upstream_key) {
-      l.key_tag = core::cat(l.window_seconds(), "s_", algo);
-    }
     if (several) {
       l.stats_suffix = !l.name.empty()                         ? l.name
                        : l.algorithm == algorithm::concurrency ? std::string("concurrency")
@@ -203,6 +215,21 @@ void finish_limits(descriptor_node& node) {
   };
   finish(*node.limit);
   for (auto& l : node.more_limits) finish(l);
+}
+
+std::string key_tag_of(const rate_limit& l, bool several) {
+  const bool upstream_key =
+      !several && l.algorithm == algorithm::fixed_window && l.unit_multiplier == 1 && l.zone == nullptr;
+  auto algo = algorithm_name(l.algorithm);
+  algo = algo.substr(0, algo.find('_'));  // fixed, sliding, gcra
+  if (l.algorithm == algorithm::concurrency)
+    return core::cat(l.lease_seconds, "s_concurrency");  // one key for all time, as GCRA's
+  // A calendar window: its key carries the window's start (as upstream's) and this tag.
+  if (l.zone != nullptr) {
+    return core::cat(l.unit_multiplier == 1 ? "" : core::cat(l.unit_multiplier), lower_unit(l.unit), "_",
+                     l.time_zone, "_", algo);
+  }
+  return upstream_key ? std::string() : core::cat(l.window_seconds(), "s_", algo);
 }
 
 void bind_stats(descriptor_node& node, stats::store& stats) {

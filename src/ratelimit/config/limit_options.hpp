@@ -27,11 +27,15 @@ inline constexpr std::string_view rule_option_keys[] = {"rate_limits", "near_lim
 // Reads `algorithm`, `unit_multiplier`, `burst`, `accounting`, `time_zone` and `lease` of one limit whose
 // unit and requests_per_unit are read.
 void load_limit_options(const YAML::Node& yaml, rate_limit& limit);
-// Reads `near_limit_ratio` and `count_only_admitted` of a descriptor.
+// Reads `near_limit_ratio`, `count_only_admitted` and `limits_from` of a descriptor.
 void load_rule_options(const YAML::Node& yaml, descriptor_node& node);
 // Once every limit of `node` is loaded: finds their time zones, gives each its key tag and stats suffix
-// (refusing two limits that would share a counter or a stats name).
-void finish_limits(descriptor_node& node);
+// (refusing two limits that would share a counter or a stats name), and finds its `limits_from` table in
+// `tables` (null: no table may be named).
+void finish_limits(descriptor_node& node, table_names* tables);
+// What tells a limit's counter apart from upstream's (rate_limit::key_tag): "" for upstream's key (the only
+// limit of its descriptor, a fixed window of one unit, no time zone).
+std::string key_tag_of(const rate_limit& limit, bool several);
 // Once the whole rule set has loaded: makes the counters and configuration gauges of every limit in the tree.
 // Not before, so rules that are refused leave no stats behind (nor change a gauge of the rules in use).
 void bind_stats(descriptor_node& node, stats::store& stats);

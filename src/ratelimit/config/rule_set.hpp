@@ -102,6 +102,25 @@ struct string_hash {
 
 class value_regex_set;
 
+// A limit table a rule names in `limits_from` (limit_table.hpp): its number, the same for the process's life
+// (what workers find the table and its stats by), and whether it is a Redis hash (LIMIT_TABLES_REDIS) rather
+// than a file of LIMIT_TABLES_DIR.
+struct table_ref {
+  std::uint32_t id = 0;
+  bool redis = false;
+};
+
+// The tables rules may name, asked while rules load.
+class table_names {
+ public:
+  virtual ~table_names() = default;
+  virtual std::optional<table_ref> find(std::string_view name) = 0;
+  // Why `name` is not a table, for the load error ("no file x.csv in /etc/tables").
+  virtual std::string missing(std::string_view name) const = 0;
+  // /rlconfig's lines about the tables.
+  virtual std::string dump() const = 0;
+};
+
 struct descriptor_node {
   std::string key;
   std::string value;        // as configured; may contain '*'
@@ -116,6 +135,9 @@ struct descriptor_node {
   bool value_to_metric = false;
   bool share_threshold = false;
   bool quota_mode = false;
+  // `limits_from`: the table whose row for the request's value replaces `limit`; empty and unset for none.
+  std::string limits_from;
+  std::optional<table_ref> table;
   // `metadata`: merged into the response's dynamic_metadata when the descriptor passes. Null when absent.
   std::shared_ptr<const google::protobuf::Struct> metadata;
   // The config path: "<domain>.<key>[_<value>]..." — the default stats key of this node (value_regex rules:

@@ -21,8 +21,8 @@ namespace sluice::ratelimit::config {
 
 class rule_set_builder {
  public:
-  rule_set_builder(bool merge, std::vector<std::string>& warnings)
-      : merge_(merge), warnings_(warnings), rules_(std::make_shared<rule_set>()) {}
+  rule_set_builder(bool merge, std::vector<std::string>& warnings, table_names* tables)
+      : merge_(merge), warnings_(warnings), tables_(tables), rules_(std::make_shared<rule_set>()) {}
 
   void load_file(const config_file& file);
   std::shared_ptr<const rule_set> finish() { return std::move(rules_); }
@@ -36,13 +36,14 @@ class rule_set_builder {
 
   bool merge_;
   std::vector<std::string>& warnings_;
+  table_names* tables_;
   std::shared_ptr<rule_set> rules_;
   std::string file_;
 };
 
 namespace {
 
-constexpr std::array<std::string_view, 26> allowed_keys{"domain",
+constexpr std::array<std::string_view, 27> allowed_keys{"domain",
                                                         "key",
                                                         "value",
                                                         "value_regex",
@@ -67,12 +68,13 @@ constexpr std::array<std::string_view, 26> allowed_keys{"domain",
                                                         "time_zone",
                                                         "lease",
                                                         "near_limit_ratio",
-                                                        "count_only_admitted"};
+                                                        "count_only_admitted",
+                                                        "limits_from"};
 constexpr std::array<std::string_view, 2> top_level_keys{"domain", "descriptors"};
-constexpr std::array<std::string_view, 14> descriptor_keys{
-    "key",         "value",       "value_regex",      "rate_limit",         "descriptors",
-    "shadow_mode", "quota_mode",  "detailed_metric",  "value_to_metric",    "share_threshold",
-    "metadata",    "rate_limits", "near_limit_ratio", "count_only_admitted"};
+constexpr std::array<std::string_view, 15> descriptor_keys{
+    "key",         "value",       "value_regex",      "rate_limit",          "descriptors",
+    "shadow_mode", "quota_mode",  "detailed_metric",  "value_to_metric",     "share_threshold",
+    "metadata",    "rate_limits", "near_limit_ratio", "count_only_admitted", "limits_from"};
 constexpr std::array<std::string_view, 11> rate_limit_keys{
     "unit",  "requests_per_unit", "unlimited", "name", "replaces", "algorithm", "unit_multiplier",
     "burst", "accounting",        "time_zone", "lease"};
@@ -236,7 +238,7 @@ void rule_set_builder::load_descriptor(descriptor_node& parent, const YAML::Node
     }
   }
   load_rule_options(yaml, *node);
-  finish_limits(*node);
+  finish_limits(*node, tables_);
   if (node->share_threshold && regex) {
     throw config_error{core::cat("share_threshold is for '*' values; the value_regex rule '", node->stats_key,
                                  "' counts each value it matches on its own")};
@@ -312,9 +314,9 @@ void make_rule_stats(const rule_set& rules, stats::store& stats) {
 }
 
 load_result load_rules(std::span<const config_file> files, bool merge_domains, stats::store& stats,
-                       bool make_stats) {
+                       bool make_stats, table_names* tables) {
   load_result result;
-  rule_set_builder builder(merge_domains, result.warnings);
+  rule_set_builder builder(merge_domains, result.warnings, tables);
   for (const auto& file : files) {
     try {
       builder.load_file(file);

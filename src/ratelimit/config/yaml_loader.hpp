@@ -34,8 +34,9 @@ struct load_result {
 // Once loaded, every limit's counters and configuration gauges are made, unless make_stats is false: for
 // rules that may yet be refused (they must not change a gauge of the rules in force), which make_rule_stats
 // then gives their stats if they come in, before anyone reads them.
+// `tables`: the limit tables rules may name in `limits_from` (null: none).
 load_result load_rules(std::span<const config_file> files, bool merge_domains, stats::store& stats,
-                       bool make_stats = true);
+                       bool make_stats = true, table_names* tables = nullptr);
 void make_rule_stats(const rule_set& rules, stats::store& stats);
 
 }  // namespace sluice::ratelimit::config

@@ -165,7 +165,7 @@ void limiter::prepare(work& w) {
         lw.limit.stats.total_negative_hits->add(item.hits);
       } else {
         lw.limit.stats.total_hits->add(item.hits);
-        if (op.kind == op_kind::count && !op.usage && local_cache_.contains(lw.cache_key, w.now)) {
+        if (op.kind == op_kind::count && !op.usage && local_cache_.contains(lw.cache_key, w.now, op.limit)) {
           lw.over_via_local_cache = true;
           any_local_hit = true;
           continue;
@@ -352,7 +352,7 @@ void limiter::finish(work& w, std::span<response_status*> statuses) {
             counter_full) {
           local_cache_.insert(lw.cache_key,
                               lw.limit.zone != nullptr ? lw.window_end : w.now + window_seconds(lw.limit),
-                              w.now);
+                              w.now, lw.limit.requests_per_unit);
         }
         enforced_over = enforced_over || (o.over && !lw.limit.shadow_mode);
       }

@@ -2,7 +2,8 @@
 // The local over-limit cache (LOCAL_CACHE_SIZE_IN_BYTES): keys known to be over their limit for the rest of
 // their window, so the counter store is not asked again. Sharded; each shard holds at most its share of the
 // byte budget (key bytes + a fixed per-entry overhead) and, when full, drops expired entries first and then
-// the entry that expires soonest.
+// the entry that expires soonest. Each key keeps the limit it went over: a request whose limit is higher (a
+// larger override, a limit table's row raised since, a reload) is not refused by it but asks the store.
 
 #include <array>
 #include <cstdint>
@@ -24,9 +25,10 @@ class local_cache {
 
   explicit local_cache(std::size_t size_bytes);
   bool enabled() const { return budget_per_shard_ > 0; }
-  // True if `key` was inserted and has not expired at `now`.
-  bool contains(std::string_view key, std::int64_t now);
-  void insert(std::string_view key, std::int64_t expires_at, std::int64_t now);
+  // True if `key` was inserted, has not expired at `now`, and went over a limit of `limit` or more.
+  bool contains(std::string_view key, std::int64_t now, std::uint32_t limit);
+  // `key` went over `limit`, for the rest of its window (until `expires_at`).
+  void insert(std::string_view key, std::int64_t expires_at, std::int64_t now, std::uint32_t limit);
   // A refund (negative hits) may bring the key back under its limit.
   void erase(std::string_view key);
   std::size_t size() const;
@@ -34,7 +36,11 @@ class local_cache {
  private:
   struct shard {
     mutable std::mutex mutex;
-    std::unordered_map<std::string, std::int64_t, config::string_hash, std::equal_to<>> expiry;
+    struct over {
+      std::int64_t expires_at;
+      std::uint32_t limit;
+    };
+    std::unordered_map<std::string, over, config::string_hash, std::equal_to<>> expiry;
     std::multimap<std::int64_t, std::string> by_expiry;
     std::size_t bytes = 0;
   };

@@ -75,7 +75,7 @@ rules_source::candidate rules_source::prepare(rule_origin from,
   candidate c;
   try {
     // Stats are made only for rules that come in: refused ones must not change a gauge of those in force.
-    auto own = config::load_rules(files, settings_.merge_domain_config, stats_, false);
+    auto own = config::load_rules(files, settings_.merge_domain_config, stats_, false, tables_);
     c.own = std::move(own.rules);
     c.warnings = std::move(own.warnings);
     c.error = std::move(own.error);
@@ -109,7 +109,7 @@ void rules_source::join(rule_origin from, const std::vector<config::config_file>
     std::vector<config::config_file> all(files_changed ? files : state(other).in_force);
     const auto& resources = files_changed ? state(other).in_force : files;
     all.insert(all.end(), resources.begin(), resources.end());
-    auto merged = config::load_rules(all, true, stats_, false);
+    auto merged = config::load_rules(all, true, stats_, false, tables_);
     c.joined = std::move(merged.rules);
     c.error = std::move(merged.error);
     c.merged = true;

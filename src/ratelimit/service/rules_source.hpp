@@ -74,6 +74,9 @@ class rules_source {
   // How to have the xDS server send its rules again (a NACKed response cannot be taken back): called when
   // the rule files give up the domain xDS rules were refused for.
   void set_xds_retry(std::function<void()> ask_again) { xds_retry_ = std::move(ask_again); }
+  // The limit tables rules may name in `limits_from` (null, the default: none). Outlives this source.
+  void set_table_names(config::table_names* tables) { tables_ = tables; }
+  const config::table_names* table_names() const { return tables_; }
   // Whether a source has had a load accepted. On the control thread.
   bool loaded(rule_origin from) const { return state(from).rules != nullptr; }
   // How many sources CONFIG_TYPE lists.
@@ -128,6 +131,7 @@ class rules_source {
   };
   std::array<origin_state, 2> origins_;
   std::function<void()> xds_retry_;
+  config::table_names* tables_ = nullptr;
   origin_state& state(rule_origin from) { return origins_[static_cast<std::size_t>(from)]; }
   const origin_state& state(rule_origin from) const { return origins_[static_cast<std::size_t>(from)]; }
 

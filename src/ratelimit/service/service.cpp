@@ -8,6 +8,7 @@
 #include "core/strings.hpp"
 #include "ratelimit/limiter/cache_key.hpp"
 #include "ratelimit/service/response_extras.hpp"
+#include "ratelimit/service/table_rows.hpp"
 #include "tracing/proto_text.hpp"
 
 namespace sluice::ratelimit::service {
@@ -69,6 +70,8 @@ class request_state final : public limiter::completion {
   request_state& operator=(const request_state&) = delete;
 
   void resolve();
+  // The Redis table rows resolve() could not find cached are read first.
+  void start_after_tables();
   void start();
   void complete(const limiter::backend_error* error) noexcept override;
 
@@ -77,6 +80,7 @@ class request_state final : public limiter::completion {
   void record_top(stats::top_recorder& top, std::span<limiter::response_status* const> statuses) const;
   void add_limit(limiter::descriptor_work& item, const config::rate_limit& rule,
                  const config::descriptor_node& node, const std::optional<std::string>& stats_key);
+  void use_table(std::size_t i, const config::descriptor_node& node);
   bool is_quota(std::size_t i) const;
   code::Code overall_code() const;
 
@@ -90,6 +94,11 @@ class request_state final : public limiter::completion {
   // Per descriptor: the matched rule's node (its name, quota_mode and metadata); null without a rule.
   limiter::small_vector<const config::descriptor_node*> nodes_;
   limiter::work work_;
+  // Per descriptor: the key tag of a table row whose unit is not its rule's (table_rows.hpp).
+  limiter::small_vector<std::string> row_tags_;
+  // Redis table rows to read before deciding, and the descriptors they are for.
+  std::vector<table_lookup::wanted> fetches_;
+  std::vector<std::size_t> fetched_items_;
   bool prechecking_ = false;
   bool all_or_nothing_ = false;  // COUNT_ONLY_ADMITTED, or a matched rule's count_only_admitted
   tracing::span execution_;      // upstream's "ShouldRateLimit Execution"
@@ -104,6 +113,7 @@ void request_state::resolve() {
   work_.domain = request_.domain();
   work_.items.resize(static_cast<std::size_t>(n));
   nodes_.assign(static_cast<std::size_t>(n), nullptr);
+  row_tags_.resize(static_cast<std::size_t>(n));
   const config::descriptor_node* domain = rules_.find_domain(request_.domain());
   std::unordered_set<std::string_view> replaced;
 
@@ -148,6 +158,7 @@ void request_state::resolve() {
     }
     add_limit(item, rule, *m.node, m.stats_key);
     for (const auto& more : m.node->more_limits) add_limit(item, more, *m.node, m.stats_key);
+    if (m.node->table && service_.tables_ != nullptr) use_table(static_cast<std::size_t>(i), *m.node);
     all_or_nothing_ = all_or_nothing_ || m.node->count_only_admitted;
     item.shared_values = std::move(m.shared_values);
   }
@@ -175,6 +186,35 @@ void request_state::add_limit(limiter::descriptor_work& item, const config::rate
     stats = config::rule_stats::make_bounded(service_.stats_, request_.domain(), key);
   }
   item.limits.emplace_back().limit = limiter::applied_limit::of_rule(rule, node, stats);
+}
+
+// The node's table row for the descriptor's value (its last entry's, where the rule matched), in place of the
+// rule's limit; a Redis row not cached is read before the decision goes on.
+void request_state::use_table(std::size_t i, const config::descriptor_node& node) {
+  auto& item = work_.items[i];
+  const std::string_view value = item.entries.back().value;
+  const auto found = service_.tables_->find(*node.table, value);
+  if (found.fetch) {
+    fetches_.push_back({*node.table, value});
+    fetched_items_.push_back(i);
+  } else if (found.row) {
+    apply_table_row(item, *found.row, *node.limit, row_tags_[i]);
+  }
+}
+
+void request_state::start_after_tables() {
+  if (fetches_.empty()) return start();
+  service_.tables_->fetch(fetches_, [this] {
+    for (std::size_t k = 0; k < fetches_.size(); ++k) {
+      const std::size_t i = fetched_items_[k];
+      const auto* node = nodes_[i];
+      // (a descriptor another's `replaces` took out has nothing to change)
+      if (node == nullptr || work_.items[i].limits.empty()) continue;
+      const auto found = service_.tables_->find(fetches_[k].ref, fetches_[k].value);
+      if (found.row) apply_table_row(work_.items[i], *found.row, *node->limit, row_tags_[i]);
+    }
+    start();
+  });
 }
 
 void request_state::start() {
@@ -371,7 +411,7 @@ void rate_limit_service::should_rate_limit(const rls_request& request, rls_respo
       std::make_unique<request_state>(*this, request, response, std::move(done), std::move(execution));
   state->resolve();
   // From here the state owns itself: complete() deletes it, possibly before start() returns.
-  state.release()->start();
+  state.release()->start_after_tables();
 }
 
 }  // namespace sluice::ratelimit::service

@@ -11,6 +11,7 @@
 #include "ratelimit/config/rule_set.hpp"
 #include "ratelimit/limiter/backend.hpp"
 #include "ratelimit/limiter/limiter.hpp"
+#include "ratelimit/service/table_lookup.hpp"
 #include "rls.pb.h"
 #include "stats/store.hpp"
 #include "stats/top_descriptors.hpp"
@@ -44,6 +45,8 @@ struct settings {
   bool request_headers_enabled = false;    // LIMIT_REQUEST_HEADERS_ENABLED
   limit_header_names request_headers;      // LIMIT_REQUEST_{LIMIT,REMAINING,RESET}_HEADER
   bool response_dynamic_metadata = false;  // RESPONSE_DYNAMIC_METADATA
+  bool limited_by_metadata = false;        // LIMITED_BY_METADATA: who limited, in the dynamic metadata
+  bool ietf_headers = false;               // LIMIT_RESPONSE_HEADERS_FORMAT=ietf
   bool count_only_admitted = false;        // COUNT_ONLY_ADMITTED: a request over any limit consumes nothing
 };
 
@@ -67,6 +70,9 @@ class rate_limit_service {
   // The worker's top descriptors (README "Top throttled descriptors"), counted after each decision. Null (the
   // default): none.
   void set_top_recorder(stats::top_recorder* top) { top_ = top; }
+  // The worker's limit tables (`limits_from`). Null (the default): a rule's table is never read (its own
+  // limit applies).
+  void set_table_lookup(table_lookup* tables) { tables_ = tables; }
 
   // `request` and `response` must stay valid until `done` is called; `parent` (the server span, which may be
   // null) only during this call.
@@ -91,6 +97,7 @@ class rate_limit_service {
   stats::store& stats_;
   tracing::tracer* tracer_ = nullptr;
   stats::top_recorder* top_ = nullptr;
+  table_lookup* tables_ = nullptr;
   held_rules* current_ = nullptr;  // owned; older snapshots are freed by their last decision
   stats::counter& service_error_;
   stats::counter& backend_error_;

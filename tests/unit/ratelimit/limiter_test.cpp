@@ -113,11 +113,21 @@ TEST_CASE("the local cache answers over-limit keys without the backend until the
 TEST_CASE("local cache: bounded by its byte budget, expired entries go first") {
   limiter::local_cache cache(limiter::local_cache::minimum_bytes);
   CHECK(cache.enabled());
-  for (int i = 0; i < 100'000; ++i) cache.insert("key-" + std::to_string(i), 2000, 1000);
+  for (int i = 0; i < 100'000; ++i) cache.insert("key-" + std::to_string(i), 2000, 1000, 10);
   CHECK(cache.size() * limiter::local_cache::entry_overhead <= limiter::local_cache::minimum_bytes);
-  CHECK(cache.contains("key-99999", 1000));
-  CHECK_FALSE(cache.contains("key-99999", 2000));
+  CHECK(cache.contains("key-99999", 1000, 10));
+  CHECK_FALSE(cache.contains("key-99999", 2000, 10));
   CHECK_FALSE(limiter::local_cache(0).enabled());
+}
+
+TEST_CASE("local cache: a key over a low limit does not refuse a higher limit (envoyproxy/ratelimit #1077)") {
+  limiter::local_cache cache(limiter::local_cache::minimum_bytes);
+  cache.insert("k", 2000, 1000, 10);
+  CHECK(cache.contains("k", 1000, 10));
+  CHECK(cache.contains("k", 1000, 5));
+  CHECK_FALSE(cache.contains("k", 1000, 11));
+  cache.insert("k", 2000, 1000, 50);  // over the higher limit too, since
+  CHECK(cache.contains("k", 1000, 50));
 }
 
 TEST_CASE("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT: other keys stop counting once one would exceed") {

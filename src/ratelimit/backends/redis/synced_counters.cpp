@@ -25,22 +25,25 @@ synced_counters::routed synced_counters::find(const limiter::counter_op& op, std
   auto& c = it->second;
   c.ttl_seconds = op.ttl_seconds;
   if (c.reading) return {&c, route::wait};
-  if (decidable(c, now_us, redis_failing)) return {&c, route::local};
+  if (decidable(c, op, now_us, redis_failing)) return {&c, route::local};
   c.reading = true;
   return {&c, route::read};
 }
 
 // A stale view is read again when nothing of it is unsent or in Redis; a counter over its limit stays so
-// until its window ends (or a flush's reply brings it under).
-bool synced_counters::decidable(const synced_counter& c, std::int64_t now_us, bool redis_failing) const {
+// until its window ends (or a flush's reply brings it under), for ops whose limit is no higher than the one
+// it went over (a raised limit reads the counter again).
+bool synced_counters::decidable(const synced_counter& c, const limiter::counter_op& op, std::int64_t now_us,
+                                bool redis_failing) const {
   const bool fresh = now_us - c.read_at_us <= fresh_us_;
-  return fresh || c.over || c.flushing || c.pending != 0 || redis_failing;
+  const bool known_over = c.over && op.limit <= c.over_limit;
+  return fresh || known_over || c.flushing || c.pending != 0 || redis_failing;
 }
 
 synced_counter* synced_counters::usable(const limiter::counter_op& op, std::int64_t now_us,
                                         bool redis_failing) {
   auto it = table_.find(op.key);
-  if (it == table_.end() || it->second.reading || !decidable(it->second, now_us, redis_failing))
+  if (it == table_.end() || it->second.reading || !decidable(it->second, op, now_us, redis_failing))
     return nullptr;
   return &it->second;
 }
@@ -88,6 +91,7 @@ void synced_counters::decide(synced_counter& c, const limiter::counter_op& op, l
   if (c.over && out.value > op.limit && !op.usage) return;
   count(c, static_cast<std::int64_t>(op.increment));
   c.over = out.value > op.limit;
+  c.over_limit = op.limit;
 }
 
 void synced_counters::read_answered(synced_counter& c, const limiter::counter_op& op,
@@ -102,6 +106,7 @@ void synced_counters::read_answered(synced_counter& c, const limiter::counter_op
   }
   // Nothing of it is unsent or in flight: both wait while it is read.
   c.over = !op.refund && op.kind == limiter::op_kind::count && c.view() > op.limit;
+  c.over_limit = op.limit;
 }
 
 void synced_counters::read_failed(synced_counter& c, const limiter::counter_op& op, limiter::op_result& out) {

@@ -36,6 +36,7 @@ struct synced_counter {
   bool flushing = false;  // in_flight is in a flush
   bool dirty = false;     // listed for the next flush
   bool over = false;      // over its limit: later hits are not counted
+  std::uint64_t over_limit = 0;  // the limit it went over (a higher one is not "over")
 
   // What this worker believes Redis holds once everything it counted has arrived.
   std::uint64_t view() const {
@@ -108,7 +109,8 @@ class synced_counters {
 
  private:
   using table = std::unordered_map<std::string, synced_counter, config::string_hash, std::equal_to<>>;
-  bool decidable(const synced_counter& c, std::int64_t now_us, bool redis_failing) const;
+  bool decidable(const synced_counter& c, const limiter::counter_op& op, std::int64_t now_us,
+                 bool redis_failing) const;
   void set_unsent(synced_counter& c, std::int64_t pending, std::int64_t in_flight);
   void count(synced_counter& c, std::int64_t hits);
   void mark_dirty(synced_counter& c);
