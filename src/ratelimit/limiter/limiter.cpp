@@ -366,6 +366,8 @@ void limiter::finish(work& w, std::span<response_status*> statuses) {
       }
     }
     const auto& limit = item.limits[chosen].limit;
+    item.shown = chosen;
+    item.over = best.over && !item.negative;
     auto* current = status.mutable_current_limit();
     current->set_requests_per_unit(limit.requests_per_unit);
     current->set_unit(static_cast<code::RateLimit::Unit>(limit.unit));

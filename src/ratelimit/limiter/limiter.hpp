@@ -70,6 +70,9 @@ struct descriptor_work {
   bool quota = false;                           // a quota descriptor (quota_mode, QUOTA_MODE)
   std::span<const config::entry> entries;       // the request's entries
   std::vector<std::string_view> shared_values;  // share_threshold patterns per entry (may be empty)
+  // Set by finish(): the limit the status shows, and whether it was over (shadow mode's too).
+  std::size_t shown = 0;
+  bool over = false;
 };
 
 // Requests usually carry a handful of descriptors: keep them inline, without heap allocations.

@@ -35,16 +35,6 @@ std::optional<std::string> validate(const rls_request& request) {
   return std::nullopt;
 }
 
-// The stats key of a limit override: "<domain>.<k1>[_<v1>].<k2>[_<v2>]...".
-std::string override_stats_key(std::string_view domain, std::span<const config::entry> entries) {
-  std::string key(domain);
-  for (const auto& e : entries) {
-    key += core::cat(".", e.key);
-    if (!e.value.empty()) key += core::cat("_", e.value);
-  }
-  return key;
-}
-
 // Whether any limit of the node is named in another matched limit's `replaces`.
 bool is_replaced(const config::descriptor_node& node, const std::unordered_set<std::string_view>& replaced) {
   auto named = [&](const config::rate_limit& l) { return !l.name.empty() && replaced.contains(l.name); };
@@ -288,8 +278,10 @@ void request_state::finish() {
   response_.set_overall_code(overall);
   const auto& settings = service_.settings_;
   if (settings.response_headers_enabled || settings.request_headers_enabled)
-    add_limit_headers(response_, settings, work_.items);
+    add_limit_headers(response_, settings, work_.items, nodes_, request_.domain());
   if (settings.response_dynamic_metadata) add_dynamic_metadata(response_, request_, nodes_);
+  if (settings.limited_by_metadata)
+    add_limited_by(response_, request_.domain(), work_.items, nodes_, settings.global_shadow_mode);
   if (overall == code::OVER_LIMIT && settings.global_shadow_mode) {
     response_.set_overall_code(code::OK);
     service_.global_shadow_mode_.inc();
