@@ -136,7 +136,8 @@ void start_redis(backend_holder& b, const ratelimit::redis_settings& settings, c
       w.per_second = make_store(*settings.per_second, workers.context(i), i, workers.size());
     w.backend = std::make_unique<ratelimit::backends::redis::redis_backend>(workers.context(i).get_executor(),
                                                                             *w.main, w.per_second.get());
-    if (settings.limit_tables) w.tables = std::make_unique<ratelimit::backends::redis::redis_table_reader>(*w.main);
+    if (settings.limit_tables)
+      w.tables = std::make_unique<ratelimit::backends::redis::redis_table_reader>(*w.main);
   }
   // Healthy once every store has been reached; with REDIS_HEALTH_CHECK_ACTIVE_CONNECTION, only while each has
   // a live connection.

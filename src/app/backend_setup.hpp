@@ -34,7 +34,7 @@ struct worker_redis {
   std::unique_ptr<redis::store> main;
   std::unique_ptr<redis::store> per_second;
   std::unique_ptr<ratelimit::backends::redis::redis_backend> backend;
-  std::unique_ptr<ratelimit::backends::redis::synced_backend> synced;  // REDIS_SYNC_INTERVAL > 0
+  std::unique_ptr<ratelimit::backends::redis::synced_backend> synced;      // REDIS_SYNC_INTERVAL > 0
   std::unique_ptr<ratelimit::backends::redis::redis_table_reader> tables;  // LIMIT_TABLES_REDIS, on `main`
 };
 

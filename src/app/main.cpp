@@ -156,6 +156,7 @@ struct services {
   backend_holder backend;
   std::unique_ptr<ratelimit::limiter::limiter> limiter;
   ratelimit::service::redis_tables_health redis_tables;
+  ratelimit::service::redis_table_cache redis_table_rows;  // LIMIT_TABLES_REDIS: shared by the workers
   std::vector<worker_apis> apis;
   std::unique_ptr<ratelimit::service::limit_tables_source> tables;
   std::unique_ptr<net::grpc::server> grpc;
@@ -216,7 +217,7 @@ int serve(process_parts& p) {
   s.demand = make_demand_exchange(p.rl, p.workers.size(), p.control);
   build_workers(s.apis, p.workers,
                 {p.rl, *s.limiter, s.backend, p.stats, p.health, p.shared, *s.grpc, p.tracing, *s.demand,
-                 s.redis_tables});
+                 s.redis_tables, s.redis_table_rows});
   s.rules = std::make_unique<ratelimit::service::rules_source>(p.rl.rules, publish_to(p.workers, s.apis),
                                                                p.stats, p.health);
   s.tables = std::make_unique<ratelimit::service::limit_tables_source>(

@@ -73,18 +73,20 @@ std::optional<int> load_first_rules(ratelimit::service::rules_source& rules,
   return std::nullopt;
 }
 
-bool load_limit_tables(ratelimit::service::limit_tables_source& tables, ratelimit::service::rules_source& rules,
-                       const ratelimit::module_settings& rl) {
+bool load_limit_tables(ratelimit::service::limit_tables_source& tables,
+                       ratelimit::service::rules_source& rules, const ratelimit::module_settings& rl) {
   rules.set_table_names(&tables);
   if (rl.tables.directory.empty()) return true;
   const auto report = tables.load();
   if (!report.folder_read)
-    core::log_error("cannot start: LIMIT_TABLES_DIR must be a folder Sluice can read: ", report.errors.front());
+    core::log_error("cannot start: LIMIT_TABLES_DIR must be a folder Sluice can read: ",
+                    report.errors.front());
   return report.folder_read;
 }
 
-void watch_limit_tables(ratelimit::service::limit_tables_source& tables, ratelimit::service::rules_source& rules,
-                        const ratelimit::module_settings& rl, asio::io_context& control) {
+void watch_limit_tables(ratelimit::service::limit_tables_source& tables,
+                        ratelimit::service::rules_source& rules, const ratelimit::module_settings& rl,
+                        asio::io_context& control) {
   tables.watch(control.get_executor(), [&rules, files = rl.rules.from_files] {
     if (files) rules.load();
   });

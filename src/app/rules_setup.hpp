@@ -31,11 +31,12 @@ std::optional<int> load_first_rules(ratelimit::service::rules_source& rules,
 
 // LIMIT_TABLES_*: the table files loaded (a bad one is logged; rules naming it will not load) and `rules`
 // loaded against the tables. false when LIMIT_TABLES_DIR cannot be read: Sluice must not start.
-bool load_limit_tables(ratelimit::service::limit_tables_source& tables, ratelimit::service::rules_source& rules,
-                       const ratelimit::module_settings& rl);
+bool load_limit_tables(ratelimit::service::limit_tables_source& tables,
+                       ratelimit::service::rules_source& rules, const ratelimit::module_settings& rl);
 // Once the first rules are in: the table files are loaded again after each change, and a table that appears
 // has the rule files loaded again (rules that named it may load now).
-void watch_limit_tables(ratelimit::service::limit_tables_source& tables, ratelimit::service::rules_source& rules,
-                        const ratelimit::module_settings& rl, boost::asio::io_context& control);
+void watch_limit_tables(ratelimit::service::limit_tables_source& tables,
+                        ratelimit::service::rules_source& rules, const ratelimit::module_settings& rl,
+                        boost::asio::io_context& control);
 
 }  // namespace sluice

@@ -20,8 +20,7 @@ void build_workers(std::vector<worker_apis>& apis, core::worker_pool& workers, c
                                                                          w.backend.get(i), w.stats);
     a.service->set_tracer(w.tracing.tracer(i));
     a.tables = std::make_unique<ratelimit::service::table_lookup>(
-        ratelimit::service::table_lookup::options{w.rl.tables.redis_ttl}, w.backend.table_reader(i),
-        &w.redis_tables);
+        w.rl.tables.redis_ttl, w.backend.table_reader(i), &w.redis_table_rows, &w.redis_tables);
     a.service->set_table_lookup(a.tables.get());
     if (w.rl.top_descriptors_capacity > 0) {
       a.top = std::make_unique<stats::top_recorder>(w.rl.top_descriptors_capacity,

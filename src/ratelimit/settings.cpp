@@ -315,14 +315,16 @@ void read_limit_tables(const core::env_reader& env, module_settings& s) {
   t.max_rows = env.get_uint("LIMIT_TABLES_MAX_ROWS", t.max_rows, 1, 1'000'000'000);
   t.redis = env.get_bool("LIMIT_TABLES_REDIS", false);
   if (t.redis && s.backend_type != "redis") {
-    throw core::settings_error(core::cat("LIMIT_TABLES_REDIS=true reads the tables from the backend's Redis: it "
-                                         "needs BACKEND_TYPE=redis (BACKEND_TYPE is ",
-                                         s.backend_type, ")"));
+    throw core::settings_error(
+        core::cat("LIMIT_TABLES_REDIS=true reads the tables from the backend's Redis: it "
+                  "needs BACKEND_TYPE=redis (BACKEND_TYPE is ",
+                  s.backend_type, ")"));
   }
   const auto ttl = env.get_duration("LIMIT_TABLES_REDIS_TTL", std::chrono::seconds{10});
   if (ttl < std::chrono::milliseconds{100} || ttl > std::chrono::hours{24}) {
-    throw core::settings_error(core::cat("invalid value '", env.get_string("LIMIT_TABLES_REDIS_TTL", ""),
-                                         "' for LIMIT_TABLES_REDIS_TTL: expected a duration from 100ms to 24h"));
+    throw core::settings_error(
+        core::cat("invalid value '", env.get_string("LIMIT_TABLES_REDIS_TTL", ""),
+                  "' for LIMIT_TABLES_REDIS_TTL: expected a duration from 100ms to 24h"));
   }
   t.redis_ttl = std::chrono::duration_cast<std::chrono::milliseconds>(ttl);
   s.redis.limit_tables = t.redis;
@@ -382,7 +384,8 @@ module_settings read_module_settings(const core::env_reader& env) {
   if (svc.request_headers_enabled) svc.request_headers = read_header_names(env, "LIMIT_REQUEST_");
   svc.response_dynamic_metadata = env.get_bool("RESPONSE_DYNAMIC_METADATA", false);
   svc.limited_by_metadata = env.get_bool("LIMITED_BY_METADATA", false);
-  svc.ietf_headers = env.get_choice("LIMIT_RESPONSE_HEADERS_FORMAT", "default", {"default", "ietf"}, false) == "ietf";
+  svc.ietf_headers =
+      env.get_choice("LIMIT_RESPONSE_HEADERS_FORMAT", "default", {"default", "ietf"}, false) == "ietf";
   svc.count_only_admitted = env.get_bool("COUNT_ONLY_ADMITTED", false);
   if (svc.count_only_admitted && s.backend_type == "memcache") {
     throw core::settings_error(

@@ -152,7 +152,8 @@ void find_table(descriptor_node& node, table_names* tables) {
   if (!valid_name || name.starts_with('.'))
     refuse("a table name is made of letters, digits, '_', '-' and '.' and does not start with '.'");
   if (!node.limit) refuse("needs a rate_limit, the limit of the values the table does not list");
-  if (node.limit->unlimited) refuse("the rate_limit must have a unit (rows without one use it), not unlimited");
+  if (node.limit->unlimited)
+    refuse("the rate_limit must have a unit (rows without one use it), not unlimited");
   if (!node.more_limits.empty()) refuse("a table row replaces the one rate_limit; rate_limits has several");
   if (tables == nullptr) refuse("no limit tables are set up (LIMIT_TABLES_DIR or LIMIT_TABLES_REDIS)");
   node.table = tables->find(name);

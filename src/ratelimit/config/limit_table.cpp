@@ -146,15 +146,14 @@ const table_row* limit_table::find(std::string_view value) const {
 }
 
 limit_table limit_table::parse(std::string_view csv, std::size_t max_rows) {
-  struct pending {
-    std::uint32_t offset;
-    std::uint32_t length;
-    std::uint32_t line;
-    table_row row;
-  };
   limit_table table;
-  std::vector<pending> rows;
-  std::vector<std::string> fields;
+  // Sized once from the lines (no rehash while loading), the values' buffer from the file.
+  const auto lines = static_cast<std::size_t>(std::count(csv.begin(), csv.end(), '\n')) + 1;
+  table.reserve(std::min(lines, max_rows + 1));
+  table.values_.reserve(csv.size());
+  std::vector<std::uint32_t> line_of(table.slots_.size());  // each slot's line, for a duplicate's message
+  std::vector<std::string> quoted_fields;
+  std::vector<std::string_view> fields;
   std::string error;
   bool header_seen = false;
   bool has_unit = false;
@@ -168,7 +167,20 @@ limit_table limit_table::parse(std::string_view csv, std::size_t max_rows) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.size() > max_line_bytes) fail(core::cat("longer than ", max_line_bytes, " bytes"));
     if (core::trim_space(line).empty()) continue;
-    if (!split_fields(line, fields, error)) fail(error);
+    fields.clear();
+    if (line.find('"') == std::string_view::npos) {
+      // Most lines: fields are views of the line.
+      for (std::size_t from = 0;;) {
+        const auto comma = line.find(',', from);
+        fields.push_back(
+            core::trim_space(line.substr(from, comma == std::string_view::npos ? line.npos : comma - from)));
+        if (comma == std::string_view::npos) break;
+        from = comma + 1;
+      }
+    } else {
+      if (!split_fields(line, quoted_fields, error)) fail(error);
+      fields.assign(quoted_fields.begin(), quoted_fields.end());
+    }
     if (!header_seen) {
       header_seen = true;
       has_unit = fields.size() == 3 && iequal(fields[2], "unit");
@@ -181,34 +193,27 @@ limit_table limit_table::parse(std::string_view csv, std::size_t max_rows) {
       fail(core::cat(fields.size(), " fields where the header has ", has_unit ? "2 or 3" : "2",
                      " (quote a value that holds a comma)"));
     }
-    if (fields[0].empty()) fail("the value is empty");
-    auto row = parse_row(fields[1], fields.size() == 3 ? std::string_view(fields[2]) : "", error);
+    const std::string_view value = fields[0];
+    if (value.empty()) fail("the value is empty");
+    auto row = parse_row(fields[1], fields.size() == 3 ? fields[2] : std::string_view(), error);
     if (!row) fail(error);
-    if (rows.size() == max_rows) fail(core::cat("more than ", max_rows, " rows (LIMIT_TABLES_MAX_ROWS)"));
-    if (table.values_.size() + fields[0].size() > UINT32_MAX) fail("the values take more than 4 GiB");
-    rows.push_back({static_cast<std::uint32_t>(table.values_.size()),
-                    static_cast<std::uint32_t>(fields[0].size()), static_cast<std::uint32_t>(line_number),
-                    *row});
-    table.values_ += fields[0];
+    if (table.rows_ == max_rows) fail(core::cat("more than ", max_rows, " rows (LIMIT_TABLES_MAX_ROWS)"));
+    if (table.values_.size() + value.size() > UINT32_MAX) fail("the values take more than 4 GiB");
+    const std::uint32_t hash = hash_of(value);
+    const std::size_t at = table.probe(value, hash);
+    if (table.slots_[at].length != empty)
+      fail(core::cat("the value ", quoted(value), " is on line ", line_of[at], " already"));
+    table.slots_[at] = slot{static_cast<std::uint32_t>(table.values_.size()),
+                            static_cast<std::uint32_t>(value.size()), hash, *row};
+    line_of[at] = static_cast<std::uint32_t>(line_number);
+    table.values_ += value;
+    ++table.rows_;
   }
   if (!header_seen) {
     line_number = 0;
     fail("no header (value,requests_per_unit[,unit])");
   }
   table.values_.shrink_to_fit();
-  table.reserve(rows.size());
-  for (const auto& r : rows) {
-    const std::string_view value = std::string_view(table.values_).substr(r.offset, r.length);
-    const std::uint32_t hash = hash_of(value);
-    auto& s = table.slots_[table.probe(value, hash)];
-    if (s.length != empty) {
-      line_number = r.line;
-      const auto first = std::ranges::find_if(rows, [&](const pending& p) { return p.offset == s.offset; });
-      fail(core::cat("the value ", quoted(value), " is on line ", first->line, " already"));
-    }
-    s = slot{r.offset, r.length, hash, r.row};
-  }
-  table.rows_ = rows.size();
   return table;
 }
 

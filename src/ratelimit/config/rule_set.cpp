@@ -176,11 +176,10 @@ namespace {
 void dump_limit(const descriptor_node& node, const rate_limit& l, std::vector<std::string>& lines) {
   const std::string key =
       l.stats_suffix.empty() ? node.stats_key : core::cat(node.stats_key, ".", l.stats_suffix);
-  lines.push_back(core::cat(key, ": unit=", l.unlimited ? "UNKNOWN" : unit_name(l.unit),
-                            " requests_per_unit=", l.requests_per_unit, ", shadow_mode: ", node.shadow_mode,
-                            ", quota_mode: ", node.quota_mode, describe_options(l),
-                            node.limits_from.empty() ? "" : core::cat(", limits_from: ", node.limits_from),
-                            "\n"));
+  lines.push_back(core::cat(
+      key, ": unit=", l.unlimited ? "UNKNOWN" : unit_name(l.unit), " requests_per_unit=", l.requests_per_unit,
+      ", shadow_mode: ", node.shadow_mode, ", quota_mode: ", node.quota_mode, describe_options(l),
+      node.limits_from.empty() ? "" : core::cat(", limits_from: ", node.limits_from), "\n"));
 }
 
 void dump_node(const descriptor_node& node, std::vector<std::string>& lines) {

@@ -18,9 +18,10 @@ class table_reader {
     std::string_view table;
     std::string_view value;
   };
-  // Per query the field's content, nullopt when the hash has no such field; or `error` (then `fields` is empty)
-  // when Redis could not answer. Called once, on the worker's thread, possibly before read() returns.
-  using done_fn = std::function<void(const std::string* error, std::vector<std::optional<std::string>>& fields)>;
+  // Per query the field's content, nullopt when the hash has no such field; or `error` (then `fields` is
+  // empty) when Redis could not answer. Called once, on the worker's thread, possibly before read() returns.
+  using done_fn =
+      std::function<void(const std::string* error, std::vector<std::optional<std::string>>& fields)>;
 
   virtual ~table_reader() = default;
   // `queries` must stay valid until `done` is called.

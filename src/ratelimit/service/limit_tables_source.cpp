@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <set>
 
+#include "core/free_memory.hpp"
 #include "core/log.hpp"
 #include "core/read_file.hpp"
 #include "core/strings.hpp"
@@ -37,7 +38,9 @@ limit_tables_source::limit_tables_source(limit_tables_settings settings, publish
                                          stats::store& stats)
     : settings_(std::move(settings)), publish_(std::move(publish)), stats_(stats) {}
 
-limit_tables_source::~limit_tables_source() { stop(); }
+limit_tables_source::~limit_tables_source() {
+  stop();
+}
 
 std::uint32_t limit_tables_source::add(std::string name, bool redis) {
   const auto id = static_cast<std::uint32_t>(tables_.size());
@@ -58,8 +61,10 @@ bool limit_tables_source::load_file(table& t, const std::string& path, std::vect
   auto content = core::read_file(path, error);
   try {
     if (!content) throw config::table_error{0, core::cat("cannot be read: ", error)};
-    auto parsed = std::make_shared<const config::limit_table>(config::limit_table::parse(*content, settings_.max_rows));
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+    auto parsed =
+        std::make_shared<const config::limit_table>(config::limit_table::parse(*content, settings_.max_rows));
+    const auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
     core::log_info("limit table '", t.name, "': ", parsed->size(), " rows from ", path, " in ", ms.count(),
                    " ms");
     t.counters.rows->set(static_cast<std::int64_t>(parsed->size()));
@@ -123,6 +128,8 @@ limit_tables_source::load_report limit_tables_source::load() {
   }
   if (changed) publish();
   lock.unlock();  // rules loading again ask find()
+  // The files' bytes and the parser's scratch (and, once the workers let go, the tables replaced).
+  if (changed || !errors.empty()) core::release_free_memory();
   if (appeared && on_new_table_) on_new_table_();
   return report;
 }
@@ -155,7 +162,8 @@ std::optional<config::table_ref> limit_tables_source::find(std::string_view name
 }
 
 std::string limit_tables_source::missing(std::string_view name) const {
-  if (settings_.directory.empty()) return "no limit tables are set up (LIMIT_TABLES_DIR or LIMIT_TABLES_REDIS)";
+  if (settings_.directory.empty())
+    return "no limit tables are set up (LIMIT_TABLES_DIR or LIMIT_TABLES_REDIS)";
   std::lock_guard lock(mutex_);
   if (auto it = ids_.find(name); it != ids_.end() && !tables_[it->second].file)
     return core::cat("the table's file ", settings_.directory, "/", name, ".csv did not load");
@@ -171,8 +179,8 @@ std::string limit_tables_source::dump() const {
       out += core::cat("table=", name, " rows=", t.file->size(), " source=", settings_.directory, "/", name,
                        suffix, "\n");
     } else if (t.redis) {
-      out += core::cat("table=", name, " rows=", t.counters.rows->value(), " source=redis:",
-                       limiter::redis_table_key(name), "\n");
+      out += core::cat("table=", name, " rows=", t.counters.rows->value(),
+                       " source=redis:", limiter::redis_table_key(name), "\n");
     }
   }
   return out;

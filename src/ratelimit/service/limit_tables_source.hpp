@@ -1,11 +1,11 @@
 #pragma once
 // Where the limit tables come from (README "Per-tenant limits") and how the workers get them: the files
-// <table>.csv of LIMIT_TABLES_DIR, loaded at start-up and again after each burst of changes (core::file_watch,
-// as the rules), and (LIMIT_TABLES_REDIS) any other name a rule gives, as a Redis hash each worker reads
-// (table_lookup). A changed file is parsed into a new table and swapped in whole; a bad one keeps its table
-// in force and is logged with its file and line and counted as a failed load. Each change is published to
-// every worker as a new table_set. It is also the table_names rules are loaded against. On the control thread
-// (dump() on any).
+// <table>.csv of LIMIT_TABLES_DIR, loaded at start-up and again after each burst of changes
+// (core::file_watch, as the rules), and (LIMIT_TABLES_REDIS) any other name a rule gives, as a Redis hash
+// each worker reads (table_lookup). A changed file is parsed into a new table and swapped in whole; a bad one
+// keeps its table in force and is logged with its file and line and counted as a failed load. Each change is
+// published to every worker as a new table_set. It is also the table_names rules are loaded against. On the
+// control thread (dump() on any).
 
 #include <boost/asio/any_io_executor.hpp>
 #include <chrono>
@@ -73,7 +73,7 @@ class limit_tables_source final : public config::table_names {
   limit_tables_settings settings_;
   publish_fn publish_;
   stats::store& stats_;
-  mutable std::mutex mutex_;    // tables_ against dump() from another thread
+  mutable std::mutex mutex_;   // tables_ against dump() from another thread
   std::vector<table> tables_;  // by id
   std::map<std::string, std::uint32_t, std::less<>> ids_;
   std::unique_ptr<core::file_watch> watch_;

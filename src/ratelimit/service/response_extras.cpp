@@ -51,10 +51,10 @@ void append_sf_string(std::string& out, std::string_view text) {
   out += '"';
 }
 
-// LIMIT_RESPONSE_HEADERS_FORMAT=ietf (draft-ietf-httpapi-ratelimit-headers): RateLimit-Policy lists every limit
-// that applied (q, and w its window in seconds, or qu="concurrent-requests" for a concurrency limit), and
-// RateLimit the most restrictive one's r and t: an over one, else the least remaining, then the longest to
-// reset. Shadow-mode limits are left out.
+// LIMIT_RESPONSE_HEADERS_FORMAT=ietf (draft-ietf-httpapi-ratelimit-headers): RateLimit-Policy lists every
+// limit that applied (q, and w its window in seconds, or qu="concurrent-requests" for a concurrency limit),
+// and RateLimit the most restrictive one's r and t: an over one, else the least remaining, then the longest
+// to reset. Shadow-mode limits are left out.
 void add_ietf_headers(rls_response& response, std::span<const limiter::descriptor_work> items,
                       std::span<const config::descriptor_node* const> nodes, std::string_view domain,
                       bool global_shadow_mode) {
@@ -99,8 +99,8 @@ void add_ietf_headers(rls_response& response, std::span<const limiter::descripto
     const auto& status = response.statuses(static_cast<int>(*tightest));
     std::string value;
     append_sf_string(value, limit_name(domain, item, nodes[*tightest], item.shown));
-    value += core::cat(";r=", item.over ? 0 : status.limit_remaining(), ";t=",
-                       status.duration_until_reset().seconds());
+    value += core::cat(";r=", item.over ? 0 : status.limit_remaining(),
+                       ";t=", status.duration_until_reset().seconds());
     auto* h = headers->Add();
     h->set_key("RateLimit");
     h->set_value(std::move(value));
@@ -208,7 +208,8 @@ void add_limited_by(rls_response& response, std::string_view domain,
     }
     entry["rule"].set_string_value(std::move(rule));
     auto* entries = entry["entries"].mutable_list_value();
-    for (const auto& e : item.entries) entries->add_values()->set_string_value(core::cat(e.key, "=", e.value));
+    for (const auto& e : item.entries)
+      entries->add_values()->set_string_value(core::cat(e.key, "=", e.value));
     entry["shadow"].set_bool_value(applied.shadow_mode || global_shadow_mode);
     auto& limit = *entry["limit"].mutable_struct_value()->mutable_fields();
     limit["requests_per_unit"].set_number_value(applied.requests_per_unit);

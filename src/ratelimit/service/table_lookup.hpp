@@ -1,7 +1,7 @@
 #pragma once
-// One worker's view of the limit tables (README "Per-tenant limits"): the file tables as last published, and a
-// cache of the Redis tables' rows it has read. Used on the worker's thread only, so it takes no lock: a reload
-// publishes a new table_set, swapped in between two decisions.
+// One worker's view of the limit tables (README "Per-tenant limits"): the file tables as last published (a
+// reload publishes a new table_set, swapped in between two decisions: a file table's lookup takes no lock),
+// and the Redis tables' rows through the cache every worker shares, read on this worker's connections.
 //
 // A Redis row is read on first use and kept for LIMIT_TABLES_REDIS_TTL. When Redis cannot be read, the row
 // cached (expired or not) or else the rule's limit applies, and the value is tried again after a second.
@@ -21,16 +21,17 @@
 #include "ratelimit/config/limit_table.hpp"
 #include "ratelimit/config/rule_set.hpp"
 #include "ratelimit/limiter/table_reader.hpp"
+#include "ratelimit/service/redis_table_cache.hpp"
 #include "stats/store.hpp"
 
 namespace sluice::ratelimit::service {
 
 // A table's stats: ratelimit.limit_tables.<table>.{rows,hits,misses,loads,failed_loads}.
 struct table_counters {
-  stats::gauge* rows = nullptr;           // a file's rows; a Redis table's values cached by the workers
-  stats::counter* hits = nullptr;         // decisions whose value the table lists
-  stats::counter* misses = nullptr;       // decisions that took the rule's limit
-  stats::counter* loads = nullptr;        // a file loaded; a Redis value read
+  stats::gauge* rows = nullptr;            // a file's rows; a Redis table's values cached by the workers
+  stats::counter* hits = nullptr;          // decisions whose value the table lists
+  stats::counter* misses = nullptr;        // decisions that took the rule's limit
+  stats::counter* loads = nullptr;         // a file loaded; a Redis value read
   stats::counter* failed_loads = nullptr;  // a bad file (kept out); a Redis value unreadable or bad
 
   static table_counters make(stats::store& stats, std::string_view table);
@@ -50,13 +51,9 @@ struct redis_tables_health {
 
 class table_lookup {
  public:
-  struct options {
-    std::chrono::milliseconds ttl{10'000};  // LIMIT_TABLES_REDIS_TTL
-    std::size_t max_cached = 1 << 18;       // Redis values kept per worker; past it the cache starts over
-  };
-  // `reader` and `health` may be null without Redis tables.
-  table_lookup(options o, limiter::table_reader* reader, redis_tables_health* health);
-  ~table_lookup();
+  // LIMIT_TABLES_REDIS_TTL. `reader`, `cache` and `health` may be null without Redis tables.
+  table_lookup(std::chrono::milliseconds ttl, limiter::table_reader* reader, redis_table_cache* cache,
+               redis_tables_health* health);
   table_lookup(const table_lookup&) = delete;
   table_lookup& operator=(const table_lookup&) = delete;
 
@@ -76,27 +73,16 @@ class table_lookup {
   // Reads the Redis rows of `items` into the cache, then calls `done` (on this thread, maybe at once).
   void fetch(std::span<const wanted> items, std::function<void()> done);
 
-  std::size_t cached() const { return cache_.size(); }
-
  private:
-  struct cached_row {
-    std::optional<config::table_row> row;
-    std::int64_t expires_us = 0;
-    std::uint32_t table = 0;
-  };
-  using cache = std::unordered_map<std::string, cached_row, config::string_hash, std::equal_to<>>;
-  static std::string cache_key(std::uint32_t id, std::string_view value);
   const table_counters* counters(std::uint32_t id) const;
-  void store(std::uint32_t id, std::string_view value, std::optional<config::table_row> row,
-             std::int64_t expires_us);
   void answered(std::span<const wanted> items, const std::string* error,
                 std::vector<std::optional<std::string>>& fields);
 
-  options options_;
+  std::chrono::milliseconds ttl_;
   limiter::table_reader* reader_;
+  redis_table_cache* cache_;
   redis_tables_health* health_;
   std::shared_ptr<const table_set> tables_;
-  cache cache_;
 };
 
 }  // namespace sluice::ratelimit::service

@@ -4,8 +4,8 @@
 
 namespace sluice::ratelimit::service {
 
-void apply_table_row(limiter::descriptor_work& item, const config::table_row& row, const config::rate_limit& rule,
-                     std::string& tag) {
+void apply_table_row(limiter::descriptor_work& item, const config::table_row& row,
+                     const config::rate_limit& rule, std::string& tag) {
   if (row.unlimited) {
     item.limits.clear();
     item.unlimited = true;

@@ -13,7 +13,7 @@ namespace sluice::ratelimit::service {
 
 // `item` holds the rule's one limit. When the row's unit changes the limit's counter key, the key's tag is
 // written into `tag` (which must outlive the decision).
-void apply_table_row(limiter::descriptor_work& item, const config::table_row& row, const config::rate_limit& rule,
-                     std::string& tag);
+void apply_table_row(limiter::descriptor_work& item, const config::table_row& row,
+                     const config::rate_limit& rule, std::string& tag);
 
 }  // namespace sluice::ratelimit::service

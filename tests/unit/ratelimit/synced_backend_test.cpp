@@ -189,6 +189,19 @@ TEST_CASE("a key over its limit stops counting until its window ends: no more Re
   CHECK(t.redis.value("k") == 11);
 }
 
+TEST_CASE("a key over a low limit counts again, read afresh, for an op whose limit is higher (#1077)") {
+  rig t(2);
+  for (int i = 1; i <= 3; ++i) t.decide(0, t.op("k", 1, 2));  // over 2 at 3
+  t.flush_all();
+  for (int i = 0; i < 4; ++i) t.decide(1, t.op("k", 1, 100));  // another instance: 7 in Redis
+  t.flush_all();
+  t.clock.advance_micros(100'000);                 // long past worker 0's view's freshness
+  CHECK(t.decide(0, t.op("k", 1, 2)).value == 4);  // still over the low limit: decided alone, not counted
+  const auto incrby = t.redis.count("INCRBY");
+  CHECK(t.decide(0, t.op("k", 1, 10)).value == 8);  // a raised limit: read again and counted
+  CHECK(t.redis.count("INCRBY") == incrby + 1);
+}
+
 TEST_CASE("a view older than an interval is read again before it is decided from") {
   rig t(2);
   t.decide(0, t.op("k", 1, 100));

@@ -32,10 +32,10 @@ struct synced_counter {
   std::int64_t window_end = 0;    // Unix seconds: then it may go, once it holds nothing unsent
   std::uint32_t ttl_seconds = 0;  // the last op's EXPIRE
   bool per_second = false;
-  bool reading = false;   // an op of it is in Redis now: other ops wait for the answer
-  bool flushing = false;  // in_flight is in a flush
-  bool dirty = false;     // listed for the next flush
-  bool over = false;      // over its limit: later hits are not counted
+  bool reading = false;          // an op of it is in Redis now: other ops wait for the answer
+  bool flushing = false;         // in_flight is in a flush
+  bool dirty = false;            // listed for the next flush
+  bool over = false;             // over its limit: later hits are not counted
   std::uint64_t over_limit = 0;  // the limit it went over (a higher one is not "over")
 
   // What this worker believes Redis holds once everything it counted has arrived.
