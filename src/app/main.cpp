@@ -177,6 +177,7 @@ int run_until_stopped(process_parts& p, services& s, control_listeners& listener
                      s.apis,
                      *s.grpc,
                      *s.rules,
+                     *s.tables,
                      s.xds.get(),
                      p.shared,
                      listeners,

@@ -28,6 +28,7 @@ void shutdown_plan::begin() {
     for (auto& w : apis) w.http->stop();
     listeners.stop();
     rules.stop();
+    tables.stop();  // its folder's watch, which would keep the control loop running
     if (xds) xds->stop();
     shared.stop();
     grpc.drain(grace);

@@ -16,6 +16,7 @@
 #include "core/workers.hpp"
 #include "net/grpc/server.hpp"
 #include "ratelimit/rlqs/demand_exchange.hpp"
+#include "ratelimit/service/limit_tables_source.hpp"
 #include "ratelimit/service/rules_source.hpp"
 #include "ratelimit/xds/client.hpp"
 #include "shared_apis.hpp"
@@ -32,6 +33,7 @@ struct shutdown_plan {
   std::vector<worker_apis>& apis;
   net::grpc::server& grpc;
   ratelimit::service::rules_source& rules;
+  ratelimit::service::limit_tables_source& tables;
   ratelimit::xds::client* xds;  // null with rule files
   shared_apis& shared;
   control_listeners& listeners;

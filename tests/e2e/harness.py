@@ -31,6 +31,9 @@ import urllib.request
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SLUICE_BIN = os.environ.get('SLUICE_BIN') or os.path.join(REPO, 'build', 'sluice')
+# A sanitizer build under test (scripts/sanitize sets these): timings and memory are the sanitizer's, not
+# Sluice's, so tests that measure them only report them.
+SANITIZED = bool(os.environ.get('ASAN_OPTIONS') or os.environ.get('TSAN_OPTIONS'))
 SLUICE_FIXTURES = os.environ.get('SLUICE_FIXTURES') or os.path.join(REPO, 'tests', 'fixtures')
 KEEP = bool(os.environ.get('SLUICE_E2E_KEEP'))
 

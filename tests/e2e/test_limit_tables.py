@@ -111,6 +111,10 @@ class FileTables(TablesCase):
         self.assertEqual(st['ratelimit.limit_tables.plans.misses'], 8)
         self.assertEqual(st['ratelimit.limit_tables.plans.hits'], 8 + 8 + 30 + 3 + 1)
         self.assertIn("limit table 'plans': 5 rows from %s/plans.csv in" % self.tables, s.log())
+        # The folder's watch ends with the rest at SIGTERM: a clean, quick exit.
+        started = time.monotonic()
+        self.assertEqual(s.stop(), 0, s.log_tail())
+        self.assertLess(time.monotonic() - started, 5)
 
     def test_a_row_raised_while_its_key_is_over_the_low_limit(self):
         with RedisServer() as redis:
@@ -222,8 +226,9 @@ class MillionRows(TablesCase):
         per_row = ((rss - baseline) * 1024 - value_bytes) / self.ROWS
         print('\n1M rows: loaded in %d ms; RSS %d KB against %d KB without: %.1f bytes a row beyond the values'
               % (load_ms, rss, baseline, per_row))
-        self.assertLess(load_ms, 1000)
-        self.assertLessEqual(per_row, 100)
+        if not harness.SANITIZED:
+            self.assertLess(load_ms, 1000)
+            self.assertLessEqual(per_row, 100)
         self.assertEqual(self.decide(s, 'tenant-0000042').statuses[0].limit, (1042, 'MINUTE'))
 
         # A reload under load: h2load decides on gRPC meanwhile; the server's own response times (the Prometheus
@@ -261,7 +266,8 @@ class MillionRows(TablesCase):
         print('reload under load: %d decisions, %d over 1 ms (%.2f%%); the reload took %s ms'
               % (total, total - within, 100.0 * (total - within) / max(1, total), m.group(1) if m else '?'))
         self.assertGreater(total, 1000, out)
-        self.assertLessEqual(total - within, total / 100, 'p99 over 1 ms')
+        if not harness.SANITIZED:
+            self.assertLessEqual(total - within, total / 100, 'p99 over 1 ms')
         self.assertEqual(self.decide(s, 'tenant-0000042').statuses[0].limit, (5_000_000, 'MINUTE'))
 
 
@@ -288,15 +294,21 @@ class RedisTables(TablesCase):
                           body if isinstance(body, str) else body.decode())
             redis.command('HSET', 'ratelimit_limits:plans', v, '40')
             changed = time.monotonic()
+            # Every row was read before the HSET, so whatever is sent a TTL after it must see the new row.
             seen = {}
-            while len(seen) < 2 and time.monotonic() - changed < 5:
+            late = []
+            while time.monotonic() - changed < 1.5:
                 for name, s in (('a', a), ('b', b)):
-                    if name not in seen and self.decide(s, v).statuses[0].limit == (40, 'MINUTE'):
-                        seen[name] = time.monotonic() - changed
+                    sent = time.monotonic() - changed
+                    limit = self.decide(s, v).statuses[0].limit
+                    if limit == (40, 'MINUTE'):
+                        seen.setdefault(name, sent)
+                    elif sent >= 1.0:
+                        late.append((name, sent, limit))
                 time.sleep(0.02)
-            print('\nHSET seen by both instances after %r s (LIMIT_TABLES_REDIS_TTL=1s)' % seen)
+            print('\nHSET first seen by the instances after %r s (LIMIT_TABLES_REDIS_TTL=1s)' % seen)
             self.assertEqual(set(seen), {'a', 'b'})
-            self.assertLessEqual(max(seen.values()), 1.0 + 0.3)  # the TTL, and this loop's own step
+            self.assertEqual(late, [], 'decisions sent a TTL after the HSET with the old row')
             # A value not in the hash takes the rule's limit; a bad field too, counted.
             self.assertEqual(self.decide(a, unique('none')).statuses[0].limit, (2, 'MINUTE'))
             redis.command('HSET', 'ratelimit_limits:plans', 'broken', 'lots')
