@@ -31,6 +31,17 @@ std::optional<redis_table_cache::cached> redis_table_cache::get(std::uint32_t ta
   return it->second.c;
 }
 
+bool redis_table_cache::claim_refresh(std::uint32_t table, std::string_view value, std::int64_t now_us,
+                                      std::int64_t until_us) {
+  const auto key = key_of(table, value);
+  auto& s = shard_for(key);
+  std::lock_guard lock(s.mutex);
+  const auto it = s.rows.find(key);
+  if (it == s.rows.end() || it->second.c.expires_us > now_us) return false;
+  it->second.c.expires_us = until_us;
+  return true;
+}
+
 void redis_table_cache::put(std::uint32_t table, std::string_view value, cached c, stats::gauge* rows,
                             std::int64_t now_us) {
   auto key = key_of(table, value);

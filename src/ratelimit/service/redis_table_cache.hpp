@@ -30,6 +30,9 @@ class redis_table_cache {
     std::int64_t expires_us = 0;           // steady clock
   };
   std::optional<cached> get(std::uint32_t table, std::string_view value) const;
+  // Whether the caller is the one to read an expired row again: true once (its expiry moves to `until`, so
+  // the others keep using the row meanwhile), false when the row is fresh or another caller claimed it first.
+  bool claim_refresh(std::uint32_t table, std::string_view value, std::int64_t now_us, std::int64_t until_us);
   // Sets the value's row; `rows` (the table's gauge, may be null) counts the values held.
   void put(std::uint32_t table, std::string_view value, cached c, stats::gauge* rows, std::int64_t now_us);
   std::size_t size() const;

@@ -40,7 +40,11 @@ table_lookup::answer table_lookup::find(config::table_ref ref, std::string_view 
   if (ref.redis) {
     if (cache_ == nullptr || reader_ == nullptr) return {};  // (nothing can be read: the rule's limit)
     const auto held = cache_->get(ref.id, value);
-    if (!held || held->expires_us <= now_us()) return {std::nullopt, true};
+    if (!held) return {std::nullopt, true};
+    // An expired row is read again by one decision; the others keep it until the answer (one HGET per TTL).
+    const std::int64_t now = now_us();
+    if (held->expires_us <= now && cache_->claim_refresh(ref.id, value, now, now + retry_us))
+      return {std::nullopt, true};
     a.row = held->row;
   } else if (const auto& table = tables_->files[ref.id]) {
     if (const auto* row = table->find(value)) a.row = *row;

@@ -3,8 +3,9 @@
 // reload publishes a new table_set, swapped in between two decisions: a file table's lookup takes no lock),
 // and the Redis tables' rows through the cache every worker shares, read on this worker's connections.
 //
-// A Redis row is read on first use and kept for LIMIT_TABLES_REDIS_TTL. When Redis cannot be read, the row
-// cached (expired or not) or else the rule's limit applies, and the value is tried again after a second.
+// A Redis row is read on first use and kept for LIMIT_TABLES_REDIS_TTL; then one decision reads it again
+// while the others keep the row until the answer. When Redis cannot be read, the row cached (expired or not)
+// or else the rule's limit applies, and the value is tried again after a second.
 
 #include <atomic>
 #include <chrono>

@@ -303,6 +303,18 @@ TEST_CASE("limit tables: the workers share the Redis rows read; a full cache dro
   CHECK(reader.reads == 1);
   CHECK(stats.get_gauge("ratelimit.limit_tables.plans.rows").value() == 1);
 
+  // Expired: one decision reads it again, the others keep the row meanwhile.
+  svc::table_lookup quick_one(std::chrono::milliseconds{1}, &reader, &shared, nullptr);
+  quick_one.set_tables(set);
+  reader.hash["plans/acme"] = "7";
+  REQUIRE(quick_one.find(ref, "fresh").fetch);
+  std::vector<svc::table_lookup::wanted> fresh{{ref, "fresh"}};
+  quick_one.fetch(fresh, [] {});  // (no such field: the rule's limit, cached for 1 ms)
+  std::this_thread::sleep_for(std::chrono::milliseconds{5});
+  CHECK(quick_one.find(ref, "fresh").fetch);  // the first to see it expired reads it
+  CHECK_FALSE(two.find(ref, "fresh").fetch);  // the others do not, until the answer
+  CHECK_FALSE(two.find(ref, "fresh").row);
+
   svc::redis_table_cache small(16);  // one row a shard
   auto* rows = &stats.get_gauge("small.rows");
   for (int i = 0; i < 200; ++i) small.put(0, "v" + std::to_string(i), {std::nullopt, 1'000}, rows, 10);
