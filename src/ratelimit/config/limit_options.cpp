@@ -8,6 +8,7 @@
 #include "core/env.hpp"
 #include "core/strings.hpp"
 #include "ratelimit/config/calendar.hpp"
+#include "ratelimit/config/limit_table.hpp"
 #include "ratelimit/config/yaml_fields.hpp"
 #include "ratelimit/config/yaml_scalar.hpp"
 
@@ -145,11 +146,7 @@ void find_table(descriptor_node& node, table_names* tables) {
   const auto refuse = [&](std::string_view why) {
     throw config_error{core::cat("rule '", node.stats_key, "': limits_from '", name, "': ", why)};
   };
-  const bool valid_name = std::ranges::all_of(name, [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '-' || c == '.';
-  });
-  if (!valid_name || name.starts_with('.'))
+  if (!is_table_name(name))
     refuse("a table name is made of letters, digits, '_', '-' and '.' and does not start with '.'");
   if (!node.limit) refuse("needs a rate_limit, the limit of the values the table does not list");
   if (node.limit->unlimited)

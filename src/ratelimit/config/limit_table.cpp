@@ -113,6 +113,13 @@ bool split_fields(std::string_view line, std::vector<std::string>& fields, std::
 
 }  // namespace
 
+bool is_table_name(std::string_view name) {
+  return !name.empty() && !name.starts_with('.') && std::ranges::all_of(name, [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '.';
+  });
+}
+
 std::optional<table_row> parse_table_limit(std::string_view text, std::string& error) {
   text = core::trim_space(text);
   const auto slash = text.find('/');

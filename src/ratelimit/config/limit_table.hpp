@@ -35,6 +35,10 @@ struct table_error {
   std::string message;
 };
 
+// Whether `name` may name a table (`limits_from`, <name>.csv, a stats level): letters, digits, '_', '-' and
+// '.', not first.
+bool is_table_name(std::string_view name);
+
 // "100", "100/MINUTE", "unlimited" (a Redis table's field): the row, or nullopt with `error` saying why.
 std::optional<table_row> parse_table_limit(std::string_view text, std::string& error);
 

@@ -18,13 +18,6 @@ namespace {
 
 constexpr std::string_view suffix = ".csv";
 
-bool table_name_ok(std::string_view name) {
-  return !name.empty() && !name.starts_with('.') && std::ranges::all_of(name, [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '-' || c == '.';
-  });
-}
-
 // What tells a file's versions apart without reading it (a ConfigMap swap changes the inode behind the name).
 std::string signature_of(const std::string& path) {
   struct stat st {};
@@ -104,7 +97,7 @@ limit_tables_source::load_report limit_tables_source::load() {
     const std::string file = it->path().filename().string();
     if (!file.ends_with(suffix) || file.starts_with('.') || !it->is_regular_file(ec)) continue;
     std::string name = file.substr(0, file.size() - suffix.size());
-    if (!table_name_ok(name)) {
+    if (!config::is_table_name(name)) {
       core::log_warn("limit tables: ", it->path().string(),
                      " is not a table (a name is made of letters, digits, '_', '-' and '.'); ignored");
       continue;

@@ -131,6 +131,21 @@ TEST_CASE("limits_from: a value in the table gets its row; others the rule's lim
   CHECK(t.f.counter("ratelimit.limit_tables.plans.loads") == 1);
 }
 
+TEST_CASE("limits_from: on a wildcard rule, the request's value is looked up") {
+  tables_fixture t("value,requests_per_unit\npro-acme,4\n");
+  REQUIRE(t.load(R"(domain: saas
+descriptors:
+  - key: tenant
+    value: "pro-*"
+    limits_from: plans
+    rate_limit: {unit: minute, requests_per_unit: 1}
+)")
+              .empty());
+  CHECK(t.admitted("pro-acme", 6) == 4);
+  CHECK(t.admitted("pro-other", 3) == 1);
+  CHECK(t.admitted("free-acme", 3) == 3);  // no rule
+}
+
 TEST_CASE("limits_from: a request's own limit override still wins over the table") {
   tables_fixture t("value,requests_per_unit\nacme,5\n");
   REQUIRE(t.load(saas_rules).empty());
