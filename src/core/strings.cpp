@@ -62,6 +62,15 @@ std::string_view trim_space(std::string_view s) {
   return s;
 }
 
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
+      return false;
+  }
+  return true;
+}
+
 namespace {
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';

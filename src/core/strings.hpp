@@ -76,6 +76,8 @@ std::vector<std::string_view> split(std::string_view s, char separator);
 std::string ascii_lower(std::string_view s);
 // `s` without leading and trailing ASCII whitespace.
 std::string_view trim_space(std::string_view s);
+// Equal but for the case of ASCII letters ("Minute" and "MINUTE").
+bool iequals(std::string_view a, std::string_view b);
 
 // The parts with `separator` between them: join({"a", "b"}, ",") == "a,b".
 template <typename Range>

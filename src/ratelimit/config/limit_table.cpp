@@ -11,15 +11,6 @@ namespace sluice::ratelimit::config {
 
 namespace {
 
-bool iequal(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
-    if (lower(a[i]) != lower(b[i])) return false;
-  }
-  return true;
-}
-
 std::uint32_t hash_of(std::string_view value) {
   const std::size_t h = std::hash<std::string_view>{}(value);
   return static_cast<std::uint32_t>(h ^ (h >> 32));
@@ -33,7 +24,7 @@ std::string quoted(std::string_view text) {
 
 std::optional<table_row> parse_row(std::string_view count, std::string_view unit_text, std::string& error) {
   table_row row;
-  if (iequal(count, "unlimited")) {
+  if (core::iequals(count, "unlimited")) {
     if (!unit_text.empty()) {
       error = core::cat("an unlimited row has no unit (found ", quoted(unit_text), ")");
       return std::nullopt;
@@ -190,9 +181,9 @@ limit_table limit_table::parse(std::string_view csv, std::size_t max_rows) {
     }
     if (!header_seen) {
       header_seen = true;
-      has_unit = fields.size() == 3 && iequal(fields[2], "unit");
-      const bool ok = (fields.size() == 2 || has_unit) && iequal(fields[0], "value") &&
-                      iequal(fields[1], "requests_per_unit");
+      has_unit = fields.size() == 3 && core::iequals(fields[2], "unit");
+      const bool ok = (fields.size() == 2 || has_unit) && core::iequals(fields[0], "value") &&
+                      core::iequals(fields[1], "requests_per_unit");
       if (!ok) fail(core::cat("the header must be value,requests_per_unit[,unit], not ", quoted(line)));
       continue;
     }

@@ -164,6 +164,8 @@ struct descriptor_node {
   std::unordered_map<std::string, regex_rules, string_hash, std::equal_to<>> regex_by_key;
 
   bool is_wildcard() const { return !wildcard_parts.empty(); }
+  // The k-th of its limits, as a request's limits are listed: `limit` first, then `more_limits`.
+  const rate_limit& limit_at(std::size_t k) const { return k == 0 ? *limit : more_limits[k - 1]; }
   bool has_children() const { return !children.empty() || !regex_children.empty(); }
   // Every child: by name, then the value_regex ones.
   template <typename Visit>

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <utility>
 
+#include "core/strings.hpp"
+
 namespace sluice::ratelimit::config {
 
 namespace {
@@ -18,19 +20,11 @@ constexpr std::array<std::pair<std::string_view, unit>, 7> names{{
     {"YEAR", unit::year},
 }};
 
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (std::toupper(static_cast<unsigned char>(a[i])) != static_cast<unsigned char>(b[i])) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 std::optional<unit> parse_unit(std::string_view name) {
   for (auto [n, u] : names) {
-    if (iequals(name, n)) return u;
+    if (core::iequals(name, n)) return u;
   }
   return std::nullopt;
 }

@@ -33,7 +33,7 @@ void merge_first_wins(google::protobuf::Struct& into, const google::protobuf::St
 std::string limit_name(std::string_view domain, const limiter::descriptor_work& item,
                        const config::descriptor_node* node, std::size_t k) {
   if (node == nullptr || !node->limit) return override_stats_key(domain, item.entries);
-  const auto& limit = k == 0 ? *node->limit : node->more_limits[k - 1];
+  const auto& limit = node->limit_at(k);
   return limit.name.empty() ? config::limit_stats_key(*node, limit) : limit.name;
 }
 
@@ -203,8 +203,7 @@ void add_limited_by(rls_response& response, std::string_view domain,
     if (node == nullptr) {
       rule = override_stats_key(domain, item.entries);
     } else {
-      const auto& limit = item.shown == 0 ? *node->limit : node->more_limits[item.shown - 1];
-      rule = config::limit_stats_key(*node, limit);
+      rule = config::limit_stats_key(*node, node->limit_at(item.shown));
     }
     entry["rule"].set_string_value(std::move(rule));
     auto* entries = entry["entries"].mutable_list_value();
