@@ -5,6 +5,7 @@
 #include "core/log.hpp"
 #include "core/strings.hpp"
 #include "net/http/debug_pages.hpp"
+#include "ratelimit/api/counters_api.hpp"
 #include "ratelimit/api/debug_handlers.hpp"
 #include "stats/prometheus_setup.hpp"
 #include "stats/sink_factory.hpp"
@@ -50,20 +51,35 @@ std::unique_ptr<net::http::server> start_prometheus(const stats::sink_settings& 
 
 // The debug server (control thread). A listener that cannot open stops start-up (upstream only logs it, and
 // runs on without its debug pages: on a port another process holds, that one's pages were shown instead).
-std::unique_ptr<net::http::server> start_debug(const net::http::server_options& options,
+// The counters API and explain reach each worker's service on its thread.
+ratelimit::api::worker_services services_of(const operator_sources& sources) {
+  return {sources.workers.size(),
+          [&workers = sources.workers](std::size_t i) -> asio::any_io_executor {
+            return workers.context(static_cast<unsigned>(i)).get_executor();
+          },
+          [&apis = sources.apis](std::size_t i) -> ratelimit::service::rate_limit_service& {
+            return *apis[i].service;
+          }};
+}
+
+std::unique_ptr<net::http::server> start_debug(const process_settings& proc,
                                                const ratelimit::service::rules_source& rules,
                                                stats::store& stats, operator_pages& operator_view,
+                                               const operator_sources& sources,
+                                               const ratelimit::api::admin_tokens* tokens,
                                                asio::io_context& control) {
+  const auto& options = proc.debug;
   auto routes = std::make_shared<net::http::router>();
   auto pages = net::http::pprof_pages();
   pages.push_back(ratelimit::api::rlconfig_page(rules));
+  pages.push_back(ratelimit::api::counters_page(services_of(sources), tokens, stats));
   for (auto& page : operator_view.pages()) pages.push_back(std::move(page));
   pages.push_back({"/stats", "print out stats",
                    [&stats](const net::http::request& req) -> asio::awaitable<net::http::response> {
                      co_return net::http::make_response(req, boost::beast::http::status::ok,
                                                         "text/plain; charset=utf-8", stats::text_dump(stats));
                    }});
-  net::http::add_debug_pages(*routes, std::move(pages));
+  net::http::add_debug_pages(*routes, std::move(pages), net::http::host_check(proc.debug_allowed_hosts));
   auto server = std::make_unique<net::http::server>(control, options, routes);
   asio::ip::tcp::endpoint endpoint;
   try {
@@ -89,8 +105,17 @@ void start_control_listeners(control_listeners& l, const process_settings& proc,
     l.prometheus = start_prometheus(stats_settings, *prometheus, proc.http, control);
   }
   l.line_sink = stats::start_line_sink(stats_settings, stats);
+  if (!proc.admin_token_file.empty()) {
+    try {
+      l.admin_tokens = std::make_unique<ratelimit::api::admin_tokens>(proc.admin_token_file);
+    } catch (const std::runtime_error& e) {
+      throw core::settings_error(core::cat("ADMIN_TOKEN_FILE: ", e.what()));
+    }
+    l.admin_tokens->watch(control.get_executor());
+  }
+  const operator_sources sources = operator_view;
   l.operator_view = std::make_unique<operator_pages>(std::move(operator_view), control);
-  l.debug = start_debug(proc.debug, rules, stats, *l.operator_view, control);
+  l.debug = start_debug(proc, rules, stats, *l.operator_view, sources, l.admin_tokens.get(), control);
 }
 
 }  // namespace sluice

@@ -8,6 +8,7 @@
 #include "net/http/server.hpp"
 #include "operator_pages.hpp"
 #include "process_settings.hpp"
+#include "ratelimit/api/admin_tokens.hpp"
 #include "ratelimit/service/rules_source.hpp"
 #include "stats/flusher.hpp"
 #include "stats/prometheus_exporter.hpp"
@@ -22,16 +23,18 @@ struct control_listeners {
   std::unique_ptr<net::http::server> prometheus;
   std::unique_ptr<stats::flusher> line_sink;      // statsd, DogStatsD or stdout, flushed on its own thread
   std::unique_ptr<operator_pages> operator_view;  // the debug server's /top and /dashboard: outlives it
+  std::unique_ptr<ratelimit::api::admin_tokens> admin_tokens;  // ADMIN_TOKEN_FILE (null: unset)
   std::unique_ptr<net::http::server> debug;
 
   void stop() {
     if (debug) debug->stop();
     if (operator_view) operator_view->stop();
+    if (admin_tokens) admin_tokens->stop();
     if (prometheus) prometheus->stop();
   }
 };
 
-// Throws core::settings_error when PROMETHEUS_ADDR cannot be listened on; a debug listener that cannot be
+// Throws core::settings_error when PROMETHEUS_ADDR cannot be listened on, or ADMIN_TOKEN_FILE not read; a debug listener that cannot be
 // opened is only logged, as upstream.
 void start_control_listeners(control_listeners& l, const process_settings& proc,
                              const stats::sink_settings& stats_settings,

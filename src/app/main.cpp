@@ -34,6 +34,7 @@
 #include "ratelimit/api/grpc_service.hpp"
 #include "ratelimit/api/http_handlers.hpp"
 #include "ratelimit/client/client_cmd.hpp"
+#include "ratelimit/client/counters_cmd.hpp"
 #include "ratelimit/client/rlqs_client_cmd.hpp"
 #include "ratelimit/config/directory.hpp"
 #include "ratelimit/settings.hpp"
@@ -61,6 +62,9 @@ constexpr std::string_view usage = R"(Usage:
                                 fail on warnings too)
   sluice client [flags]         send one ShouldRateLimit request and print the answer
                                 (sluice client -help lists the flags)
+  sluice counters get|reset|set [flags]
+                                look at, reset or set a descriptor's counters (the debug listener's
+                                counters API; sluice counters -help lists the flags)
   sluice rlqs-client [flags]    a small quota data plane: report buckets, print the actions received
                                 (sluice rlqs-client -help lists the flags)
   sluice --help | --version
@@ -303,6 +307,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (command == "check-config") return check_config(argc, argv);
+  if (command == "counters") {
+    std::vector<std::string_view> flags(argv + 2, argv + argc);
+    return ratelimit::client::run_counters(flags);
+  }
   if (command == "client" || command == "rlqs-client") {
     std::vector<std::string_view> flags(argv + 2, argv + argc);
     return command == "client" ? ratelimit::client::run_client(flags)

@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "core/env.hpp"
 #include "core/log.hpp"
@@ -19,6 +21,8 @@ struct process_settings {
   unsigned io_threads = 1;  // IO_THREADS: default, the CPUs this process may use
   net::http::server_options http;
   net::http::server_options debug;
+  std::vector<std::string> debug_allowed_hosts;  // DEBUG_ALLOWED_HOSTS: names the debug listener accepts in Host
+  std::string admin_token_file;                  // ADMIN_TOKEN_FILE: tokens that may change counters
   net::grpc::server_options grpc;
   std::chrono::milliseconds shutdown_grace{10'000};
   // MAX_CONNECTIONS: client connections on the HTTP and gRPC listeners together; by default what the open

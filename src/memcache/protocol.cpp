@@ -151,8 +151,10 @@ void encode_decr(std::string& out, std::string_view key, std::uint64_t delta) {
   encode_arith(out, "decr ", key, delta);
 }
 
-void encode_add(std::string& out, std::string_view key, std::string_view value, std::uint32_t exptime) {
-  out += "add ";
+namespace {
+void encode_storage(std::string& out, std::string_view command, std::string_view key, std::string_view value,
+                    std::uint32_t exptime) {
+  out += command;
   out += key;
   out += " 0 ";
   append_number(out, exptime);
@@ -160,6 +162,21 @@ void encode_add(std::string& out, std::string_view key, std::string_view value, 
   append_number(out, value.size());
   out += "\r\n";
   out += value;
+  out += "\r\n";
+}
+}  // namespace
+
+void encode_add(std::string& out, std::string_view key, std::string_view value, std::uint32_t exptime) {
+  encode_storage(out, "add ", key, value, exptime);
+}
+
+void encode_set(std::string& out, std::string_view key, std::string_view value, std::uint32_t exptime) {
+  encode_storage(out, "set ", key, value, exptime);
+}
+
+void encode_delete(std::string& out, std::string_view key) {
+  out += "delete ";
+  out += key;
   out += "\r\n";
 }
 
@@ -186,12 +203,22 @@ parse_status parse_reply(std::string_view data, reply_kind kind, std::size_t& co
     out.result = reply::status::number;
     return parse_status::complete;
   }
+  if (kind == reply_kind::erase) {
+    if (*line == "DELETED") {
+      out.result = reply::status::deleted;
+    } else if (*line == "NOT_FOUND") {
+      out.result = reply::status::not_found;
+    } else {
+      return fail(error_message, "memcached sent an unexpected reply to delete");
+    }
+    return parse_status::complete;
+  }
   if (*line == "STORED") {
     out.result = reply::status::stored;
   } else if (*line == "NOT_STORED") {
     out.result = reply::status::not_stored;
   } else {
-    return fail(error_message, "memcached sent an unexpected reply to add");
+    return fail(error_message, "memcached sent an unexpected reply to add or set");
   }
   return parse_status::complete;
 }

@@ -1,6 +1,6 @@
 #pragma once
 // The memcached text protocol without I/O, for the commands a rate limiter needs: encoding `get` (many keys),
-// `incr`, `decr` and `add`, and decoding their replies from bytes. What memcached rejects (a key over 250
+// `incr`, `decr`, `add` (and the operator's `set` and `delete`), and decoding their replies from bytes. What memcached rejects (a key over 250
 // bytes, or with a space or a control byte) is refused here, before anything is written, so no malformed
 // command ever reaches the wire. A `CLIENT_ERROR` or `SERVER_ERROR` reply is a value, not a protocol error.
 
@@ -40,8 +40,11 @@ void encode_incr(std::string& out, std::string_view key, std::uint64_t delta);
 // memcached's decr stops at 0 and keeps the item's exptime: negative hits. Its reply is incr's.
 void encode_decr(std::string& out, std::string_view key, std::uint64_t delta);
 void encode_add(std::string& out, std::string_view key, std::string_view value, std::uint32_t exptime);
+// Operator control (the counters API): `set` (a store reply) and `delete` (an erase reply).
+void encode_set(std::string& out, std::string_view key, std::string_view value, std::uint32_t exptime);
+void encode_delete(std::string& out, std::string_view key);
 
-enum class reply_kind : std::uint8_t { values, incr, store };
+enum class reply_kind : std::uint8_t { values, incr, store, erase };
 
 struct item {
   std::string key;
@@ -53,9 +56,10 @@ struct reply {
   enum class status : std::uint8_t {
     values,        // get: `items` (possibly empty)
     number,        // incr: the value after the increment
-    stored,        // add
+    stored,        // add, set
     not_stored,    // add: the key exists
-    not_found,     // incr: no such key
+    not_found,     // incr, delete: no such key
+    deleted,       // delete
     error,         // ERROR: an unknown command
     client_error,  // CLIENT_ERROR <message>
     server_error,  // SERVER_ERROR <message>

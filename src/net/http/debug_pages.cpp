@@ -64,16 +64,24 @@ std::vector<debug_page> pprof_pages() {
   return pages;
 }
 
-void add_debug_pages(router& routes, std::vector<debug_page> pages) {
+void add_debug_pages(router& routes, std::vector<debug_page> pages, host_check hosts) {
   std::sort(pages.begin(), pages.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
   auto index = std::make_shared<std::vector<std::pair<std::string, std::string>>>();
+  auto checked = std::make_shared<const host_check>(std::move(hosts));
+  auto guard = [checked](handler h) -> handler {
+    return [checked, h = std::move(h)](const request& req) -> boost::asio::awaitable<response> {
+      if (auto why = checked->refuse(req[boost::beast::http::field::host]))
+        co_return json_error(req, boost::beast::http::status::forbidden, *why);
+      co_return co_await h(req);
+    };
+  };
   for (auto& page : pages) {
     index->emplace_back(page.path, page.help);
-    routes.add(page.path, std::move(page.handle));
+    routes.add(page.path, guard(std::move(page.handle)));
   }
-  handler list = [index](const request& req) -> boost::asio::awaitable<response> {
+  handler list = guard([index](const request& req) -> boost::asio::awaitable<response> {
     co_return listing(req, *index);
-  };
+  });
   routes.add("/", list);
   routes.set_fallback(std::move(list));
 }

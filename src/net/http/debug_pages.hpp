@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "net/http/host_check.hpp"
 #include "net/http/router.hpp"
 
 namespace sluice::net::http {
@@ -20,7 +21,7 @@ struct debug_page {
 // (allocations live at the end of the window, default 10).
 std::vector<debug_page> pprof_pages();
 
-// Adds the pages and the listing.
-void add_debug_pages(router& routes, std::vector<debug_page> pages);
+// Adds the pages and the listing, each behind `hosts` (host_check.hpp): a refused Host answers 403.
+void add_debug_pages(router& routes, std::vector<debug_page> pages, host_check hosts = host_check());
 
 }  // namespace sluice::net::http

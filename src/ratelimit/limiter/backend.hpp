@@ -118,6 +118,18 @@ class backend {
   // Writes the current value of each counter (0 when absent) to results[i].value; used before incrementing
   // when STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT is on.
   virtual void get(std::span<const counter_op> ops, std::span<op_result> results, completion& done) = 0;
+
+  // Operator control (the counters API, explain). Reads what each op's keys hold now and changes nothing:
+  // results[i].value is count: the counter; sliding: the counter, with the previous window's in `previous`;
+  // gcra: the arrival time, not before the op's now_us; concurrency: the slots held (leases ended dropped)
+  // and `oldest_end_us`. `before` is the store's own value; a store that counts hits before it sends them
+  // (batched counting) adds this worker's unsent hits to `value` only.
+  virtual void inspect(std::span<const counter_op> ops, std::span<op_result> results, completion& done) = 0;
+  // Operator control: leaves each op's keys holding `increment` — count, sliding: the counter (a sliding
+  // window's previous counter is deleted); gcra: the arrival time in µs; concurrency: that many slots, as
+  // one acquisition now. 0 deletes the keys. Counters get the op's TTL. A store that keeps a worker's view
+  // (batched counting) forgets this worker's unsent hits and view of them.
+  virtual void overwrite(std::span<const counter_op> ops, completion& done) = 0;
 };
 
 }  // namespace sluice::ratelimit::limiter

@@ -192,6 +192,46 @@ void limiter::prepare(work& w) {
   w.values.assign(w.ops.size(), op_result{});
 }
 
+void limiter::describe(work& w) {
+  w.now_us = clock_.now_micros();
+  w.now = w.now_us / micros_per_second;
+  w.ops.clear();
+  w.mode = batch_mode::independent;
+  for (auto& item : w.items) {
+    item.hits = 0;
+    item.negative = false;
+    if (item.unlimited) continue;
+    const key_parts parts{settings_.cache_key_prefix, w.domain, item.entries, item.shared_values};
+    for (auto& lw : item.limits) {
+      lw.over_via_local_cache = false;
+      lw.op = w.ops.size();
+      w.ops.push_back(describe_op(w, item, parts, lw));
+    }
+  }
+  w.values.assign(w.ops.size(), op_result{});
+}
+
+limiter::limit_state limiter::state_of(const work& w, const descriptor_work& item, const limit_work& lw) const {
+  const outcome o = judge(w, item, lw);
+  limit_state s;
+  s.capacity = o.capacity;
+  s.used = o.after;
+  s.remaining = o.over ? 0 : std::min<std::uint64_t>(o.remaining, o.capacity);
+  s.reset_seconds = o.reset_seconds;
+  return s;
+}
+
+std::uint64_t limiter::overwrite_value(const counter_op& op, std::uint64_t used) {
+  if (op.kind != op_kind::gcra || used == 0) return used;
+  return static_cast<std::uint64_t>(gcra_advance(op.now_us, used, op.window_us));
+}
+
+void limiter::forget(const work& w) {
+  for (const auto& item : w.items)
+    for (const auto& lw : item.limits)
+      if (!lw.cache_key.empty()) local_cache_.erase(lw.cache_key);
+}
+
 bool limiter::wants_precheck(const work& w) const {
   return settings_.stop_cache_key_increment_when_overlimit && w.mode == batch_mode::independent &&
          !w.ops.empty() && std::ranges::none_of(w.items, [](const descriptor_work& i) {

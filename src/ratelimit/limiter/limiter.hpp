@@ -107,6 +107,23 @@ class limiter {
   // With the backend's results in w.values: one status per item, stats, local cache.
   void finish(work& w, std::span<response_status*> statuses);
 
+  // Operator control (the counters API, explain): each limit's op with no hits in w.ops — nothing counted,
+  // no stats, no local cache, no jitter — for backend::inspect or backend::overwrite. The items' hits become
+  // 0.
+  void describe(work& w);
+  // One limit's state from backend::inspect's results in w.values (after describe).
+  struct limit_state {
+    std::uint64_t used = 0;      // against `capacity` (GCRA: the bucket's burst, less what has refilled)
+    std::uint64_t capacity = 0;  // the limit (GCRA: the burst)
+    std::uint64_t remaining = 0;
+    std::int64_t reset_seconds = 0;
+  };
+  limit_state state_of(const work& w, const descriptor_work& item, const limit_work& lw) const;
+  // The `increment` for backend::overwrite that leaves `used` hits counted on `op` (GCRA: an arrival time).
+  static std::uint64_t overwrite_value(const counter_op& op, std::uint64_t used);
+  // Forgets what the local over-limit cache knows of w's keys (after an operator changed them).
+  void forget(const work& w);
+
  private:
   struct outcome;
   outcome judge(const work& w, const descriptor_work& item, const limit_work& lw) const;

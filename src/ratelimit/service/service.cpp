@@ -7,6 +7,7 @@
 
 #include "core/strings.hpp"
 #include "ratelimit/limiter/cache_key.hpp"
+#include "ratelimit/service/request_state.hpp"
 #include "ratelimit/service/response_extras.hpp"
 #include "ratelimit/service/table_rows.hpp"
 #include "tracing/proto_text.hpp"
@@ -43,58 +44,6 @@ bool is_replaced(const config::descriptor_node& node, const std::unordered_set<s
 
 }  // namespace
 
-// One decision in flight: owns everything the backend and the response need until done is called.
-class request_state final : public limiter::completion {
- public:
-  request_state(rate_limit_service& service, const rls_request& request, rls_response& response,
-                rate_limit_service::done_fn done, tracing::span execution)
-      : service_(service),
-        request_(request),
-        response_(response),
-        done_(std::move(done)),
-        held_(service.acquire_rules()),
-        rules_(*held_->rules),
-        execution_(std::move(execution)) {}
-  ~request_state() { service_.release_rules(held_); }
-  request_state(const request_state&) = delete;
-  request_state& operator=(const request_state&) = delete;
-
-  void resolve();
-  // The Redis table rows resolve() could not find cached are read first.
-  void start_after_tables();
-  void start();
-  void complete(const limiter::backend_error* error) noexcept override;
-
- private:
-  void finish();
-  void record_top(stats::top_recorder& top, std::span<limiter::response_status* const> statuses) const;
-  void add_limit(limiter::descriptor_work& item, const config::rate_limit& rule,
-                 const config::descriptor_node& node, const std::optional<std::string>& stats_key);
-  void use_table(std::size_t i, const config::descriptor_node& node);
-  bool is_quota(std::size_t i) const;
-  code::Code overall_code() const;
-
-  rate_limit_service& service_;
-  const rls_request& request_;
-  rls_response& response_;
-  rate_limit_service::done_fn done_;
-  rate_limit_service::held_rules* held_;  // keeps the rule nodes alive until done
-  const config::rule_set& rules_;
-  boost::container::small_vector<config::entry, 8> entries_;
-  // Per descriptor: the matched rule's node (its name, quota_mode and metadata); null without a rule.
-  limiter::small_vector<const config::descriptor_node*> nodes_;
-  limiter::work work_;
-  // Per descriptor: the key tag of a table row whose unit is not its rule's (table_rows.hpp).
-  limiter::small_vector<std::string> row_tags_;
-  // Redis table rows to read before deciding, and the descriptors they are for.
-  std::vector<table_lookup::wanted> fetches_;
-  std::vector<std::size_t> fetched_items_;
-  bool prechecking_ = false;
-  bool all_or_nothing_ = false;  // COUNT_ONLY_ADMITTED, or a matched rule's count_only_admitted
-  tracing::span execution_;      // upstream's "ShouldRateLimit Execution"
-  tracing::span backend_span_;   // the store's round trip (its own name), under it
-};
-
 void request_state::resolve() {
   const int n = request_.descriptors_size();
   std::size_t total_entries = 0;
@@ -104,6 +53,10 @@ void request_state::resolve() {
   work_.items.resize(static_cast<std::size_t>(n));
   nodes_.assign(static_cast<std::size_t>(n), nullptr);
   row_tags_.resize(static_cast<std::size_t>(n));
+  if (control_) {
+    control_keys_.resize(static_cast<std::size_t>(n));
+    control_replaced_.assign(static_cast<std::size_t>(n), false);
+  }
   const config::descriptor_node* domain = rules_.find_domain(request_.domain());
   std::unordered_set<std::string_view> replaced;
 
@@ -119,6 +72,7 @@ void request_state::resolve() {
     item.negative = d.is_negative_hits();
 
     if (domain == nullptr) {
+      if (control_) continue;  // (no stat changes)
       // Unknown domains are client-chosen: bounded, past the bound they count into one series.
       service_.stats_
           .get_counter_bounded(core::cat("ratelimit.service.rate_limit.",
@@ -132,7 +86,11 @@ void request_state::resolve() {
       auto& lw = item.limits.emplace_back();
       lw.limit.requests_per_unit = d.limit().requests_per_unit();
       lw.limit.unit = static_cast<config::unit>(d.limit().unit());
-      lw.limit.stats = config::rule_stats::make_bounded(service_.stats_, request_.domain(), key);
+      if (control_) {
+        control_keys_[static_cast<std::size_t>(i)].push_back(std::move(key));
+      } else {
+        lw.limit.stats = config::rule_stats::make_bounded(service_.stats_, request_.domain(), key);
+      }
       continue;
     }
     auto m = rules_.get_limit(*domain, item.entries);
@@ -146,8 +104,8 @@ void request_state::resolve() {
       item.unlimited = true;
       continue;
     }
-    add_limit(item, rule, *m.node, m.stats_key);
-    for (const auto& more : m.node->more_limits) add_limit(item, more, *m.node, m.stats_key);
+    add_limit(i, rule, *m.node, m.stats_key);
+    for (const auto& more : m.node->more_limits) add_limit(i, more, *m.node, m.stats_key);
     if (m.node->table && service_.tables_ != nullptr) use_table(static_cast<std::size_t>(i), *m.node);
     all_or_nothing_ = all_or_nothing_ || m.node->count_only_admitted;
     item.shared_values = std::move(m.shared_values);
@@ -161,21 +119,28 @@ void request_state::resolve() {
         work_.items[i].limits.clear();
         work_.items[i].unlimited = false;
         nodes_[i] = nullptr;
+        if (control_) {
+          control_keys_[i].clear();
+          control_replaced_[i] = true;
+        }
       }
     }
   }
 }
 
 // A rule's limit; with detailed_metric or value_to_metric, its counters are under the request's stats key.
-void request_state::add_limit(limiter::descriptor_work& item, const config::rate_limit& rule,
-                              const config::descriptor_node& node,
+void request_state::add_limit(std::size_t i, const config::rate_limit& rule, const config::descriptor_node& node,
                               const std::optional<std::string>& stats_key) {
   auto stats = rule.stats;
-  if (stats_key) {
+  if (control_) {
+    control_keys_[i].push_back(stats_key ? rule.stats_suffix.empty() ? *stats_key
+                                                                    : core::cat(*stats_key, ".", rule.stats_suffix)
+                                         : config::limit_stats_key(node, rule));
+  } else if (stats_key) {
     const auto key = rule.stats_suffix.empty() ? *stats_key : core::cat(*stats_key, ".", rule.stats_suffix);
     stats = config::rule_stats::make_bounded(service_.stats_, request_.domain(), key);
   }
-  item.limits.emplace_back().limit = limiter::applied_limit::of_rule(rule, node, stats);
+  work_.items[i].limits.emplace_back().limit = limiter::applied_limit::of_rule(rule, node, stats);
 }
 
 // The node's table row for the descriptor's value (its last entry's, where the rule matched), in place of the
@@ -208,6 +173,7 @@ void request_state::start_after_tables() {
 }
 
 void request_state::start() {
+  if (control_) return start_control();
   auto& limiter = service_.limiter_;
   work_.all_or_nothing = all_or_nothing_ || service_.settings_.count_only_admitted;
   for (std::size_t i = 0; i < work_.items.size(); ++i) work_.items[i].quota = is_quota(i);
@@ -229,6 +195,7 @@ void request_state::start() {
 }
 
 void request_state::complete(const limiter::backend_error* error) noexcept {
+  if (control_) return complete_control(error);
   std::unique_ptr<request_state> self(this);
   // The outcome is settled first and `done` called once, after: a `done` that throws is never called again.
   std::optional<service_error> failure;

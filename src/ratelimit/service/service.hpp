@@ -11,6 +11,7 @@
 #include "ratelimit/config/rule_set.hpp"
 #include "ratelimit/limiter/backend.hpp"
 #include "ratelimit/limiter/limiter.hpp"
+#include "ratelimit/service/counter_control.hpp"
 #include "ratelimit/service/table_lookup.hpp"
 #include "rls.pb.h"
 #include "stats/store.hpp"
@@ -78,6 +79,10 @@ class rate_limit_service {
   // null) only during this call.
   void should_rate_limit(const rls_request& request, rls_response& response, done_fn done,
                          const tracing::span* parent = nullptr);
+
+  // Operator control (counter_control.hpp) of the request's descriptors on this worker, with this worker's
+  // rules: `request` must stay valid until `done` is called. Nothing is counted; no stat changes.
+  void control(const rls_request& request, control_action action, std::uint64_t used, control_done done);
 
  private:
   friend class request_state;

@@ -90,8 +90,20 @@ TEST_CASE("incr and add replies") {
   CHECK(parse("STORED", reply_kind::store).status == parse_status::need_more);
 }
 
+TEST_CASE("the operator's set and delete") {
+  std::string out;
+  encode_set(out, "a_1", "17", 3600);
+  encode_delete(out, "a_0");
+  CHECK(out == "set a_1 0 3600 2\r\n17\r\ndelete a_0\r\n");
+  CHECK(parse("STORED\r\n", reply_kind::store).out.result == reply::status::stored);
+  CHECK(parse("DELETED\r\n", reply_kind::erase).out.result == reply::status::deleted);
+  CHECK(parse("NOT_FOUND\r\n", reply_kind::erase).out.result == reply::status::not_found);
+  CHECK(parse("STORED\r\n", reply_kind::erase).status == parse_status::protocol_error);
+  CHECK(parse("DELETED", reply_kind::erase).status == parse_status::need_more);
+}
+
 TEST_CASE("error replies are values, for every command") {
-  for (auto kind : {reply_kind::values, reply_kind::incr, reply_kind::store}) {
+  for (auto kind : {reply_kind::values, reply_kind::incr, reply_kind::store, reply_kind::erase}) {
     CHECK(parse("ERROR\r\n", kind).out.result == reply::status::error);
     auto c = parse("CLIENT_ERROR cannot increment or decrement non-numeric value\r\n", kind);
     CHECK(c.out.result == reply::status::client_error);
@@ -113,7 +125,7 @@ TEST_CASE("malformed replies are protocol errors with a reason") {
   CHECK(parse("STORED\r\n", reply_kind::values).error == "memcached sent an unexpected line to get");
   CHECK(parse("VALUE k 0 1\r\n1\r\nERROR\r\n", reply_kind::values).status == parse_status::protocol_error);
   CHECK(parse("-1\r\n", reply_kind::incr).error == "memcached sent an unexpected reply to incr");
-  CHECK(parse("EXISTS\r\n", reply_kind::store).error == "memcached sent an unexpected reply to add");
+  CHECK(parse("EXISTS\r\n", reply_kind::store).error == "memcached sent an unexpected reply to add or set");
   CHECK(parse(std::string(600, 'x'), reply_kind::incr).error == "memcached sent a line without an end");
   CHECK(parse(std::string(100, 'x'), reply_kind::incr).status == parse_status::need_more);
 }

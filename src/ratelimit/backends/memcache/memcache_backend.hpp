@@ -36,6 +36,10 @@ class memcache_backend final : public limiter::backend {
                  limiter::completion& done, limiter::batch_mode mode) override;
   void get(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
            limiter::completion& done) override;
+  // (operator_control.cpp) One request per key, to its node: get; set or delete.
+  void inspect(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
+               limiter::completion& done) override;
+  void overwrite(std::span<const limiter::counter_op> ops, limiter::completion& done) override;
 
   // upstream's span around the get-multi: "Memcached Fetch Execution" with its "keysToGet length".
   limiter::trace_description describe_for_trace(std::span<const limiter::counter_op> ops) const override {

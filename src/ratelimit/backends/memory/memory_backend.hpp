@@ -86,6 +86,10 @@ class memory_backend final : public limiter::backend {
                  limiter::completion& done, limiter::batch_mode mode) override;
   void get(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
            limiter::completion& done) override;
+  // (operator_control.cpp)
+  void inspect(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
+               limiter::completion& done) override;
+  void overwrite(std::span<const limiter::counter_op> ops, limiter::completion& done) override;
 
   // Drops expired counters from `count` shards, continuing where the last call stopped; returns how many.
   std::size_t sweep(std::size_t count = shard_count);
@@ -135,6 +139,9 @@ class memory_backend final : public limiter::backend {
   // is full.
   bool apply_lease(const limiter::counter_op& op, limiter::op_result& out);
   std::size_t sweep_leases(std::int64_t now);
+  // Operator control: a counter set to `value` (0: deleted) until `expires_at`; leases set to `held` slots.
+  void overwrite_counter(std::string_view key, std::uint64_t value, std::int64_t expires_at, std::int64_t now);
+  void overwrite_leases(const limiter::counter_op& op, std::uint64_t held);
 
   shard& shard_for(std::size_t hash) { return shards_[hash % shard_count]; }
   shard& shard_for(std::string_view key) { return shard_for(detail::key_hash{}(key)); }

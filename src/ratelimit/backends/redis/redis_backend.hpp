@@ -35,6 +35,10 @@ class redis_backend final : public limiter::backend {
                  limiter::completion& done, limiter::batch_mode mode) override;
   void get(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
            limiter::completion& done) override;
+  // (operator_control.cpp) One request per key, routed by it: GET, HGETALL; SET, DEL, HSET.
+  void inspect(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
+               limiter::completion& done) override;
+  void overwrite(std::span<const limiter::counter_op> ops, limiter::completion& done) override;
 
   // A store, the batcher of its script calls, and the final previous-window counts read from it.
   struct store_pair {
@@ -48,6 +52,10 @@ class redis_backend final : public limiter::backend {
  private:
   void run(bool get, std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
            limiter::completion& done, limiter::batch_mode mode);
+
+  sluice::redis::store& store_for(const limiter::counter_op& op) const {
+    return op.per_second && per_second_ ? per_second_->store : main_->store;
+  }
 
   std::unique_ptr<store_pair> main_;
   std::unique_ptr<store_pair> per_second_;

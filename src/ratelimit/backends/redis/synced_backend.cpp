@@ -99,6 +99,47 @@ struct synced_backend::passthrough final : limiter::completion {
   }
 };
 
+// An inspection answered by the exact backend: this worker's unsent hits are added on its thread.
+struct synced_backend::inspection final : limiter::completion {
+  inspection(synced_backend& o, limiter::completion& d, std::span<const limiter::counter_op> op,
+             std::span<limiter::op_result> r)
+      : owner(o), done(d), ops(op), results(r) {}
+  synced_backend& owner;
+  limiter::completion& done;
+  std::span<const limiter::counter_op> ops;
+  std::span<limiter::op_result> results;
+
+  void complete(const limiter::backend_error* error) noexcept override {
+    std::optional<limiter::backend_error> failure;
+    if (error != nullptr) failure = *error;
+    asio::dispatch(owner.ex_, [this, failure = std::move(failure)] {
+      if (!failure) {
+        for (std::size_t i = 0; i < ops.size(); ++i) {
+          if (limiter::decided_in_store(ops[i])) continue;
+          const std::int64_t v = static_cast<std::int64_t>(results[i].value) + owner.counters_.pending_of(ops[i].key);
+          results[i].value = v > 0 ? static_cast<std::uint64_t>(v) : 0;
+        }
+      }
+      done.complete(failure ? &*failure : nullptr);
+      delete this;
+    });
+  }
+};
+
+void synced_backend::inspect(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
+                             limiter::completion& done) {
+  exact_.inspect(ops, results, *new inspection(*this, done, ops, results));
+}
+
+void synced_backend::overwrite(std::span<const limiter::counter_op> ops, limiter::completion& done) {
+  for (const auto& op : ops) {
+    if (limiter::decided_in_store(op)) continue;
+    counters_.overwritten(op.key, op.increment);
+    if (op.kind == limiter::op_kind::sliding) counters_.overwritten(op.previous_key, 0);
+  }
+  exact_.overwrite(ops, done);
+}
+
 synced_backend::synced_backend(asio::any_io_executor ex, limiter::backend& exact, rd::store& main,
                                rd::store* per_second, const core::clock& wall, options o, sync_stats& stats,
                                const core::clock* steady)

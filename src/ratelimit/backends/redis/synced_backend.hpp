@@ -62,6 +62,11 @@ class synced_backend final : public limiter::backend {
                  limiter::completion& done, limiter::batch_mode mode) override;
   void get(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
            limiter::completion& done) override;
+  // Operator control through the exact backend; inspect adds this worker's unsent hits, overwrite gives them
+  // up (synced_counters::overwritten).
+  void inspect(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
+               limiter::completion& done) override;
+  void overwrite(std::span<const limiter::counter_op> ops, limiter::completion& done) override;
 
   // Starts the flushes. Thread-safe.
   void start();
@@ -84,6 +89,7 @@ class synced_backend final : public limiter::backend {
   struct deferred;
   struct exact_call;
   struct passthrough;
+  struct inspection;
   struct waiter {
     deferred* request;
     std::size_t index;

@@ -139,6 +139,22 @@ void synced_counters::add_applied(std::span<const limiter::counter_op> ops,
   }
 }
 
+std::int64_t synced_counters::pending_of(std::string_view key) const {
+  auto it = table_.find(key);
+  return it != table_.end() ? it->second.pending : 0;
+}
+
+void synced_counters::overwritten(std::string_view key, std::uint64_t value) {
+  auto it = table_.find(key);
+  if (it == table_.end()) return;
+  auto& c = it->second;
+  set_unsent(c, 0, c.in_flight);
+  c.base = value;
+  c.previous = 0;  // (overwrite deletes a sliding window's previous counter)
+  c.over = false;
+  c.read_at_us = 0;
+}
+
 void synced_counters::take_flush(std::vector<flush_item>& out) {
   std::size_t kept = 0;
   for (auto* counter : dirty_) {

@@ -99,6 +99,12 @@ class synced_counters {
   // again before its next decision.
   void flush_refused(synced_counter& c);
 
+  // Operator control: the hits counted here on `key` and not sent yet (0 for a counter not held).
+  std::int64_t pending_of(std::string_view key) const;
+  // Operator control: the store now holds `value` under `key`; what this worker had not sent is given up, and
+  // the counter is read again before its next decision.
+  void overwritten(std::string_view key, std::uint64_t value);
+
   // Forgets counters whose window ended before `now_seconds` and that hold nothing unsent.
   std::size_t sweep(std::int64_t now_seconds);
 

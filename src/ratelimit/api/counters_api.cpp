@@ -1,0 +1,230 @@
+#include "ratelimit/api/counters_api.hpp"
+
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json.hpp>
+#include <memory>
+
+#include "core/log.hpp"
+#include "core/strings.hpp"
+#include "ratelimit/api/counters_query.hpp"
+#include "ratelimit/config/unit.hpp"
+
+namespace sluice::ratelimit::api {
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+namespace http = boost::beast::http;
+
+namespace {
+
+// One worker's call, awaited from the control thread: the service may complete on any thread.
+asio::awaitable<control_outcome> control_on(const worker_services& workers, std::size_t i,
+                                            const service::rls_request& request, service::control_action action,
+                                            std::uint64_t used) {
+  co_return co_await asio::co_spawn(
+      workers.executor(i),
+      [&]() -> asio::awaitable<control_outcome> {
+        co_return co_await asio::async_initiate<decltype(asio::use_awaitable), void(control_outcome)>(
+            [&](auto handler) {
+              auto held = std::make_shared<decltype(handler)>(std::move(handler));
+              workers.service(i).control(
+                  request, action, used,
+                  [held](const service::service_error* e, std::vector<service::descriptor_state>&& states) {
+                    control_outcome out;
+                    if (e != nullptr) out.error = *e;
+                    out.states = std::move(states);
+                    auto ex = asio::get_associated_executor(*held);
+                    asio::dispatch(ex, [held, out = std::move(out)]() mutable { (*held)(std::move(out)); });
+                  });
+            },
+            asio::use_awaitable);
+      },
+      asio::use_awaitable);
+}
+
+void add_unsent(std::vector<service::descriptor_state>& into, const std::vector<service::descriptor_state>& from) {
+  for (std::size_t d = 0; d < into.size() && d < from.size(); ++d) {
+    auto& limits = into[d].limits;
+    for (std::size_t k = 0; k < limits.size() && k < from[d].limits.size(); ++k) {
+      const std::int64_t unsent = from[d].limits[k].unsent;
+      if (unsent == 0) continue;
+      auto& l = limits[k];
+      const std::int64_t used = static_cast<std::int64_t>(l.used) + unsent;
+      l.used = used > 0 ? static_cast<std::uint64_t>(used) : 0;
+      l.unsent += unsent;
+      l.remaining = l.capacity > l.used ? l.capacity - l.used : 0;
+    }
+  }
+}
+
+std::string unit_label(config::unit u) {
+  std::string out(config::unit_name(u));
+  for (auto& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+json::object limit_json(const service::limit_state& l) {
+  json::object o{{"rule", l.rule},
+                 {"algorithm", algorithm_label(l.algorithm)},
+                 {"requests_per_unit", l.requests_per_unit},
+                 {"unit", unit_label(l.unit)},
+                 {"used", l.used},
+                 {"remaining", l.remaining},
+                 {"reset_seconds", l.reset_seconds},
+                 {"key", l.key},
+                 {"shadow_mode", l.shadow_mode}};
+  if (!l.name.empty()) o["name"] = l.name;
+  if (l.unit_multiplier != 1) o["unit_multiplier"] = l.unit_multiplier;
+  if (!l.time_zone.empty()) o["time_zone"] = l.time_zone;
+  if (l.algorithm == config::algorithm::gcra) o["burst"] = l.capacity;
+  if (l.unsent != 0) o["unsent"] = l.unsent;
+  return o;
+}
+
+json::object state_json(const counters_query& q, const service::descriptor_state& d) {
+  json::array entries;
+  for (const auto& [k, v] : q.entries) entries.emplace_back(core::cat(k, "=", v));
+  json::array limits;
+  for (const auto& l : d.limits) limits.emplace_back(limit_json(l));
+  json::object o{{"domain", q.domain}, {"entries", std::move(entries)}, {"limits", std::move(limits)}};
+  if (d.unlimited) o["unlimited"] = true;
+  if (d.replaced) o["replaced"] = true;
+  return o;
+}
+
+http::status status_of(const service::service_error& e) {
+  switch (e.kind) {
+    case service::error_kind::invalid_argument:
+      return http::status::bad_request;
+    case service::error_kind::unavailable:
+      return http::status::service_unavailable;
+    case service::error_kind::internal:
+      break;
+  }
+  return http::status::internal_server_error;
+}
+
+std::string used_text(const service::descriptor_state& d) {
+  std::string out;
+  for (const auto& l : d.limits) {
+    if (!out.empty()) out += ", ";
+    out += core::cat(l.rule, " ", l.used, "/", l.capacity);
+  }
+  return out.empty() ? std::string("(no limits)") : out;
+}
+
+}  // namespace
+
+std::string algorithm_label(config::algorithm a) { return std::string(config::algorithm_name(a)); }
+
+asio::awaitable<control_outcome> control_everywhere(const worker_services& workers,
+                                                    const service::rls_request& request,
+                                                    service::control_action action, std::uint64_t used) {
+  control_outcome first;
+  for (std::size_t i = 0; i < workers.count; ++i) {
+    auto out = co_await control_on(workers, i, request, action, used);
+    if (out.error) co_return out;
+    if (i == 0) {
+      first = std::move(out);
+    } else {
+      add_unsent(first.states, out.states);
+    }
+  }
+  co_return first;
+}
+
+namespace {
+
+struct counters_context {
+  worker_services workers;
+  const admin_tokens* tokens;
+  stats::counter& changes;
+};
+
+// g++ 12 takes the coroutine frame's sized operator delete for a mismatch with its operator new (GCC bug
+// 109224, a false positive).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+asio::awaitable<net::http::response> handle_counters(const counters_context& c, const net::http::request& req) {
+  const auto method = req.method();
+  const bool change = method == http::verb::delete_ || method == http::verb::put;
+  if (!change && method != http::verb::get && method != http::verb::head) {
+    auto res =
+        net::http::json_error(req, http::status::method_not_allowed, "the counters API takes GET, DELETE and PUT");
+    res.set(http::field::allow, "GET, HEAD, DELETE, PUT");
+    co_return res;
+  }
+  auto parsed = parse_counters_query(req.target());
+  if (auto* problem = std::get_if<std::string>(&parsed))
+    co_return net::http::json_error(req, http::status::bad_request, *problem);
+  auto& q = std::get<counters_query>(parsed);
+  if (method == http::verb::put && !q.used)
+    co_return net::http::json_error(req, http::status::bad_request, "PUT needs used=N: the hits to leave counted");
+  if (method != http::verb::put && q.used)
+    co_return net::http::json_error(req, http::status::bad_request, "used is only for PUT");
+
+  std::size_t token_line = 0;
+  if (change) {
+    if (c.tokens == nullptr)
+      co_return net::http::json_error(req, http::status::forbidden,
+                                      "changing counters is off: set ADMIN_TOKEN_FILE to a file of bearer tokens");
+    std::string problem;
+    const auto token = bearer_token(req[http::field::authorization], problem);
+    std::optional<std::size_t> line;
+    if (token) line = c.tokens->match(*token);
+    if (!line) {
+      auto res = net::http::json_error(req, http::status::unauthorized,
+                                       token ? "the bearer token is not one of ADMIN_TOKEN_FILE's" : problem);
+      res.set(http::field::www_authenticate, "Bearer realm=\"sluice-admin\"");
+      co_return res;
+    }
+    token_line = *line;
+  }
+
+  service::rls_request request;
+  request.set_domain(q.domain);
+  auto* descriptor = request.add_descriptors();
+  for (const auto& [k, v] : q.entries) {
+    auto* e = descriptor->add_entries();
+    e->set_key(k);
+    e->set_value(v);
+  }
+  auto before = co_await control_everywhere(c.workers, request, service::control_action::inspect, 0);
+  if (before.error) co_return net::http::json_error(req, status_of(*before.error), before.error->message);
+  const auto& state = before.states.at(0);
+  if (!state.matched)
+    co_return net::http::json_error(
+        req, http::status::not_found,
+        core::cat("no rule of domain '", q.domain, "' matches descriptor ", descriptor_text(q.entries)));
+  if (!change)
+    co_return net::http::make_response(req, http::status::ok, "application/json",
+                                       json::serialize(state_json(q, state)));
+  const std::uint64_t used = q.used.value_or(0);
+  auto done = co_await control_everywhere(c.workers, request, service::control_action::overwrite, used);
+  if (done.error) co_return net::http::json_error(req, status_of(*done.error), done.error->message);
+  auto after = co_await control_everywhere(c.workers, request, service::control_action::inspect, 0);
+  if (after.error) co_return net::http::json_error(req, status_of(*after.error), after.error->message);
+  c.changes.inc();
+  core::log_warn("counters ", method == http::verb::put ? "set" : "reset", " by the token on line ", token_line,
+                 " of ADMIN_TOKEN_FILE: domain '", q.domain, "' descriptor ", descriptor_text(q.entries), ": ",
+                 used_text(state), " -> ", used_text(after.states.at(0)));
+  co_return net::http::make_response(req, http::status::ok, "application/json",
+                                     json::serialize(state_json(q, after.states.at(0))));
+}
+#pragma GCC diagnostic pop
+
+}  // namespace
+
+net::http::debug_page counters_page(worker_services workers, const admin_tokens* tokens, stats::store& stats) {
+  auto context = std::make_shared<const counters_context>(
+      counters_context{std::move(workers), tokens, stats.get_counter("ratelimit.admin.changes")});
+  return {"/counters",
+          "a descriptor's counters: GET ?domain=D&descriptor=k=v,k2=v2; DELETE resets, PUT &used=N sets "
+          "(Authorization: Bearer, ADMIN_TOKEN_FILE)",
+          [context](const net::http::request& req) { return handle_counters(*context, req); }};
+}
+
+}  // namespace sluice::ratelimit::api

@@ -1,0 +1,46 @@
+#pragma once
+// The counters API on the debug listener (README "Operating Sluice"): GET /counters reads what a
+// descriptor's limits have counted; DELETE resets them; PUT ...&used=N sets them. Reads follow the debug
+// listener's exposure; a change needs a token of ADMIN_TOKEN_FILE, is logged at warning level (descriptor,
+// old and new values, the token's line) and counted in ratelimit.admin.changes. Each call runs on every
+// worker in turn (its rules, its local over-limit cache, its batched counters' unsent hits) and answers the
+// state all of them leave.
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "net/http/debug_pages.hpp"
+#include "ratelimit/api/admin_tokens.hpp"
+#include "ratelimit/service/service.hpp"
+#include "stats/store.hpp"
+
+namespace sluice::ratelimit::api {
+
+// How the API reaches the workers' services (the composition root wires them).
+struct worker_services {
+  std::size_t count = 0;
+  std::function<boost::asio::any_io_executor(std::size_t)> executor;
+  std::function<service::rate_limit_service&(std::size_t)> service;
+};
+
+// One call of service::rate_limit_service::control on each worker, in turn; the states are the first
+// worker's, with every other worker's unsent hits added (batched counting).
+struct control_outcome {
+  std::optional<service::service_error> error;
+  std::vector<service::descriptor_state> states;
+};
+boost::asio::awaitable<control_outcome> control_everywhere(const worker_services& workers,
+                                                           const service::rls_request& request,
+                                                           service::control_action action, std::uint64_t used);
+
+// `tokens` null: ADMIN_TOKEN_FILE is not set, and changes answer 403.
+net::http::debug_page counters_page(worker_services workers, const admin_tokens* tokens, stats::store& stats);
+
+// A limit's state as the counters API and explain write it.
+std::string algorithm_label(config::algorithm a);
+
+}  // namespace sluice::ratelimit::api

@@ -1,0 +1,176 @@
+#include "ratelimit/client/counters_cmd.hpp"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http.hpp>
+#include <iostream>
+
+#include "core/read_file.hpp"
+#include "ratelimit/client/client_flags.hpp"
+
+namespace sluice::ratelimit::client {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+
+namespace {
+
+constexpr std::string_view usage = R"(Usage: sluice counters get|reset|set [flags]
+  get     print what a descriptor's limits have counted (GET /counters on the debug listener)
+  reset   reset them, every algorithm (DELETE; needs a token of ADMIN_TOKEN_FILE)
+  set     leave them at -used hits (PUT; needs a token)
+Flags:
+  -debug_addr host:port    the debug listener (default localhost:6070)
+  -domain d                the rate limit domain
+  -descriptor k=v[,k=v]    the descriptor's entries
+  -token_file f            a file whose first token line is sent as Authorization: Bearer (reset, set)
+  -used n                  set: the hits to leave counted
+  -timeout duration        deadline of the call (default 5s)
+Exit status: 0 with the answer's JSON on stdout, 2 on any error.
+)";
+
+std::optional<std::string> parse_entries(std::string_view value, counters_options& o) {
+  if (!o.entries.empty()) return std::string("-descriptor is given twice: give every entry in one, k=v,k2=v2");
+  return parse_key_values(value, o.entries);
+}
+
+std::optional<std::string> parse_used(std::string_view value, counters_options& o) {
+  std::uint64_t n = 0;
+  if (!core::parse_unsigned(value, n))
+    return core::cat("invalid value '", value, "' for -used: expected a whole number, 0 or more");
+  o.used = n;
+  return std::nullopt;
+}
+
+std::optional<std::string> parse_timeout(std::string_view value, counters_options& o) {
+  return parse_positive_duration("timeout", value, "500ms or 2s", o.timeout);
+}
+
+const flag_spec<counters_options> specs[] = {{"debug_addr", &counters_options::debug_addr},
+                                             {"domain", &counters_options::domain},
+                                             {"descriptor", nullptr, nullptr, parse_entries},
+                                             {"token_file", &counters_options::token_file},
+                                             {"used", nullptr, nullptr, parse_used},
+                                             {"timeout", nullptr, nullptr, parse_timeout}};
+
+void escape_into(std::string& out, std::string_view s) {
+  static constexpr char hex[] = "0123456789ABCDEF";
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+}
+
+// The first token line of the file: what an operator's token file holds.
+std::optional<std::string> read_token(const std::string& path, std::string& problem) {
+  std::string error;
+  const auto text = core::read_file(path, error);
+  if (!text) {
+    problem = core::cat(path, ": ", error);
+    return std::nullopt;
+  }
+  for (auto line : core::split(*text, '\n')) {
+    line = core::trim_space(line);
+    if (!line.empty() && line.front() != '#') return std::string(line);
+  }
+  problem = core::cat(path, ": holds no token");
+  return std::nullopt;
+}
+
+int fail(std::string_view message) {
+  std::cerr << "sluice counters: " << message << "\n";
+  return 2;
+}
+
+}  // namespace
+
+std::variant<counters_options, help_requested, std::string> parse_counters_flags(
+    std::span<const std::string_view> args) {
+  counters_options o;
+  if (args.empty()) return std::string("give an action: get, reset or set");
+  if (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") return help_requested{};
+  o.action = std::string(args[0]);
+  if (o.action != "get" && o.action != "reset" && o.action != "set")
+    return core::cat("unknown action '", args[0], "': expected get, reset or set");
+  if (auto stop = parse_flags(args.subspan(1), std::span<const flag_spec<counters_options>>(specs), o))
+    return stopped<std::variant<counters_options, help_requested, std::string>>(std::move(*stop));
+  if (o.domain.empty()) return std::string("-domain is required");
+  if (o.entries.empty()) return std::string("-descriptor is required (k=v[,k=v])");
+  if (o.action == "set" && !o.used) return std::string("set needs -used n");
+  if (o.action != "set" && o.used) return std::string("-used is only for set");
+  if (o.action != "get" && o.token_file.empty())
+    return core::cat(o.action, " needs -token_file (a file holding a token of the server's ADMIN_TOKEN_FILE)");
+  return o;
+}
+
+std::string counters_target(const counters_options& o) {
+  std::string t = "/counters?domain=";
+  escape_into(t, o.domain);
+  t += "&descriptor=";
+  for (std::size_t i = 0; i < o.entries.size(); ++i) {
+    if (i > 0) t += ',';
+    escape_into(t, o.entries[i].first);
+    t += '=';
+    escape_into(t, o.entries[i].second);
+  }
+  if (o.used) t += core::cat("&used=", *o.used);
+  return t;
+}
+
+int run_counters(std::span<const std::string_view> args) {
+  auto parsed = parse_counters_flags(args);
+  if (std::holds_alternative<help_requested>(parsed)) {
+    std::cout << usage;
+    return 0;
+  }
+  if (const auto* error = std::get_if<std::string>(&parsed)) {
+    std::cerr << "sluice counters: " << *error << "\n\n" << usage;
+    return 2;
+  }
+  const auto& o = std::get<counters_options>(parsed);
+  std::optional<std::string> token;
+  if (!o.token_file.empty()) {
+    std::string problem;
+    token = read_token(o.token_file, problem);
+    if (!token) return fail(core::cat("-token_file: ", problem));
+  }
+  const auto [host, port] = core::split_host_port(o.debug_addr);
+  if (host.empty() || port.empty()) return fail(core::cat("-debug_addr '", o.debug_addr, "' is not host:port"));
+  try {
+    asio::io_context ioc;
+    beast::tcp_stream stream(ioc);
+    stream.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(o.timeout));
+    asio::ip::tcp::resolver resolver(ioc);
+    stream.connect(resolver.resolve(std::string(host), std::string(port)));
+    const auto method = o.action == "get" ? http::verb::get : o.action == "reset" ? http::verb::delete_ : http::verb::put;
+    http::request<http::string_body> req{method, counters_target(o), 11};
+    req.set(http::field::host, o.debug_addr);
+    req.set(http::field::user_agent, "sluice-counters");
+    if (token) req.set(http::field::authorization, core::cat("Bearer ", *token));
+    req.prepare_payload();
+    http::write(stream, req);
+    beast::flat_buffer buffer;
+    http::response<http::string_body> res;
+    http::read(stream, buffer, res);
+    beast::error_code ignored;
+    stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+    if (res.result() != http::status::ok)
+      return fail(core::cat(res.result_int(), " ", std::string_view(res.reason().data(), res.reason().size()), ": ",
+                            res.body()));
+    std::cout << res.body() << "\n";
+    return 0;
+  } catch (const std::exception& e) {
+    return fail(core::cat(o.debug_addr, ": ", e.what()));
+  }
+}
+
+}  // namespace sluice::ratelimit::client

@@ -1,0 +1,61 @@
+#pragma once
+// Operator control of a request's counters (README "Operating Sluice"): what each descriptor's limits hold
+// now, or leaving them at a given count — resolved as a decision would resolve them (rules, overrides,
+// `replaces`, limit tables, time zones), with nothing counted and no stat changed.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ratelimit/config/rule_set.hpp"
+#include "rls.pb.h"
+
+namespace sluice::ratelimit::service {
+
+struct service_error;
+
+// One limit that applies to a descriptor, and what its counter holds.
+struct limit_state {
+  std::string rule;  // the stats key its stats count under ("(override)" for a limit sent in the request)
+  std::string name;  // the rule's `name`, if any
+  config::algorithm algorithm = config::algorithm::fixed_window;
+  std::uint32_t requests_per_unit = 0;
+  config::unit unit = config::unit::unknown;
+  std::uint32_t unit_multiplier = 1;
+  std::string time_zone;  // a calendar window's zone, or ""
+  bool shadow_mode = false;
+  std::string key;  // the backend key
+  std::uint64_t used = 0;
+  std::uint64_t capacity = 0;  // the limit (GCRA: the burst)
+  std::uint64_t remaining = 0;
+  std::int64_t reset_seconds = 0;
+  // Hits this worker counted and has not sent to the store yet (batched counting), included in `used`.
+  std::int64_t unsent = 0;
+};
+
+struct descriptor_state {
+  bool matched = false;    // a rule (or a limit sent in the request) applies
+  bool unlimited = false;  // the rule is `unlimited: true`
+  bool replaced = false;   // another matched rule's `replaces` names it
+  const config::descriptor_node* node = nullptr;  // the matched rule (valid while the done callback runs)
+  std::vector<limit_state> limits;
+};
+
+enum class control_action : std::uint8_t {
+  inspect,    // read the counters
+  overwrite,  // leave each limit's counter at `used` hits (0: deleted: every algorithm, leases too)
+};
+
+// Called once, possibly on another thread than the caller's (a Redis Cluster's node); null means success.
+// The states are the descriptors' in order (inspect only).
+using control_done = std::function<void(const service_error*, std::vector<descriptor_state>&&)>;
+
+struct control_request {
+  control_action action = control_action::inspect;
+  std::uint64_t used = 0;
+  control_done done;
+  envoy::service::ratelimit::v3::RateLimitResponse unused_response;  // (a decision's; none here)
+};
+
+}  // namespace sluice::ratelimit::service

@@ -1,0 +1,82 @@
+#pragma once
+// One call of the rate limit service in flight (service.cpp): a decision, or an operator's look at or change
+// of a request's counters (counter_control.cpp), which resolve the request's descriptors the same way.
+
+#include <boost/container/small_vector.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ratelimit/service/counter_control.hpp"
+#include "ratelimit/service/service.hpp"
+
+namespace sluice::ratelimit::service {
+
+// One decision in flight: owns everything the backend and the response need until done is called.
+class request_state final : public limiter::completion {
+ public:
+  request_state(rate_limit_service& service, const rls_request& request, rls_response& response,
+                rate_limit_service::done_fn done, tracing::span execution)
+      : service_(service),
+        request_(request),
+        response_(response),
+        done_(std::move(done)),
+        held_(service.acquire_rules()),
+        rules_(*held_->rules),
+        execution_(std::move(execution)) {}
+  // Operator control instead of a decision (counter_control.cpp).
+  request_state(rate_limit_service& service, const rls_request& request, control_request control)
+      : service_(service),
+        request_(request),
+        control_(std::move(control)),
+        response_(control_->unused_response),
+        held_(service.acquire_rules()),
+        rules_(*held_->rules) {}
+  ~request_state() { service_.release_rules(held_); }
+  request_state(const request_state&) = delete;
+  request_state& operator=(const request_state&) = delete;
+
+  void resolve();
+  // The Redis table rows resolve() could not find cached are read first.
+  void start_after_tables();
+  void start();
+  void complete(const limiter::backend_error* error) noexcept override;
+
+ private:
+  void start_control();
+  void complete_control(const limiter::backend_error* error);
+  std::vector<descriptor_state> control_states() const;
+  void finish();
+  void record_top(stats::top_recorder& top, std::span<limiter::response_status* const> statuses) const;
+  void add_limit(std::size_t i, const config::rate_limit& rule, const config::descriptor_node& node,
+                 const std::optional<std::string>& stats_key);
+  void use_table(std::size_t i, const config::descriptor_node& node);
+  bool is_quota(std::size_t i) const;
+  rls_response::Code overall_code() const;
+
+  rate_limit_service& service_;
+  const rls_request& request_;
+  std::optional<control_request> control_;  // set for operator control
+  rls_response& response_;
+  rate_limit_service::done_fn done_;
+  rate_limit_service::held_rules* held_;  // keeps the rule nodes alive until done
+  const config::rule_set& rules_;
+  boost::container::small_vector<config::entry, 8> entries_;
+  // Per descriptor: the matched rule's node (its name, quota_mode and metadata); null without a rule.
+  limiter::small_vector<const config::descriptor_node*> nodes_;
+  limiter::work work_;
+  // Per descriptor: the key tag of a table row whose unit is not its rule's (table_rows.hpp).
+  limiter::small_vector<std::string> row_tags_;
+  // Operator control: per descriptor, each limit's stats key (the rule's stats are not touched).
+  std::vector<std::vector<std::string>> control_keys_;
+  std::vector<bool> control_replaced_;
+  // Redis table rows to read before deciding, and the descriptors they are for.
+  std::vector<table_lookup::wanted> fetches_;
+  std::vector<std::size_t> fetched_items_;
+  bool prechecking_ = false;
+  bool all_or_nothing_ = false;  // COUNT_ONLY_ADMITTED, or a matched rule's count_only_admitted
+  tracing::span execution_;      // upstream's "ShouldRateLimit Execution"
+  tracing::span backend_span_;   // the store's round trip (its own name), under it
+};
+
+}  // namespace sluice::ratelimit::service
