@@ -83,7 +83,8 @@ process_settings read_process_settings(const core::env_reader& env, std::uint64_
   s.max_connections = read_max_connections(env, open_file_limit);
   s.debug.host = env.get_string("DEBUG_HOST", "0.0.0.0");
   s.debug.port = static_cast<std::uint16_t>(env.get_uint("DEBUG_PORT", 6070, 0, 65535));
-  for (auto name : core::split(env.get_string("DEBUG_ALLOWED_HOSTS", ""), ',')) {
+  const std::string allowed_hosts = env.get_string("DEBUG_ALLOWED_HOSTS", "");
+  for (auto name : core::split(allowed_hosts, ',')) {
     name = core::trim_space(name);
     if (name.empty()) continue;
     if (name.find_first_of(" /:@") != std::string_view::npos)
