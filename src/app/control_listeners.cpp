@@ -7,6 +7,7 @@
 #include "net/http/debug_pages.hpp"
 #include "ratelimit/api/counters_api.hpp"
 #include "ratelimit/api/debug_handlers.hpp"
+#include "ratelimit/api/explain_api.hpp"
 #include "stats/prometheus_setup.hpp"
 #include "stats/sink_factory.hpp"
 #include "stats/text_dump.hpp"
@@ -73,6 +74,7 @@ std::unique_ptr<net::http::server> start_debug(const process_settings& proc,
   auto pages = net::http::pprof_pages();
   pages.push_back(ratelimit::api::rlconfig_page(rules));
   pages.push_back(ratelimit::api::counters_page(services_of(sources), tokens, stats));
+  pages.push_back(ratelimit::api::explain_page(services_of(sources), rules));
   for (auto& page : operator_view.pages()) pages.push_back(std::move(page));
   pages.push_back({"/stats", "print out stats",
                    [&stats](const net::http::request& req) -> asio::awaitable<net::http::response> {

@@ -35,6 +35,7 @@
 #include "ratelimit/api/http_handlers.hpp"
 #include "ratelimit/client/client_cmd.hpp"
 #include "ratelimit/client/counters_cmd.hpp"
+#include "ratelimit/client/explain_cmd.hpp"
 #include "ratelimit/client/rlqs_client_cmd.hpp"
 #include "ratelimit/config/directory.hpp"
 #include "ratelimit/settings.hpp"
@@ -65,6 +66,8 @@ constexpr std::string_view usage = R"(Usage:
   sluice counters get|reset|set [flags]
                                 look at, reset or set a descriptor's counters (the debug listener's
                                 counters API; sluice counters -help lists the flags)
+  sluice explain [flags]        why a request would be limited (the debug listener's /explain; takes
+                                sluice client's flags and -debug_addr; nothing is counted)
   sluice rlqs-client [flags]    a small quota data plane: report buckets, print the actions received
                                 (sluice rlqs-client -help lists the flags)
   sluice --help | --version
@@ -307,9 +310,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (command == "check-config") return check_config(argc, argv);
-  if (command == "counters") {
+  if (command == "counters" || command == "explain") {
     std::vector<std::string_view> flags(argv + 2, argv + argc);
-    return ratelimit::client::run_counters(flags);
+    return command == "counters" ? ratelimit::client::run_counters(flags) : ratelimit::client::run_explain(flags);
   }
   if (command == "client" || command == "rlqs-client") {
     std::vector<std::string_view> flags(argv + 2, argv + argc);

@@ -1,8 +1,9 @@
-"""Operator control (issue 43, part 1): the counters API on the debug listener. GET reads what a descriptor's limits
+"""Operator control (issue 43, parts 1 and 2): the counters API and /explain on the debug listener. GET reads what a descriptor's limits
 counted, DELETE resets them and PUT sets them, on the memory store, Redis (exact and batched) and memcached, for
 every algorithm; changes need a token of ADMIN_TOKEN_FILE (re-read when it changes), are logged without the token
-and counted; the debug listener refuses Host names it does not know (DNS rebinding); `sluice counters` drives it
-from a shell."""
+and counted; /explain tells which rule each descriptor matched and why others did not, counting nothing; the debug
+listener refuses Host names it does not know (DNS rebinding); `sluice counters` and `sluice explain` drive them from
+a shell."""
 
 import json
 import os
@@ -224,6 +225,46 @@ class CommonCounters:
         self.assertEqual((body['entries'], self.only_limit(body)['used']), (['user=' + v], 2))
 
 
+    def test_explain(self):
+        s = self.sluice()
+        u = unique('e')
+        self.hit(s, 'user', u, 2)
+        request = {'domain': 'ops', 'descriptors': [
+            {'entries': [{'key': 'user', 'value': u}]},
+            {'entries': [{'key': 'usr', 'value': u}]},
+            {'entries': [{'key': 'plan', 'value': 'p'}]},
+            {'entries': [{'key': 'user', 'value': u}], 'limit': {'requests_per_unit': 9, 'unit': 'MINUTE'}},
+        ]}
+        before = stats(s)
+        status, _, body = harness.post_json(s.debug_port, request, path='/explain')
+        self.assertEqual(status, 200, body)
+        self.assertEqual(stats(s), before)  # nothing counted, no stat changed
+        first, typo, plan, override = body['descriptors']
+        self.assertEqual((first['rule'], first['path']),
+                         ('ops.user', [{'level': 1, 'entry': 'user=' + u, 'rule': 'ops.user', 'matched_by': 'key_only'}]))
+        self.assertEqual((first['limits'][0]['used'], first['limits'][0]['remaining']), (2, 3))
+        self.assertIsNone(typo['rule'])
+        self.assertEqual(typo['outcome'], 'no rule at level 1 takes usr=%s in this domain' % u)
+        self.assertEqual(typo['candidates'][0], {'rule': 'ops.user', 'level': 1,
+                                                 'why': "key differs: the rule wants key 'user', the request has 'usr'"})
+        self.assertEqual(typo['limits'], [])
+        self.assertEqual([l['name'] for l in plan['limits']], ['hourly', 'daily'])
+        self.assertTrue(override['override'])
+        self.assertEqual((override['limits'][0]['requests_per_unit'], override['limits'][0]['unit']), (9, 'MINUTE'))
+        # A second look: still nothing counted.
+        body = harness.post_json(s.debug_port, request, path='/explain')[2]
+        self.assertEqual(body['descriptors'][0]['limits'][0]['used'], 2)
+        for bad, why in [({'domain': '', 'descriptors': [{'entries': [{'key': 'a', 'value': 'b'}]}]}, 'domain'),
+                         ({'domain': 'ops', 'descriptors': []}, 'descriptor list must not be empty'),
+                         ({'domain': 'ops', 'descriptors': [{'entries': [{'kye': 'a'}]}]}, "unknown field 'kye'"),
+                         ('{"domain": ', '')]:
+            status, _, body = harness.post_json(s.debug_port, bad, path='/explain')
+            self.assertEqual(status, 400, (bad, body))
+            self.assertIn(why, body['message'])
+        status, headers, _ = harness.http_get(s.debug_port, '/explain')
+        self.assertEqual((status, headers.get('allow')), (405, 'POST'))
+
+
 class AllAlgorithms:
     """GCRA buckets and concurrency leases: the stores that hold them."""
 
@@ -414,6 +455,11 @@ class Cli(CountersCase):
                            capture_output=True, text=True, timeout=20)
         return r.returncode, r.stdout, r.stderr
 
+    def run_cli_command(self, s, command, *args):
+        r = subprocess.run([harness.SLUICE_BIN, command] + list(args) + ['-debug_addr', '127.0.0.1:%d' % s.debug_port],
+                           capture_output=True, text=True, timeout=20)
+        return r.returncode, r.stdout, r.stderr
+
     def test_get_reset_set(self):
         s = self.sluice()
         u = unique('cli')
@@ -447,6 +493,15 @@ class Cli(CountersCase):
             code, _, err = self.run_cli(None, *args)
             self.assertEqual(code, 2, args)
             self.assertIn(why, err)
+        # sluice explain: sluice client's flags, and the debug listener's address.
+        code, out, err = self.run_cli_command(s, 'explain', '-domain', 'ops', '-descriptors', 'user=' + u,
+                                              '-descriptors', 'nobody=x')
+        self.assertEqual(code, 0, err)
+        explained = json.loads(out)['descriptors']
+        self.assertEqual((explained[0]['rule'], explained[1]['rule']), ('ops.user', None))
+        code, _, err = self.run_cli_command(s, 'explain', '-domain', 'ops')
+        self.assertEqual(code, 2)
+        self.assertIn('-descriptors are required', err)
         code, _, err = self.run_cli(None, 'get', '--domain', 'ops', '--descriptor', 'user=x', '--debug_addr',
                                     '127.0.0.1:%d' % harness.dead_port())
         self.assertEqual(code, 2)

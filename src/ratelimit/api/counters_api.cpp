@@ -66,9 +66,11 @@ std::string unit_label(config::unit u) {
   return out;
 }
 
+}  // namespace
+
 json::object limit_json(const service::limit_state& l) {
   json::object o{{"rule", l.rule},
-                 {"algorithm", algorithm_label(l.algorithm)},
+                 {"algorithm", config::algorithm_name(l.algorithm)},
                  {"requests_per_unit", l.requests_per_unit},
                  {"unit", unit_label(l.unit)},
                  {"used", l.used},
@@ -84,6 +86,8 @@ json::object limit_json(const service::limit_state& l) {
   return o;
 }
 
+namespace {
+
 json::object state_json(const counters_query& q, const service::descriptor_state& d) {
   json::array entries;
   for (const auto& [k, v] : q.entries) entries.emplace_back(core::cat(k, "=", v));
@@ -94,6 +98,8 @@ json::object state_json(const counters_query& q, const service::descriptor_state
   if (d.replaced) o["replaced"] = true;
   return o;
 }
+
+}  // namespace
 
 http::status status_of(const service::service_error& e) {
   switch (e.kind) {
@@ -107,6 +113,8 @@ http::status status_of(const service::service_error& e) {
   return http::status::internal_server_error;
 }
 
+namespace {
+
 std::string used_text(const service::descriptor_state& d) {
   std::string out;
   for (const auto& l : d.limits) {
@@ -117,8 +125,6 @@ std::string used_text(const service::descriptor_state& d) {
 }
 
 }  // namespace
-
-std::string algorithm_label(config::algorithm a) { return std::string(config::algorithm_name(a)); }
 
 asio::awaitable<control_outcome> control_everywhere(const worker_services& workers,
                                                     const service::rls_request& request,

@@ -8,6 +8,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/json/object.hpp>
 #include <functional>
 #include <optional>
 #include <string>
@@ -41,6 +42,8 @@ boost::asio::awaitable<control_outcome> control_everywhere(const worker_services
 net::http::debug_page counters_page(worker_services workers, const admin_tokens* tokens, stats::store& stats);
 
 // A limit's state as the counters API and explain write it.
-std::string algorithm_label(config::algorithm a);
+boost::json::object limit_json(const service::limit_state& l);
+// An HTTP status for a service error.
+boost::beast::http::status status_of(const service::service_error& e);
 
 }  // namespace sluice::ratelimit::api

@@ -26,6 +26,8 @@ constexpr int exit_ok = 0;
 constexpr int exit_over_limit = 1;
 constexpr int exit_error = 2;
 
+}  // namespace
+
 RateLimitRequest build_request(const client_options& o) {
   RateLimitRequest request;
   request.set_domain(o.domain);
@@ -43,6 +45,8 @@ RateLimitRequest build_request(const client_options& o) {
   }
   return request;
 }
+
+namespace {
 
 // Go's %q for the printable text a flag value usually holds: quotes and backslashes escaped.
 std::string quoted(std::string_view value) {

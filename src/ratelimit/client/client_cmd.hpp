@@ -6,9 +6,15 @@
 #include <span>
 #include <string_view>
 
+#include "ratelimit/client/client_flags.hpp"
+#include "rls.pb.h"
+
 namespace sluice::ratelimit::client {
 
 // args: the flags after "client".
 int run_client(std::span<const std::string_view> args);
+
+// The request the flags describe (`sluice explain` sends it too).
+envoy::service::ratelimit::v3::RateLimitRequest build_request(const client_options& o);
 
 }  // namespace sluice::ratelimit::client

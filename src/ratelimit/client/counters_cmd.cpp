@@ -1,21 +1,15 @@
 #include "ratelimit/client/counters_cmd.hpp"
 
-#include <boost/asio/connect.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http.hpp>
+#include <boost/beast/http/verb.hpp>
 #include <iostream>
 
 #include "core/read_file.hpp"
 #include "ratelimit/client/client_flags.hpp"
+#include "ratelimit/client/debug_http.hpp"
 
 namespace sluice::ratelimit::client {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
+namespace http = boost::beast::http;
 
 namespace {
 
@@ -143,30 +137,15 @@ int run_counters(std::span<const std::string_view> args) {
     token = read_token(o.token_file, problem);
     if (!token) return fail(core::cat("-token_file: ", problem));
   }
-  const auto [host, port] = core::split_host_port(o.debug_addr);
-  if (host.empty() || port.empty()) return fail(core::cat("-debug_addr '", o.debug_addr, "' is not host:port"));
+  const auto method = o.action == "get"     ? http::verb::get
+                     : o.action == "reset" ? http::verb::delete_
+                                           : http::verb::put;
+  std::vector<std::pair<std::string, std::string>> headers;
+  if (token) headers.emplace_back("Authorization", core::cat("Bearer ", *token));
   try {
-    asio::io_context ioc;
-    beast::tcp_stream stream(ioc);
-    stream.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(o.timeout));
-    asio::ip::tcp::resolver resolver(ioc);
-    stream.connect(resolver.resolve(std::string(host), std::string(port)));
-    const auto method = o.action == "get" ? http::verb::get : o.action == "reset" ? http::verb::delete_ : http::verb::put;
-    http::request<http::string_body> req{method, counters_target(o), 11};
-    req.set(http::field::host, o.debug_addr);
-    req.set(http::field::user_agent, "sluice-counters");
-    if (token) req.set(http::field::authorization, core::cat("Bearer ", *token));
-    req.prepare_payload();
-    http::write(stream, req);
-    beast::flat_buffer buffer;
-    http::response<http::string_body> res;
-    http::read(stream, buffer, res);
-    beast::error_code ignored;
-    stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
-    if (res.result() != http::status::ok)
-      return fail(core::cat(res.result_int(), " ", std::string_view(res.reason().data(), res.reason().size()), ": ",
-                            res.body()));
-    std::cout << res.body() << "\n";
+    const auto reply = call_debug(o.debug_addr, method, counters_target(o), {}, headers, o.timeout);
+    if (reply.status != 200) return fail(core::cat(reply.status, " ", reply.reason, ": ", reply.body));
+    std::cout << reply.body << "\n";
     return 0;
   } catch (const std::exception& e) {
     return fail(core::cat(o.debug_addr, ": ", e.what()));

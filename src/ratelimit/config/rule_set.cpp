@@ -71,17 +71,10 @@ const descriptor_node* rule_set::find_domain(std::string_view domain) const {
 
 namespace {
 
-enum class matched_by { exact, wildcard, regex, key_only };
-
 struct level {
   const descriptor_node* node;
   matched_by how;
 };
-
-const descriptor_node* find_child(const descriptor_node& parent, std::string_view composite) {
-  auto it = parent.children.find(composite);
-  return it == parent.children.end() ? nullptr : it->second.get();
-}
 
 // The stats key built from the request (detailed_metric) or from the runtime values (value_to_metric).
 std::optional<std::string> runtime_stats_key(const descriptor_node& domain, const descriptor_node& leaf,
@@ -118,38 +111,38 @@ std::optional<std::string> runtime_stats_key(const descriptor_node& domain, cons
 
 }  // namespace
 
+namespace {
+
+const descriptor_node* find_child(const descriptor_node& parent, std::string_view composite) {
+  auto it = parent.children.find(composite);
+  return it == parent.children.end() ? nullptr : it->second.get();
+}
+
+}  // namespace
+
+level_match match_level(const descriptor_node& parent, const entry& e, std::string& composite) {
+  composite.assign(e.key).append("_").append(e.value);
+  if (const auto* node = find_child(parent, composite)) return {node, matched_by::exact};
+  for (const descriptor_node* w : parent.wildcard_children) {
+    if (wildcard_match(w->wildcard_parts, composite)) return {w, matched_by::wildcard};
+  }
+  if (!parent.regex_by_key.empty()) {
+    // value_regex rules of this key: the first in file order whose pattern matches the whole value.
+    if (auto rx = parent.regex_by_key.find(e.key); rx != parent.regex_by_key.end()) {
+      if (const int k = rx->second.set->first_match(e.value); k >= 0)
+        return {rx->second.nodes[static_cast<std::size_t>(k)], matched_by::regex};
+    }
+  }
+  return {find_child(parent, e.key), matched_by::key_only};
+}
+
 match rule_set::get_limit(const descriptor_node& domain, std::span<const entry> entries) const {
   match result;
   boost::container::small_vector<level, 8> levels;  // a typical descriptor: no allocation
   const descriptor_node* parent = &domain;
   std::string composite;
   for (std::size_t i = 0; i < entries.size(); ++i) {
-    const auto& e = entries[i];
-    composite.assign(e.key).append("_").append(e.value);
-    matched_by how = matched_by::exact;
-    const descriptor_node* node = find_child(*parent, composite);
-    if (node == nullptr) {
-      for (const descriptor_node* w : parent->wildcard_children) {
-        if (wildcard_match(w->wildcard_parts, composite)) {
-          node = w;
-          how = matched_by::wildcard;
-          break;
-        }
-      }
-    }
-    if (node == nullptr && !parent->regex_by_key.empty()) {
-      // value_regex rules of this key: the first in file order whose pattern matches the whole value.
-      if (auto rx = parent->regex_by_key.find(e.key); rx != parent->regex_by_key.end()) {
-        if (const int k = rx->second.set->first_match(e.value); k >= 0) {
-          node = rx->second.nodes[static_cast<std::size_t>(k)];
-          how = matched_by::regex;
-        }
-      }
-    }
-    if (node == nullptr) {
-      node = find_child(*parent, e.key);
-      how = matched_by::key_only;
-    }
+    const auto [node, how] = match_level(*parent, entries[i], composite);
     if (node == nullptr) break;
     levels.push_back({node, how});
     // A limit applies only when the request's last entry lands on it (the depth rule).

@@ -181,6 +181,16 @@ struct entry {
   std::string_view value;
 };
 
+// How a level of the walk matched a request entry (upstream's order: exact value, wildcard patterns in
+// declaration order, value_regex in file order, then the key alone).
+enum class matched_by : std::uint8_t { exact, wildcard, regex, key_only };
+struct level_match {
+  const descriptor_node* node = nullptr;  // null: nothing at this level takes the entry
+  matched_by how = matched_by::exact;
+};
+// One level of the walk: the child of `parent` that `e` lands on. `composite` is scratch space.
+level_match match_level(const descriptor_node& parent, const entry& e, std::string& composite);
+
 // The result of matching one request descriptor against a domain.
 struct match {
   // The matched node, when it carries a rate_limit; null means no limit applies.

@@ -13,8 +13,8 @@ void rate_limit_service::control(const rls_request& request, control_action acti
                                  control_done done) {
   const service_error* problem = nullptr;
   service_error e;
-  if (request.domain().empty()) {
-    e = {error_kind::invalid_argument, "rate limit domain must not be empty"};
+  if (auto invalid = validate_request(request)) {
+    e = {error_kind::invalid_argument, std::move(*invalid)};
     problem = &e;
   } else if (current_ == nullptr || !current_->rules) {
     e = {error_kind::unavailable, "no rate limit configuration loaded"};

@@ -12,6 +12,9 @@
 
 namespace sluice::ratelimit::service {
 
+// What is wrong with a request before any rule is looked up (an empty domain or key, an override's unit).
+std::optional<std::string> validate_request(const rls_request& request);
+
 // One decision in flight: owns everything the backend and the response need until done is called.
 class request_state final : public limiter::completion {
  public:

@@ -18,7 +18,9 @@ namespace {
 
 using code = rls_response;
 
-std::optional<std::string> validate(const rls_request& request) {
+}  // namespace
+
+std::optional<std::string> validate_request(const rls_request& request) {
   if (request.domain().empty()) return "rate limit domain must not be empty";
   if (request.descriptors().empty()) return "rate limit descriptor list must not be empty";
   for (int i = 0; i < request.descriptors_size(); ++i) {
@@ -35,6 +37,8 @@ std::optional<std::string> validate(const rls_request& request) {
   }
   return std::nullopt;
 }
+
+namespace {
 
 // Whether any limit of the node is named in another matched limit's `replaces`.
 bool is_replaced(const config::descriptor_node& node, const std::unordered_set<std::string_view>& replaced) {
@@ -352,7 +356,7 @@ void rate_limit_service::should_rate_limit(const rls_request& request, rls_respo
       execution.set_attribute("request string", tracing::go_text(request));
     }
   }
-  if (auto problem = validate(request)) {
+  if (auto problem = validate_request(request)) {
     service_error_.inc();
     service_error e{error_kind::invalid_argument, std::move(*problem)};
     execution.end();

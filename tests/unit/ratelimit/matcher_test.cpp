@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include "ratelimit/config/rule_explain.hpp"
 #include "ratelimit/config/rule_set.hpp"
 #include "rules_fixture.hpp"
 
@@ -115,4 +116,51 @@ TEST_CASE("share_threshold puts the pattern in the cache key for that level") {
   REQUIRE(m.shared_values.size() == 1);
   CHECK(m.shared_values[0] == "top/*");
   CHECK(f.get({{"k", "exactly"}}).shared_values.empty());
+}
+
+// explain_match (POST /explain) walks as get_limit does, and says why it stopped.
+TEST_CASE("explain: the walk, its outcome and the nearest rules that did not match") {
+  fixture f;
+  auto walk = [&](std::vector<entry> e) { return explain_match(f.domain, e); };
+
+  auto w = walk({{"k", "exact"}});
+  REQUIRE(w.rule != nullptr);
+  CHECK(w.rule == f.get({{"k", "exact"}}).node);
+  REQUIRE(w.path.size() == 1);
+  CHECK(w.path[0].how == matched_by::exact);
+  CHECK(w.outcome == "matched d.k_exact (exact) at the request's last entry");
+  CHECK(walk({{"k", "exam"}}).path.at(0).how == matched_by::wildcard);
+  CHECK(walk({{"k", "other"}}).path.at(0).how == matched_by::key_only);
+
+  // No rule at level 1: the nearest keys first ("mid" is one edit from "mix").
+  w = walk({{"mix", "x"}});
+  CHECK(w.rule == nullptr);
+  CHECK(w.outcome == "no rule at level 1 takes mix=x in this domain");
+  REQUIRE(!w.candidates.empty());
+  CHECK(w.candidates[0].node->key == "mid");
+  CHECK(w.candidates[0].why == "key differs: the rule wants key 'mid', the request has 'mix'");
+  CHECK(w.candidates.size() <= 8);
+
+  // A value that does not match: the pattern says why.
+  w = walk({{"mid", "barx"}});
+  CHECK(w.candidates.at(0).why == "the value 'barx' does not match pattern 'bar*b'");
+
+  // Deeper level missing: the request ends where the rules go on.
+  w = walk({{"route", "r"}});
+  CHECK(w.rule == nullptr);
+  CHECK(w.outcome == "d.route has no rate_limit of its own, and the request ends there");
+  CHECK(w.candidates.at(0).why.find("deeper level missing: the rule goes on with key 'method'") == 0);
+  CHECK(w.candidates[0].level == 1);
+
+  // Deeper than the rules.
+  w = walk({{"detailed", "x"}, {"more", "y"}});
+  CHECK(w.rule == nullptr);
+  CHECK(w.outcome.find("d.detailed has no deeper level for more=y") == 0);
+
+  // Two levels, the second differs.
+  w = walk({{"route", "r"}, {"method", "POST"}});
+  REQUIRE(w.path.size() == 1);
+  CHECK(w.outcome == "no rule at level 2 takes method=POST under d.route");
+  CHECK(w.candidates.at(0).why == "value differs: the rule wants 'GET', the request has 'POST'");
+  CHECK(walk({{"route", "r"}, {"method", "GET"}}).rule == f.get({{"route", "r"}, {"method", "GET"}}).node);
 }

@@ -1,0 +1,25 @@
+#pragma once
+// One HTTP/1.1 call to the debug listener, for `sluice counters` and `sluice explain`: a plain blocking
+// exchange with a deadline.
+
+#include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <boost/beast/http/verb.hpp>
+
+namespace sluice::ratelimit::client {
+
+struct debug_reply {
+  unsigned status = 0;
+  std::string reason;
+  std::string body;
+};
+
+// `address` is host:port. Throws std::exception (connection, timeout) with a message.
+debug_reply call_debug(const std::string& address, boost::beast::http::verb method, const std::string& target,
+                       std::string body, const std::vector<std::pair<std::string, std::string>>& headers,
+                       std::chrono::nanoseconds timeout);
+
+}  // namespace sluice::ratelimit::client
