@@ -331,6 +331,7 @@ void backend_holder::stop() {
     if (w.per_second) w.per_second->stop();
   }
   for (auto& w : memcache) w.client->stop();
+  for (auto& secret : secrets) secret->stop();
 }
 
 void start_backend(backend_holder& b, const ratelimit::module_settings& settings, core::worker_pool& workers,
@@ -353,6 +354,15 @@ void start_backend(backend_holder& b, const ratelimit::module_settings& settings
     return;
   }
   start_redis(b, settings.redis, workers, control, health, std::move(give_up));
+  for (const auto* store : {&settings.redis.main, settings.redis.per_second ? &*settings.redis.per_second : nullptr}) {
+    if (store == nullptr) continue;
+    const auto& c = store->connection;
+    for (const auto& secret : {c.auth_file, c.sentinel ? c.sentinel->auth_file : nullptr}) {
+      if (!secret) continue;
+      secret->watch(control.get_executor());
+      b.secrets.push_back(secret);
+    }
+  }
   if (settings.redis.sync_interval.count() > 0) start_redis_sync(b, settings.redis, workers, clock, stats);
   std::vector<const redis::store*> main, per_second;
   for (const auto& w : b.redis) {

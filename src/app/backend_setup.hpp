@@ -13,6 +13,7 @@
 #include "core/clock.hpp"
 #include "core/health.hpp"
 #include "core/workers.hpp"
+#include "redis/credentials.hpp"
 #include "memcache/client.hpp"
 #include "ratelimit/backends/memcache/memcache_backend.hpp"
 #include "ratelimit/backends/memory/memory_backend.hpp"
@@ -51,6 +52,8 @@ struct backend_holder {
   std::unique_ptr<ratelimit::backends::redis::sync_stats> sync_stats;  // REDIS_SYNC_INTERVAL > 0
   std::vector<worker_redis> redis;                                     // one per worker
   std::vector<worker_memcache> memcache;                               // one per worker
+  // REDIS_AUTH_FILE and the like: watched on the control thread while the stores run.
+  std::vector<std::shared_ptr<redis::credential_file>> secrets;
   // memory: the sweep; redis: the start-up deadline; memcache: the SRV refresh
   std::unique_ptr<boost::asio::steady_timer> timer;
   bool stopped = false;  // set by stop(), on the control thread

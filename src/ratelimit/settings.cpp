@@ -29,6 +29,19 @@ void split_auth(const std::string& auth, std::string& username, std::string& pas
   }
 }
 
+// `<name>_FILE` (a secret that rotates: redis/credentials.hpp) in place of `<name>`, never with it.
+std::shared_ptr<redis::credential_file> read_auth_file(const core::env_reader& env, const std::string& name) {
+  const auto path = env.get_string(name + "_FILE", "");
+  if (path.empty()) return nullptr;
+  if (!env.get_string(name, "").empty())
+    throw core::settings_error(core::cat(name, " and ", name, "_FILE are exclusive: set one of them"));
+  try {
+    return std::make_shared<redis::credential_file>(path);
+  } catch (const std::runtime_error& e) {
+    throw core::settings_error(core::cat(name, "_FILE: ", e.what()));
+  }
+}
+
 std::vector<std::string> split_list(const std::string& list) {
   std::vector<std::string> parts;
   std::size_t start = 0;
@@ -182,6 +195,7 @@ redis_store_settings read_redis_store(const core::env_reader& env, const std::st
     sentinel.master_name = parts.front();
     sentinel.sentinels.assign(parts.begin() + 1, parts.end());
     split_auth(env.get_string(prefix + "SENTINEL_AUTH", ""), sentinel.username, sentinel.password);
+    sentinel.auth_file = read_auth_file(env, prefix + "SENTINEL_AUTH");
   } else if (type == "cluster") {
     s.cluster_seeds = split_list(c.address);
     if (s.cluster_seeds.empty() || std::ranges::any_of(s.cluster_seeds, [](const auto& n) {
@@ -197,6 +211,7 @@ redis_store_settings read_redis_store(const core::env_reader& env, const std::st
   s.pool_size = env.get_uint(prefix + "POOL_SIZE", s.pool_size, 1, 1024);
   // REDIS_AUTH wins over credentials in the URL.
   split_auth(env.get_string(prefix + "AUTH", url_auth), c.username, c.password);
+  c.auth_file = read_auth_file(env, prefix + "AUTH");
   // The TLS files are shared by both stores, as upstream's REDIS_TLS_* are.
   c.tls = read_tls_files(env, "REDIS_TLS_", env.get_bool(prefix + "TLS", url_tls));
   if (c.tls.enabled && c.unix_socket) {

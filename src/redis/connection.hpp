@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/tls_client.hpp"
+#include "redis/credentials.hpp"
 #include "redis/pipeline.hpp"
 
 namespace sluice::redis {
@@ -29,13 +30,22 @@ struct sentinel_config {
   std::vector<std::string> sentinels;  // host:port each
   std::string username;                // REDIS_SENTINEL_AUTH
   std::string password;
+  std::shared_ptr<credential_file> auth_file;  // REDIS_SENTINEL_AUTH_FILE: in place of username and password
 };
+
+// The secret to AUTH with: the file's when there is one.
+template <typename Config>
+secret secret_of(const Config& c) {
+  return c.auth_file ? c.auth_file->current() : secret{c.username, c.password};
+}
 
 struct connection_config {
   std::string address;  // "host:port" for TCP, a file path for a unix socket
   bool unix_socket = false;
   std::string username;  // empty: AUTH <password> (or no AUTH without a password)
   std::string password;
+  // REDIS_AUTH_FILE: in place of username and password, read at every connection's AUTH.
+  std::shared_ptr<credential_file> auth_file;
   std::chrono::milliseconds connect_timeout{10'000};
   std::chrono::milliseconds request_timeout{200};  // no reply within this: the request fails
   // Backoff between attempts (doubling, jittered to [b/2, b]): `startup_*` until the first connection is made

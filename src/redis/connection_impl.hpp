@@ -101,6 +101,7 @@ struct connection::impl : std::enable_shared_from_this<impl> {
                                        asio::steady_timer& timer);
   asio::awaitable<error_code> find_master(std::string& address, asio::steady_timer& timer);
   asio::awaitable<error_code> handshake(asio::steady_timer& timer);
+  asio::awaitable<error_code> hello(std::vector<value>& replies, asio::steady_timer& timer);
   asio::awaitable<error_code> tls_handshake(asio::steady_timer& timer);
   // The connection's byte stream: TLS when configured, the plain socket otherwise.
   template <typename Buffers>

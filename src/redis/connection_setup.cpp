@@ -1,5 +1,7 @@
 #include "redis/connection_impl.hpp"
 
+#include <algorithm>
+
 namespace sluice::redis {
 
 std::shared_ptr<asio::ssl::context> make_tls_context(const tls_config& tls) {
@@ -68,11 +70,19 @@ asio::awaitable<error_code> connection::impl::exchange(const request& r, std::ve
   co_return error_code{};
 }
 
+// Whether Redis refused the secret (rather than the connection for another reason).
+static bool refuses_secret(const std::vector<value>& replies) {
+  return std::ranges::any_of(replies, [](const value& r) {
+    return r.is_error() && (r.text.starts_with("WRONGPASS") || r.text.starts_with("NOAUTH"));
+  });
+}
+
 // Asks each sentinel in turn where the master is (SENTINEL get-master-addr-by-name); the first answer wins.
 asio::awaitable<error_code> connection::impl::find_master(std::string& address, asio::steady_timer& timer) {
   const auto& s = *config.sentinel;
   request ask;
-  ask.push_auth(s.username, s.password);
+  const auto sentinel_secret = secret_of(s);
+  ask.push_auth(sentinel_secret.username, sentinel_secret.password);
   ask.push({"SENTINEL", "get-master-addr-by-name", s.master_name});
   std::string problems;
   for (const auto& sentinel : s.sentinels) {
@@ -89,6 +99,7 @@ asio::awaitable<error_code> connection::impl::find_master(std::string& address, 
         co_return error_code{};
       }
       problem = where.is_error() ? where.text : core::cat("does not know master '", s.master_name, "'");
+      if (s.auth_file && refuses_secret(replies)) s.auth_file->refused();
     }
     problems += core::cat(problems.empty() ? "" : "; ", sentinel, ": ", problem);
   }
@@ -126,12 +137,24 @@ asio::awaitable<error_code> connection::impl::tls_handshake(asio::steady_timer& 
 
 // AUTH when a password is set, then PING: the connection counts as up only when Redis answers. Behind
 // sentinels, ROLE too: a master the sentinels have just demoted must not be used.
+// A secret from a file that Redis refuses is read again, and tried once more at once when it changed (a
+// rotation the file watch has not reported yet).
 asio::awaitable<error_code> connection::impl::handshake(asio::steady_timer& timer) {
+  for (int attempt = 0;; ++attempt) {
+    std::vector<value> replies;
+    const auto ec = co_await hello(replies, timer);
+    if (ec != error::auth_failed || !config.auth_file || attempt > 0 || !refuses_secret(replies) ||
+        !config.auth_file->refused())
+      co_return ec;
+  }
+}
+
+asio::awaitable<error_code> connection::impl::hello(std::vector<value>& replies, asio::steady_timer& timer) {
   request hello;
-  hello.push_auth(config.username, config.password);
+  const auto auth = secret_of(config);
+  hello.push_auth(auth.username, auth.password);
   hello.push({"PING"});
   if (config.sentinel) hello.push({"ROLE"});
-  std::vector<value> replies;
   if (auto ec = co_await exchange(hello, replies, timer); ec) {
     // With TLS 1.3 a server that refuses the client certificate says so only after the client's handshake
     // completed: the first exchange then fails.

@@ -66,7 +66,8 @@ asio::awaitable<void> sentinel_watch::impl::listen(const std::string& sentinel) 
   auto [cec, endpoint] = co_await asio::async_connect(socket, endpoints, use_tuple);
   if (cec) co_return;
   request subscribe;
-  subscribe.push_auth(config.username, config.password);
+  const auto auth = secret_of(config);
+  subscribe.push_auth(auth.username, auth.password);
   subscribe.push({"SUBSCRIBE", "+switch-master"});
   auto [wec, written] = co_await asio::async_write(socket, asio::buffer(subscribe.payload()), use_tuple);
   if (wec) co_return;

@@ -1,0 +1,52 @@
+#include "redis/credentials.hpp"
+
+#include "core/strings.hpp"
+
+namespace sluice::redis {
+
+std::optional<std::string> parse_secret(const std::string& text, secret& out) {
+  const auto trimmed = core::trim_space(text);
+  if (trimmed.empty()) return std::string("holds no password (expected password or user:password)");
+  if (trimmed.find_first_of("\r\n") != std::string_view::npos)
+    return std::string("holds more than one line (expected password or user:password)");
+  out = {};
+  if (const auto colon = trimmed.find(':'); colon != std::string_view::npos) {
+    out.username = std::string(trimmed.substr(0, colon));
+    out.password = std::string(trimmed.substr(colon + 1));
+    if (out.password.empty()) return std::string("holds a user without a password (expected user:password)");
+  } else {
+    out.password = std::string(trimmed);
+  }
+  return std::nullopt;
+}
+
+credential_file::credential_file(std::string path)
+    : file_(std::move(path), [this](const std::string& text) -> std::optional<std::string> {
+        secret next;
+        if (auto problem = parse_secret(text, next)) return problem;
+        std::lock_guard lock(mutex_);
+        changed_ = true;
+        current_ = std::move(next);
+        return std::nullopt;
+      }) {}
+
+secret credential_file::current() const {
+  std::lock_guard lock(mutex_);
+  return current_;
+}
+
+bool credential_file::refused() {
+  {
+    std::lock_guard lock(mutex_);
+    changed_ = false;
+  }
+  file_.reload();  // (a text equal to the one applied is skipped: then nothing changed)
+  std::lock_guard lock(mutex_);
+  return changed_;
+}
+
+void credential_file::watch(boost::asio::any_io_executor ex) { file_.watch(std::move(ex)); }
+
+void credential_file::stop() { file_.stop(); }
+
+}  // namespace sluice::redis
