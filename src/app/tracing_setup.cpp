@@ -25,18 +25,19 @@ tracing_holder make_tracing(const tracing::settings& settings, unsigned workers,
   const bool grpc = settings.exporter.protocol == tracing::export_protocol::grpc;
   auto transport = grpc ? tracing::make_otlp_grpc(settings.exporter, control.get_executor())
                         : tracing::make_otlp_http(settings.exporter, control.get_executor());
-  t.sampler = std::make_unique<tracing::sampler>(settings.sampling_rate);
+  t.sampler = std::make_unique<tracing::sampler>(settings.sampler.ratio, settings.sampler.parent_based);
   t.exporter = std::make_unique<tracing::batch_exporter>(settings, workers, std::move(transport), stats);
   for (unsigned i = 0; i < workers; ++i) {
     t.tracers.push_back(
         std::make_unique<tracing::tracer>(*t.sampler, t.exporter->queue(i), t.exporter->dropped()));
   }
   char rate[32];
-  std::snprintf(rate, sizeof rate, "%f", settings.sampling_rate);  // Go's %f
+  std::snprintf(rate, sizeof rate, "%f", settings.sampler.ratio);  // Go's %f
   const auto& r = settings.resource;
   core::log_info("TracerProvider initialized with following parameters: protocol: ", grpc ? "grpc" : "http",
                  ", serviceName: ", r.service_name, ", serviceNamespace: ", r.service_namespace,
-                 ", serviceInstanceId: ", r.service_instance_id, ", samplingRate: ", rate);
+                 ", serviceInstanceId: ", r.service_instance_id, ", samplingRate: ", rate,
+                 settings.sampler.name == "parentbased_traceidratio" ? "" : core::cat(" (", settings.sampler.name, ")"));
   core::log_info("Exporting spans to ", settings.exporter.endpoint);
   return t;
 }

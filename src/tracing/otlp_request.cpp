@@ -135,6 +135,7 @@ std::string encode_export_request(const resource_info& resource, std::span<const
   key_value(w, 1, "service.namespace", resource.service_namespace);
   if (!resource.service_instance_id.empty())
     key_value(w, 1, "service.instance.id", resource.service_instance_id);
+  for (const auto& [key, value] : resource.attributes) key_value(w, 1, key, value);
   w.end(1);
   w.begin();  // ScopeSpans {InstrumentationScope scope = 1; repeated Span spans = 2}
   w.begin();  // InstrumentationScope {name = 1; version = 2}

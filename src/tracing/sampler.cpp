@@ -5,7 +5,7 @@
 
 namespace sluice::tracing {
 
-sampler::sampler(double ratio) {
+sampler::sampler(double ratio, bool parent_based) : parent_based_(parent_based) {
   ratio = std::isnan(ratio) ? 0.0 : std::clamp(ratio, 0.0, 1.0);
   // OpenTelemetry: fraction >= 1 samples everything; else the bound is uint64(fraction * 2^63).
   bound_ = ratio >= 1.0 ? UINT64_MAX : static_cast<std::uint64_t>(ratio * 9223372036854775808.0);
@@ -20,7 +20,7 @@ bool sampler::ratio_sample(const std::array<std::uint8_t, 16>& trace_id) const {
 
 bool sampler::sample(const std::optional<span_context>& parent,
                      const std::array<std::uint8_t, 16>& trace_id) const {
-  if (parent && parent->sampled) return *parent->sampled;
+  if (parent_based_ && parent && parent->sampled) return *parent->sampled;
   return ratio_sample(trace_id);
 }
 

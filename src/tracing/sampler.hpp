@@ -14,8 +14,10 @@ namespace sluice::tracing {
 
 class sampler {
  public:
-  // `ratio` from 0 (never) to 1 (always); outside, clamped.
-  explicit sampler(double ratio);
+  // `ratio` from 0 (never) to 1 (always); outside, clamped. Parent-based (upstream's, and every
+  // OTEL_TRACES_SAMPLER=parentbased_*): a parent's decision is followed; else (always_on, always_off,
+  // traceidratio) the ratio decides for every request.
+  explicit sampler(double ratio, bool parent_based = true);
 
   bool sample(const std::optional<span_context>& parent, const std::array<std::uint8_t, 16>& trace_id) const;
   // TraceIDRatioBased alone: the trace id's last 8 bytes, big-endian, shifted right by one, under ratio *
@@ -26,6 +28,7 @@ class sampler {
 
  private:
   std::uint64_t bound_;
+  bool parent_based_;
 };
 
 }  // namespace sluice::tracing

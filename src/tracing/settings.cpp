@@ -211,15 +211,84 @@ std::string random_uuid_v4() {
   return text;
 }
 
+std::vector<std::pair<std::string, std::string>> parse_resource_attributes(const std::string& text) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (core::trim_space(text).empty()) return out;
+  for (auto item : core::split(text, ',')) {
+    const auto eq = item.find('=');
+    bool malformed = eq == std::string_view::npos;
+    std::string key, value;
+    if (!malformed) {
+      key = std::string(core::trim_space(item.substr(0, eq)));
+      value = core::percent_decode(core::trim_space(item.substr(eq + 1)), &malformed);
+    }
+    if (malformed || key.empty()) {
+      throw settings_error(cat("invalid value '", text, "' for OTEL_RESOURCE_ATTRIBUTES: item '",
+                               core::trim_space(item), "' is not key=value (expected k1=v1,k2=v2 with %XX escapes)"));
+    }
+    // A key given twice: the last one counts (as the OpenTelemetry SDKs merge them).
+    std::erase_if(out, [&](const auto& kv) { return kv.first == key; });
+    out.emplace_back(std::move(key), std::move(value));
+  }
+  return out;
+}
+
+namespace {
+
+// upstream's resource from TRACING_*, then OTEL_RESOURCE_ATTRIBUTES, then OTEL_SERVICE_NAME over them.
+resource_info read_resource(const core::env_reader& env) {
+  resource_info r;
+  r.service_name = env.get_string("TRACING_SERVICE_NAME", "RateLimit");
+  r.service_namespace = env.get_string("TRACING_SERVICE_NAMESPACE", "");
+  r.service_instance_id = env.get_string("TRACING_SERVICE_INSTANCE_ID", "");
+  for (auto& [key, value] : parse_resource_attributes(env.get_string("OTEL_RESOURCE_ATTRIBUTES", ""))) {
+    if (key == "service.name") {
+      r.service_name = std::move(value);
+    } else if (key == "service.namespace") {
+      r.service_namespace = std::move(value);
+    } else if (key == "service.instance.id") {
+      r.service_instance_id = std::move(value);
+    } else {
+      r.attributes.emplace_back(std::move(key), std::move(value));
+    }
+  }
+  r.service_name = env.get_string("OTEL_SERVICE_NAME", r.service_name);
+  if (r.service_instance_id.empty()) r.service_instance_id = random_uuid_v4();
+  return r;
+}
+
+sampler_settings read_sampler(const core::env_reader& env) {
+  sampler_settings out;
+  out.ratio = env.get_double("TRACING_SAMPLING_RATE", 1.0, -1e300, 1e300);
+  const auto name = core::ascii_lower(core::trim_space(env.get_string("OTEL_TRACES_SAMPLER", "")));
+  if (name.empty()) return out;
+  out.name = name;
+  out.parent_based = name.starts_with("parentbased_");
+  const std::string_view root = out.parent_based ? std::string_view(name).substr(12) : std::string_view(name);
+  if (root == "always_on") {
+    out.ratio = 1.0;
+  } else if (root == "always_off") {
+    out.ratio = 0.0;
+  } else if (root == "traceidratio") {
+    out.ratio = 1.0;  // the specification's default argument
+    const auto arg = env.get_string("OTEL_TRACES_SAMPLER_ARG", "");
+    if (!arg.empty()) out.ratio = env.get_double("OTEL_TRACES_SAMPLER_ARG", 1.0, 0.0, 1.0);
+  } else {
+    throw settings_error(cat("invalid value '", env.get_string("OTEL_TRACES_SAMPLER", ""),
+                             "' for OTEL_TRACES_SAMPLER: expected always_on, always_off, traceidratio, "
+                             "parentbased_always_on, parentbased_always_off or parentbased_traceidratio"));
+  }
+  return out;
+}
+
+}  // namespace
+
 settings read_settings(const core::env_reader& env) {
   settings out;
-  out.enabled = env.get_bool("TRACING_ENABLED", false);
+  out.enabled = env.get_bool("TRACING_ENABLED", false) && !env.get_bool("OTEL_SDK_DISABLED", false);
   if (!out.enabled) return out;
-  out.resource.service_name = env.get_string("TRACING_SERVICE_NAME", "RateLimit");
-  out.resource.service_namespace = env.get_string("TRACING_SERVICE_NAMESPACE", "");
-  out.resource.service_instance_id = env.get_string("TRACING_SERVICE_INSTANCE_ID", "");
-  if (out.resource.service_instance_id.empty()) out.resource.service_instance_id = random_uuid_v4();
-  out.sampling_rate = env.get_double("TRACING_SAMPLING_RATE", 1.0, -1e300, 1e300);
+  out.resource = read_resource(env);
+  out.sampler = read_sampler(env);
   out.exporter = read_exporter(env);
   out.batch = read_batch(env);
   return out;

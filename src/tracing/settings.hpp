@@ -39,19 +39,34 @@ struct batch_settings {
   std::chrono::milliseconds export_timeout{30000};  // OTEL_BSP_EXPORT_TIMEOUT: one batch, retries included
 };
 
+// Which requests are recorded: TRACING_SAMPLING_RATE (upstream's parentbased_traceidratio), or
+// OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG when set.
+struct sampler_settings {
+  double ratio = 1.0;
+  bool parent_based = true;
+  std::string name = "parentbased_traceidratio";  // as the log shows it
+};
+
 struct settings {
-  bool enabled = false;        // TRACING_ENABLED
-  resource_info resource;      // TRACING_SERVICE_NAME, _NAMESPACE, _INSTANCE_ID (a UUIDv4 when empty)
-  double sampling_rate = 1.0;  // TRACING_SAMPLING_RATE
+  bool enabled = false;  // TRACING_ENABLED, unless OTEL_SDK_DISABLED=true
+  // TRACING_SERVICE_NAME, _NAMESPACE, _INSTANCE_ID (a UUIDv4 when empty); OTEL_SERVICE_NAME and
+  // OTEL_RESOURCE_ATTRIBUTES win when set.
+  resource_info resource;
+  sampler_settings sampler;
   exporter_settings exporter;
   batch_settings batch;
 };
 
-// Nothing but TRACING_ENABLED is read while it is false.
+// Nothing but TRACING_ENABLED (and OTEL_SDK_DISABLED) is read while tracing is off. Where an OpenTelemetry
+// variable and upstream's TRACING_* say the same thing, the OpenTelemetry one wins when it is set: platforms
+// set TRACING_* for every install, a user sets OTEL_* to override them (README "Tracing").
 settings read_settings(const core::env_reader& env);
 
 // A random (version 4) UUID, lower-case: "xxxxxxxx-xxxx-4xxx-[89ab]xxx-xxxxxxxxxxxx".
 std::string random_uuid_v4();
+
+// OTEL_RESOURCE_ATTRIBUTES: "k1=v1,k2=v2" with percent-encoded values; throws core::settings_error naming it.
+std::vector<std::pair<std::string, std::string>> parse_resource_attributes(const std::string& text);
 
 // "k1=v1,k2=v2" with percent-encoded keys and values (the OTLP exporter's header lists); throws
 // core::settings_error naming `name` for an item without '=', an empty key or a bad escape, a name outside

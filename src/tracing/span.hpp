@@ -37,6 +37,8 @@ struct resource_info {
   std::string service_name = "RateLimit";
   std::string service_namespace;
   std::string service_instance_id;
+  // OTEL_RESOURCE_ATTRIBUTES but service.name, service.namespace and service.instance.id (above), in order.
+  std::vector<std::pair<std::string, std::string>> attributes;
   std::string scope_name = "sluice";
   std::string scope_version;
 };

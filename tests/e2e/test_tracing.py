@@ -397,6 +397,35 @@ class Resource(TracingCase):
                                                                'service.instance.id')},
                          {'service.name': 'edge-rls', 'service.namespace': 'payments', 'service.instance.id': 'rls-7'})
 
+    def test_opentelemetry_variables_win_over_tracing_ones(self):
+        col = self.collector()
+        s = self.sluice(tracing_env(col, TRACING_SERVICE_NAME='envoy-ratelimit', TRACING_SERVICE_NAMESPACE='gw',
+                                    OTEL_SERVICE_NAME='edge-limits',
+                                    OTEL_RESOURCE_ATTRIBUTES='service.namespace=team%20a,deployment.environment=prod'))
+        server = self.roundtrip(s, col)[SERVER['grpc']]
+        self.assertEqual({k: server.resource.get(k) for k in ('service.name', 'service.namespace',
+                                                               'deployment.environment')},
+                         {'service.name': 'edge-limits', 'service.namespace': 'team a', 'deployment.environment': 'prod'})
+
+    def test_otel_sdk_disabled_turns_tracing_off(self):
+        col = self.collector()
+        s = self.sluice(tracing_env(col, OTEL_SDK_DISABLED='true'))
+        self.assertIn('Tracing disabled', s.log())
+
+    def test_otel_traces_sampler_over_tracing_sampling_rate(self):
+        col = self.collector()
+        # TRACING_SAMPLING_RATE=0 alone records nothing without a parent; always_on records even what an
+        # unsampled parent asked not to.
+        s = self.sluice(tracing_env(col, TRACING_SAMPLING_RATE='0', OTEL_TRACES_SAMPLER='always_on'))
+        self.roundtrip(s, col)
+        trace_id, span_id = new_ids()
+        self.assertEqual(send('grpc', s, [[('k', marker())]], {'traceparent': traceparent(trace_id, span_id, '00')}),
+                         'OK')
+        spans_of_trace(col, trace_id, {SERVER['grpc'], EXECUTION})
+        self.assertIn('(always_on)', s.log())
+        log = Sluice.failed_start(self, tracing_env(col, OTEL_TRACES_SAMPLER='jaeger_remote'))
+        self.assertIn('OTEL_TRACES_SAMPLER', log)
+
 
 # ---------------------------------------------------------------------------------------------------------------
 # Backends' spans, under "ShouldRateLimit Execution"

@@ -49,3 +49,15 @@ TEST_CASE(
   CHECK(always.sample(std::nullopt, trace_with_low(0)));
   CHECK_FALSE(never.sample(std::nullopt, trace_with_low(0)));
 }
+
+TEST_CASE("parent-based or not: always_on and always_off decide for every request") {
+  span_context sampled_parent, unsampled_parent;
+  sampled_parent.sampled = true;
+  unsampled_parent.sampled = false;
+  const auto id = trace_with_low(0);
+  CHECK(sampler(0.0, true).sample(sampled_parent, id));         // parentbased_always_off follows a parent
+  CHECK_FALSE(sampler(0.0, false).sample(sampled_parent, id));  // always_off never records
+  CHECK(sampler(1.0, false).sample(unsampled_parent, id));      // always_on always does
+  CHECK_FALSE(sampler(1.0, true).sample(unsampled_parent, id));
+  CHECK(sampler(1.0, false).sample(std::nullopt, id));
+}

@@ -32,7 +32,7 @@ TEST_CASE("off by default; on, upstream's defaults and OpenTelemetry's") {
   CHECK(s.resource.service_name == "RateLimit");
   CHECK(s.resource.service_namespace.empty());
   CHECK(s.resource.service_instance_id.size() == 36);
-  CHECK(s.sampling_rate == 1.0);
+  CHECK(s.sampler.ratio == 1.0);
   CHECK(s.exporter.protocol == export_protocol::http);
   CHECK(s.exporter.endpoint == "http://localhost:4318/v1/traces");
   CHECK_FALSE(s.exporter.tls);
@@ -143,4 +143,56 @@ TEST_CASE("bad values stop start-up naming the setting") {
   CHECK(error_of({{"OTEL_EXPORTER_OTLP_CLIENT_KEY", "k.pem"}}).find("CLIENT_CERTIFICATE") !=
         std::string::npos);
   CHECK(error_of({{"OTEL_BSP_MAX_QUEUE_SIZE", "0"}}).find("OTEL_BSP_MAX_QUEUE_SIZE") != std::string::npos);
+}
+
+TEST_CASE("OpenTelemetry's own variables win over upstream's TRACING_* when set") {
+  auto s = read({{"TRACING_SERVICE_NAME", "envoy-ratelimit"}, {"TRACING_SERVICE_NAMESPACE", "gw"},
+                 {"OTEL_RESOURCE_ATTRIBUTES", "service.namespace=team%20a,deployment.environment=prod, k8s.pod.name=p-1"},
+                 {"OTEL_SERVICE_NAME", "edge-limits"}});
+  CHECK(s.resource.service_name == "edge-limits");
+  CHECK(s.resource.service_namespace == "team a");
+  CHECK(s.resource.service_instance_id.size() == 36);
+  REQUIRE(s.resource.attributes.size() == 2);
+  CHECK(s.resource.attributes[0] == std::pair<std::string, std::string>("deployment.environment", "prod"));
+  CHECK(s.resource.attributes[1] == std::pair<std::string, std::string>("k8s.pod.name", "p-1"));
+  // service.name from the attributes when OTEL_SERVICE_NAME is not set; TRACING_* when neither is.
+  CHECK(read({{"OTEL_RESOURCE_ATTRIBUTES", "service.name=from-attrs,service.instance.id=i-7"}}).resource.service_name ==
+        "from-attrs");
+  CHECK(read({{"OTEL_RESOURCE_ATTRIBUTES", "service.instance.id=i-7"}}).resource.service_instance_id == "i-7");
+  CHECK(read({{"TRACING_SERVICE_NAME", "envoy-ratelimit"}}).resource.service_name == "envoy-ratelimit");
+  CHECK(error_of({{"OTEL_RESOURCE_ATTRIBUTES", "novalue"}}).find("OTEL_RESOURCE_ATTRIBUTES: item 'novalue'") !=
+        std::string::npos);
+  CHECK(error_of({{"OTEL_RESOURCE_ATTRIBUTES", "k=%zz"}}).find("OTEL_RESOURCE_ATTRIBUTES") != std::string::npos);
+
+  // OTEL_SDK_DISABLED turns tracing off whatever TRACING_ENABLED says.
+  CHECK_FALSE(read({{"OTEL_SDK_DISABLED", "true"}}).enabled);
+  CHECK(read({{"OTEL_SDK_DISABLED", "false"}}).enabled);
+}
+
+TEST_CASE("OTEL_TRACES_SAMPLER and its argument, over TRACING_SAMPLING_RATE") {
+  auto s = read({{"TRACING_SAMPLING_RATE", "0.3"}});
+  CHECK(s.sampler.ratio == 0.3);
+  CHECK(s.sampler.parent_based);
+  s = read({{"TRACING_SAMPLING_RATE", "0.3"}, {"OTEL_TRACES_SAMPLER", "always_on"}});
+  CHECK(s.sampler.ratio == 1.0);
+  CHECK_FALSE(s.sampler.parent_based);
+  s = read({{"OTEL_TRACES_SAMPLER", "always_off"}});
+  CHECK(s.sampler.ratio == 0.0);
+  CHECK_FALSE(s.sampler.parent_based);
+  s = read({{"OTEL_TRACES_SAMPLER", "traceidratio"}, {"OTEL_TRACES_SAMPLER_ARG", "0.25"}});
+  CHECK(s.sampler.ratio == 0.25);
+  CHECK_FALSE(s.sampler.parent_based);
+  CHECK(read({{"OTEL_TRACES_SAMPLER", "traceidratio"}}).sampler.ratio == 1.0);
+  s = read({{"OTEL_TRACES_SAMPLER", "ParentBased_TraceIdRatio"}, {"OTEL_TRACES_SAMPLER_ARG", "0.5"}});
+  CHECK(s.sampler.ratio == 0.5);
+  CHECK(s.sampler.parent_based);
+  s = read({{"OTEL_TRACES_SAMPLER", "parentbased_always_off"}});
+  CHECK(s.sampler.ratio == 0.0);
+  CHECK(s.sampler.parent_based);
+  CHECK(read({{"OTEL_TRACES_SAMPLER", "parentbased_always_on"}, {"TRACING_SAMPLING_RATE", "0"}}).sampler.ratio ==
+        1.0);
+  CHECK(error_of({{"OTEL_TRACES_SAMPLER", "jaeger_remote"}}).find("OTEL_TRACES_SAMPLER: expected always_on") !=
+        std::string::npos);
+  CHECK(error_of({{"OTEL_TRACES_SAMPLER", "traceidratio"}, {"OTEL_TRACES_SAMPLER_ARG", "1.5"}})
+            .find("OTEL_TRACES_SAMPLER_ARG") != std::string::npos);
 }
