@@ -225,7 +225,7 @@ int serve(process_parts& p) {
   s.demand = make_demand_exchange(p.rl, p.workers.size(), p.control);
   build_workers(s.apis, p.workers,
                 {p.rl, *s.limiter, s.backend, p.stats, p.health, p.shared, *s.grpc, p.tracing, *s.demand,
-                 s.redis_tables, s.redis_table_rows});
+                 s.redis_tables, s.redis_table_rows, p.proc.reflection});
   s.rules = std::make_unique<ratelimit::service::rules_source>(p.rl.rules, publish_to(p.workers, s.apis),
                                                                p.stats, p.health);
   s.tables = std::make_unique<ratelimit::service::limit_tables_source>(

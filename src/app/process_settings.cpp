@@ -79,6 +79,7 @@ process_settings read_process_settings(const core::env_reader& env, std::uint64_
   s.io_threads = static_cast<unsigned>(env.get_uint("IO_THREADS", core::usable_cpus(), 1, 1024));
   read_http(env, s.http);
   read_grpc(env, s.grpc);
+  s.reflection = env.get_bool("REFLECTION_ENABLED", true);
   s.shutdown_grace = to_ms(env.get_duration("SHUTDOWN_GRACE_PERIOD", s.shutdown_grace));
   s.max_connections = read_max_connections(env, open_file_limit);
   s.debug.host = env.get_string("DEBUG_HOST", "0.0.0.0");

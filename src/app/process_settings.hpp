@@ -24,6 +24,7 @@ struct process_settings {
   std::vector<std::string> debug_allowed_hosts;  // DEBUG_ALLOWED_HOSTS: names the debug listener accepts in Host
   std::string admin_token_file;                  // ADMIN_TOKEN_FILE: tokens that may change counters
   net::grpc::server_options grpc;
+  bool reflection = true;  // REFLECTION_ENABLED: gRPC server reflection on the gRPC listener
   std::chrono::milliseconds shutdown_grace{10'000};
   // MAX_CONNECTIONS: client connections on the HTTP and gRPC listeners together; by default what the open
   // file limit leaves after core::reserved_descriptors.

@@ -3,6 +3,7 @@
 #include <boost/asio/post.hpp>
 
 #include "core/strings.hpp"
+#include "net/grpc/reflection_service.hpp"
 #include "ratelimit/api/http_handlers.hpp"
 
 namespace sluice {
@@ -43,6 +44,7 @@ void build_workers(std::vector<worker_apis>& apis, core::worker_pool& workers, c
         "ratelimit", [&health = w.health] { return health.healthy(); },
         [&check_requests] { check_requests.inc(); });
     a.grpc_health->add_to(*methods);
+    if (w.reflection) net::grpc::reflection_service::add_to(*methods);
     w.grpc.add_worker(workers.context(i), std::move(methods));
   }
   w.health.on_change([&workers, &apis](bool) {

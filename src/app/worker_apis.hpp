@@ -52,6 +52,7 @@ struct worker_wiring {
   ratelimit::rlqs::demand_exchange& demand;
   ratelimit::service::redis_tables_health& redis_tables;
   ratelimit::service::redis_table_cache& redis_table_rows;
+  bool reflection;  // REFLECTION_ENABLED
 };
 
 // Per worker: the services, their HTTP routes and gRPC methods; Health/Watch hears every health change.

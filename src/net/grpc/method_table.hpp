@@ -57,6 +57,13 @@ class method_table {
     return false;
   }
 
+  // Every method path, in the order added (reflection lists the services from them).
+  std::vector<std::string> paths() const {
+    std::vector<std::string> out;
+    for (const auto& [p, m] : methods_) out.push_back(p);
+    return out;
+  }
+
   // Request headers a handler reads (by lower-case name; e.g. the trace context), kept by each call. None by
   // default: a call then keeps nothing.
   void keep_header(std::string name) {
