@@ -354,7 +354,8 @@ void start_backend(backend_holder& b, const ratelimit::module_settings& settings
     return;
   }
   start_redis(b, settings.redis, workers, control, health, std::move(give_up));
-  for (const auto* store : {&settings.redis.main, settings.redis.per_second ? &*settings.redis.per_second : nullptr}) {
+  for (const auto* store :
+       {&settings.redis.main, settings.redis.per_second ? &*settings.redis.per_second : nullptr}) {
     if (store == nullptr) continue;
     const auto& c = store->connection;
     for (const auto& secret : {c.auth_file, c.sentinel ? c.sentinel->auth_file : nullptr}) {

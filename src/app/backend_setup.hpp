@@ -13,7 +13,6 @@
 #include "core/clock.hpp"
 #include "core/health.hpp"
 #include "core/workers.hpp"
-#include "redis/credentials.hpp"
 #include "memcache/client.hpp"
 #include "ratelimit/backends/memcache/memcache_backend.hpp"
 #include "ratelimit/backends/memory/memory_backend.hpp"
@@ -21,6 +20,7 @@
 #include "ratelimit/backends/redis/synced_backend.hpp"
 #include "ratelimit/backends/redis/table_reader.hpp"
 #include "ratelimit/settings.hpp"
+#include "redis/credentials.hpp"
 #include "redis/store.hpp"
 #include "stats/store.hpp"
 

@@ -34,8 +34,8 @@ struct control_listeners {
   }
 };
 
-// Throws core::settings_error when PROMETHEUS_ADDR cannot be listened on, or ADMIN_TOKEN_FILE not read; a debug listener that cannot be
-// opened is only logged, as upstream.
+// Throws core::settings_error when PROMETHEUS_ADDR cannot be listened on, or ADMIN_TOKEN_FILE not read; a
+// debug listener that cannot be opened is only logged, as upstream.
 void start_control_listeners(control_listeners& l, const process_settings& proc,
                              const stats::sink_settings& stats_settings,
                              stats::prometheus_exporter* prometheus,

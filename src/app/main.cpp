@@ -312,7 +312,8 @@ int main(int argc, char** argv) {
   if (command == "check-config") return check_config(argc, argv);
   if (command == "counters" || command == "explain") {
     std::vector<std::string_view> flags(argv + 2, argv + argc);
-    return command == "counters" ? ratelimit::client::run_counters(flags) : ratelimit::client::run_explain(flags);
+    return command == "counters" ? ratelimit::client::run_counters(flags)
+                                 : ratelimit::client::run_explain(flags);
   }
   if (command == "client" || command == "rlqs-client") {
     std::vector<std::string_view> flags(argv + 2, argv + argc);

@@ -89,8 +89,9 @@ process_settings read_process_settings(const core::env_reader& env, std::uint64_
     name = core::trim_space(name);
     if (name.empty()) continue;
     if (name.find_first_of(" /:@") != std::string_view::npos)
-      throw core::settings_error(core::cat("DEBUG_ALLOWED_HOSTS: '", name,
-                                           "' is not a host name (give names without ports, comma-separated)"));
+      throw core::settings_error(
+          core::cat("DEBUG_ALLOWED_HOSTS: '", name,
+                    "' is not a host name (give names without ports, comma-separated)"));
     s.debug_allowed_hosts.emplace_back(name);
   }
   s.admin_token_file = env.get_string("ADMIN_TOKEN_FILE", "");

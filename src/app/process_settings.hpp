@@ -21,8 +21,9 @@ struct process_settings {
   unsigned io_threads = 1;  // IO_THREADS: default, the CPUs this process may use
   net::http::server_options http;
   net::http::server_options debug;
-  std::vector<std::string> debug_allowed_hosts;  // DEBUG_ALLOWED_HOSTS: names the debug listener accepts in Host
-  std::string admin_token_file;                  // ADMIN_TOKEN_FILE: tokens that may change counters
+  std::vector<std::string>
+      debug_allowed_hosts;       // DEBUG_ALLOWED_HOSTS: names the debug listener accepts in Host
+  std::string admin_token_file;  // ADMIN_TOKEN_FILE: tokens that may change counters
   net::grpc::server_options grpc;
   bool reflection = true;  // REFLECTION_ENABLED: gRPC server reflection on the gRPC listener
   std::chrono::milliseconds shutdown_grace{10'000};

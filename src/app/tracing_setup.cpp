@@ -34,10 +34,11 @@ tracing_holder make_tracing(const tracing::settings& settings, unsigned workers,
   char rate[32];
   std::snprintf(rate, sizeof rate, "%f", settings.sampler.ratio);  // Go's %f
   const auto& r = settings.resource;
-  core::log_info("TracerProvider initialized with following parameters: protocol: ", grpc ? "grpc" : "http",
-                 ", serviceName: ", r.service_name, ", serviceNamespace: ", r.service_namespace,
-                 ", serviceInstanceId: ", r.service_instance_id, ", samplingRate: ", rate,
-                 settings.sampler.name == "parentbased_traceidratio" ? "" : core::cat(" (", settings.sampler.name, ")"));
+  core::log_info(
+      "TracerProvider initialized with following parameters: protocol: ", grpc ? "grpc" : "http",
+      ", serviceName: ", r.service_name, ", serviceNamespace: ", r.service_namespace,
+      ", serviceInstanceId: ", r.service_instance_id, ", samplingRate: ", rate,
+      settings.sampler.name == "parentbased_traceidratio" ? "" : core::cat(" (", settings.sampler.name, ")"));
   core::log_info("Exporting spans to ", settings.exporter.endpoint);
   return t;
 }

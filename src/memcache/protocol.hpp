@@ -1,8 +1,9 @@
 #pragma once
 // The memcached text protocol without I/O, for the commands a rate limiter needs: encoding `get` (many keys),
-// `incr`, `decr`, `add` (and the operator's `set` and `delete`), and decoding their replies from bytes. What memcached rejects (a key over 250
-// bytes, or with a space or a control byte) is refused here, before anything is written, so no malformed
-// command ever reaches the wire. A `CLIENT_ERROR` or `SERVER_ERROR` reply is a value, not a protocol error.
+// `incr`, `decr`, `add` (and the operator's `set` and `delete`), and decoding their replies from bytes. What
+// memcached rejects (a key over 250 bytes, or with a space or a control byte) is refused here, before
+// anything is written, so no malformed command ever reaches the wire. A `CLIENT_ERROR` or `SERVER_ERROR`
+// reply is a value, not a protocol error.
 
 #include <cstdint>
 #include <optional>

@@ -45,8 +45,12 @@ bool credential_file::refused() {
   return changed_;
 }
 
-void credential_file::watch(boost::asio::any_io_executor ex) { file_.watch(std::move(ex)); }
+void credential_file::watch(boost::asio::any_io_executor ex) {
+  file_.watch(std::move(ex));
+}
 
-void credential_file::stop() { file_.stop(); }
+void credential_file::stop() {
+  file_.stop();
+}
 
 }  // namespace sluice::redis

@@ -224,7 +224,8 @@ std::vector<std::pair<std::string, std::string>> parse_resource_attributes(const
     }
     if (malformed || key.empty()) {
       throw settings_error(cat("invalid value '", text, "' for OTEL_RESOURCE_ATTRIBUTES: item '",
-                               core::trim_space(item), "' is not key=value (expected k1=v1,k2=v2 with %XX escapes)"));
+                               core::trim_space(item),
+                               "' is not key=value (expected k1=v1,k2=v2 with %XX escapes)"));
     }
     // A key given twice: the last one counts (as the OpenTelemetry SDKs merge them).
     std::erase_if(out, [&](const auto& kv) { return kv.first == key; });

@@ -64,8 +64,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       first = false;
     } else {
       const auto sep = part.find('\xfe');
-      want.entries.emplace_back(std::string(part.substr(0, sep)),
-                                sep == std::string_view::npos ? std::string() : std::string(part.substr(sep + 1)));
+      want.entries.emplace_back(std::string(part.substr(0, sep)), sep == std::string_view::npos
+                                                                      ? std::string()
+                                                                      : std::string(part.substr(sep + 1)));
     }
     at = end + 1;
   }
@@ -75,9 +76,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     target += encoded(want.entries[i].first) + "=" + encoded(want.entries[i].second);
   }
   auto back = parse_counters_query(target);
-  const bool valid = !want.domain.empty() && !want.entries.empty() && want.entries.size() <= 64 &&
-                     std::all_of(want.entries.begin(), want.entries.end(),
-                                 [](const auto& e) { return !e.first.empty(); });
+  const bool valid =
+      !want.domain.empty() && !want.entries.empty() && want.entries.size() <= 64 &&
+      std::all_of(want.entries.begin(), want.entries.end(), [](const auto& e) { return !e.first.empty(); });
   check(std::holds_alternative<counters_query>(back) == valid);
   if (valid) {
     const auto& q = std::get<counters_query>(back);

@@ -84,7 +84,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check(!walk.outcome.empty());
     check(walk.candidates.size() <= 8);
     for (std::size_t i = 0; i < walk.path.size(); ++i) check(walk.path[i].node->key == entries[i].key);
-    for (const auto& c : walk.candidates) check(c.node != nullptr && !c.why.empty() && c.level <= entries.size());
+    for (const auto& c : walk.candidates)
+      check(c.node != nullptr && !c.why.empty() && c.level <= entries.size());
   }
   return 0;
 }

@@ -61,7 +61,8 @@ bool fill(const method_table& methods, std::string_view bytes, rf::ServerReflect
   *out.mutable_original_request() = request;
   switch (request.message_request_case()) {
     case rf::ServerReflectionRequest::kListServices:
-      for (auto& name : services_of(methods)) out.mutable_list_services_response()->add_service()->set_name(name);
+      for (auto& name : services_of(methods))
+        out.mutable_list_services_response()->add_service()->set_name(name);
       break;
     case rf::ServerReflectionRequest::kFileByFilename:
       answer_file(out, pool->FindFileByName(request.file_by_filename()),
@@ -82,7 +83,8 @@ bool fill(const method_table& methods, std::string_view bytes, rf::ServerReflect
     case rf::ServerReflectionRequest::kAllExtensionNumbersOfType: {
       const auto* type = pool->FindMessageTypeByName(request.all_extension_numbers_of_type());
       if (type == nullptr) {
-        error(out, not_found, core::cat("type '", request.all_extension_numbers_of_type(), "' is not known to this server"));
+        error(out, not_found,
+              core::cat("type '", request.all_extension_numbers_of_type(), "' is not known to this server"));
         break;
       }
       std::vector<const pb::FieldDescriptor*> extensions;
@@ -125,7 +127,10 @@ void reflection_service::add_to(method_table& methods) {
   for (const char* path : {"/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
                            "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"}) {
     methods.add(
-        path, [&methods](const std::shared_ptr<call>& c) { c->listen(std::make_shared<reflection_stream>(methods)); },
+        path,
+        [&methods](const std::shared_ptr<call>& c) {
+          c->listen(std::make_shared<reflection_stream>(methods));
+        },
         method_kind::bidi_streaming);
   }
 }

@@ -79,9 +79,8 @@ void add_debug_pages(router& routes, std::vector<debug_page> pages, host_check h
     index->emplace_back(page.path, page.help);
     routes.add(page.path, guard(std::move(page.handle)));
   }
-  handler list = guard([index](const request& req) -> boost::asio::awaitable<response> {
-    co_return listing(req, *index);
-  });
+  handler list = guard(
+      [index](const request& req) -> boost::asio::awaitable<response> { co_return listing(req, *index); });
   routes.add("/", list);
   routes.set_fallback(std::move(list));
 }

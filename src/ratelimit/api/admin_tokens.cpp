@@ -45,9 +45,13 @@ admin_tokens::admin_tokens(std::string path)
         return std::nullopt;
       }) {}
 
-void admin_tokens::watch(boost::asio::any_io_executor ex) { file_.watch(std::move(ex)); }
+void admin_tokens::watch(boost::asio::any_io_executor ex) {
+  file_.watch(std::move(ex));
+}
 
-void admin_tokens::stop() { file_.stop(); }
+void admin_tokens::stop() {
+  file_.stop();
+}
 
 std::optional<std::size_t> admin_tokens::match(std::string_view token) const {
   std::shared_ptr<const parsed> tokens;

@@ -22,8 +22,8 @@ namespace {
 
 // One worker's call, awaited from the control thread: the service may complete on any thread.
 asio::awaitable<control_outcome> control_on(const worker_services& workers, std::size_t i,
-                                            const service::rls_request& request, service::control_action action,
-                                            std::uint64_t used) {
+                                            const service::rls_request& request,
+                                            service::control_action action, std::uint64_t used) {
   co_return co_await asio::co_spawn(
       workers.executor(i),
       [&]() -> asio::awaitable<control_outcome> {
@@ -45,7 +45,8 @@ asio::awaitable<control_outcome> control_on(const worker_services& workers, std:
       asio::use_awaitable);
 }
 
-void add_unsent(std::vector<service::descriptor_state>& into, const std::vector<service::descriptor_state>& from) {
+void add_unsent(std::vector<service::descriptor_state>& into,
+                const std::vector<service::descriptor_state>& from) {
   for (std::size_t d = 0; d < into.size() && d < from.size(); ++d) {
     auto& limits = into[d].limits;
     for (std::size_t k = 0; k < limits.size() && k < from[d].limits.size(); ++k) {
@@ -154,12 +155,13 @@ struct counters_context {
 // 109224, a false positive).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-asio::awaitable<net::http::response> handle_counters(const counters_context& c, const net::http::request& req) {
+asio::awaitable<net::http::response> handle_counters(const counters_context& c,
+                                                     const net::http::request& req) {
   const auto method = req.method();
   const bool change = method == http::verb::delete_ || method == http::verb::put;
   if (!change && method != http::verb::get && method != http::verb::head) {
-    auto res =
-        net::http::json_error(req, http::status::method_not_allowed, "the counters API takes GET, DELETE and PUT");
+    auto res = net::http::json_error(req, http::status::method_not_allowed,
+                                     "the counters API takes GET, DELETE and PUT");
     res.set(http::field::allow, "GET, HEAD, DELETE, PUT");
     co_return res;
   }
@@ -168,15 +170,17 @@ asio::awaitable<net::http::response> handle_counters(const counters_context& c, 
     co_return net::http::json_error(req, http::status::bad_request, *problem);
   auto& q = std::get<counters_query>(parsed);
   if (method == http::verb::put && !q.used)
-    co_return net::http::json_error(req, http::status::bad_request, "PUT needs used=N: the hits to leave counted");
+    co_return net::http::json_error(req, http::status::bad_request,
+                                    "PUT needs used=N: the hits to leave counted");
   if (method != http::verb::put && q.used)
     co_return net::http::json_error(req, http::status::bad_request, "used is only for PUT");
 
   std::size_t token_line = 0;
   if (change) {
     if (c.tokens == nullptr)
-      co_return net::http::json_error(req, http::status::forbidden,
-                                      "changing counters is off: set ADMIN_TOKEN_FILE to a file of bearer tokens");
+      co_return net::http::json_error(
+          req, http::status::forbidden,
+          "changing counters is off: set ADMIN_TOKEN_FILE to a file of bearer tokens");
     std::string problem;
     const auto token = bearer_token(req[http::field::authorization], problem);
     std::optional<std::size_t> line;
@@ -214,9 +218,9 @@ asio::awaitable<net::http::response> handle_counters(const counters_context& c, 
   auto after = co_await control_everywhere(c.workers, request, service::control_action::inspect, 0);
   if (after.error) co_return net::http::json_error(req, status_of(*after.error), after.error->message);
   c.changes.inc();
-  core::log_warn("counters ", method == http::verb::put ? "set" : "reset", " by the token on line ", token_line,
-                 " of ADMIN_TOKEN_FILE: domain '", q.domain, "' descriptor ", descriptor_text(q.entries), ": ",
-                 used_text(state), " -> ", used_text(after.states.at(0)));
+  core::log_warn("counters ", method == http::verb::put ? "set" : "reset", " by the token on line ",
+                 token_line, " of ADMIN_TOKEN_FILE: domain '", q.domain, "' descriptor ",
+                 descriptor_text(q.entries), ": ", used_text(state), " -> ", used_text(after.states.at(0)));
   co_return net::http::make_response(req, http::status::ok, "application/json",
                                      json::serialize(state_json(q, after.states.at(0))));
 }
@@ -224,7 +228,8 @@ asio::awaitable<net::http::response> handle_counters(const counters_context& c, 
 
 }  // namespace
 
-net::http::debug_page counters_page(worker_services workers, const admin_tokens* tokens, stats::store& stats) {
+net::http::debug_page counters_page(worker_services workers, const admin_tokens* tokens,
+                                    stats::store& stats) {
   auto context = std::make_shared<const counters_context>(
       counters_context{std::move(workers), tokens, stats.get_counter("ratelimit.admin.changes")});
   return {"/counters",

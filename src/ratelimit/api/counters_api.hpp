@@ -36,7 +36,8 @@ struct control_outcome {
 };
 boost::asio::awaitable<control_outcome> control_everywhere(const worker_services& workers,
                                                            const service::rls_request& request,
-                                                           service::control_action action, std::uint64_t used);
+                                                           service::control_action action,
+                                                           std::uint64_t used);
 
 // `tokens` null: ADMIN_TOKEN_FILE is not set, and changes answer 403.
 net::http::debug_page counters_page(worker_services workers, const admin_tokens* tokens, stats::store& stats);

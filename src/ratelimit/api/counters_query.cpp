@@ -66,7 +66,8 @@ std::variant<counters_query, std::string> parse_counters_query(std::string_view 
       if (q.used) return std::string("used is given twice");
       std::uint64_t n = 0;
       if (!core::parse_unsigned(raw_value, n))
-        return core::cat("used must be a whole number of hits, 0 or more (got '", raw_value.substr(0, 40), "')");
+        return core::cat("used must be a whole number of hits, 0 or more (got '", raw_value.substr(0, 40),
+                         "')");
       q.used = n;
     } else {
       return core::cat("unknown parameter '", name->substr(0, 64),

@@ -56,7 +56,8 @@ json::object descriptor_json(const service::rls_request& request, int i, const c
     o["path"] = std::move(path);
     json::array candidates;
     for (const auto& c : walk.candidates)
-      candidates.emplace_back(json::object{{"rule", c.node->stats_key}, {"level", c.level + 1}, {"why", c.why}});
+      candidates.emplace_back(
+          json::object{{"rule", c.node->stats_key}, {"level", c.level + 1}, {"why", c.why}});
     o["candidates"] = std::move(candidates);
     if (walk.rule != nullptr && !walk.rule->limits_from.empty()) o["limits_from"] = walk.rule->limits_from;
   }
@@ -85,13 +86,15 @@ asio::awaitable<net::http::response> handle_explain(const explain_context& c, co
     co_return net::http::json_error(req, http::status::bad_request, *problem);
   const auto rules = c.rules.current();
   if (!rules)
-    co_return net::http::json_error(req, http::status::service_unavailable, "no rate limit configuration loaded");
+    co_return net::http::json_error(req, http::status::service_unavailable,
+                                    "no rate limit configuration loaded");
   // (the service checks the request as a decision would: an empty domain, key or descriptor list is a 400)
   auto states = co_await control_everywhere(c.workers, request, service::control_action::inspect, 0);
   if (states.error) co_return net::http::json_error(req, status_of(*states.error), states.error->message);
   json::array descriptors;
   for (int i = 0; i < request.descriptors_size(); ++i)
-    descriptors.emplace_back(descriptor_json(request, i, *rules, states.states.at(static_cast<std::size_t>(i))));
+    descriptors.emplace_back(
+        descriptor_json(request, i, *rules, states.states.at(static_cast<std::size_t>(i))));
   json::object body{{"domain", request.domain()}, {"descriptors", std::move(descriptors)}};
   co_return net::http::make_response(req, http::status::ok, "application/json", json::serialize(body));
 }
@@ -102,7 +105,8 @@ asio::awaitable<net::http::response> handle_explain(const explain_context& c, co
 net::http::debug_page explain_page(worker_services workers, const service::rules_source& rules) {
   auto context = std::make_shared<const explain_context>(explain_context{std::move(workers), rules});
   return {"/explain",
-          "why a request is limited: POST a /json request; the rule each descriptor matched, the walk, the nearest "
+          "why a request is limited: POST a /json request; the rule each descriptor matched, the walk, the "
+          "nearest "
           "rules that did not match, the limits and their counters (nothing is counted)",
           [context](const net::http::request& req) { return handle_explain(*context, req); }};
 }

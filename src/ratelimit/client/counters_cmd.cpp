@@ -28,7 +28,8 @@ Exit status: 0 with the answer's JSON on stdout, 2 on any error.
 )";
 
 std::optional<std::string> parse_entries(std::string_view value, counters_options& o) {
-  if (!o.entries.empty()) return std::string("-descriptor is given twice: give every entry in one, k=v,k2=v2");
+  if (!o.entries.empty())
+    return std::string("-descriptor is given twice: give every entry in one, k=v,k2=v2");
   return parse_key_values(value, o.entries);
 }
 
@@ -44,12 +45,10 @@ std::optional<std::string> parse_timeout(std::string_view value, counters_option
   return parse_positive_duration("timeout", value, "500ms or 2s", o.timeout);
 }
 
-const flag_spec<counters_options> specs[] = {{"debug_addr", &counters_options::debug_addr},
-                                             {"domain", &counters_options::domain},
-                                             {"descriptor", nullptr, nullptr, parse_entries},
-                                             {"token_file", &counters_options::token_file},
-                                             {"used", nullptr, nullptr, parse_used},
-                                             {"timeout", nullptr, nullptr, parse_timeout}};
+const flag_spec<counters_options> specs[] = {
+    {"debug_addr", &counters_options::debug_addr},   {"domain", &counters_options::domain},
+    {"descriptor", nullptr, nullptr, parse_entries}, {"token_file", &counters_options::token_file},
+    {"used", nullptr, nullptr, parse_used},          {"timeout", nullptr, nullptr, parse_timeout}};
 
 void escape_into(std::string& out, std::string_view s) {
   static constexpr char hex[] = "0123456789ABCDEF";
@@ -102,7 +101,8 @@ std::variant<counters_options, help_requested, std::string> parse_counters_flags
   if (o.action == "set" && !o.used) return std::string("set needs -used n");
   if (o.action != "set" && o.used) return std::string("-used is only for set");
   if (o.action != "get" && o.token_file.empty())
-    return core::cat(o.action, " needs -token_file (a file holding a token of the server's ADMIN_TOKEN_FILE)");
+    return core::cat(o.action,
+                     " needs -token_file (a file holding a token of the server's ADMIN_TOKEN_FILE)");
   return o;
 }
 
@@ -138,8 +138,8 @@ int run_counters(std::span<const std::string_view> args) {
     if (!token) return fail(core::cat("-token_file: ", problem));
   }
   const auto method = o.action == "get"     ? http::verb::get
-                     : o.action == "reset" ? http::verb::delete_
-                                           : http::verb::put;
+                      : o.action == "reset" ? http::verb::delete_
+                                            : http::verb::put;
   std::vector<std::pair<std::string, std::string>> headers;
   if (token) headers.emplace_back("Authorization", core::cat("Bearer ", *token));
   try {

@@ -16,11 +16,12 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 
-debug_reply call_debug(const std::string& address, http::verb method, const std::string& target, std::string body,
-                       const std::vector<std::pair<std::string, std::string>>& headers,
+debug_reply call_debug(const std::string& address, http::verb method, const std::string& target,
+                       std::string body, const std::vector<std::pair<std::string, std::string>>& headers,
                        std::chrono::nanoseconds timeout) {
   const auto [host, port] = core::split_host_port(address);
-  if (host.empty() || port.empty()) throw std::invalid_argument(core::cat("'", address, "' is not host:port"));
+  if (host.empty() || port.empty())
+    throw std::invalid_argument(core::cat("'", address, "' is not host:port"));
   asio::io_context ioc;
   beast::tcp_stream stream(ioc);
   stream.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout));

@@ -14,7 +14,8 @@ namespace sluice::ratelimit::client {
 
 namespace {
 
-constexpr std::string_view usage_head = R"(Usage: sluice explain [-debug_addr host:port] [sluice client's flags]
+constexpr std::string_view usage_head =
+    R"(Usage: sluice explain [-debug_addr host:port] [sluice client's flags]
   Asks the debug listener (default localhost:6070) why the request would be limited: each descriptor's rule,
   the walk through the rules, the nearest rules that did not match, the limits and their counters. Nothing is
   counted. The request's flags are sluice client's (-dial_string, -json and the TLS flags are not used):

@@ -8,7 +8,9 @@ namespace sluice::ratelimit::config {
 
 namespace {
 
-std::string entry_text(const entry& e) { return core::cat(e.key, "=", e.value); }
+std::string entry_text(const entry& e) {
+  return core::cat(e.key, "=", e.value);
+}
 
 std::string rule_value(const descriptor_node& n) {
   if (!n.value_regex.empty()) return core::cat("value_regex '", n.value_regex, "'");
@@ -19,10 +21,12 @@ std::string rule_value(const descriptor_node& n) {
 
 // Why `child` did not take entry `e` (it was compared and lost, or never could).
 std::string why_not(const descriptor_node& child, const entry& e) {
-  if (child.key != e.key) return core::cat("key differs: the rule wants key '", child.key, "', the request has '", e.key, "'");
+  if (child.key != e.key)
+    return core::cat("key differs: the rule wants key '", child.key, "', the request has '", e.key, "'");
   if (!child.value_regex.empty())
     return core::cat("the value '", e.value, "' does not match value_regex '", child.value_regex, "'");
-  if (child.is_wildcard()) return core::cat("the value '", e.value, "' does not match pattern '", child.value, "'");
+  if (child.is_wildcard())
+    return core::cat("the value '", e.value, "' does not match pattern '", child.value, "'");
   return core::cat("value differs: the rule wants '", child.value, "', the request has '", e.value, "'");
 }
 
@@ -46,7 +50,8 @@ std::size_t distance(std::string_view a, std::string_view b) {
 }
 
 // The children of `parent` that could have taken `e`: same key first, then the nearest keys.
-void add_misses(const descriptor_node& parent, const entry& e, std::size_t level, std::vector<near_miss>& out) {
+void add_misses(const descriptor_node& parent, const entry& e, std::size_t level,
+                std::vector<near_miss>& out) {
   std::vector<std::pair<std::size_t, near_miss>> misses;
   parent.for_each_child([&](const descriptor_node& child) {
     misses.push_back({distance(child.key, e.key), {&child, level, why_not(child, e)}});
@@ -82,9 +87,9 @@ explanation explain_match(const descriptor_node& domain, std::span<const entry> 
     const auto& e = entries[i];
     const auto [node, how] = match_level(*parent, e, composite);
     if (node == nullptr) {
-      out.outcome = core::cat("no rule at level ", i + 1, " takes ", entry_text(e),
-                              parent == &domain ? std::string(" in this domain")
-                                                : core::cat(" under ", parent->stats_key));
+      out.outcome = core::cat(
+          "no rule at level ", i + 1, " takes ", entry_text(e),
+          parent == &domain ? std::string(" in this domain") : core::cat(" under ", parent->stats_key));
       add_misses(*parent, e, i, out.candidates);
       break;
     }
@@ -92,7 +97,8 @@ explanation explain_match(const descriptor_node& domain, std::span<const entry> 
     const bool last = i + 1 == entries.size();
     if (last && node->limit) {
       out.rule = node;
-      out.outcome = core::cat("matched ", node->stats_key, " (", matched_by_name(how), ") at the request's last entry");
+      out.outcome =
+          core::cat("matched ", node->stats_key, " (", matched_by_name(how), ") at the request's last entry");
       break;
     }
     if (last) {
@@ -100,8 +106,8 @@ explanation explain_match(const descriptor_node& domain, std::span<const entry> 
       out.outcome = core::cat(node->stats_key, " has no rate_limit of its own, and the request ends there");
       node->for_each_child([&](const descriptor_node& child) {
         out.candidates.push_back({&child, i + 1,
-                                  core::cat("deeper level missing: the rule goes on with key '", child.key, "' (",
-                                            rule_value(child), ") after ", entry_text(e))});
+                                  core::cat("deeper level missing: the rule goes on with key '", child.key,
+                                            "' (", rule_value(child), ") after ", entry_text(e))});
       });
       break;
     }

@@ -26,7 +26,7 @@ struct near_miss {
 };
 
 struct explanation {
-  std::vector<explained_level> path;     // the levels that matched, in order
+  std::vector<explained_level> path;      // the levels that matched, in order
   const descriptor_node* rule = nullptr;  // the node whose limits apply (get_limit's), or null
   std::string outcome;                    // what the walk found, in a sentence
   std::vector<near_miss> candidates;      // nearest first

@@ -211,7 +211,8 @@ void limiter::describe(work& w) {
   w.values.assign(w.ops.size(), op_result{});
 }
 
-limiter::limit_state limiter::state_of(const work& w, const descriptor_work& item, const limit_work& lw) const {
+limiter::limit_state limiter::state_of(const work& w, const descriptor_work& item,
+                                       const limit_work& lw) const {
   const outcome o = judge(w, item, lw);
   limit_state s;
   s.capacity = o.capacity;

@@ -21,8 +21,8 @@ void rate_limit_service::control(const rls_request& request, control_action acti
     problem = &e;
   }
   if (problem != nullptr) return done(problem, {});
-  auto state = std::make_unique<request_state>(*this, request,
-                                               control_request{action, used, std::move(done), {}});
+  auto state =
+      std::make_unique<request_state>(*this, request, control_request{action, used, std::move(done), {}});
   state->resolve();
   // From here the state owns itself: complete() deletes it, possibly before start() returns.
   state.release()->start_after_tables();

@@ -35,9 +35,9 @@ struct limit_state {
 };
 
 struct descriptor_state {
-  bool matched = false;    // a rule (or a limit sent in the request) applies
-  bool unlimited = false;  // the rule is `unlimited: true`
-  bool replaced = false;   // another matched rule's `replaces` names it
+  bool matched = false;                           // a rule (or a limit sent in the request) applies
+  bool unlimited = false;                         // the rule is `unlimited: true`
+  bool replaced = false;                          // another matched rule's `replaces` names it
   const config::descriptor_node* node = nullptr;  // the matched rule (valid while the done callback runs)
   std::vector<limit_state> limits;
 };

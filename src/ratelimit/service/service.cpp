@@ -133,13 +133,14 @@ void request_state::resolve() {
 }
 
 // A rule's limit; with detailed_metric or value_to_metric, its counters are under the request's stats key.
-void request_state::add_limit(std::size_t i, const config::rate_limit& rule, const config::descriptor_node& node,
+void request_state::add_limit(std::size_t i, const config::rate_limit& rule,
+                              const config::descriptor_node& node,
                               const std::optional<std::string>& stats_key) {
   auto stats = rule.stats;
   if (control_) {
-    control_keys_[i].push_back(stats_key ? rule.stats_suffix.empty() ? *stats_key
-                                                                    : core::cat(*stats_key, ".", rule.stats_suffix)
-                                         : config::limit_stats_key(node, rule));
+    control_keys_[i].push_back(
+        stats_key ? rule.stats_suffix.empty() ? *stats_key : core::cat(*stats_key, ".", rule.stats_suffix)
+                  : config::limit_stats_key(node, rule));
   } else if (stats_key) {
     const auto key = rule.stats_suffix.empty() ? *stats_key : core::cat(*stats_key, ".", rule.stats_suffix);
     stats = config::rule_stats::make_bounded(service_.stats_, request_.domain(), key);

@@ -1,7 +1,7 @@
 // Operator control (service::rate_limit_service::control) on the memory backend and a fake clock: what each
 // algorithm's counter holds, resetting and setting it, every limit of a descriptor, `replaces`, overrides and
-// unlimited rules; nothing counted and no stat changed by a look; the local over-limit cache forgetting a reset
-// key.
+// unlimited rules; nothing counted and no stat changed by a look; the local over-limit cache forgetting a
+// reset key.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -40,16 +40,17 @@ descriptors:
     rate_limit: {unit: hour, requests_per_unit: 9, replaces: [{name: old}]}
 )";
 
-std::vector<service::descriptor_state> control(service_fixture& f, const test::rls_request& req,
-                                               service::control_action action = service::control_action::inspect,
-                                               std::uint64_t used = 0) {
+std::vector<service::descriptor_state> control(
+    service_fixture& f, const test::rls_request& req,
+    service::control_action action = service::control_action::inspect, std::uint64_t used = 0) {
   std::vector<service::descriptor_state> out;
   bool called = false;
-  f.service.control(req, action, used, [&](const service::service_error* e, std::vector<service::descriptor_state>&& s) {
-    called = true;
-    REQUIRE_MESSAGE(e == nullptr, e->message);
-    out = std::move(s);
-  });
+  f.service.control(req, action, used,
+                    [&](const service::service_error* e, std::vector<service::descriptor_state>&& s) {
+                      called = true;
+                      REQUIRE_MESSAGE(e == nullptr, e->message);
+                      out = std::move(s);
+                    });
   REQUIRE(called);
   return out;
 }

@@ -2,10 +2,10 @@
 // again when Redis refuses it.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
 #include <cstdio>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 
 #include "redis/credentials.hpp"
 

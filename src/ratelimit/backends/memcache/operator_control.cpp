@@ -2,8 +2,8 @@
 // without counting, and setting or deleting them. One request per key, to the node that holds it.
 
 #include <functional>
-#include <optional>
 #include <memory>
+#include <optional>
 
 #include "core/strings.hpp"
 #include "memcache/error.hpp"
@@ -73,7 +73,8 @@ std::optional<std::string> refuse(std::span<const limiter::counter_op> ops) {
       return "memcached holds no GCRA or concurrency keys (BACKEND_TYPE=memcache refuses those algorithms)";
     for (auto key : {op.key, op.previous_key}) {
       if (key.empty()) continue;
-      if (auto problem = mc::key_problem(key)) return core::cat("memcached cannot hold key '", key, "': ", *problem);
+      if (auto problem = mc::key_problem(key))
+        return core::cat("memcached cannot hold key '", key, "': ", *problem);
     }
   }
   return std::nullopt;
@@ -81,8 +82,8 @@ std::optional<std::string> refuse(std::span<const limiter::counter_op> ops) {
 
 }  // namespace
 
-void memcache_backend::inspect(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
-                               limiter::completion& done) {
+void memcache_backend::inspect(std::span<const limiter::counter_op> ops,
+                               std::span<limiter::op_result> results, limiter::completion& done) {
   if (auto problem = refuse(ops)) {
     limiter::backend_error e{*problem};
     return done.complete(&e);
@@ -97,8 +98,8 @@ void memcache_backend::inspect(std::span<const limiter::counter_op> ops, std::sp
       for (const auto& item : reply.items) {
         std::uint64_t v = 0;
         if (!core::parse_unsigned(item.data, v))
-          return call->pending.fail(core::cat("memcached holds a value that is not a counter under key '",
-                                              item.key, "'"));
+          return call->pending.fail(
+              core::cat("memcached holds a value that is not a counter under key '", item.key, "'"));
         if (item.key == op.key) out.value = out.before = v;
         if (op.kind == limiter::op_kind::sliding && item.key == op.previous_key) out.previous = v;
       }

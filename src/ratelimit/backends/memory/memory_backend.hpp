@@ -140,7 +140,8 @@ class memory_backend final : public limiter::backend {
   bool apply_lease(const limiter::counter_op& op, limiter::op_result& out);
   std::size_t sweep_leases(std::int64_t now);
   // Operator control: a counter set to `value` (0: deleted) until `expires_at`; leases set to `held` slots.
-  void overwrite_counter(std::string_view key, std::uint64_t value, std::int64_t expires_at, std::int64_t now);
+  void overwrite_counter(std::string_view key, std::uint64_t value, std::int64_t expires_at,
+                         std::int64_t now);
   void overwrite_leases(const limiter::counter_op& op, std::uint64_t held);
 
   shard& shard_for(std::size_t hash) { return shards_[hash % shard_count]; }

@@ -20,7 +20,8 @@ void memory_backend::inspect(std::span<const limiter::counter_op> ops, std::span
       auto it = s.leases.find(op.key);
       limiter::lease_slices copy;
       if (it != s.leases.end()) copy = it->second.slices;
-      const auto r = limiter::apply_lease_op(copy, {op.window_us, op.tolerance_us}, op.now_us, 0, false, op.limit);
+      const auto r =
+          limiter::apply_lease_op(copy, {op.window_us, op.tolerance_us}, op.now_us, 0, false, op.limit);
       out.value = out.before = r.before;
       out.oldest_end_us = r.oldest_end_us;
       continue;

@@ -31,7 +31,7 @@ struct control_call {
     request->expected_replies = encoded.expected_replies();
     request->payload = encoded.release_payload();
     request->done = [this, &store, read = std::move(read)](boost::system::error_code ec,
-                                                          std::vector<rd::value>&& replies) {
+                                                           std::vector<rd::value>&& replies) {
       if (ec) {
         pending.fail(store.describe(ec));
       } else if (const auto* error = first_error(replies)) {
@@ -95,13 +95,14 @@ void redis_backend::inspect(std::span<const limiter::counter_op> ops, std::span<
           const auto& fields = replies[0].elements;
           for (std::size_t f = 0; f + 1 < fields.size(); f += 2) {
             std::uint64_t slice = 0, count = 0;
-            if (!core::parse_unsigned(fields[f].text, slice) || !core::parse_unsigned(fields[f + 1].text, count))
+            if (!core::parse_unsigned(fields[f].text, slice) ||
+                !core::parse_unsigned(fields[f + 1].text, count))
               return call->pending.fail("Redis holds a lease HASH that is not Sluice's", true);
             slices.emplace_back(static_cast<std::int64_t>(slice), count);
           }
           std::ranges::sort(slices);
-          const auto r = limiter::apply_lease_op(slices, {op.window_us, op.tolerance_us}, op.now_us, 0, false,
-                                                 op.limit);
+          const auto r =
+              limiter::apply_lease_op(slices, {op.window_us, op.tolerance_us}, op.now_us, 0, false, op.limit);
           out.value = out.before = r.before;
           out.oldest_end_us = r.oldest_end_us;
         });
@@ -154,7 +155,8 @@ void redis_backend::overwrite(std::span<const limiter::counter_op> ops, limiter:
         if (op.increment == 0) {
           encoded.push({"DEL", op.key});
         } else {
-          encoded.push({"SET", op.key, gcra_bytes(op.increment), "PX", core::decimal(gcra_ttl_ms(op)).text()});
+          encoded.push(
+              {"SET", op.key, gcra_bytes(op.increment), "PX", core::decimal(gcra_ttl_ms(op)).text()});
         }
         break;
       case limiter::op_kind::sliding: {

@@ -116,7 +116,8 @@ struct synced_backend::inspection final : limiter::completion {
       if (!failure) {
         for (std::size_t i = 0; i < ops.size(); ++i) {
           if (limiter::decided_in_store(ops[i])) continue;
-          const std::int64_t v = static_cast<std::int64_t>(results[i].value) + owner.counters_.pending_of(ops[i].key);
+          const std::int64_t v =
+              static_cast<std::int64_t>(results[i].value) + owner.counters_.pending_of(ops[i].key);
           results[i].value = v > 0 ? static_cast<std::uint64_t>(v) : 0;
         }
       }

@@ -2,9 +2,9 @@
 // Host check.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
 #include <cstdio>
 #include <string>
-#include <unistd.h>
 #include <variant>
 
 #include "net/http/host_check.hpp"
@@ -62,8 +62,9 @@ TEST_CASE("counters query: every bad query says what is wrong") {
   CHECK(error("/counters?domain=d&descriptor=k=v&x=1").find("unknown parameter 'x'") != std::string::npos);
   for (auto name : {"token", "access_token", "Authorization", "TOKEN", "%74oken"}) {
     CAPTURE(name);
-    CHECK(error(std::string("/counters?domain=d&descriptor=k=v&") + name + "=secret").find("never accepted") !=
-          std::string::npos);
+    CHECK(
+        error(std::string("/counters?domain=d&descriptor=k=v&") + name + "=secret").find("never accepted") !=
+        std::string::npos);
   }
   std::string many = "/counters?domain=d&descriptor=k=v";
   for (int i = 0; i < 64; ++i) many += ",k=v";
@@ -78,7 +79,8 @@ TEST_CASE("admin tokens: one per line, comments and blank lines skipped, lines r
   CHECK(p.lines[1] == 4);
   CHECK(*admin_tokens::parse("", p) == "holds no token (one per line)");
   CHECK(*admin_tokens::parse("# only\n", p) == "holds no token (one per line)");
-  CHECK(*admin_tokens::parse("ok-token-0123456789\nshort\n", p) == "line 2: a token needs at least 16 characters");
+  CHECK(*admin_tokens::parse("ok-token-0123456789\nshort\n", p) ==
+        "line 2: a token needs at least 16 characters");
   CHECK(admin_tokens::parse("with space inside it\n", p)->find("line 1: a token is printable ASCII") == 0);
 }
 
