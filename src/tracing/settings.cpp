@@ -163,10 +163,11 @@ bool header_value_char(char c) {
   return c >= 0x20 && c <= 0x7e;
 }
 
-}  // namespace
-
-std::vector<std::pair<std::string, std::string>> parse_header_list(const std::string& name,
-                                                                   const std::string& text) {
+// "k1=v1,k2=v2", values (and keys when `decode_keys`) percent-decoded; throws naming `name` for an item
+// without
+// '=', an empty key or a bad escape.
+std::vector<std::pair<std::string, std::string>> split_pairs(const std::string& name, const std::string& text,
+                                                             bool decode_keys) {
   std::vector<std::pair<std::string, std::string>> out;
   if (core::trim_space(text).empty()) return out;
   for (auto item : core::split(text, ',')) {
@@ -174,13 +175,25 @@ std::vector<std::pair<std::string, std::string>> parse_header_list(const std::st
     bool malformed = eq == std::string_view::npos;
     std::string key, value;
     if (!malformed) {
-      key = core::percent_decode(core::trim_space(item.substr(0, eq)), &malformed);
+      const auto raw_key = core::trim_space(item.substr(0, eq));
+      key = decode_keys ? core::percent_decode(raw_key, &malformed) : std::string(raw_key);
       value = core::percent_decode(core::trim_space(item.substr(eq + 1)), &malformed);
     }
     if (malformed || key.empty()) {
       throw settings_error(cat("invalid value '", text, "' for ", name, ": item '", core::trim_space(item),
                                "' is not key=value (expected k1=v1,k2=v2 with %XX escapes)"));
     }
+    out.emplace_back(std::move(key), std::move(value));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> parse_header_list(const std::string& name,
+                                                                   const std::string& text) {
+  auto out = split_pairs(name, text, true);
+  for (const auto& [key, value] : out) {
     // What both HTTP and gRPC carry as they are (gRPC aborts a call whose metadata is outside these).
     if (!std::all_of(key.begin(), key.end(), header_name_char)) {
       throw settings_error(cat("invalid value '", text, "' for ", name, ": header name '", key,
@@ -190,7 +203,6 @@ std::vector<std::pair<std::string, std::string>> parse_header_list(const std::st
       throw settings_error(cat("invalid value '", text, "' for ", name, ": the value of header '", key,
                                "' must be printable ASCII of at most ", max_header_value, " bytes"));
     }
-    out.emplace_back(std::move(key), std::move(value));
   }
   return out;
 }
@@ -213,20 +225,8 @@ std::string random_uuid_v4() {
 
 std::vector<std::pair<std::string, std::string>> parse_resource_attributes(const std::string& text) {
   std::vector<std::pair<std::string, std::string>> out;
-  if (core::trim_space(text).empty()) return out;
-  for (auto item : core::split(text, ',')) {
-    const auto eq = item.find('=');
-    bool malformed = eq == std::string_view::npos;
-    std::string key, value;
-    if (!malformed) {
-      key = std::string(core::trim_space(item.substr(0, eq)));
-      value = core::percent_decode(core::trim_space(item.substr(eq + 1)), &malformed);
-    }
-    if (malformed || key.empty()) {
-      throw settings_error(cat("invalid value '", text, "' for OTEL_RESOURCE_ATTRIBUTES: item '",
-                               core::trim_space(item),
-                               "' is not key=value (expected k1=v1,k2=v2 with %XX escapes)"));
-    }
+  // (keys are not escaped in this list; values are)
+  for (auto& [key, value] : split_pairs("OTEL_RESOURCE_ATTRIBUTES", text, false)) {
     // A key given twice: the last one counts (as the OpenTelemetry SDKs merge them).
     std::erase_if(out, [&](const auto& kv) { return kv.first == key; });
     out.emplace_back(std::move(key), std::move(value));

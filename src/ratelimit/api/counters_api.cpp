@@ -10,6 +10,7 @@
 #include "core/log.hpp"
 #include "core/strings.hpp"
 #include "ratelimit/api/counters_query.hpp"
+#include "ratelimit/api/http_handlers.hpp"
 #include "ratelimit/config/unit.hpp"
 
 namespace sluice::ratelimit::api {
@@ -87,46 +88,6 @@ json::object limit_json(const service::limit_state& l) {
   return o;
 }
 
-namespace {
-
-json::object state_json(const counters_query& q, const service::descriptor_state& d) {
-  json::array entries;
-  for (const auto& [k, v] : q.entries) entries.emplace_back(core::cat(k, "=", v));
-  json::array limits;
-  for (const auto& l : d.limits) limits.emplace_back(limit_json(l));
-  json::object o{{"domain", q.domain}, {"entries", std::move(entries)}, {"limits", std::move(limits)}};
-  if (d.unlimited) o["unlimited"] = true;
-  if (d.replaced) o["replaced"] = true;
-  return o;
-}
-
-}  // namespace
-
-http::status status_of(const service::service_error& e) {
-  switch (e.kind) {
-    case service::error_kind::invalid_argument:
-      return http::status::bad_request;
-    case service::error_kind::unavailable:
-      return http::status::service_unavailable;
-    case service::error_kind::internal:
-      break;
-  }
-  return http::status::internal_server_error;
-}
-
-namespace {
-
-std::string used_text(const service::descriptor_state& d) {
-  std::string out;
-  for (const auto& l : d.limits) {
-    if (!out.empty()) out += ", ";
-    out += core::cat(l.rule, " ", l.used, "/", l.capacity);
-  }
-  return out.empty() ? std::string("(no limits)") : out;
-}
-
-}  // namespace
-
 asio::awaitable<control_outcome> control_everywhere(const worker_services& workers,
                                                     const service::rls_request& request,
                                                     service::control_action action, std::uint64_t used) {
@@ -144,6 +105,26 @@ asio::awaitable<control_outcome> control_everywhere(const worker_services& worke
 }
 
 namespace {
+
+json::object state_json(const counters_query& q, const service::descriptor_state& d) {
+  json::array entries;
+  for (const auto& [k, v] : q.entries) entries.emplace_back(core::cat(k, "=", v));
+  json::array limits;
+  for (const auto& l : d.limits) limits.emplace_back(limit_json(l));
+  json::object o{{"domain", q.domain}, {"entries", std::move(entries)}, {"limits", std::move(limits)}};
+  if (d.unlimited) o["unlimited"] = true;
+  if (d.replaced) o["replaced"] = true;
+  return o;
+}
+
+std::string used_text(const service::descriptor_state& d) {
+  std::string out;
+  for (const auto& l : d.limits) {
+    if (!out.empty()) out += ", ";
+    out += core::cat(l.rule, " ", l.used, "/", l.capacity);
+  }
+  return out.empty() ? std::string("(no limits)") : out;
+}
 
 struct counters_context {
   worker_services workers;
@@ -203,7 +184,8 @@ asio::awaitable<net::http::response> handle_counters(const counters_context& c,
     e->set_value(v);
   }
   auto before = co_await control_everywhere(c.workers, request, service::control_action::inspect, 0);
-  if (before.error) co_return net::http::json_error(req, status_of(*before.error), before.error->message);
+  if (before.error)
+    co_return net::http::json_error(req, to_http_status(before.error->kind), before.error->message);
   const auto& state = before.states.at(0);
   if (!state.matched)
     co_return net::http::json_error(
@@ -214,9 +196,10 @@ asio::awaitable<net::http::response> handle_counters(const counters_context& c,
                                        json::serialize(state_json(q, state)));
   const std::uint64_t used = q.used.value_or(0);
   auto done = co_await control_everywhere(c.workers, request, service::control_action::overwrite, used);
-  if (done.error) co_return net::http::json_error(req, status_of(*done.error), done.error->message);
+  if (done.error) co_return net::http::json_error(req, to_http_status(done.error->kind), done.error->message);
   auto after = co_await control_everywhere(c.workers, request, service::control_action::inspect, 0);
-  if (after.error) co_return net::http::json_error(req, status_of(*after.error), after.error->message);
+  if (after.error)
+    co_return net::http::json_error(req, to_http_status(after.error->kind), after.error->message);
   c.changes.inc();
   core::log_warn("counters ", method == http::verb::put ? "set" : "reset", " by the token on line ",
                  token_line, " of ADMIN_TOKEN_FILE: domain '", q.domain, "' descriptor ",

@@ -44,7 +44,5 @@ net::http::debug_page counters_page(worker_services workers, const admin_tokens*
 
 // A limit's state as the counters API and explain write it.
 boost::json::object limit_json(const service::limit_state& l);
-// An HTTP status for a service error.
-boost::beast::http::status status_of(const service::service_error& e);
 
 }  // namespace sluice::ratelimit::api

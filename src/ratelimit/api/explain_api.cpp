@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "core/strings.hpp"
+#include "ratelimit/api/http_handlers.hpp"
 #include "ratelimit/api/json_codec.hpp"
 #include "ratelimit/config/rule_explain.hpp"
 
@@ -90,7 +91,8 @@ asio::awaitable<net::http::response> handle_explain(const explain_context& c, co
                                     "no rate limit configuration loaded");
   // (the service checks the request as a decision would: an empty domain, key or descriptor list is a 400)
   auto states = co_await control_everywhere(c.workers, request, service::control_action::inspect, 0);
-  if (states.error) co_return net::http::json_error(req, status_of(*states.error), states.error->message);
+  if (states.error)
+    co_return net::http::json_error(req, to_http_status(states.error->kind), states.error->message);
   json::array descriptors;
   for (int i = 0; i < request.descriptors_size(); ++i)
     descriptors.emplace_back(

@@ -66,18 +66,6 @@ asio::awaitable<decision> decide(service::rate_limit_service& service, const ser
       asio::use_awaitable);
 }
 
-http::status to_http_status(service::error_kind kind) {
-  switch (kind) {
-    case service::error_kind::invalid_argument:
-      return http::status::bad_request;
-    case service::error_kind::unavailable:
-      return http::status::service_unavailable;
-    case service::error_kind::internal:
-      break;
-  }
-  return http::status::internal_server_error;
-}
-
 // Whether a header of the request could be one extract() reads (by length and first letter): most requests
 // carry none, and then the three case-insensitive searches are not made.
 bool may_carry_context(const net::http::request& req) {
@@ -174,6 +162,18 @@ asio::awaitable<net::http::response> handle_json(service::rate_limit_service& se
 }
 
 }  // namespace
+
+http::status to_http_status(service::error_kind kind) {
+  switch (kind) {
+    case service::error_kind::invalid_argument:
+      return http::status::bad_request;
+    case service::error_kind::unavailable:
+      return http::status::service_unavailable;
+    case service::error_kind::internal:
+      break;
+  }
+  return http::status::internal_server_error;
+}
 
 void add_http_routes(net::http::router& routes, service::rate_limit_service& service, stats::store& stats,
                      const core::health& health, tracing::tracer* tracer) {

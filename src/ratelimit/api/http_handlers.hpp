@@ -15,6 +15,9 @@ namespace sluice::ratelimit::api {
 inline constexpr std::string_view json_total_requests = "ratelimit.http.json.total_requests";
 inline constexpr std::string_view json_response_time = "ratelimit.http.json.response_time";
 
+// The HTTP status of a service error: 400, 503 or 500 (the /json API, the counters API and explain).
+boost::beast::http::status to_http_status(service::error_kind kind);
+
 // `tracer`: this worker's, when tracing is on (spans for /json), else null.
 void add_http_routes(net::http::router& routes, service::rate_limit_service& service, stats::store& stats,
                      const core::health& health, tracing::tracer* tracer);
