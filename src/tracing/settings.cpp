@@ -226,10 +226,10 @@ std::string random_uuid_v4() {
 std::vector<std::pair<std::string, std::string>> parse_resource_attributes(const std::string& text) {
   std::vector<std::pair<std::string, std::string>> out;
   // (keys are not escaped in this list; values are)
-  for (auto& [key, value] : split_pairs("OTEL_RESOURCE_ATTRIBUTES", text, false)) {
+  for (auto& pair : split_pairs("OTEL_RESOURCE_ATTRIBUTES", text, false)) {
     // A key given twice: the last one counts (as the OpenTelemetry SDKs merge them).
-    std::erase_if(out, [&](const auto& kv) { return kv.first == key; });
-    out.emplace_back(std::move(key), std::move(value));
+    std::erase_if(out, [&pair](const auto& kv) { return kv.first == pair.first; });
+    out.push_back(std::move(pair));
   }
   return out;
 }

@@ -31,9 +31,9 @@ void rate_limit_service::control(const rls_request& request, control_action acti
 void request_state::start_control() {
   auto& limiter = service_.limiter_;
   limiter.describe(work_);
-  if (control_->action == control_action::inspect)
+  if (control_->request.action == control_action::inspect)
     return service_.backend_.inspect(work_.ops, work_.values, *this);
-  for (auto& op : work_.ops) op.increment = limiter::limiter::overwrite_value(op, control_->used);
+  for (auto& op : work_.ops) op.increment = limiter::limiter::overwrite_value(op, control_->request.used);
   // The worker's over-limit cache would go on refusing a key the operator reset.
   limiter.forget(work_);
   service_.backend_.overwrite(work_.ops, *this);
@@ -41,12 +41,12 @@ void request_state::start_control() {
 
 void request_state::complete_control(const limiter::backend_error* error) {
   std::unique_ptr<request_state> self(this);
-  auto done = std::move(control_->done);
+  auto done = std::move(control_->request.done);
   std::optional<service_error> failure;
   std::vector<descriptor_state> states;
   if (error != nullptr) {
     failure = service_error{error_kind::unavailable, error->message};
-  } else if (control_->action == control_action::inspect) {
+  } else if (control_->request.action == control_action::inspect) {
     try {
       states = control_states();
     } catch (const std::exception& e) {
@@ -67,13 +67,13 @@ std::vector<descriptor_state> request_state::control_states() const {
     auto& d = out[i];
     d.node = nodes_[i];
     d.unlimited = item.unlimited;
-    d.replaced = control_replaced_[i];
+    d.replaced = control_->replaced[i];
     d.matched = d.node != nullptr || !item.limits.empty();
     for (std::size_t k = 0; k < item.limits.size(); ++k) {
       const auto& lw = item.limits[k];
       const auto& limit = lw.limit;
       auto& l = d.limits.emplace_back();
-      l.rule = k < control_keys_[i].size() ? control_keys_[i][k] : std::string();
+      l.rule = k < control_->keys[i].size() ? control_->keys[i][k] : std::string();
       if (limit.name != nullptr) l.name = *limit.name;
       l.algorithm = limit.algorithm;
       l.requests_per_unit = limit.requests_per_unit;

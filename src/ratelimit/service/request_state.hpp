@@ -3,6 +3,7 @@
 // of a request's counters (counter_control.cpp), which resolve the request's descriptors the same way.
 
 #include <boost/container/small_vector.hpp>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,8 +32,8 @@ class request_state final : public limiter::completion {
   request_state(rate_limit_service& service, const rls_request& request, control_request control)
       : service_(service),
         request_(request),
-        control_(std::move(control)),
-        response_(control_->unused_response),
+        control_(std::make_unique<control_state>(std::move(control))),
+        response_(control_->request.unused_response),
         held_(service.acquire_rules()),
         rules_(*held_->rules) {}
   ~request_state() { service_.release_rules(held_); }
@@ -59,7 +60,14 @@ class request_state final : public limiter::completion {
 
   rate_limit_service& service_;
   const rls_request& request_;
-  std::optional<control_request> control_;  // set for operator control
+  // Operator control's own state; null for a decision (which then carries none of it).
+  struct control_state {
+    explicit control_state(control_request r) : request(std::move(r)) {}
+    control_request request;
+    std::vector<std::vector<std::string>> keys;  // per descriptor, each limit's stats key
+    std::vector<bool> replaced;                  // per descriptor: another rule's `replaces` took it out
+  };
+  std::unique_ptr<control_state> control_;
   rls_response& response_;
   rate_limit_service::done_fn done_;
   rate_limit_service::held_rules* held_;  // keeps the rule nodes alive until done
@@ -70,9 +78,6 @@ class request_state final : public limiter::completion {
   limiter::work work_;
   // Per descriptor: the key tag of a table row whose unit is not its rule's (table_rows.hpp).
   limiter::small_vector<std::string> row_tags_;
-  // Operator control: per descriptor, each limit's stats key (the rule's stats are not touched).
-  std::vector<std::vector<std::string>> control_keys_;
-  std::vector<bool> control_replaced_;
   // Redis table rows to read before deciding, and the descriptors they are for.
   std::vector<table_lookup::wanted> fetches_;
   std::vector<std::size_t> fetched_items_;

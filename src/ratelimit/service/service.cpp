@@ -58,8 +58,8 @@ void request_state::resolve() {
   nodes_.assign(static_cast<std::size_t>(n), nullptr);
   row_tags_.resize(static_cast<std::size_t>(n));
   if (control_) {
-    control_keys_.resize(static_cast<std::size_t>(n));
-    control_replaced_.assign(static_cast<std::size_t>(n), false);
+    control_->keys.resize(static_cast<std::size_t>(n));
+    control_->replaced.assign(static_cast<std::size_t>(n), false);
   }
   const config::descriptor_node* domain = rules_.find_domain(request_.domain());
   std::unordered_set<std::string_view> replaced;
@@ -91,7 +91,7 @@ void request_state::resolve() {
       lw.limit.requests_per_unit = d.limit().requests_per_unit();
       lw.limit.unit = static_cast<config::unit>(d.limit().unit());
       if (control_) {
-        control_keys_[static_cast<std::size_t>(i)].push_back(std::move(key));
+        control_->keys[static_cast<std::size_t>(i)].push_back(std::move(key));
       } else {
         lw.limit.stats = config::rule_stats::make_bounded(service_.stats_, request_.domain(), key);
       }
@@ -124,8 +124,8 @@ void request_state::resolve() {
         work_.items[i].unlimited = false;
         nodes_[i] = nullptr;
         if (control_) {
-          control_keys_[i].clear();
-          control_replaced_[i] = true;
+          control_->keys[i].clear();
+          control_->replaced[i] = true;
         }
       }
     }
@@ -138,7 +138,7 @@ void request_state::add_limit(std::size_t i, const config::rate_limit& rule,
                               const std::optional<std::string>& stats_key) {
   auto stats = rule.stats;
   if (control_) {
-    control_keys_[i].push_back(
+    control_->keys[i].push_back(
         stats_key ? rule.stats_suffix.empty() ? *stats_key : core::cat(*stats_key, ".", rule.stats_suffix)
                   : config::limit_stats_key(node, rule));
   } else if (stats_key) {
