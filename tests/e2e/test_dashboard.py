@@ -518,6 +518,36 @@ class Dashboard(unittest.TestCase):
         self.assertTrue(first['time'] <= refused['time'] <= d['now'])
         self.assertEqual((first['ok'], first['domains'], first['error']), (True, 1, ''))
 
+    def test_counters_lookup_in_chromium(self):
+        # Read-only: the page holds no token and sends none, so it can only GET.
+        _, _, html = harness.http_get(self.s.debug_port, '/dashboard')
+        self.assertNotIn('Authorization', html)
+        self.assertNotIn("method: 'DELETE'", html)
+        self.assertNotIn("method: 'PUT'", html)
+        with browser.Browser() as b:
+            page = b.open('http://127.0.0.1:%d/dashboard' % self.s.debug_port)
+            lookup = """(() => {
+                document.getElementById('lookup-domain').value = %s;
+                document.getElementById('lookup-descriptor').value = %s;
+                document.getElementById('lookup').requestSubmit();
+            })()"""
+            page.evaluate(lookup % (json.dumps('dash'), json.dumps('user=u1,action=upload')))
+            page.wait_for("!document.getElementById('lookup-table').hidden", timeout=10)
+            row = page.evaluate("[...document.querySelectorAll('#lookup-table tbody td')].map(t => t.textContent)")
+            self.assertEqual(row[0:3], ['dash.user.action_upload', 'fixed_window', '6000 / MINUTE'], row)
+            self.assertGreater(int(row[3]), 0)  # the traffic's uploads, counted
+            self.assertEqual(page.evaluate("document.getElementById('lookup-status').textContent"), '1 limit(s) apply.')
+            # A value with markup stays text; a descriptor no rule matches says so.
+            page.evaluate(lookup % (json.dumps('dash'), json.dumps('client=' + XSS)))
+            page.wait_for("document.querySelector('#lookup-table tbody td') &&"
+                          " document.querySelector('#lookup-table tbody td:last-child').textContent.includes('script')",
+                          timeout=10)
+            self.assertEqual(page.evaluate("document.querySelectorAll('#lookup-table script').length"), 0)
+            page.evaluate(lookup % (json.dumps('dash'), json.dumps('nobody=x')))
+            page.wait_for("document.getElementById('lookup-status').textContent.startsWith('no rule')", timeout=10)
+            self.assertTrue(page.evaluate("document.getElementById('lookup-table').hidden"))
+            self.assertEqual(page.dialogs, [])
+
     def test_page_in_chromium(self):
         origin = 'http://127.0.0.1:%d' % self.s.debug_port
         status, headers, html = harness.http_get(self.s.debug_port, '/dashboard')
