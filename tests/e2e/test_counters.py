@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 import urllib.parse
@@ -414,6 +415,36 @@ class Auth(CountersCase):
         s.wait_for_log('holds no token')
         self.assertEqual(self.counters(s, [('user', u)], method='DELETE', token=OTHER)[0], 200)
         self.assertNotIn(OTHER, s.log())
+
+    def test_the_file_changing_while_changes_arrive(self):
+        # Requests with either token while the file flips between them: each is judged against one whole file
+        # (200 or 401), never a half-read one, and the server goes on.
+        s = self.sluice()
+        u = unique('m')
+        statuses, stop = [], threading.Event()
+
+        def hammer(token):
+            while not stop.is_set():
+                statuses.append(self.counters(s, [('user', u)], method='DELETE', token=token)[0])
+
+        threads = [threading.Thread(target=hammer, args=(t,)) for t in (TOKEN, OTHER, TOKEN, OTHER)]
+        for t in threads:
+            t.start()
+        try:
+            for i in range(20):
+                self.write_tokens('%s\n' % (OTHER if i % 2 == 0 else TOKEN))
+                time.sleep(0.03)
+        finally:
+            stop.set()
+            for t in threads:
+                t.join()
+        self.assertEqual(set(statuses) - {200, 401}, set(), statuses)
+        self.assertIn(200, statuses)
+        self.assertIn(401, statuses)
+        self.write_tokens('%s\n' % TOKEN)
+        harness.wait_until(lambda: self.counters(s, [('user', u)], method='DELETE')[0] == 200,
+                           message='the last file read')
+        self.assertEqual(self.counters(s, [('user', u)], method='DELETE', token=OTHER)[0], 401)
 
     def test_bad_token_files_stop_the_start(self):
         for text, why in [(None, 'ADMIN_TOKEN_FILE: '), ('short\n', 'at least 16 characters'),
