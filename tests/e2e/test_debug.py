@@ -29,11 +29,15 @@ descriptors:
     rate_limit: {unlimited: true}
 """
 
-LISTING = ('/dashboard: the live dashboard (HTML)\n'
+LISTING = ("/counters: a descriptor's counters (JSON; GET ?domain=D&descriptor=k=v,k2=v2; DELETE resets and PUT "
+           "&used=N sets, with a bearer token of ADMIN_TOKEN_FILE)\n"
+           '/dashboard: the live dashboard (HTML)\n'
            '/dashboard/data: what the dashboard shows (JSON)\n'
            '/debug/pprof/: root of various pprof endpoints. hit for help.\n'
            '/debug/pprof/heap: heap profiling endpoint\n'
            '/debug/pprof/profile: CPU profiling endpoint\n'
+           "/explain: why a request is limited: POST a /json request; each descriptor's rule, the walk, the nearest "
+           "rules that did not match, the counters (JSON; nothing is counted)\n"
            '/rlconfig: print out the currently loaded configuration for debugging\n'
            '/stats: print out stats\n'
            '/top: the descriptors with the most over-limit answers and hits, last minute (JSON; ?n=10)\n')

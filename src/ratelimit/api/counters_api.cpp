@@ -216,8 +216,9 @@ net::http::debug_page counters_page(worker_services workers, const admin_tokens*
   auto context = std::make_shared<const counters_context>(
       counters_context{std::move(workers), tokens, stats.get_counter("ratelimit.admin.changes")});
   return {"/counters",
-          "a descriptor's counters: GET ?domain=D&descriptor=k=v,k2=v2; DELETE resets, PUT &used=N sets "
-          "(Authorization: Bearer, ADMIN_TOKEN_FILE)",
+          "a descriptor's counters (JSON; GET ?domain=D&descriptor=k=v,k2=v2; DELETE resets and PUT &used=N "
+          "sets, "
+          "with a bearer token of ADMIN_TOKEN_FILE)",
           [context](const net::http::request& req) { return handle_counters(*context, req); }};
 }
 

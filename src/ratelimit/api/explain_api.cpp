@@ -107,9 +107,9 @@ asio::awaitable<net::http::response> handle_explain(const explain_context& c, co
 net::http::debug_page explain_page(worker_services workers, const service::rules_source& rules) {
   auto context = std::make_shared<const explain_context>(explain_context{std::move(workers), rules});
   return {"/explain",
-          "why a request is limited: POST a /json request; the rule each descriptor matched, the walk, the "
-          "nearest "
-          "rules that did not match, the limits and their counters (nothing is counted)",
+          "why a request is limited: POST a /json request; each descriptor's rule, the walk, the nearest "
+          "rules that "
+          "did not match, the counters (JSON; nothing is counted)",
           [context](const net::http::request& req) { return handle_explain(*context, req); }};
 }
 
