@@ -2,9 +2,9 @@
 // ADMIN_TOKEN_FILE: the bearer tokens that may change counters (README "Operating Sluice"). One token per
 // line, so that an old and a new one are both valid during a rotation; blank lines and lines starting with
 // '#' are skipped. The file is re-read when it changes (core::watched_file): a file with no token, or with
-// a token too short to be a secret, is refused and the tokens loaded before stay. Only SHA-256 digests are
-// kept, and a presented token is compared with every one of them in constant time, so neither the
-// comparison's time nor a memory dump tells a token.
+// a token too short to be a secret, is refused and the tokens loaded before stay. A presented token is
+// hashed (SHA-256) and compared with every line's digest in constant time, so the comparison's time tells
+// nothing of the tokens (nor of which line matched).
 
 #include <array>
 #include <boost/asio/any_io_executor.hpp>
