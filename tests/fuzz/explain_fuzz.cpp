@@ -1,7 +1,7 @@
 // libFuzzer: POST /explain's input. The body is parsed as a /json request (api/json_codec.hpp); each of its
 // descriptors is explained against a fixed rule file covering every kind of level (exact, wildcard,
 // value_regex, key alone, nesting): the walk finds the rule get_limit finds, its path is no longer than the
-// descriptor and each level's rule takes that entry, and the candidates are bounded and each has a reason.
+// descriptor, and the candidates are bounded and each has a reason.
 //
 // Build and run: scripts/fuzz explain [seconds]
 
@@ -83,7 +83,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check(walk.path.size() <= entries.size());
     check(!walk.outcome.empty());
     check(walk.candidates.size() <= 8);
-    for (std::size_t i = 0; i < walk.path.size(); ++i) check(walk.path[i].node->key == entries[i].key);
+    // (not the entry's key: a wildcard matches the composite "key_value", so key "k_exa" with any value takes
+    // the rule k / ex*, as upstream's wildcardMatch does)
+    for (const auto& level : walk.path) check(level.node != nullptr);
     for (const auto& c : walk.candidates)
       check(c.node != nullptr && !c.why.empty() && c.level <= entries.size());
   }

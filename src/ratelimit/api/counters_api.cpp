@@ -62,19 +62,13 @@ void add_unsent(std::vector<service::descriptor_state>& into,
   }
 }
 
-std::string unit_label(config::unit u) {
-  std::string out(config::unit_name(u));
-  for (auto& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
-
 }  // namespace
 
 json::object limit_json(const service::limit_state& l) {
   json::object o{{"rule", l.rule},
                  {"algorithm", config::algorithm_name(l.algorithm)},
                  {"requests_per_unit", l.requests_per_unit},
-                 {"unit", unit_label(l.unit)},
+                 {"unit", config::unit_name(l.unit)},
                  {"used", l.used},
                  {"remaining", l.remaining},
                  {"reset_seconds", l.reset_seconds},

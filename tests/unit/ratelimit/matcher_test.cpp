@@ -131,6 +131,9 @@ TEST_CASE("explain: the walk, its outcome and the nearest rules that did not mat
   CHECK(w.outcome == "matched d.k_exact (exact) at the request's last entry");
   CHECK(walk({{"k", "exam"}}).path.at(0).how == matched_by::wildcard);
   CHECK(walk({{"k", "other"}}).path.at(0).how == matched_by::key_only);
+  // A wildcard matches the composite "key_value" (upstream's wildcardMatch): key "k_exa" takes k / ex*.
+  CHECK(walk({{"k_exa", "POST"}}).path.at(0).how == matched_by::wildcard);
+  CHECK(walk({{"k_exa", "POST"}}).rule == f.get({{"k_exa", "POST"}}).node);
 
   // No rule at level 1: the nearest keys first ("mid" is one edit from "mix").
   w = walk({{"mix", "x"}});
