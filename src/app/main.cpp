@@ -127,17 +127,18 @@ void limit_connections(process_settings& proc, core::health& health) {
   proc.grpc.on_accepting = report_accepting(health, "gRPC listener");
 }
 
-// Once the workers run: the listeners accept, the quota services plan, the shared files' watch and the
+// Once the workers run: the shared files' watch starts (before any client is answered: a client that saw the
+// server ready may change a file at once), then the listeners accept, the quota services plan and the
 // exporters start (the rule files are watched from their first load on).
 void start_serving(std::vector<worker_apis>& apis, core::worker_pool& workers,
                    ratelimit::rlqs::demand_exchange& demand, net::grpc::server& grpc, tracing_holder& tracing,
                    shared_apis& shared, asio::io_context& control) {
+  shared.watch(control.get_executor());
   for (auto& w : apis) w.http->start();
   start_quota(workers, apis);
   demand.start();
   grpc.start(control.get_executor());
   tracing.start(control);
-  shared.watch(control.get_executor());
 }
 
 // What the start-up made before the services: the settings, the control loop, the workers, stats and health.

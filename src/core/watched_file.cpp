@@ -52,6 +52,9 @@ void watched_file::watch(boost::asio::any_io_executor ex, std::chrono::milliseco
   std::vector<file_watch::target> targets{{path.parent_path().string(), std::nullopt}};
   watch_ = std::make_unique<file_watch>(std::move(ex), std::move(targets), debounce, [this] { reload(); });
   watch_->start();
+  // A change between the first load and the watch would otherwise wait for the next one (an equal text is
+  // skipped).
+  reload();
 }
 
 void watched_file::stop() {
