@@ -23,6 +23,12 @@ descriptors:
     rate_limit: {requests_per_unit: 4, algorithm: concurrency, lease: 30s}
   - key: short
     rate_limit: {requests_per_unit: 2, algorithm: concurrency, lease: 2s}
+  - key: churn
+    rate_limit: {requests_per_unit: 3, algorithm: concurrency, lease: 2s}
+  - key: tenant
+    descriptors:
+      - key: request_id
+        rate_limit: {requests_per_unit: 3, algorithm: concurrency, lease: 2s, holder_key: request_id}
 """
 
 
@@ -31,13 +37,17 @@ def unique(tag):
 
 
 class Clients:
-    """`threads` clients, each acquiring a slot of model=<value> through one of the instances in turn, holding it
-    5-30 ms, then releasing it, until `seconds` have passed."""
+    """`threads` clients, each acquiring a slot of <key>=<value> through one of the instances in turn, holding it
+    for `hold` seconds (a range), then releasing it, until `seconds` have passed. With `holder`, the descriptor is
+    tenant=<value>, request_id=<a new id per request>, and, as Envoy does, a refused request sends its release
+    too; `lost` is the share of releases never sent."""
 
-    def __init__(self, instances, value, threads=12, seconds=3.0):
+    def __init__(self, instances, value, threads=12, seconds=3.0, key='model', hold=(0.005, 0.03), holder=False,
+                 lost=0.0):
         self.lock = threading.Lock()
-        self.held = self.most = self.admitted = self.refused = 0
+        self.held = self.most = self.admitted = self.refused = self.lost = 0
         self.errors = []
+        self.key, self.hold, self.holder, self.lost_share = key, hold, holder, lost
         stop = time.monotonic() + seconds
         workers = [threading.Thread(target=self.run, args=(instances, value, n, stop)) for n in range(threads)]
         for w in workers:
@@ -52,24 +62,35 @@ class Clients:
             s = instances[i % len(instances)]
             transport = 'grpc' if i % 3 else 'json'
             i += 1
-            outcome, detail, _ = attempt(s, transport, 'inflight', [{'entries': [('model', value)]}])
+            rid = uuid.uuid4().hex
+            d = {'entries': [('tenant', value), ('request_id', rid)]} if self.holder else \
+                {'entries': [(self.key, value)]}
+            release = dict(d, is_negative_hits=True)
+            outcome, detail, _ = attempt(s, transport, 'inflight', [d])
             if outcome != 'ok':
                 self.errors.append(detail)
                 continue
             if detail.overall != 'OK':
                 with self.lock:
                     self.refused += 1
+                if self.holder:  # Envoy's stream-done release of a refused request
+                    outcome, detail, _ = attempt(s, transport, 'inflight', [release])
+                    if outcome != 'ok':
+                        self.errors.append(detail)
                 time.sleep(0.002)
                 continue
             with self.lock:
                 self.held += 1
                 self.admitted += 1
                 self.most = max(self.most, self.held)
-            time.sleep(rng.uniform(0.005, 0.03))
+            time.sleep(rng.uniform(*self.hold))
             with self.lock:
                 self.held -= 1
-            outcome, detail, _ = attempt(s, transport, 'inflight',
-                                         [{'entries': [('model', value)], 'is_negative_hits': True}])
+            if rng.random() < self.lost_share:
+                with self.lock:
+                    self.lost += 1
+                continue
+            outcome, detail, _ = attempt(s, transport, 'inflight', [release])
             if outcome != 'ok':
                 self.errors.append(detail)
 
@@ -110,6 +131,39 @@ class ConcurrencyCase:
         stats = harness.http_get(instances[0].debug_port, '/stats')[2]
         text = stats if isinstance(stats, str) else stats.decode() if isinstance(stats, bytes) else repr(stats)
         self.assertIn('ratelimit.service.rate_limit.inflight.model.acquired:', text)
+
+    def test_churn_past_several_leases(self):
+        """Limit 3, lease 2 s, 12 clients holding 20 ms for 7 s: several leases of steady churn (releasing the
+        newest slice first let a held slot's count expire with an old slice: 4 in flight)."""
+        instances = self.start()
+        value = unique('churn')
+        c = Clients(instances, value, seconds=7.0, key='churn', hold=(0.02, 0.02))
+        print('\n%s churn: %d admitted, %d refused, at most %d in flight (limit 3)'
+              % (type(self).__name__, c.admitted, c.refused, c.most))
+        self.assertEqual(c.errors, [])
+        self.assertLessEqual(c.most, 3)
+        self.assertGreater(c.admitted, 50)
+
+    def test_holders_under_churn_refused_releases_and_lost_ones(self):
+        """holder_key: every refused request sends its release (as Envoy does) and 5 % of releases are lost; never
+        more than the limit in flight, and once the leases of the lost ones end (2 s), every slot is free."""
+        instances = self.start()
+        value = unique('tenant')
+        c = Clients(instances, value, seconds=7.0, hold=(0.005, 0.05), holder=True, lost=0.05)
+        print('\n%s holders: %d admitted, %d refused, %d releases lost, at most %d in flight (limit 3)'
+              % (type(self).__name__, c.admitted, c.refused, c.lost, c.most))
+        self.assertEqual(c.errors, [])
+        self.assertLessEqual(c.most, 3)
+        self.assertGreater(c.refused, 50, 'the clients never contended')
+        self.assertGreater(c.admitted, 50)
+        probe = {'entries': [('tenant', value), ('request_id', 'probe')], 'hits_addend': 0}
+        ended = time.monotonic()
+        harness.wait_until(lambda: attempt(instances[0], 'grpc', 'inflight', [probe])[1].statuses[0].remaining == 3,
+                           timeout=4.0, message='every lost slot freed by its lease')
+        self.assertLessEqual(time.monotonic() - ended, 2.5)
+        text = harness.http_get(instances[0].debug_port, '/stats')[2]
+        text = text if isinstance(text, str) else text.decode()
+        self.assertIn('ratelimit.service.rate_limit.inflight.tenant.request_id.unheld_releases:', text)
 
     def test_a_lost_release_frees_its_slot_when_the_lease_ends(self):
         s = self.start()[0]

@@ -36,6 +36,10 @@ descriptors:
     rate_limit: {unit: hour, requests_per_unit: 5, algorithm: gcra}
   - key: slots
     rate_limit: {requests_per_unit: 3, algorithm: concurrency, lease: 60s}
+  - key: tenant
+    descriptors:
+      - key: request_id
+        rate_limit: {requests_per_unit: 3, algorithm: concurrency, lease: 60s, holder_key: request_id}
   - key: local
     rate_limit: {unit: day, requests_per_unit: 4, time_zone: Europe/Berlin}
   - key: free
@@ -295,6 +299,35 @@ class AllAlgorithms:
         limit = self.only_limit(self.counters(s, [('slots', v)], method='PUT', used=1)[2])
         self.assertEqual(limit['used'], 1)
         self.assertEqual(self.hit(s, 'slots', v, 3), ['OK', 'OK', 'OVER_LIMIT'])
+
+    def test_concurrency_holders(self):
+        s = self.sluice()
+        t = unique('t')
+        for holder, hits in (('a', 1), ('b', 2)):
+            d = {'entries': [('tenant', t), ('request_id', holder)], 'hits_addend': hits}
+            self.assertEqual(s.decide('grpc', 'ops', [d]).overall, 'OK')
+        # The counter: the descriptor up to the holder, with how many hold.
+        limit = self.only_limit(self.counters(s, [('tenant', t)])[2])
+        self.assertEqual((limit['used'], limit['remaining'], limit['holders'], limit['holder_key']),
+                         (3, 0, 2, 'request_id'))
+        self.assertTrue(limit['key'].endswith('_concurrency_holders'), limit)
+        # With a holder's entry: whether that holder holds.
+        limit = self.only_limit(self.counters(s, [('tenant', t), ('request_id', 'b')])[2])
+        self.assertEqual((limit['holder'], limit['holder_slots'], limit['used']), ('b', 2, 3))
+        limit = self.only_limit(self.counters(s, [('tenant', t), ('request_id', 'zz')])[2])
+        self.assertEqual(limit['holder_slots'], 0)
+        # DELETE with it frees that holder alone.
+        limit = self.only_limit(self.counters(s, [('tenant', t), ('request_id', 'b')], method='DELETE')[2])
+        self.assertEqual((limit['used'], limit['holders'], limit['holder_slots']), (1, 1, 0))
+        # PUT sets what one holder holds; without a holder it is refused, naming the way.
+        limit = self.only_limit(self.counters(s, [('tenant', t), ('request_id', 'c')], method='PUT', used=2)[2])
+        self.assertEqual((limit['used'], limit['holders'], limit['holder_slots']), (3, 2, 2))
+        status, _, body = self.counters(s, [('tenant', t)], method='PUT', used=2)
+        self.assertEqual(status, 400, body)
+        self.assertIn('request_id=<id>', body['message'])
+        # DELETE without it frees every holder.
+        limit = self.only_limit(self.counters(s, [('tenant', t)], method='DELETE')[2])
+        self.assertEqual((limit['used'], limit['holders']), (0, 0))
 
 
 class Memory(CountersCase, CommonCounters, AllAlgorithms):

@@ -153,11 +153,12 @@ class BadFiles(SnapshotCase):
         good = body + struct.pack('<I', zlib.crc32(body))
         other = good.replace(b'SLUICEMS\x01', b'SLUICEMS\x07', 1)
         other = other[:-4] + struct.pack('<I', zlib.crc32(other[:-4]))
-        for name, content, reason in (('good', good, None),
+        # `good` is a version 1 file (before leases per holder): an upgrade reads it, and loses no counters.
+        for name, content, reason in (('good, version 1', good, None),
                                       ('flipped', good[:30] + bytes([good[30] ^ 1]) + good[31:],
                                        'checksum mismatch (truncated or corrupt)'),
                                       ('truncated', good[:25], 'truncated (25 bytes)'),
-                                      ('other version', other, 'version 7 (this Sluice reads version 1)'),
+                                      ('other version', other, 'version 7 (this Sluice reads versions 1 to 2)'),
                                       ('not one', b'{"counters": []}', 'not a Sluice memory snapshot')):
             with self.subTest(file=name):
                 with open(self.file, 'wb') as f:
@@ -182,6 +183,8 @@ class BadFiles(SnapshotCase):
                 ({'MEMORY_SNAPSHOT_FILE': '/nonexistent-sluice/counters.bin'},
                  'MEMORY_SNAPSHOT_FILE: cannot create /nonexistent-sluice/counters.bin.probe-'),
                 ({'MEMORY_SNAPSHOT_FILE': blocker + '/counters.bin'}, 'Not a directory'),
+                # A folder where the file should be: every write would fail, and the counters be lost at stop.
+                ({'MEMORY_SNAPSHOT_FILE': self.dir}, 'MEMORY_SNAPSHOT_FILE: %s is a directory' % self.dir),
                 ({'MEMORY_SNAPSHOT_FILE': self.file, 'BACKEND_TYPE': 'redis'},
                  'MEMORY_SNAPSHOT_FILE applies to BACKEND_TYPE=memory only (BACKEND_TYPE is redis): unset it'),
                 ({'MEMORY_SNAPSHOT_INTERVAL': '1s'},

@@ -36,6 +36,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           std::int64_t expires_at) {
         ++visited;
         check(again.add_leases(key, slices, expires_at));
+      },
+      [&](std::string_view key, const sluice::ratelimit::limiter::lease_holders& holders,
+          std::int64_t expires_at) {
+        ++visited;
+        check(again.add_holders(key, holders, expires_at));
       });
   if (error) {
     check(visited == 0 && !error->empty());

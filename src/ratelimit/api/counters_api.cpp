@@ -79,6 +79,14 @@ json::object limit_json(const service::limit_state& l) {
   if (!l.time_zone.empty()) o["time_zone"] = l.time_zone;
   if (l.algorithm == config::algorithm::gcra) o["burst"] = l.capacity;
   if (l.unsent != 0) o["unsent"] = l.unsent;
+  if (!l.holder_key.empty()) {
+    o["holder_key"] = l.holder_key;
+    o["holders"] = l.holders;
+    if (l.holder) {
+      o["holder"] = *l.holder;
+      o["holder_slots"] = l.holder_slots;
+    }
+  }
   return o;
 }
 

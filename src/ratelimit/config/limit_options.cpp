@@ -26,10 +26,16 @@ std::string lower_unit(unit u) {
 // `lease`, and what a concurrency limit refuses (it counts what is in flight, with no window).
 void load_concurrency_options(const YAML::Node& yaml, rate_limit& limit) {
   const std::string lease = scalar_string(yaml["lease"], "lease");
+  limit.holder_key = scalar_string(yaml["holder_key"], "holder_key");
   if (limit.algorithm != algorithm::concurrency) {
     if (!lease.empty()) throw config_error{"lease is only meaningful with algorithm: concurrency"};
+    if (yaml["holder_key"])
+      throw config_error{
+          "holder_key is only meaningful with algorithm: concurrency (it names who holds a slot)"};
     return;
   }
+  if (yaml["holder_key"] && limit.holder_key.empty())
+    throw config_error{"holder_key: '' names no entry (give the key of the entry that names each holder)"};
   if (!lease.empty()) {
     const auto parsed = core::parse_go_duration(lease);
     if (!parsed || *parsed < std::chrono::seconds{1} || *parsed > std::chrono::hours{24 * 7}) {
@@ -182,6 +188,22 @@ void finish_limits(descriptor_node& node, table_names* tables) {
   std::set<std::string> tags, suffixes;
   auto finish = [&](rate_limit& l) {
     if (l.unlimited) return;
+    if (!l.holder_key.empty() && l.holder_key != node.key) {
+      throw config_error{core::cat("rule '", node.stats_key, "': holder_key '", l.holder_key,
+                                   "' must name this descriptor's own key '", node.key,
+                                   "' (the request's last entry names the holder; the counter is the "
+                                   "descriptor's without it)")};
+    }
+    if (!l.holder_key.empty() && (node.detailed_metric || node.value_to_metric)) {
+      throw config_error{core::cat("rule '", node.stats_key, "': holder_key with ",
+                                   node.detailed_metric ? "detailed_metric" : "value_to_metric",
+                                   " would name a stat after every holder's id; leave it out")};
+    }
+    if (!l.holder_key.empty() && !node.limits_from.empty()) {
+      throw config_error{core::cat("rule '", node.stats_key,
+                                   "': holder_key and limits_from both read the last entry's value; a "
+                                   "holder's id names no table row")};
+    }
     if (!l.time_zone.empty()) {
       try {
         l.zone = find_time_zone(l.time_zone);
@@ -220,8 +242,10 @@ std::string key_tag_of(const rate_limit& l, bool several) {
       !several && l.algorithm == algorithm::fixed_window && l.unit_multiplier == 1 && l.zone == nullptr;
   auto algo = algorithm_name(l.algorithm);
   algo = algo.substr(0, algo.find('_'));  // fixed, sliding, gcra
+  // One key for all time, as GCRA's; per holder another name (and another type of key in Redis: a rule that
+  // gains holder_key never reads the slices' HASH).
   if (l.algorithm == algorithm::concurrency)
-    return core::cat(l.lease_seconds, "s_concurrency");  // one key for all time, as GCRA's
+    return core::cat(l.lease_seconds, "s_concurrency", l.holder_key.empty() ? "" : "_holders");
   // A calendar window: its key carries the window's start (as upstream's) and this tag.
   if (l.zone != nullptr) {
     return core::cat(l.unit_multiplier == 1 ? "" : core::cat(l.unit_multiplier), lower_unit(l.unit), "_",
@@ -240,6 +264,7 @@ void bind_stats(descriptor_node& node, stats::store& stats) {
       l.stats.acquired = &stats.get_counter(at + "acquired");
       l.stats.released = &stats.get_counter(at + "released");
       l.stats.expired_leases = &stats.get_counter(at + "expired_leases");
+      if (!l.holder_key.empty()) l.stats.unheld_releases = &stats.get_counter(at + "unheld_releases");
     }
     // What a dashboard needs to show utilisation: total_hits per window against these.
     const std::string prefix = rule_stats::prefix(key);
@@ -260,6 +285,7 @@ std::string describe_options(const rate_limit& l) {
   if (l.accounting == accounting::usage) out += ", accounting: usage";
   if (!l.time_zone.empty()) out += core::cat(", time_zone: ", l.time_zone);
   if (l.algorithm == algorithm::concurrency) out += core::cat(", lease: ", l.lease_seconds, "s");
+  if (!l.holder_key.empty()) out += core::cat(", holder_key: ", l.holder_key);
   return out;
 }
 

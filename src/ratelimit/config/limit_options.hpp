@@ -1,8 +1,8 @@
 #pragma once
 // The rule keys Sluice adds to upstream's (README "Beyond upstream"): per limit `algorithm`,
-// `unit_multiplier`, `burst`, `accounting`, `time_zone` and `lease`; per descriptor `rate_limits` (several
-// limits), `near_limit_ratio` and `count_only_admitted`. Every one is optional and its default is upstream's
-// behaviour. Errors are thrown as config_error with the message check-config prints.
+// `unit_multiplier`, `burst`, `accounting`, `time_zone`, `lease` and `holder_key`; per descriptor
+// `rate_limits` (several limits), `near_limit_ratio` and `count_only_admitted`. Every one is optional and its
+// default is upstream's behaviour. Errors are thrown as config_error with the message check-config prints.
 
 #include <span>
 #include <string>
@@ -18,13 +18,14 @@ class Node;
 namespace sluice::ratelimit::config {
 
 // The keys a rate_limit mapping (or an entry of rate_limits) may have besides upstream's.
-inline constexpr std::string_view limit_option_keys[] = {"algorithm",  "unit_multiplier", "burst",
-                                                         "accounting", "time_zone",       "lease"};
+inline constexpr std::string_view limit_option_keys[] = {
+    "algorithm", "unit_multiplier", "burst", "accounting", "time_zone", "lease", "holder_key"};
 // The descriptor keys added to upstream's.
 inline constexpr std::string_view rule_option_keys[] = {"rate_limits", "near_limit_ratio",
                                                         "count_only_admitted"};
 
-// Reads `algorithm`, `unit_multiplier`, `burst`, `accounting`, `time_zone` and `lease` of one limit whose
+// Reads `algorithm`, `unit_multiplier`, `burst`, `accounting`, `time_zone`, `lease` and `holder_key` of one
+// limit whose
 // unit and requests_per_unit are read.
 void load_limit_options(const YAML::Node& yaml, rate_limit& limit);
 // Reads `near_limit_ratio`, `count_only_admitted` and `limits_from` of a descriptor.

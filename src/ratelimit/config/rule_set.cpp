@@ -164,6 +164,22 @@ match rule_set::get_limit(const descriptor_node& domain, std::span<const entry> 
   return result;
 }
 
+const std::string* rule_set::holder_key_below(const descriptor_node& domain,
+                                              std::span<const entry> entries) const {
+  const descriptor_node* node = &domain;
+  std::string composite;
+  for (const auto& e : entries) {
+    node = match_level(*node, e, composite).node;
+    if (node == nullptr) return nullptr;
+  }
+  const auto per_holder = [](const rate_limit& l) { return !l.holder_key.empty(); };
+  for (const auto& [_, child] : node->children) {
+    if (child->limit && (per_holder(*child->limit) || std::ranges::any_of(child->more_limits, per_holder)))
+      return &child->key;
+  }
+  return nullptr;
+}
+
 namespace {
 
 void dump_limit(const descriptor_node& node, const rate_limit& l, std::vector<std::string>& lines) {

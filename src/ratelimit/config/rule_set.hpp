@@ -39,6 +39,8 @@ struct rule_stats {
   stats::counter* acquired = nullptr;
   stats::counter* released = nullptr;
   stats::counter* expired_leases = nullptr;
+  // holder_key only: releases from holders that held nothing (behind Envoy, refused requests' releases).
+  stats::counter* unheld_releases = nullptr;
 
   static rule_stats make(stats::store& store, std::string_view stats_key);
   // "ratelimit.service.rate_limit.<stats key, sanitized>.": what a rule's stats are named under.
@@ -74,6 +76,9 @@ struct rate_limit {
   std::string time_zone;
   const date::time_zone* zone = nullptr;
   std::int64_t lease_seconds = 600;  // concurrency: `lease`, after which an unreleased slot frees itself
+  // concurrency: `holder_key`, the key of the entry that names each acquisition's holder (the descriptor's
+  // own key, its last entry; left out of the counter's key); "" for anonymous slots (limiter/leases.hpp).
+  std::string holder_key;
   // Empty for a limit counted under upstream's cache key (the only limit of its descriptor, a fixed window of
   // one unit). Otherwise what tells its key and stats apart: "<window>s_<algorithm>" in the key (see
   // limiter/cache_key.hpp), and `stats_suffix` in stats when the descriptor has several limits.
@@ -209,6 +214,9 @@ class rule_set {
   // upstream's GetLimit walk (reference §3): exact value, then wildcard patterns in order, then key-only
   // default; a limit applies only at the depth of the request's last entry.
   match get_limit(const descriptor_node& domain, std::span<const entry> entries) const;
+  // The key of the rule one level below `entries` whose limit is counted per holder (holder_key): what a
+  // request names to address that counter without a holder (the counters API). Null when there is none.
+  const std::string* holder_key_below(const descriptor_node& domain, std::span<const entry> entries) const;
   // /rlconfig lines: "<key>: unit=<UNIT> requests_per_unit=<n>, shadow_mode: <b>, quota_mode: <b>".
   std::string dump() const;
   std::size_t domain_count() const { return domains_.size(); }

@@ -43,7 +43,7 @@ class rule_set_builder {
 
 namespace {
 
-constexpr std::array<std::string_view, 27> allowed_keys{"domain",
+constexpr std::array<std::string_view, 28> allowed_keys{"domain",
                                                         "key",
                                                         "value",
                                                         "value_regex",
@@ -67,6 +67,7 @@ constexpr std::array<std::string_view, 27> allowed_keys{"domain",
                                                         "accounting",
                                                         "time_zone",
                                                         "lease",
+                                                        "holder_key",
                                                         "near_limit_ratio",
                                                         "count_only_admitted",
                                                         "limits_from"};
@@ -75,9 +76,9 @@ constexpr std::array<std::string_view, 15> descriptor_keys{
     "key",         "value",       "value_regex",      "rate_limit",          "descriptors",
     "shadow_mode", "quota_mode",  "detailed_metric",  "value_to_metric",     "share_threshold",
     "metadata",    "rate_limits", "near_limit_ratio", "count_only_admitted", "limits_from"};
-constexpr std::array<std::string_view, 11> rate_limit_keys{
-    "unit",  "requests_per_unit", "unlimited", "name", "replaces", "algorithm", "unit_multiplier",
-    "burst", "accounting",        "time_zone", "lease"};
+constexpr std::array<std::string_view, 12> rate_limit_keys{
+    "unit",  "requests_per_unit", "unlimited", "name",  "replaces",  "algorithm", "unit_multiplier",
+    "burst", "accounting",        "time_zone", "lease", "holder_key"};
 constexpr std::array<std::string_view, 1> replaces_keys{"name"};
 
 // upstream's second pass: every map key is a known string, lists hold maps, scalars are strings, ints or

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -19,8 +20,8 @@ enum class op_kind : std::uint8_t {
   count,    // a counter (fixed windows): INCRBY and EXPIRE, whatever the decision (upstream's counting)
   sliding,  // the current window's counter, judged with the previous window's; counts only what it admits
   gcra,     // a theoretical arrival time in microseconds, moved on only when the op admits
-  // leases in flight per slice of time (leases.hpp): an acquisition when it admits, a release (refund) from
-  // the newest slices
+  // leases in flight (leases.hpp): per holder when the op is per_holder, else per slice of time; an
+  // acquisition when it admits, a release (refund) frees the holder's slots (per slice: the oldest slices)
   concurrency,
 };
 
@@ -42,13 +43,18 @@ struct counter_op {
   // The rest is for sliding and GCRA ops, and for every op of an all-or-nothing batch.
   std::string_view previous_key;  // sliding: the previous window's counter
   std::uint64_t limit = 0;        // count, sliding: the most the count may reach
-  // sliding: the window's length; gcra: the emission interval; concurrency: a slice's length (leases.hpp)
+  // sliding: the window's length; gcra: the emission interval; concurrency: a slice's length (leases.hpp),
+  // per holder: the lease
   std::int64_t window_us = 0;
   // sliding: when the window began, for a calendar window (config/calendar.hpp); 0 for an epoch-aligned one,
   // which began at now − now % window.
   std::int64_t window_start_us = 0;
   std::int64_t tolerance_us = 0;  // gcra: burst × emission interval; concurrency: the slices a lease spans
   std::int64_t now_us = 0;        // the decision's time
+  // concurrency with `holder_key`: the key holds one lease per holder (a store's own type of key), and this
+  // op's holder is `holder`; no holder (operator control only) addresses the whole set.
+  bool per_holder = false;
+  std::optional<std::string_view> holder;
   // All-or-nothing batches apply when the request is admitted, which is what `role` says of this op's
   // admission: see op_role.
   std::uint32_t role = 0;
@@ -74,6 +80,9 @@ struct op_result {
   // leases ended (dropped by this op) and when the oldest lease still held ends (µs; 0: none).
   std::uint64_t expired = 0;
   std::int64_t oldest_end_us = 0;
+  // concurrency per holder: how many holders hold after the op, and what the op's holder held before it.
+  std::uint64_t holders = 0;
+  std::uint64_t holder_slots = 0;
 };
 
 enum class batch_mode : std::uint8_t {
@@ -122,13 +131,15 @@ class backend {
   // Operator control (the counters API, explain). Reads what each op's keys hold now and changes nothing:
   // results[i].value is count: the counter; sliding: the counter, with the previous window's in `previous`;
   // gcra: the arrival time, not before the op's now_us; concurrency: the slots held (leases ended dropped)
-  // and `oldest_end_us`. `before` is the store's own value; a store that counts hits before it sends them
-  // (batched counting) adds this worker's unsent hits to `value` only.
+  // and `oldest_end_us` (per holder: also `holders`, and `holder_slots` of the op's holder). `before` is the
+  // store's own value; a store that counts hits before it sends them (batched counting) adds this worker's
+  // unsent hits to `value` only.
   virtual void inspect(std::span<const counter_op> ops, std::span<op_result> results, completion& done) = 0;
   // Operator control: leaves each op's keys holding `increment` — count, sliding: the counter (a sliding
   // window's previous counter is deleted); gcra: the arrival time in µs; concurrency: that many slots, as
-  // one acquisition now. 0 deletes the keys. Counters get the op's TTL. A store that keeps a worker's view
-  // (batched counting) forgets this worker's unsent hits and view of them.
+  // one acquisition now (per holder: the op's holder holds that many; without a holder only 0, which frees
+  // every holder). 0 deletes the keys (per holder: frees the op's holder alone). Counters get the op's TTL. A
+  // store that keeps a worker's view (batched counting) forgets this worker's unsent hits and view of them.
   virtual void overwrite(std::span<const counter_op> ops, completion& done) = 0;
 };
 

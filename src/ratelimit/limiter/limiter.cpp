@@ -54,7 +54,8 @@ applied_limit applied_limit::of_rule(const config::rate_limit& rule, const confi
           node.near_limit_ratio.value_or(-1),
           rule.accounting == config::accounting::usage,
           rule.zone,
-          rule.lease_seconds};
+          rule.lease_seconds,
+          !rule.holder_key.empty()};
 }
 
 // One limit's verdict, in the terms the stats and the status need.
@@ -135,8 +136,22 @@ counter_op limiter::describe_op(const work& w, const descriptor_work& item, cons
       op.tolerance_us = static_cast<std::int64_t>(gcra_burst(limit)) * op.window_us;
       break;
     case config::algorithm::concurrency: {
-      build_tagged_key(lw.cache_key, parts, std::nullopt, limit.key_tag);
       op.kind = op_kind::concurrency;
+      if (limit.per_holder && !item.entries.empty()) {
+        // The counter is the descriptor's without its last entry, which names the holder.
+        key_parts without_holder = parts;
+        without_holder.entries = parts.entries.first(parts.entries.size() - 1);
+        if (without_holder.shared_values.size() > without_holder.entries.size())
+          without_holder.shared_values = parts.shared_values.first(without_holder.entries.size());
+        build_tagged_key(lw.cache_key, without_holder, std::nullopt, limit.key_tag);
+        op.per_holder = true;
+        if (!item.whole_holder_set) op.holder = item.entries.back().value;
+        op.window_us = limit.lease_seconds * micros_per_second;
+        // The store sets the key's TTL from its latest lease.
+        op.ttl_seconds = static_cast<std::uint32_t>(limit.lease_seconds + 1);
+        break;
+      }
+      build_tagged_key(lw.cache_key, parts, std::nullopt, limit.key_tag);
       const auto timing = lease_timing_of(limit.lease_seconds);
       op.window_us = timing.slice_us;
       op.tolerance_us = timing.slices;
@@ -345,9 +360,13 @@ void limiter::count_leases(const work& w, const descriptor_work& item, const lim
   stats.expired_leases->add(r.expired);
   if (applied_nothing) return;
   if (item.negative) {
-    stats.released->add(r.before - std::min(r.before, r.value));
+    const std::uint64_t freed = r.before - std::min(r.before, r.value);
+    stats.released->add(freed);
+    // A holder that held nothing: behind Envoy, mostly a refused request's stream-done release.
+    if (op.per_holder && freed == 0 && stats.unheld_releases != nullptr) stats.unheld_releases->inc();
   } else if (admits(op, r)) {
-    stats.acquired->add(item.hits);
+    // A holder's repeated acquisition counts once: only the slots it adds.
+    stats.acquired->add(op.per_holder ? r.value - std::min(r.value, r.before) : item.hits);
   }
 }
 

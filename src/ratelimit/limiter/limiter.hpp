@@ -46,6 +46,7 @@ struct applied_limit {
   bool usage = false;                     // accounting: usage (backend.hpp, counter_op::usage)
   const date::time_zone* zone = nullptr;  // time_zone: calendar windows (config/calendar.hpp)
   std::int64_t lease_seconds = 0;         // concurrency: `lease` (leases.hpp)
+  bool per_holder = false;                // concurrency: `holder_key` names the last entry's holder
 
   // A configured rule's limit, counted under `stats`.
   static applied_limit of_rule(const config::rate_limit& rule, const config::descriptor_node& node,
@@ -64,10 +65,13 @@ struct limit_work {
 struct descriptor_work {
   // Usually one; none: no limit, the status is plain OK.
   boost::container::small_vector<limit_work, 1> limits;
-  bool unlimited = false;                       // OK with limit_remaining = UINT32_MAX, no counting
-  std::uint64_t hits = 1;                       // hits_addend for this descriptor
-  bool negative = false;                        // is_negative_hits: the hits are given back
-  bool quota = false;                           // a quota descriptor (quota_mode, QUOTA_MODE)
+  bool unlimited = false;  // OK with limit_remaining = UINT32_MAX, no counting
+  std::uint64_t hits = 1;  // hits_addend for this descriptor
+  bool negative = false;   // is_negative_hits: the hits are given back
+  bool quota = false;      // a quota descriptor (quota_mode, QUOTA_MODE)
+  // Operator control of a holder_key limit addressed without its holder's entry (the whole set of holders):
+  // the last entry in `entries` is the rule's key with no value, not a holder.
+  bool whole_holder_set = false;
   std::span<const config::entry> entries;       // the request's entries
   std::vector<std::string_view> shared_values;  // share_threshold patterns per entry (may be empty)
   // Set by finish(): the limit the status shows, and whether it was over (shadow mode's too).

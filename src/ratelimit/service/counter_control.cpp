@@ -24,8 +24,31 @@ void rate_limit_service::control(const rls_request& request, control_action acti
   auto state =
       std::make_unique<request_state>(*this, request, control_request{action, used, std::move(done), {}});
   state->resolve();
+  if (action == control_action::overwrite && used > 0) {
+    if (auto refused = state->unsettable()) {
+      e = {error_kind::invalid_argument, std::move(*refused)};
+      return state.release()->fail_control(e);
+    }
+  }
   // From here the state owns itself: complete() deletes it, possibly before start() returns.
   state.release()->start_after_tables();
+}
+
+std::optional<std::string> request_state::unsettable() const {
+  for (const auto& item : work_.items) {
+    if (!item.whole_holder_set) continue;
+    const std::string_view key = item.entries.back().key;
+    return core::cat("that counter is held per holder (holder_key: ", key, "): add the holder's entry (", key,
+                     "=<id>) to set what it holds, or DELETE without it to free every holder");
+  }
+  return std::nullopt;
+}
+
+void request_state::fail_control(const service_error& error) {
+  std::unique_ptr<request_state> self(this);
+  auto done = std::move(control_->request.done);
+  self.reset();
+  done(&error, {});
 }
 
 void request_state::start_control() {
@@ -88,6 +111,15 @@ std::vector<descriptor_state> request_state::control_states() const {
       l.remaining = state.remaining;
       l.reset_seconds = state.reset_seconds;
       const auto& r = work_.values[lw.op];
+      const auto& op = work_.ops[lw.op];
+      if (op.per_holder) {
+        l.holder_key = std::string(item.entries.back().key);
+        l.holders = r.holders;
+        if (op.holder) {
+          l.holder = std::string(*op.holder);
+          l.holder_slots = r.holder_slots;
+        }
+      }
       // (a GCRA result's value is its arrival time, not before now: only counters have unsent hits)
       if (!limiter::decided_in_store(work_.ops[lw.op]))
         l.unsent = static_cast<std::int64_t>(r.value) - static_cast<std::int64_t>(r.before);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,12 @@ struct limit_state {
   std::int64_t reset_seconds = 0;
   // Hits this worker counted and has not sent to the store yet (batched counting), included in `used`.
   std::int64_t unsent = 0;
+  // A concurrency limit per holder: its holder_key, how many holders hold, and when the request named a
+  // holder (its last entry), that holder and the slots it holds (0: none).
+  std::string holder_key;
+  std::uint64_t holders = 0;
+  std::optional<std::string> holder;
+  std::uint64_t holder_slots = 0;
 };
 
 struct descriptor_state {

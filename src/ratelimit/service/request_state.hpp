@@ -41,6 +41,10 @@ class request_state final : public limiter::completion {
   request_state& operator=(const request_state&) = delete;
 
   void resolve();
+  // Operator control: why the request's counters cannot be set to a count (a holder_key counter named
+  // without its holder), if so; and answering `error` instead (frees this).
+  std::optional<std::string> unsettable() const;
+  void fail_control(const service_error& error);
   // The Redis table rows resolve() could not find cached are read first.
   void start_after_tables();
   void start();

@@ -52,7 +52,8 @@ void request_state::resolve() {
   const int n = request_.descriptors_size();
   std::size_t total_entries = 0;
   for (const auto& d : request_.descriptors()) total_entries += static_cast<std::size_t>(d.entries_size());
-  entries_.reserve(total_entries);
+  // (operator control may add one entry per descriptor: a holder_key rule's key, below)
+  entries_.reserve(total_entries + (control_ ? static_cast<std::size_t>(n) : 0));
   work_.domain = request_.domain();
   work_.items.resize(static_cast<std::size_t>(n));
   nodes_.assign(static_cast<std::size_t>(n), nullptr);
@@ -98,6 +99,17 @@ void request_state::resolve() {
       continue;
     }
     auto m = rules_.get_limit(*domain, item.entries);
+    if (m.node == nullptr && control_) {
+      // A counter per holder (holder_key) addressed without its holder: the whole set of holders, named by
+      // the rule's key with no value. (This descriptor's entries are the last ones added: one more follows
+      // them in place, within the reserved room.)
+      if (const std::string* key = rules_.holder_key_below(*domain, item.entries)) {
+        entries_.push_back({*key, {}});
+        item.entries = std::span<const config::entry>(entries_).subspan(first, item.entries.size() + 1);
+        item.whole_holder_set = true;
+        m = rules_.get_limit(*domain, item.entries);
+      }
+    }
     if (m.node == nullptr) continue;
     const auto& rule = *m.node->limit;
     nodes_[static_cast<std::size_t>(i)] = m.node;

@@ -126,6 +126,37 @@ TEST_CASE("a missing file restores nothing, silently; an unwritable folder is re
   CHECK(error->find("No such file or directory") != std::string::npos);
   CHECK_THROWS_WITH_AS(write_snapshot(f.backend, dir.file("no/counters.bin"), 1),
                        doctest::Contains("cannot create"), std::runtime_error);
+  // A directory at the path would fail every write: the start stops instead.
+  std::filesystem::create_directory(dir.file("a-folder"));
+  const auto folder = check_snapshot_folder(dir.file("a-folder"));
+  REQUIRE(folder);
+  CHECK(folder->find("is a directory") != std::string::npos);
+}
+
+TEST_CASE("leases per holder round-trip; a version 1 file cannot hold them") {
+  snapshot_encoder encoder;
+  limiter::lease_holders holders{{"req-1", 1, 5'000'000}, {"req-2", 3, 7'000'000}};
+  CHECK(encoder.add_holders("{ai_tenant_acme_}600s_concurrency_holders", holders, 8));
+  CHECK(!encoder.add_holders("k", {}, 8));
+  const std::string bytes = encoder.finish(1);
+  limiter::lease_holders read;
+  std::string key;
+  CHECK(!read_snapshot(
+      bytes, [](std::string_view, std::uint64_t, std::int64_t) { FAIL("no counter"); }, {},
+      [&](std::string_view k, const limiter::lease_holders& h, std::int64_t expires_at) {
+        key = k;
+        read = h;
+        CHECK(expires_at == 8);
+      }));
+  CHECK(key == "{ai_tenant_acme_}600s_concurrency_holders");
+  REQUIRE(read.size() == 2);
+  CHECK(read[1].holder == "req-2");
+  CHECK(read[1].slots == 3);
+  CHECK(read[1].end_us == 7'000'000);
+  std::string v1 = bytes;
+  put_u32(v1, 8, 1);
+  reseal(v1);
+  CHECK(error_of(v1) == "entry 0 is of an unknown kind (2)");
 }
 
 TEST_CASE("bad files are refused whole, each with its reason") {
@@ -141,10 +172,15 @@ TEST_CASE("bad files are refused whole, each with its reason") {
   std::string flipped = good;
   flipped[40] ^= 1;
   CHECK(error_of(flipped) == "checksum mismatch (truncated or corrupt)");
-  std::string v2 = good;
-  put_u32(v2, 8, 2);
-  reseal(v2);
-  CHECK(error_of(v2) == "version 2 (this Sluice reads version 1)");
+  std::string v3 = good;
+  put_u32(v3, 8, 3);
+  reseal(v3);
+  CHECK(error_of(v3) == "version 3 (this Sluice reads versions 1 to 2)");
+  // Version 1 (before holders) is still read: an upgrade loses no counters.
+  std::string v1 = good;
+  put_u32(v1, 8, 1);
+  reseal(v1);
+  CHECK(!error_of(v1));
   std::string more = good.substr(0, good.size() - 4) + "xyz" + good.substr(good.size() - 4);
   reseal(more);
   CHECK(error_of(more) == "3 bytes after the last of 2 entries");

@@ -32,38 +32,61 @@ memory_backend::memory_backend(const core::clock& clock, std::size_t max_counter
       shards_(std::make_unique<shard[]>(shard_count)),
       lease_shards_(std::make_unique<lease_shard[]>(lease_shard_count)) {}
 
+namespace {
+
+// When a lease entry may be dropped: a second after its newest lease ends (Unix seconds); 0 when it holds
+// nothing.
+std::int64_t lease_entry_expiry(const detail::lease_entry& e, const limiter::counter_op& op) {
+  if (op.per_holder) {
+    std::int64_t last = 0;
+    for (const auto& h : e.holders) last = std::max(last, h.end_us);
+    return e.holders.empty() ? 0 : last / 1'000'000 + 1;
+  }
+  const limiter::lease_timing timing{op.window_us, op.tolerance_us};
+  return e.slices.empty() ? 0 : (e.slices.back().first + timing.slices + 1) * timing.slice_us / 1'000'000 + 1;
+}
+
+limiter::lease_outcome apply_to(detail::lease_entry& e, const limiter::counter_op& op) {
+  if (op.per_holder) {
+    return limiter::apply_holder_op(e.holders, op.window_us, op.now_us,
+                                    op.holder.value_or(std::string_view()), op.increment, op.refund,
+                                    op.limit);
+  }
+  return limiter::apply_lease_op(e.slices, {op.window_us, op.tolerance_us}, op.now_us, op.increment,
+                                 op.refund, op.limit);
+}
+
+}  // namespace
+
 bool memory_backend::apply_lease(const limiter::counter_op& op, limiter::op_result& out) {
-  // (An entry past its expiry, not swept yet, holds only slices past their leases: apply_lease_op drops
-  // them.)
+  // (An entry past its expiry, not swept yet, holds only leases that have ended: applying the op drops them.)
   auto& s = lease_shard_for(op.key);
   std::lock_guard lock(s.mutex);
   auto it = s.leases.find(op.key);
-  limiter::lease_slices none;
-  auto& slices = it != s.leases.end() ? it->second.slices : none;
-  const limiter::lease_timing timing{op.window_us, op.tolerance_us};
-  const auto r = limiter::apply_lease_op(slices, timing, op.now_us, op.increment, op.refund, op.limit);
+  detail::lease_entry none{};
+  auto& entry = it != s.leases.end() ? it->second : none;
+  const auto r = apply_to(entry, op);
   out.value = r.value;
   out.before = r.before;
   out.expired = r.expired;
   out.oldest_end_us = r.oldest_end_us;
-  if (slices.empty()) {
+  out.holders = r.holders;
+  out.holder_slots = r.holder_slots;
+  const std::int64_t expires_at = lease_entry_expiry(entry, op);
+  if (expires_at == 0) {
     if (it != s.leases.end()) {
       s.leases.erase(it);
       live_.fetch_sub(1, std::memory_order_relaxed);
     }
     return true;
   }
-  // Gone with the newest slice's lease, a second after it ends.
-  const std::int64_t expires_at = (slices.back().first + timing.slices + 1) * timing.slice_us / 1'000'000 + 1;
-  if (it != s.leases.end()) {
-    it->second.expires_at = expires_at;
-    return true;
-  }
+  entry.expires_at = expires_at;
+  if (it != s.leases.end()) return true;
   if (live_.load(std::memory_order_relaxed) >= max_counters_) {
     out = {};
     return false;
   }
-  s.leases.emplace(detail::compact_key(op.key), detail::lease_entry{std::move(slices), expires_at});
+  s.leases.emplace(detail::compact_key(op.key), std::move(entry));
   live_.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
@@ -288,18 +311,18 @@ void memory_backend::visit_live(std::int64_t now, const counter_visitor& counter
     const auto& s = lease_shards_[i];
     std::lock_guard lock(s.mutex);
     for (const auto& [key, entry] : s.leases) {
-      if (entry.expires_at > now) leases(key.view(), entry.slices, entry.expires_at);
+      if (entry.expires_at > now) leases(key.view(), entry);
     }
   }
 }
 
-bool memory_backend::restore_leases(std::string_view key, const limiter::lease_slices& slices,
-                                    std::int64_t expires_at) {
+bool memory_backend::restore_leases(std::string_view key, detail::lease_entry leases) {
   auto& s = lease_shard_for(key);
   std::lock_guard lock(s.mutex);
-  if (slices.empty() || s.leases.contains(key) || live_.load(std::memory_order_relaxed) >= max_counters_)
+  if ((leases.slices.empty() && leases.holders.empty()) || s.leases.contains(key) ||
+      live_.load(std::memory_order_relaxed) >= max_counters_)
     return false;
-  s.leases.emplace(detail::compact_key(key), detail::lease_entry{slices, expires_at});
+  s.leases.emplace(detail::compact_key(key), std::move(leases));
   live_.fetch_add(1, std::memory_order_relaxed);
   return true;
 }

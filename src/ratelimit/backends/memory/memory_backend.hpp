@@ -68,9 +68,11 @@ struct counter_entry {
   std::int64_t expires_at;  // Unix seconds; the counter is gone at or after this time
 };
 
-// A concurrency limit's leases (limiter/leases.hpp), gone with its newest slice's lease.
+// A concurrency limit's leases (limiter/leases.hpp): per slice, or per holder (holder_key; the key's name
+// tells which). Gone with its newest lease.
 struct lease_entry {
   limiter::lease_slices slices;
+  limiter::lease_holders holders;
   std::int64_t expires_at;  // Unix seconds
 };
 
@@ -100,13 +102,12 @@ class memory_backend final : public limiter::backend {
   // every concurrency key's leases.
   using counter_visitor =
       std::function<void(std::string_view key, std::uint64_t value, std::int64_t expires_at)>;
-  using lease_visitor =
-      std::function<void(std::string_view key, const limiter::lease_slices& slices, std::int64_t expires_at)>;
+  using lease_visitor = std::function<void(std::string_view key, const detail::lease_entry& leases)>;
   void visit_live(std::int64_t now, const counter_visitor& counters, const lease_visitor& leases = {}) const;
   // Puts back a counter (or leases) read from a snapshot, unless the key holds one already or the store is
   // full; whether it did.
   bool restore(std::string_view key, std::uint64_t value, std::int64_t expires_at);
-  bool restore_leases(std::string_view key, const limiter::lease_slices& slices, std::int64_t expires_at);
+  bool restore_leases(std::string_view key, detail::lease_entry leases);
 
  private:
   using table = boost::unordered_flat_map<detail::compact_key, detail::counter_entry, detail::key_hash,

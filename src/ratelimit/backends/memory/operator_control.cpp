@@ -18,12 +18,20 @@ void memory_backend::inspect(std::span<const limiter::counter_op> ops, std::span
       auto& s = lease_shard_for(op.key);
       std::lock_guard lock(s.mutex);
       auto it = s.leases.find(op.key);
-      limiter::lease_slices copy;
-      if (it != s.leases.end()) copy = it->second.slices;
-      const auto r =
-          limiter::apply_lease_op(copy, {op.window_us, op.tolerance_us}, op.now_us, 0, false, op.limit);
+      limiter::lease_outcome r;
+      if (op.per_holder) {
+        const std::string_view* holder = op.holder ? &*op.holder : nullptr;
+        r = limiter::inspect_holders(it != s.leases.end() ? it->second.holders : limiter::lease_holders{},
+                                     op.now_us, holder);
+      } else {
+        limiter::lease_slices copy;
+        if (it != s.leases.end()) copy = it->second.slices;
+        r = limiter::apply_lease_op(copy, {op.window_us, op.tolerance_us}, op.now_us, 0, false, op.limit);
+      }
       out.value = out.before = r.before;
       out.oldest_end_us = r.oldest_end_us;
+      out.holders = r.holders;
+      out.holder_slots = r.holder_slots;
       continue;
     }
     if (op.kind == limiter::op_kind::sliding) {
@@ -66,15 +74,38 @@ void memory_backend::overwrite_leases(const limiter::counter_op& op, std::uint64
   auto& s = lease_shard_for(op.key);
   std::lock_guard lock(s.mutex);
   auto it = s.leases.find(op.key);
+  if (op.per_holder && op.holder) {
+    // One holder's lease: freed, or holding `held` slots for a lease from now.
+    if (it == s.leases.end()) {
+      if (held == 0) return;
+      it = s.leases.emplace(detail::compact_key(op.key), detail::lease_entry{}).first;
+      live_.fetch_add(1, std::memory_order_relaxed);
+    }
+    auto& holders = it->second.holders;
+    limiter::drop_ended(holders, op.now_us);
+    holders.erase(std::remove_if(holders.begin(), holders.end(),
+                                 [&](const limiter::holder_lease& h) { return h.holder == *op.holder; }),
+                  holders.end());
+    if (held > 0) holders.push_back({std::string(*op.holder), held, op.now_us + op.window_us});
+    if (holders.empty()) {
+      s.leases.erase(it);
+      live_.fetch_sub(1, std::memory_order_relaxed);
+      return;
+    }
+    std::int64_t last = 0;
+    for (const auto& h : holders) last = std::max(last, h.end_us);
+    it->second.expires_at = last / 1'000'000 + 1;
+    return;
+  }
   if (it != s.leases.end()) {
     s.leases.erase(it);
     live_.fetch_sub(1, std::memory_order_relaxed);
   }
-  if (held == 0) return;
+  if (held == 0 || op.per_holder) return;  // (the whole set of holders is only ever freed)
   const limiter::lease_timing timing{op.window_us, op.tolerance_us};
   const std::int64_t slice = op.now_us / timing.slice_us;
   const std::int64_t expires_at = (slice + timing.slices + 1) * timing.slice_us / 1'000'000 + 1;
-  s.leases.emplace(detail::compact_key(op.key), detail::lease_entry{{{slice, held}}, expires_at});
+  s.leases.emplace(detail::compact_key(op.key), detail::lease_entry{{{slice, held}}, {}, expires_at});
   live_.fetch_add(1, std::memory_order_relaxed);
 }
 

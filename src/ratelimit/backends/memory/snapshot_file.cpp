@@ -1,6 +1,7 @@
 #include "ratelimit/backends/memory/snapshot_file.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -56,6 +57,12 @@ std::optional<std::string> write_synced(const std::string& path, std::string_vie
 }  // namespace
 
 std::optional<std::string> check_snapshot_folder(const std::string& path) {
+  // The file is replaced by a rename: a directory (or another non-file) there would fail every write.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    return core::cat(path, " is ", S_ISDIR(st.st_mode) ? "a directory" : "not a regular file",
+                     " (name the file the counters are written to)");
+  }
   const std::string probe = core::cat(path, ".probe-", ::getpid());
   if (auto error = write_synced(probe, "")) return error;
   ::unlink(probe.c_str());
@@ -70,8 +77,12 @@ snapshot_result write_snapshot(const memory_backend& backend, const std::string&
       [&](std::string_view key, std::uint64_t value, std::int64_t expires_at) {
         encoder.add(key, value, expires_at);
       },
-      [&](std::string_view key, const limiter::lease_slices& slices, std::int64_t expires_at) {
-        encoder.add_leases(key, slices, expires_at);
+      [&](std::string_view key, const detail::lease_entry& leases) {
+        if (!leases.holders.empty()) {
+          encoder.add_holders(key, leases.holders, leases.expires_at);
+        } else {
+          encoder.add_leases(key, leases.slices, leases.expires_at);
+        }
       });
   const std::size_t counters = encoder.count();
   const std::string bytes = encoder.finish(now);
@@ -115,7 +126,10 @@ restore_outcome restore_snapshot(memory_backend& backend, const std::string& pat
         tally(expires_at > now && backend.restore(key, value, expires_at));
       },
       [&](std::string_view key, const limiter::lease_slices& slices, std::int64_t expires_at) {
-        tally(expires_at > now && backend.restore_leases(key, slices, expires_at));
+        tally(expires_at > now && backend.restore_leases(key, {slices, {}, expires_at}));
+      },
+      [&](std::string_view key, const limiter::lease_holders& holders, std::int64_t expires_at) {
+        tally(expires_at > now && backend.restore_leases(key, {{}, holders, expires_at}));
       });
   out.result.milliseconds = since(start);
   return out;

@@ -75,6 +75,26 @@ bool snapshot_encoder::add_leases(std::string_view key, const limiter::lease_sli
   return true;
 }
 
+bool snapshot_encoder::add_holders(std::string_view key, const limiter::lease_holders& holders,
+                                   std::int64_t expires_at) {
+  if (key.size() > max_snapshot_key || holders.empty() || holders.size() > max_snapshot_holders) return false;
+  for (const auto& h : holders)
+    if (h.holder.size() > max_snapshot_key) return false;
+  out_.push_back(2);
+  put<std::uint32_t>(out_, static_cast<std::uint32_t>(key.size()));
+  out_.append(key);
+  put<std::int64_t>(out_, expires_at);
+  put<std::uint32_t>(out_, static_cast<std::uint32_t>(holders.size()));
+  for (const auto& h : holders) {
+    put<std::uint32_t>(out_, static_cast<std::uint32_t>(h.holder.size()));
+    out_.append(h.holder);
+    put<std::uint64_t>(out_, h.slots);
+    put<std::int64_t>(out_, h.end_us);
+  }
+  ++count_;
+  return true;
+}
+
 std::string snapshot_encoder::finish(std::int64_t written_at) {
   std::string head;
   put<std::int64_t>(head, written_at);
@@ -85,13 +105,17 @@ std::string snapshot_encoder::finish(std::int64_t written_at) {
 }
 
 std::optional<std::string> read_snapshot(std::string_view bytes, const snapshot_visitor& visit,
-                                         const snapshot_lease_visitor& leases) {
+                                         const snapshot_lease_visitor& leases,
+                                         const snapshot_holder_visitor& holders) {
   if (bytes.size() < magic.size() || bytes.substr(0, magic.size()) != magic)
     return std::string("not a Sluice memory snapshot");
   if (bytes.size() < header_size + 4) return core::cat("truncated (", bytes.size(), " bytes)");
   const auto version = get<std::uint32_t>(bytes, 8);
-  if (version != snapshot_version)
-    return core::cat("version ", version, " (this Sluice reads version ", snapshot_version, ")");
+  if (version < oldest_snapshot_version || version > snapshot_version) {
+    return core::cat("version ", version, " (this Sluice reads versions ", oldest_snapshot_version, " to ",
+                     snapshot_version, ")");
+  }
+  const unsigned char last_kind = version == 1 ? 1 : 2;
   const std::string_view body = bytes.substr(0, bytes.size() - 4);
   if (crc_of(body) != get<std::uint32_t>(bytes, bytes.size() - 4))
     return std::string("checksum mismatch (truncated or corrupt)");
@@ -103,7 +127,7 @@ std::optional<std::string> read_snapshot(std::string_view bytes, const snapshot_
       const auto truncated = [&] { return core::cat("truncated at entry ", i, " of ", count); };
       if (body.size() - at < 5) return truncated();
       const auto kind = static_cast<unsigned char>(body[at]);
-      if (kind > 1) return core::cat("entry ", i, " is of an unknown kind (", kind, ")");
+      if (kind > last_kind) return core::cat("entry ", i, " is of an unknown kind (", kind, ")");
       const auto length = get<std::uint32_t>(body, at + 1);
       if (length > max_snapshot_key) return core::cat("entry ", i, " has a key of ", length, " bytes");
       at += 5;
@@ -118,6 +142,25 @@ std::optional<std::string> read_snapshot(std::string_view bytes, const snapshot_
       const auto expires_at = get<std::int64_t>(body, at);
       const auto slices = get<std::uint32_t>(body, at + 8);
       at += 12;
+      if (kind == 2) {
+        const auto n = slices;
+        if (n == 0 || n > max_snapshot_holders) return core::cat("entry ", i, " has ", n, " lease holders");
+        limiter::lease_holders held;
+        for (std::uint32_t k = 0; k < n; ++k) {
+          if (body.size() - at < 4) return truncated();
+          const auto size = get<std::uint32_t>(body, at);
+          if (size > max_snapshot_key) return core::cat("entry ", i, " has a holder of ", size, " bytes");
+          at += 4;
+          if (body.size() - at < std::size_t{size} + 16) return truncated();
+          if (pass == 1) {
+            held.push_back({std::string(body.substr(at, size)), get<std::uint64_t>(body, at + size),
+                            get<std::int64_t>(body, at + size + 8)});
+          }
+          at += std::size_t{size} + 16;
+        }
+        if (pass == 1 && holders) holders(key, held, expires_at);
+        continue;
+      }
       if (slices == 0 || slices > max_snapshot_slices)
         return core::cat("entry ", i, " has ", slices, " lease slices");
       if (body.size() - at < std::size_t{slices} * 16) return truncated();

@@ -9,6 +9,19 @@ namespace sluice::ratelimit::backends::redis {
 
 namespace rd = sluice::redis;
 
+namespace {
+
+// Ops with a second key: a sliding window's previous window, a concurrency limit's holders' slots.
+bool two_keys(const limiter::counter_op& op) {
+  return op.kind == limiter::op_kind::sliding || op.per_holder;
+}
+
+}  // namespace
+
+std::string holder_slots_key(std::string_view key) {
+  return core::cat(key, "_slots");
+}
+
 void push_decide(rd::request& out, std::span<const script_group> groups, bool whole) {
   std::size_t ops = 0;
   for (const auto& g : groups) ops += g.indexes.size();
@@ -16,6 +29,7 @@ void push_decide(rd::request& out, std::span<const script_group> groups, bool wh
   // sent once and named by its index, so an op costs the script two or three arguments.
   struct spec {
     limiter::op_kind kind;
+    bool per_holder;
     bool usage;
     std::uint64_t limit;
     std::int64_t window_us, tolerance_us;
@@ -32,8 +46,9 @@ void push_decide(rd::request& out, std::span<const script_group> groups, bool wh
       const auto& op = g.ops[i];
       // A sliding window's start (calendar windows) takes the tolerance's place, which it has not.
       const bool sliding = op.kind == limiter::op_kind::sliding;
-      const spec s{op.kind, op.usage, op.kind == limiter::op_kind::gcra ? 0 : op.limit, op.window_us,
-                   sliding ? op.window_start_us : op.tolerance_us};
+      const spec s{op.kind,      op.per_holder,
+                   op.usage,     op.kind == limiter::op_kind::gcra ? 0 : op.limit,
+                   op.window_us, sliding ? op.window_start_us : op.tolerance_us};
       auto it = std::find(specs.begin(), specs.end(), s);
       if (it == specs.end()) it = specs.insert(specs.end(), s);
       spec_of.push_back(static_cast<std::size_t>(it - specs.begin()) + 1);
@@ -66,8 +81,11 @@ void push_decide(rd::request& out, std::span<const script_group> groups, bool wh
   for (std::size_t g = 0; g < groups.size(); g += run[g]) {
     if (gcra_only(groups[g]))
       while (g + run[g] < groups.size() && gcra_only(groups[g + run[g]]) && same(g, g + run[g])) ++run[g];
-    for (auto i : groups[g].indexes) keys += groups[g].ops[i].kind == limiter::op_kind::sliding ? 2 : 1;
+    for (auto i : groups[g].indexes) keys += two_keys(groups[g].ops[i]) ? 2 : 1;
   }
+  // The holders' slots keys, made once (the views into them must last until the request is encoded).
+  std::vector<std::string> slots_keys;
+  slots_keys.reserve(keys);
   // Every number's text lives in one buffer sized up front, so the views into it stay valid.
   std::string numbers;
   numbers.reserve((ops * 3 + specs.size() * 3 + groups.size() * 2 + 2) * 21);
@@ -83,15 +101,17 @@ void push_decide(rd::request& out, std::span<const script_group> groups, bool wh
   args.push_back(number(static_cast<std::int64_t>(keys)));
   for (std::size_t g = 0; g < groups.size(); g += run[g]) {
     for (auto i : groups[g].indexes) {
-      args.push_back(groups[g].ops[i].key);
-      if (groups[g].ops[i].kind == limiter::op_kind::sliding) args.push_back(groups[g].ops[i].previous_key);
+      const auto& op = groups[g].ops[i];
+      args.push_back(op.key);
+      if (op.kind == limiter::op_kind::sliding) args.push_back(op.previous_key);
+      if (op.per_holder) args.push_back(slots_keys.emplace_back(holder_slots_key(op.key)));
     }
   }
   args.push_back(number(static_cast<std::int64_t>(specs.size())));
   for (const auto& s : specs) {
     // Usage accounting in upper case.
     static constexpr std::string_view letters[2][4] = {{"c", "s", "g", "k"}, {"C", "S", "G", "K"}};
-    args.push_back(letters[s.usage ? 1 : 0][static_cast<std::size_t>(s.kind)]);
+    args.push_back(s.per_holder ? "h" : letters[s.usage ? 1 : 0][static_cast<std::size_t>(s.kind)]);
     args.push_back(number(static_cast<std::int64_t>(s.limit)));
     args.push_back(number(s.window_us));
     args.push_back(number(s.tolerance_us));
@@ -128,6 +148,7 @@ void push_decide(rd::request& out, std::span<const script_group> groups, bool wh
       args.push_back(op.refund && hits == 0 ? "-0" : number(op.refund ? -hits : hits));
       if (op.kind != limiter::op_kind::gcra && op.kind != limiter::op_kind::concurrency)
         args.push_back(number(op.ttl_seconds));
+      if (op.per_holder) args.push_back(op.holder.value_or(std::string_view()));
     }
   }
   out.push(std::span<const std::string_view>(args.data(), args.size()));
@@ -154,6 +175,7 @@ std::optional<bool> read_decide_reply(const rd::value& reply, std::size_t& at,
       std::uint64_t oldest = 0;
       if (!next(r.before) || !next(r.expired) || !next(oldest)) return std::nullopt;
       r.oldest_end_us = static_cast<std::int64_t>(oldest);
+      if (ops[index].per_holder && (!next(r.holders) || !next(r.holder_slots))) return std::nullopt;
       continue;
     }
     if (kind == limiter::op_kind::sliding && !next(r.previous)) return std::nullopt;
@@ -169,6 +191,7 @@ std::size_t decide_reply_size(std::span<const limiter::counter_op> ops,
   for (auto i : indexes) {
     const auto kind = ops[i].kind;
     n += kind == limiter::op_kind::gcra          ? 1
+         : ops[i].per_holder                     ? 6
          : kind == limiter::op_kind::concurrency ? 4
          : kind == limiter::op_kind::sliding     ? 3
                                                  : 2;

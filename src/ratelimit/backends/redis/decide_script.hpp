@@ -8,17 +8,20 @@
 // each number printed costs Redis about a microsecond. It is called by its SHA1 (EVALSHA) and sent whole
 // (EVAL, which also loads it) only when the node answers NOSCRIPT.
 //
-//   KEYS: per op its key, and a sliding op's previous-window key after it
-//   ARGV: the number of specs, then each spec: kind ("c", "s", "g"), limit, window or interval (µs),
-//         tolerance (µs); then per group: mode ("i" each op on its own, "a" all or nothing, "e" evaluate
-//         only), now (µs), the number of ops, then per op: its spec's index + 2^24 × its role (op_role),
-//         hits (negative: given back), and for a counter (c, s) its TTL in seconds; or a run of m groups in
+//   KEYS: per op its key, and a sliding op's previous-window key after it (a concurrency op per holder: its
+//         holders' slots key, holder_slots_key)
+//   ARGV: the number of specs, then each spec: kind ("c", "s", "g", "k" leases per slice, "h" per holder),
+//         limit, window or interval or lease (µs), tolerance (µs); then per group: mode ("i" each op on its
+//         own, "a" all or nothing, "e" evaluate only), now (µs), the number of ops, then per op: its spec's
+//         index + 2^24 × its role (op_role), hits (negative: given back), and for a counter (c, s) its TTL in
+//         seconds, for "h" the holder; or a run of m groups in
 //         mode "i" with the same GCRA ops (keys, specs, hits), as a hot descriptor's decisions send them:
 //         "r", m, the number of ops c, c × (spec index, hits), then each group's now (µs); its c keys are in
 //         KEYS once
 //   reply: per group (a run's each): 1 if applied (always in mode "i") else 0, then per op: gcra its
 //          arrival time; c its value and its value before; s its value, the previous window's count and its
-//          value before
+//          value before; k value, before, expired, oldest lease's end; h the same, holders, the holder's
+//          slots before
 
 #include <optional>
 #include <span>
@@ -31,6 +34,9 @@
 namespace sluice::ratelimit::backends::redis {
 
 extern const std::string_view decide_script;
+// A concurrency limit per holder keeps its leases in a ZSET at the op's key and the slots in a HASH here (the
+// same hash tag, so one slot of a cluster).
+std::string holder_slots_key(std::string_view key);
 // The script's SHA1 in hex, as EVALSHA wants it.
 std::string_view decide_script_sha();
 

@@ -60,7 +60,7 @@ local function change(key, value, kind, ttl, refund, now, p)
   if not refund then dirty_ttl[key] = ttl end
 end
 -- A concurrency limit's leases (limiter/leases.hpp): a HASH of slice number -> acquisitions. Slices past the
--- lease are dropped; a release takes from the newest; an acquisition that would pass the limit takes nothing.
+-- lease are dropped; a release takes from the oldest; an acquisition that would pass the limit takes nothing.
 -- -> slots held after (were it applied), before, expired, when the oldest lease held ends (µs; 0: none).
 local function lease_op(key, now, hits, refund, spec)
   local limit, slice_us, slices = spec[2], spec[3], spec[4]
@@ -83,15 +83,14 @@ local function lease_op(key, now, hits, refund, spec)
   local value = before
   if refund then
     local left = hits
-    for i = #held, 1, -1 do
-      if left == 0 then break end
-      local s = held[i]
+    while left > 0 and #held > 0 do
+      local s = held[1]
       local take = min(left, counts[s])
       left = left - take
       counts[s] = counts[s] - take
       if counts[s] == 0 then
         redis.call('HDEL', key, s)
-        table.remove(held, i)
+        table.remove(held, 1)
       else
         redis.call('HINCRBY', key, s, -take)
       end
@@ -113,6 +112,62 @@ local function lease_op(key, now, hits, refund, spec)
   -- Gone a second after its newest slice's lease ends.
   redis.call('PEXPIRE', key, ceil(((held[#held] + slices + 1) * slice_us - now) / 1000) + 1000)
   return value, before, expired, (held[1] + slices + 1) * slice_us
+end
+-- A concurrency limit's leases per holder (holder_key; limiter/leases.hpp, apply_holder_op): a ZSET of
+-- holder -> lease end (µs) and, under the same hash tag, a HASH of 'h'..holder -> slots and 'n' -> their
+-- total. Leases that have ended are dropped first; a release frees its holder's slots; an acquisition takes
+-- what its holder does not hold yet, when that fits, and renews the holder's lease.
+-- -> slots held after (were it applied), before, expired, the oldest lease's end (0: none), holders after,
+-- what the holder held before.
+local function holder_op(zkey, hkey, now, hits, refund, spec, holder)
+  local limit, lease = spec[2], spec[3]
+  local expired = 0
+  local ended = redis.call('ZRANGEBYSCORE', zkey, '-inf', now)
+  if #ended > 0 then
+    for i = 1, #ended do
+      local field = 'h' .. ended[i]
+      expired = expired + (tonumber(redis.call('HGET', hkey, field)) or 0)
+      redis.call('HDEL', hkey, field)
+    end
+    redis.call('ZREMRANGEBYSCORE', zkey, '-inf', now)
+    redis.call('HINCRBY', hkey, 'n', -expired)
+  end
+  local before = tonumber(redis.call('HGET', hkey, 'n')) or 0
+  local field = 'h' .. holder
+  local mine = tonumber(redis.call('HGET', hkey, field)) or 0
+  local value = before
+  if refund then
+    if mine > 0 then
+      value = before - mine
+      redis.call('ZREM', zkey, holder)
+      redis.call('HDEL', hkey, field)
+      redis.call('HINCRBY', hkey, 'n', -mine)
+    end
+  else
+    local extra = max(hits - mine, 0)
+    value = before + extra
+    local judged = 0
+    if hits == 0 then judged = 1 end
+    if value + judged <= limit and hits > 0 then
+      redis.call('ZADD', zkey, now + lease, holder)
+      if extra > 0 then
+        redis.call('HINCRBY', hkey, field, extra)
+        redis.call('HINCRBY', hkey, 'n', extra)
+      end
+    end
+  end
+  local holders = redis.call('ZCARD', zkey)
+  if holders == 0 then
+    redis.call('DEL', zkey, hkey)
+    return value, before, expired, 0, 0, mine
+  end
+  -- Both keys go a second after the latest lease ends.
+  local last = redis.call('ZRANGE', zkey, -1, -1, 'WITHSCORES')
+  local first = redis.call('ZRANGE', zkey, 0, 0, 'WITHSCORES')
+  local ttl = ceil((tonumber(last[2]) - now) / 1000) + 1000
+  redis.call('PEXPIRE', zkey, ttl)
+  redis.call('PEXPIRE', hkey, ttl)
+  return value, before, expired, tonumber(first[2]), holders, mine
 end
 local specs = {}
 local a = 2
@@ -187,7 +242,7 @@ while a <= #ARGV do
       local key = KEYS[k]
       k = k + 1
       local current = 0
-      if kind ~= 'k' then
+      if kind ~= 'k' and kind ~= 'h' then
         current = mine and mine[key]
         if current == nil then current = stored(key, kind) end
       end
@@ -198,6 +253,17 @@ while a <= #ARGV do
         value, before, expired, oldest = lease_op(key, now, hits, refund, spec)
         n = n + 4
         reply[n - 3], reply[n - 2], reply[n - 1], reply[n] = value, before, expired, oldest
+      elseif kind == 'h' then
+        if not each then error('a concurrency limit in an all-or-nothing group') end
+        local holder = ARGV[a]
+        a = a + 1
+        local slots_key = KEYS[k]
+        k = k + 1
+        local before, expired, oldest, holders, mine
+        value, before, expired, oldest, holders, mine = holder_op(key, slots_key, now, hits, refund, spec, holder)
+        n = n + 6
+        reply[n - 5], reply[n - 4], reply[n - 3], reply[n - 2], reply[n - 1], reply[n] =
+          value, before, expired, oldest, holders, mine
       elseif kind == 'g' then
         ttl = spec[4]
         local tat = max(current, now)
@@ -244,7 +310,8 @@ while a <= #ARGV do
         reply[n] = current
       end
       -- Fixed-window counters and usage count every hit; the others change only when they admit.
-      local applies = (ok or kind == 'c' or usage) and kind ~= 'k'  -- (leases are written by lease_op)
+      -- (leases are written by lease_op and holder_op)
+      local applies = (ok or kind == 'c' or usage) and kind ~= 'k' and kind ~= 'h'
       if each then
         if applies then change(key, value, kind, ttl, refund, now, p) end
       else

@@ -4,11 +4,14 @@
 
 #include <algorithm>
 #include <boost/container/small_vector.hpp>
+#include <charconv>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "core/strings.hpp"
 #include "ratelimit/backends/redis/counter_commands.hpp"
+#include "ratelimit/backends/redis/decide_script.hpp"
 #include "ratelimit/backends/redis/gcra_command.hpp"
 #include "ratelimit/backends/redis/redis_backend.hpp"
 #include "ratelimit/limiter/leases.hpp"
@@ -68,6 +71,54 @@ bool read_counter(control_call& call, const rd::value& reply, std::uint64_t& out
   return true;
 }
 
+// A concurrency limit's holders (decide_script.hpp): the ZSET's holder -> lease end and the HASH's
+// 'h'..holder -> slots; nullopt when a key is not Sluice's.
+std::optional<limiter::lease_holders> read_holders(const rd::value& ends, const rd::value& slots) {
+  limiter::lease_holders held;
+  const auto& e = ends.elements;
+  for (std::size_t f = 0; f + 1 < e.size(); f += 2) {
+    double end = 0;
+    const auto& text = e[f + 1].text;
+    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), end);
+    if (ec != std::errc{} || ptr != text.data() + text.size()) return std::nullopt;
+    held.push_back({e[f].text, 0, static_cast<std::int64_t>(end)});
+  }
+  const auto& h = slots.elements;
+  for (std::size_t f = 0; f + 1 < h.size(); f += 2) {
+    const std::string_view field = h[f].text;
+    if (field.empty() || field[0] != 'h') continue;  // ('n': the total)
+    std::uint64_t count = 0;
+    if (!core::parse_unsigned(h[f + 1].text, count)) return std::nullopt;
+    for (auto& holder : held)
+      if (holder.holder == field.substr(1)) holder.slots = count;
+  }
+  return held;
+}
+
+// Leaves one holder holding ARGV[2] slots until ARGV[3] (µs), 0 freeing it, keeping the total in step.
+constexpr std::string_view set_holder_script = R"lua(
+local field = 'h' .. ARGV[1]
+local old = tonumber(redis.call('HGET', KEYS[2], field)) or 0
+local slots = tonumber(ARGV[2])
+if slots == 0 then
+  redis.call('ZREM', KEYS[1], ARGV[1])
+  redis.call('HDEL', KEYS[2], field)
+else
+  redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
+  redis.call('HSET', KEYS[2], field, slots)
+end
+local total = redis.call('HINCRBY', KEYS[2], 'n', slots - old)
+if redis.call('ZCARD', KEYS[1]) == 0 then
+  redis.call('DEL', KEYS[1], KEYS[2])
+  return 0
+end
+local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+local ttl = math.max(1000, math.ceil((tonumber(last[2]) - tonumber(ARGV[4])) / 1000) + 1000)
+redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('PEXPIRE', KEYS[2], ttl)
+return total
+)lua";
+
 // The arrival time as GCRA's keys hold it: 8 bytes, big-endian (gcra_command.hpp).
 std::string gcra_bytes(std::uint64_t tat) {
   std::string bytes(8, '\0');
@@ -87,6 +138,21 @@ void redis_backend::inspect(std::span<const limiter::counter_op> ops, std::span<
     out = {};
     auto& store = store_for(op);
     rd::request encoded;
+    if (op.per_holder) {
+      encoded.push({"ZRANGE", op.key, "0", "-1", "WITHSCORES"});
+      encoded.push({"HGETALL", holder_slots_key(op.key)});
+      call->send(store, op.key, encoded, [call, &op, &out](const std::vector<rd::value>& replies) {
+        const auto held = read_holders(replies[0], replies[1]);
+        if (!held) return call->pending.fail("Redis holds a lease ZSET or HASH that is not Sluice's", true);
+        const std::string_view* holder = op.holder ? &*op.holder : nullptr;
+        const auto r = limiter::inspect_holders(*held, op.now_us, holder);
+        out.value = out.before = r.before;
+        out.oldest_end_us = r.oldest_end_us;
+        out.holders = r.holders;
+        out.holder_slots = r.holder_slots;
+      });
+      continue;
+    }
     switch (op.kind) {
       case limiter::op_kind::concurrency:
         encoded.push({"HGETALL", op.key});
@@ -140,6 +206,17 @@ void redis_backend::overwrite(std::span<const limiter::counter_op> ops, limiter:
     auto& store = store_for(op);
     rd::request encoded;
     const core::decimal value(op.increment);
+    if (op.per_holder) {
+      const std::string slots_key = holder_slots_key(op.key);
+      if (!op.holder) {
+        encoded.push({"DEL", op.key, slots_key});  // (the whole set is only ever freed)
+      } else {
+        encoded.push({"EVAL", set_holder_script, "2", op.key, slots_key, *op.holder, value.text(),
+                      core::decimal(op.now_us + op.window_us).text(), core::decimal(op.now_us).text()});
+      }
+      call->send(store, op.key, encoded, {});
+      continue;
+    }
     switch (op.kind) {
       case limiter::op_kind::concurrency: {
         encoded.push({"DEL", op.key});
