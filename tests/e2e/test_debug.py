@@ -29,8 +29,8 @@ descriptors:
     rate_limit: {unlimited: true}
 """
 
-LISTING = ("/counters: a descriptor's counters (JSON; GET ?domain=D&descriptor=k=v,k2=v2; DELETE resets and PUT "
-           "&used=N sets, with a bearer token of ADMIN_TOKEN_FILE)\n"
+LISTING = ("/counters: a descriptor's counters (JSON; GET ?domain=D&descriptor=k=v,k2=v2 or &entry=k=v&entry=k2=v2; "
+           "DELETE resets and PUT &used=N sets, with a bearer token of ADMIN_TOKEN_FILE)\n"
            '/dashboard: the live dashboard (HTML)\n'
            '/dashboard/data: what the dashboard shows (JSON)\n'
            '/debug/pprof/: root of various pprof endpoints. hit for help.\n'

@@ -98,7 +98,7 @@ class CommandLine(unittest.TestCase):
             with self.subTest(args=args):
                 r = harness.run_sluice(args)
                 self.assertEqual(r.returncode, 2, r)
-                self.assertIn('usage: sluice check-config DIR', r.stderr)
+                self.assertIn('Usage: sluice check-config DIR', r.stderr)
 
     def test_check_config_fixtures(self):
         fixtures = sorted(f for f in os.listdir(harness.SLUICE_FIXTURES)
