@@ -39,7 +39,22 @@ std::string grpc_reason(std::string_view message) {
   if (contains_nocase(message, "DNS resolution failed")) return "cannot resolve the host name";
   if (contains_nocase(message, "No such file or directory")) return "no such socket";
   if (contains_nocase(message, "Connection timed out")) return "connection timed out";
-  return std::string(message);
+  // "failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:8081: <the reason>": the reason.
+  constexpr std::string_view framing = "failed to connect to all addresses; last error: ";
+  if (message.starts_with(framing)) {
+    message.remove_prefix(framing.size());
+    for (std::string_view status : {"UNKNOWN: ", "UNAVAILABLE: ", "INTERNAL: "}) {
+      if (message.starts_with(status)) message.remove_prefix(status.size());
+    }
+    for (std::string_view peer : {"ipv4:", "ipv6:", "unix:"}) {
+      if (!message.starts_with(peer)) continue;
+      const auto end = message.find(": ");
+      if (end != std::string_view::npos) message.remove_prefix(end + 2);
+    }
+  }
+  std::string text(message);
+  if (!text.empty()) text[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
+  return text;
 }
 
 }  // namespace sluice::ratelimit::client

@@ -92,7 +92,7 @@ int run_explain(std::span<const std::string_view> args) {
     return 2;
   }
   if (o.domain.empty() || o.descriptors.empty())
-    return fail("-domain and at least one -descriptors (or -entry) are required");
+    return fail("-domain and at least one -descriptors are required (or -entry)");
   std::string body;
   google::protobuf::util::JsonPrintOptions options;
   options.preserve_proto_field_names = true;
