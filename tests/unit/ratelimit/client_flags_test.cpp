@@ -9,6 +9,7 @@
 
 #include "ratelimit/client/client_flags.hpp"
 #include "ratelimit/client/connect_error.hpp"
+#include "ratelimit/client/counters_cmd.hpp"
 
 using namespace sluice::ratelimit::client;
 
@@ -161,4 +162,24 @@ TEST_CASE("a connection that fails is said in one wording, without a library's f
         "handshake failed");
   CHECK(grpc_reason("DNS resolution failed for nosuch.invalid:1: C-ares status is not ARES_SUCCESS") ==
         "cannot resolve the host name");
+}
+
+TEST_CASE("sluice counters: -entry takes the value verbatim and is sent as entry= parameters") {
+  auto parsed = parse_counters_flags(std::vector<std::string_view>{
+      "get", "--domain", "ops", "--entry", "tag=a,b", "-entry=k==", "--entry", "sp=x y+z"});
+  if (auto* error = std::get_if<std::string>(&parsed)) FAIL(*error);
+  const auto& o = std::get<counters_options>(parsed);
+  CHECK(o.entries ==
+        std::vector<std::pair<std::string, std::string>>{{"tag", "a,b"}, {"k", "="}, {"sp", "x y+z"}});
+  CHECK(counters_target(o) == "/counters?domain=ops&entry=tag%3Da%2Cb&entry=k%3D%3D&entry=sp%3Dx%20y%2Bz");
+  auto readme_form = std::get<counters_options>(
+      parse_counters_flags(std::vector<std::string_view>{"get", "-domain", "ops", "-descriptor", "a=1,b=2"}));
+  CHECK(counters_target(readme_form) == "/counters?domain=ops&descriptor=a=1,b=2");
+  for (auto args :
+       {std::vector<std::string_view>{"get", "-domain", "d", "-descriptor", "a=1", "-entry", "b=2"},
+        std::vector<std::string_view>{"get", "-domain", "d", "-entry", "b=2", "-descriptor", "a=1"}}) {
+    CHECK(std::get<std::string>(parse_counters_flags(args)).find("cannot be combined") != std::string::npos);
+  }
+  CHECK(std::get<std::string>(parse_counters_flags(std::vector<std::string_view>{"get", "-entry", "=v"})) ==
+        "invalid value '=v' for -entry: expected key=value (a key, then the value)");
 }
