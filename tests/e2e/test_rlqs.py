@@ -298,7 +298,8 @@ class Settings(unittest.TestCase):
                 stop.wait(30)
 
             calls = [method(forever()) for _ in range(2)]
-            time.sleep(0.5)
+            harness.wait_until(lambda: stats_of(sluice).get('ratelimit.rlqs.active_streams') == 2,
+                               timeout=10, message='the two streams open on the server')
             third = method(forever())
             with self.assertRaises(grpc.RpcError) as e:
                 next(third)
