@@ -14,6 +14,7 @@
 #include <exception>
 #include <iostream>
 #include <memory>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -56,11 +57,13 @@ using namespace sluice;
 
 namespace {
 
-constexpr std::string_view usage = R"(Usage:
+// After check-config's synopsis (check_config.hpp).
+constexpr std::string_view usage_head = R"(Usage:
   sluice                        start the server (configured by environment variables; see README.md)
-  sluice check-config DIR [--merge-domain-config] [--strict]
-                                validate the rate limit rule files in DIR and exit (--strict:
-                                fail on warnings too)
+  )";
+constexpr std::string_view usage = R"(
+                                validate the rate limit rule files in DIR and exit (--strict: fail on
+                                warnings too; sluice check-config -help lists the flags)
   sluice client [flags]         send one ShouldRateLimit request and print the answer
                                 (sluice client -help lists the flags)
   sluice counters get|reset|set [flags]
@@ -303,26 +306,28 @@ int run_server() {
 int main(int argc, char** argv) {
   std::string_view command = argc > 1 ? argv[1] : "";
   if (command == "--help" || command == "-h" || command == "help") {
-    std::cout << "Sluice " << SLUICE_VERSION << ": an Envoy rate limit service.\n\n" << usage;
+    std::cout << "Sluice " << SLUICE_VERSION << ": an Envoy rate limit service.\n\n"
+              << usage_head << check_config_synopsis << usage;
     return 0;
   }
   if (command == "--version") {
     std::cout << "sluice " << SLUICE_VERSION << " (commit " << build_commit << ")\n";
     return 0;
   }
-  if (command == "check-config") return check_config(argc, argv);
-  if (command == "counters" || command == "explain") {
-    std::vector<std::string_view> flags(argv + 2, argv + argc);
-    return command == "counters" ? ratelimit::client::run_counters(flags)
-                                 : ratelimit::client::run_explain(flags);
-  }
-  if (command == "client" || command == "rlqs-client") {
-    std::vector<std::string_view> flags(argv + 2, argv + argc);
-    return command == "client" ? ratelimit::client::run_client(flags)
-                               : ratelimit::client::run_rlqs_client(flags);
+  // Each subcommand parses its arguments with the one flag parser (ratelimit/client/flag_parser.hpp).
+  using subcommand = int (*)(std::span<const std::string_view>);
+  const std::pair<std::string_view, subcommand> subcommands[] = {
+      {"check-config", check_config},
+      {"client", ratelimit::client::run_client},
+      {"counters", ratelimit::client::run_counters},
+      {"explain", ratelimit::client::run_explain},
+      {"rlqs-client", ratelimit::client::run_rlqs_client}};
+  for (const auto& [name, run] : subcommands) {
+    if (command == name) return run(std::vector<std::string_view>(argv + 2, argv + argc));
   }
   if (!command.empty()) {
-    std::cerr << "unknown command '" << command << "'\n" << usage;
+    std::cerr << "sluice: unknown command '" << command << "'\n\n"
+              << usage_head << check_config_synopsis << usage;
     return 2;
   }
   try {

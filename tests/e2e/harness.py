@@ -249,6 +249,15 @@ def dead_port():
     return s.getsockname()[1]
 
 
+def go_duration_seconds(text):
+    """A Go duration of the forms the tests use ('500ms', '2s', '1m30s') in seconds."""
+    units = {'h': 3600.0, 'm': 60.0, 's': 1.0, 'ms': 1e-3, 'us': 1e-6, 'µs': 1e-6, 'ns': 1e-9}
+    parts = re.findall(r'(\d+(?:\.\d*)?)(ms|us|µs|ns|h|m|s)', text)
+    if not parts or ''.join(n + u for n, u in parts) != text:
+        raise ValueError('not a Go duration: %r' % text)
+    return sum(float(n) * units[u] for n, u in parts)
+
+
 def wait_until(predicate, timeout=5.0, interval=0.05, message='condition', describe=None):
     """Polls predicate() until it returns a truthy value (returned). On timeout fails with the last value."""
     deadline = time.monotonic() + timeout
@@ -696,19 +705,37 @@ class Sluice:
         test.assertEqual(s.wait_exit(timeout), 1, s.log())
         return s.log()
 
-    def stop(self, timeout=10.0):
-        """SIGTERM, wait (SIGKILL after timeout). -> exit code."""
+    def stop_deadline(self):
+        """How long a stop may take after SIGTERM: SHUTDOWN_GRACE_PERIOD for calls in flight, as long again at most
+        for a backend's drain (batched hits waiting for Redis: the grace, 1 s at least), and a margin for a busy
+        (or sanitized) machine."""
+        grace = go_duration_seconds(self.extra_env.get('SHUTDOWN_GRACE_PERIOD') or '10s')
+        return grace + max(grace, 1.0) + (15.0 if SANITIZED else 5.0)
+
+    def stop(self, timeout=None):
+        """SIGTERM, wait. -> exit code. A server still running after `timeout` (default: stop_deadline()) is
+        killed with SIGKILL and the test fails: a server must stop cleanly on SIGTERM (a kill hid a shutdown that
+        hung on the table watch)."""
         if self.proc is None:
             return self.returncode
         if self.http_port is not None:
             close_channel(self.grpc_port)
+        killed = False
         if self.proc.poll() is None:
             try:
                 self.proc.send_signal(signal.SIGTERM)
             except ProcessLookupError:
                 pass
-        self.returncode = reap(self.proc, timeout)
+            try:
+                self.proc.wait(self.stop_deadline() if timeout is None else timeout)
+            except subprocess.TimeoutExpired:
+                killed = True
+        self.returncode = reap(self.proc, 0)
         self.proc = None
+        if killed:
+            raise AssertionError('sluice did not stop within %.0fs of SIGTERM and was killed with SIGKILL: it must '
+                                 'stop cleanly on SIGTERM; %s' % (self.stop_deadline() if timeout is None else timeout,
+                                                                    self.log_tail()))
         return self.returncode
 
     def close(self):

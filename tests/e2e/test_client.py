@@ -1,6 +1,7 @@
 """`sluice client` (issue 13) end to end: upstream's client_cmd flags and output, the exit status (0 OK, 1 OVER_LIMIT,
 2 error), -json, -hits_addend and -negative_hits, a unix socket, TLS and mutual TLS against a running Sluice, and a
-gRPC rate limit server the client did not come with (grpcio, in this process)."""
+gRPC rate limit server the client did not come with (grpcio, in this process); and what every subcommand shares
+(issue 48): one flag parser, one wording for a refused connection, exit 2 for a usage error."""
 
 import json
 import os
@@ -115,7 +116,7 @@ class Plain(unittest.TestCase):
                 (['-dial_string', self.target, '-domain', '', '-descriptors', 'k=v'],
                  'request error: INVALID_ARGUMENT: rate limit domain must not be empty'),
                 (['-dial_string', '127.0.0.1:%d' % harness.dead_port(), '-domain', 'c', '-descriptors', 'k=v',
-                  '-timeout', '2s'], 'request error: UNAVAILABLE'),
+                  '-timeout', '2s'], 'sluice client: cannot connect to 127.0.0.1:'),
                 (['-grpc-use-tls', '-grpc-server-ca-file', '/nonexistent/ca.pem', '-descriptors', 'k=v'],
                  '-grpc-server-ca-file: cannot read /nonexistent/ca.pem: No such file or directory')]:
             with self.subTest(flags=flags):
@@ -136,6 +137,124 @@ class Plain(unittest.TestCase):
         _, out, _ = run_client()  # every flag at its default; the dump comes before the call (which fails)
         dump = dict(re.findall(r'^Flag: --(\S+?)="(.*)"$', out, re.M))
         self.assertEqual(dump, readme)
+
+
+class Subcommands(unittest.TestCase):
+    """Issue 48, part 4 (the CLI): every subcommand parses its flags with one parser, says a refused connection in
+    one wording without a library's internals, prints an error once, and exits 2 on a usage error."""
+
+    def sluice(self, *args, env=None):
+        r = harness.run_sluice(list(args), env=env, timeout=30)
+        return r.returncode, r.stdout, r.stderr
+
+    def assert_one_clean_line(self, err, expected):
+        """`expected` said once, on the first line, without Boost's or gRPC's internals."""
+        self.assertEqual(err.count(expected), 1, err)
+        self.assertTrue(err.splitlines()[0].endswith(expected), err)
+        for internal in ('.hpp', '[system:', 'boost', 'UNKNOWN:', 'ipv4:', 'grpc_status', 'failed to connect to all'):
+            self.assertNotIn(internal, err)
+
+    def test_a_refused_connection_is_said_alike_by_every_subcommand(self):
+        addr = '127.0.0.1:%d' % harness.dead_port()
+        refused = 'cannot connect to %s: connection refused' % addr
+        for args in (['client', '-dial_string', addr, '-domain', 'c', '-descriptors', 'k=v'],
+                     ['rlqs-client', '-dial_string', addr, '-domain', 'q', '-bucket', 'k=v', '-duration', '2s'],
+                     ['counters', 'get', '-debug_addr', addr, '-domain', 'c', '-descriptor', 'k=v'],
+                     ['counters', 'get', '--debug_addr', addr, '--domain', 'c', '--entry', 'k=v'],
+                     ['explain', '-debug_addr', addr, '-domain', 'c', '-descriptors', 'k=v']):
+            with self.subTest(args=args):
+                code, _, err = self.sluice(*args)
+                self.assertEqual(code, ERROR, err)
+                self.assert_one_clean_line(err, refused)
+                self.assertTrue(err.startswith('sluice %s: ' % args[0]), err)
+
+    def test_explain_refuses_sluice_clients_connection_flags(self):
+        # -dial_string was silently ignored: explain asks the debug listener (-debug_addr), never the gRPC port.
+        for flag in (['-dial_string', '127.0.0.1:8081'], ['--dial_string=127.0.0.1:8081'], ['-unix', '/tmp/s'],
+                     ['-grpc-use-tls'], ['-json']):
+            with self.subTest(flag=flag):
+                code, out, err = self.sluice('explain', '-domain', 'c', '-descriptors', 'k=v', *flag)
+                self.assertEqual((code, out), (ERROR, ''), err)
+                self.assertIn("%s is sluice client's" % flag[0].split('=')[0], err.splitlines()[0])
+        code, out, _ = self.sluice('explain', '-help')
+        self.assertEqual(code, OK)
+        self.assertIn('-debug_addr host:port', out)
+        self.assertNotIn('-dial_string host:port', out)
+
+    def test_check_config_parses_its_flags_as_every_subcommand(self):
+        d = tempfile.mkdtemp(prefix='sluice-e2e-cc-')
+        self.addCleanup(shutil.rmtree, d, True)
+        with open(os.path.join(d, 'c.yaml'), 'w') as f:
+            f.write(RULES)
+        tables = tempfile.mkdtemp(prefix='sluice-e2e-tables-')
+        self.addCleanup(shutil.rmtree, tables, True)
+        # --help is the usage, not a folder; every flag is in it.
+        for help_flag in ('--help', '-h', '-help'):
+            code, out, err = self.sluice('check-config', help_flag)
+            self.assertEqual((code, err), (OK, ''), help_flag)
+            for flag in ('--merge-domain-config', '--strict', '--limit-tables-dir', '--limit-tables-redis'):
+                self.assertIn(flag, out)
+            self.assertNotIn('loading config directory', out)
+        # Flags before or after DIR; --flag=value and --flag value.
+        for args in ([d, '--strict'], ['--strict', d], ['--limit-tables-dir=' + tables, d],
+                     ['--limit-tables-dir', tables, '--strict=true', d], [d, '--limit-tables-redis', '--strict']):
+            with self.subTest(args=args):
+                code, out, err = self.sluice('check-config', *args)
+                self.assertEqual(code, OK, out + err)
+                self.assertIn('all rate limit configs ok', out)
+        # Usage errors: exit 2, the error said once, then the usage.
+        for args, error in [([d, '--limit-tables-dir'], 'flag needs an argument: --limit-tables-dir'),
+                            ([d, '--sloppy'], 'flag provided but not defined: --sloppy'),
+                            ([], 'give the folder of rule files (DIR)'),
+                            ([d, d], "unexpected argument '%s': check-config takes one DIR" % d),
+                            ([d, '--strict=maybe'], "invalid boolean value 'maybe' for --strict")]:
+            with self.subTest(args=args):
+                code, out, err = self.sluice('check-config', *args)
+                self.assertEqual((code, out), (ERROR, ''), err)
+                self.assertEqual(err.splitlines()[0], 'sluice check-config: ' + error)
+                self.assertEqual(err.count(error), 1, err)
+                self.assertIn('Usage: sluice check-config DIR', err)
+
+    def test_check_config_says_a_table_error_once(self):
+        d = tempfile.mkdtemp(prefix='sluice-e2e-cc-')
+        self.addCleanup(shutil.rmtree, d, True)
+        os.makedirs(os.path.join(d, 'rules'))
+        os.makedirs(os.path.join(d, 'tables'))
+        with open(os.path.join(d, 'rules', 'a.yaml'), 'w') as f:
+            f.write('domain: a\ndescriptors:\n  - key: k\n    limits_from: t\n'
+                    '    rate_limit: {unit: hour, requests_per_unit: 5}\n')
+        with open(os.path.join(d, 'tables', 't.csv'), 'w') as f:
+            f.write('value,requests_per_unit,unit\nx\n')
+        code, out, err = self.sluice('check-config', os.path.join(d, 'rules'), '--limit-tables-dir',
+                                     os.path.join(d, 'tables'))
+        self.assertEqual(code, 1, out + err)
+        self.assertEqual(err, '')  # the server's log line said it again
+        self.assertEqual(len([line for line in out.splitlines() if 't.csv:' in line]), 1, out)
+
+    def test_help_lists_every_check_config_flag(self):
+        code, out, _ = self.sluice('--help')
+        self.assertEqual(code, OK)
+        _, flags, _ = self.sluice('check-config', '--help')
+        for flag in sorted(set(re.findall(r'^  (--[a-z-]+)', flags, re.M))):
+            self.assertIn(flag, out)
+        self.assertIn('--limit-tables-dir', out)
+        self.assertIn('--limit-tables-redis', out)
+
+    def test_usage_errors_exit_2_with_the_error_once(self):
+        for args, error in [(['client', '-nope'], 'flag provided but not defined: -nope'),
+                            (['client', '-domain'], 'flag needs an argument: -domain'),
+                            (['rlqs-client', '--nope'], 'flag provided but not defined: --nope'),
+                            (['counters', 'get', '-domain'], 'flag needs an argument: -domain'),
+                            (['counters', 'get', '--nope=1'], 'flag provided but not defined: --nope'),
+                            (['explain', '-debug_addr'], 'flag needs an argument: -debug_addr'),
+                            (['explain', 'stray'], "unexpected argument 'stray'"),
+                            (['check-config', '--nope'], 'flag provided but not defined: --nope'),
+                            (['frobnicate'], "unknown command 'frobnicate'")]:
+            with self.subTest(args=args):
+                code, out, err = self.sluice(*args)
+                self.assertEqual(code, ERROR, out + err)
+                self.assertEqual(err.count(error), 1, err)
+                self.assertIn(error, err.splitlines()[0])
 
 
 class UnixSocket(unittest.TestCase):
@@ -179,10 +298,13 @@ class Tls(unittest.TestCase):
         status, err = self.outcome(s, '-grpc-use-tls', '-grpc-server-ca-file', self.certs.ca,
                                    '-grpc-server-name', 'wrong.example')
         self.assertEqual(status, ERROR, err)
-        self.assertIn('request error: UNAVAILABLE', err)
+        # The handshake's reason, in the wording of every subcommand, without gRPC's framing of it.
+        self.assertIn('sluice client: cannot connect to localhost:%d: peer name wrong.example is not in peer '
+                      'certificate' % s.grpc_port, err)
+        self.assertNotIn('failed to connect to all addresses', err)
         status, err = self.outcome(s, '-grpc-use-tls', '-grpc-server-ca-file', self.certs.other_ca)
         self.assertEqual(status, ERROR, err)
-        self.assertIn('UNAVAILABLE', err)
+        self.assertIn('sluice client: cannot connect to localhost:%d: ' % s.grpc_port, err)
         self.assertOutcome(s, ERROR)  # plaintext to a TLS listener
 
     def test_mutual_tls(self):

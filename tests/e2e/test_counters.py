@@ -209,7 +209,9 @@ class CommonCounters:
         self.assertEqual((status, body['unlimited'], body['limits']), (200, True, []))
         for query, why in [('', 'needs domain'), ('?domain=ops', 'needs descriptor'),
                            ('?descriptor=user=x', 'needs domain'), ('?domain=ops&descriptor=user', "has no '='"),
-                           ('?domain=ops&descriptor=%3Dx', "has no '='"), ('?domain=ops&descriptor==x', 'empty key'),
+                           ('?domain=ops&descriptor=%3Dx', 'empty key'), ('?domain=ops&descriptor==x', 'empty key'),
+                           ('?domain=ops&descriptor=user%3Dx&entry=user%3Dy', 'descriptor and entry cannot be combined'),
+                           ('?domain=ops&entry=user', "entry 1 'user' has no '='"),
                            ('?domain=ops&descriptor=user=x&descriptor=user=y', 'twice'),
                            ('?domain=ops&descriptor=user=x&limit=3', "unknown parameter 'limit'"),
                            ('?domain=ops&descriptor=user=x&used=3', 'only for PUT'),
@@ -328,6 +330,70 @@ class AllAlgorithms:
         # DELETE without it frees every holder.
         limit = self.only_limit(self.counters(s, [('tenant', t)], method='DELETE')[2])
         self.assertEqual((limit['used'], limit['holders']), (0, 0))
+
+
+class LibraryQueries(CountersCase):
+    """Issue 48, part 3: the query as client libraries write it (Python's urlencode here; Go's url.Values and
+    JavaScript's URLSearchParams escape alike: the whole value, spaces as '+')."""
+
+    def get(self, s, query, method='GET'):
+        headers = {'Authorization': 'Bearer ' + TOKEN} if method != 'GET' else {}
+        return harness.http_request(s.debug_port, '/counters?' + query, method=method, headers=headers)
+
+    def test_urlencoded_descriptor_and_entries(self):
+        s = self.sluice()
+        u = unique('alice smith ')  # a space: '+' on the wire
+        self.hit(s, 'user', u, 2)
+        query = urllib.parse.urlencode({'domain': 'ops', 'descriptor': 'user=' + u})
+        self.assertIn('descriptor=user%3Dalice+smith+', query)  # what answered 400 before
+        status, _, body = self.get(s, query)
+        self.assertEqual(status, 200, body)
+        self.assertEqual((body['entries'], self.only_limit(body)['used']), (['user=' + u], 2))
+        status, _, body = self.get(s, urllib.parse.urlencode([('domain', 'ops'), ('entry', 'user=' + u)]))
+        self.assertEqual(status, 200, body)
+        self.assertEqual((body['entries'], self.only_limit(body)['used']), (['user=' + u], 2))
+
+        # Values the README's form and a whole-escaped descriptor cannot carry: ',' and '=' (only entry= can).
+        for value in (unique('a,b'), unique('k') + '==', unique('x, y=z+w')):
+            with self.subTest(value=value):
+                self.hit(s, 'user', value, 3)
+                query = urllib.parse.urlencode([('domain', 'ops'), ('entry', 'user=' + value)])
+                status, _, body = self.get(s, query)
+                self.assertEqual(status, 200, body)
+                self.assertEqual((body['entries'], self.only_limit(body)['used']), (['user=' + value], 3))
+                # A change takes the same query.
+                status, _, body = self.get(s, query + '&used=1', method='PUT')
+                self.assertEqual((status, self.only_limit(body)['used']), (200, 1), body)
+        # Escaped whole, ',' separates entries: "user=a,b..." is user=a and an entry 'b...' without '='.
+        status, _, body = self.get(s, urllib.parse.urlencode({'domain': 'ops', 'descriptor': 'user=a,b'}))
+        self.assertEqual(status, 400, body)
+        self.assertIn("descriptor entry 2 'b' has no '='", body['message'])
+        self.assertIn('entry=key=value', body['message'])
+        # Both forms in one query: 400 naming both.
+        query = urllib.parse.urlencode([('domain', 'ops'), ('descriptor', 'user=x'), ('entry', 'user=x')])
+        status, _, body = self.get(s, query)
+        self.assertEqual(status, 400, body)
+        self.assertIn('descriptor and entry cannot be combined', body['message'])
+        # The README's form is unchanged: split at the raw ',' and '=', then each part decoded ('+' stays '+').
+        plus = unique('p+q')
+        self.hit(s, 'user', plus, 1)
+        status, _, body = self.get(s, 'domain=ops&descriptor=user=' + plus)
+        self.assertEqual((status, body['entries']), (200, ['user=' + plus]), body)
+
+    def test_several_entries_in_order(self):
+        pair = ('domain: pair\ndescriptors:\n  - key: tenant\n    descriptors:\n'
+                '      - key: model\n        rate_limit: {unit: hour, requests_per_unit: 9}\n')
+        s = Sluice(rules={'ops.yaml': RULES, 'pair.yaml': pair}, env=harness.backend_env(self.backend, SERVERS))
+        self.addCleanup(s.close)
+        t = unique('acme ')
+        query = urllib.parse.urlencode([('domain', 'pair'), ('entry', 'tenant=' + t), ('entry', 'model=gpt-4o')])
+        status, _, body = self.get(s, query)
+        self.assertEqual(status, 200, body)
+        self.assertEqual((body['entries'], self.only_limit(body)['rule']),
+                         (['tenant=' + t, 'model=gpt-4o'], 'pair.tenant.model'))
+        query = urllib.parse.urlencode({'domain': 'pair', 'descriptor': 'tenant=%s,model=gpt-4o' % t})
+        status, _, body = self.get(s, query)
+        self.assertEqual((status, body['entries']), (200, ['tenant=' + t, 'model=gpt-4o']), body)
 
 
 class Memory(CountersCase, CommonCounters, AllAlgorithms):
@@ -566,10 +632,42 @@ class Cli(CountersCase):
         code, _, err = self.run_cli_command(s, 'explain', '-domain', 'ops')
         self.assertEqual(code, 2)
         self.assertIn('-descriptors are required', err)
-        code, _, err = self.run_cli(None, 'get', '--domain', 'ops', '--descriptor', 'user=x', '--debug_addr',
-                                    '127.0.0.1:%d' % harness.dead_port())
+        addr = '127.0.0.1:%d' % harness.dead_port()
+        code, _, err = self.run_cli(None, 'get', '--domain', 'ops', '--descriptor', 'user=x', '--debug_addr', addr)
         self.assertEqual(code, 2)
-        self.assertIn('refused', err.lower())
+        self.assertEqual(err, 'sluice counters: cannot connect to %s: connection refused\n' % addr)
+
+    def test_entry_names_any_value(self):
+        """-entry key=value (repeatable, the value verbatim): the values -descriptor cannot name, "a,b" and "k==";
+        sent as entry= parameters."""
+        s = self.sluice()
+        for value in (unique('a,b'), unique('k') + '==', unique('sp ace+plus%2C')):
+            with self.subTest(value=value):
+                self.hit(s, 'user', value, 2)
+                code, out, err = self.run_cli(s, 'get', '--domain', 'ops', '--entry', 'user=' + value)
+                self.assertEqual(code, 0, err)
+                body = json.loads(out)
+                self.assertEqual((body['entries'], body['limits'][0]['used']), (['user=' + value], 2))
+                code, out, err = self.run_cli(s, 'set', '-domain=ops', '-entry=user=' + value, '-used=1',
+                                              '-token_file=' + self.token_file)
+                self.assertEqual((code, json.loads(out)['limits'][0]['used'] if out else None), (0, 1), err)
+        code, _, err = self.run_cli(s, 'get', '--domain', 'ops', '--descriptor', 'user=a,b')
+        self.assertEqual(code, 2)
+        self.assertIn("invalid descriptor list 'user=a,b'", err)
+        for args, why in [(['--descriptor', 'user=x', '--entry', 'user=y'], 'cannot be combined'),
+                          (['--entry', 'user=y', '--descriptor', 'user=x'], 'cannot be combined'),
+                          (['--entry', 'user'], "invalid value 'user' for -entry"),
+                          (['--entry', '=v'], "invalid value '=v' for -entry")]:
+            with self.subTest(args=args):
+                code, out, err = self.run_cli(s, 'get', '--domain', 'ops', *args)
+                self.assertEqual((code, out), (2, ''), err)
+                self.assertIn(why, err.splitlines()[0])
+        # sluice explain takes -entry too: one more entry of the last descriptor, verbatim.
+        value = unique('a,b')
+        code, out, err = self.run_cli_command(s, 'explain', '-domain', 'ops', '-entry', 'user=' + value)
+        self.assertEqual(code, 0, err)
+        explained = json.loads(out)['descriptors']
+        self.assertEqual((explained[0]['entries'], explained[0]['rule']), (['user=' + value], 'ops.user'))
 
 
 if __name__ == '__main__':

@@ -5,6 +5,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -98,7 +99,7 @@ class CommandLine(unittest.TestCase):
             with self.subTest(args=args):
                 r = harness.run_sluice(args)
                 self.assertEqual(r.returncode, 2, r)
-                self.assertIn('usage: sluice check-config DIR', r.stderr)
+                self.assertIn('Usage: sluice check-config DIR', r.stderr)
 
     def test_check_config_fixtures(self):
         fixtures = sorted(f for f in os.listdir(harness.SLUICE_FIXTURES)
@@ -162,6 +163,26 @@ class Running(unittest.TestCase):
                 self.assertEqual((r.status, r.read()), (200, b'OK'))
         finally:
             conn.close()
+
+
+class CleanStop(unittest.TestCase):
+    """The harness fails a test whose server needed SIGKILL (issue 48: a kill hid a shutdown that hung)."""
+
+    def test_a_server_that_ignores_sigterm_fails_the_test(self):
+        s = Sluice(rules={'life.yaml': RULES})
+        self.addCleanup(s.close)
+        self.assertGreater(s.stop_deadline(), 10)  # SHUTDOWN_GRACE_PERIOD's 10 s, and more
+        s.proc.send_signal(signal.SIGSTOP)  # as a process whose shutdown hangs: SIGTERM stays pending
+        with self.assertRaisesRegex(AssertionError, 'did not stop within 1s of SIGTERM and was killed with SIGKILL'):
+            s.stop(timeout=1)
+        self.assertIsNone(s.proc)
+        self.assertEqual(s.returncode, -signal.SIGKILL)
+
+    def test_a_clean_stop_passes(self):
+        s = Sluice(rules={'life.yaml': RULES}, env={'SHUTDOWN_GRACE_PERIOD': '2s'})
+        self.addCleanup(s.close)
+        self.assertEqual(s.stop_deadline(), 2 + 2 + (15 if harness.SANITIZED else 5))
+        self.assertEqual(s.stop(), 0, s.log_tail())
 
 
 class LogFormats(unittest.TestCase):

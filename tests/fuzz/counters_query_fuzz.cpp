@@ -1,7 +1,10 @@
 // libFuzzer: the counters API's query (ratelimit/api/counters_query.hpp). The input is used twice: as a
 // request target (no crash; a parsed query has a domain and 1-64 entries with non-empty keys), and split at
-// 0xFF bytes into a domain and entries (k\xFEv) that the harness percent-encodes into a target: they come
-// back exactly.
+// 0xFF bytes into a domain and entries (k\xFEv) that the harness encodes into targets three ways: the
+// README's descriptor form (each part percent-encoded), repeated entry= parameters and a descriptor escaped
+// whole (each as Python's urlencode writes it: '+' for a space). Each comes back exactly where the form can
+// carry it (entry=: no '=' in a key; the whole descriptor: no ',' anywhere either); descriptor and entry
+// together are refused.
 //
 // Build and run: scripts/fuzz counters_query [seconds]
 
@@ -34,6 +37,20 @@ std::string encoded(std::string_view s) {
       out += '%';
       out += hex[c >> 4];
       out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
+// application/x-www-form-urlencoded, as Python's urlencode (quote_plus) writes a value.
+std::string form_encoded(std::string_view s) {
+  std::string out;
+  std::size_t from = 0;
+  for (std::size_t i = 0; i <= s.size(); ++i) {
+    if (i == s.size() || s[i] == ' ') {
+      out += encoded(s.substr(from, i - from));
+      if (i < s.size()) out += '+';
+      from = i + 1;
     }
   }
   return out;
@@ -86,5 +103,35 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check(q.entries == want.entries);
     check(!q.used);
   }
+
+  const bool no_eq_in_keys = std::none_of(want.entries.begin(), want.entries.end(), [](const auto& e) {
+    return e.first.find('=') != std::string::npos;
+  });
+  std::string entries_target = "/counters?domain=" + form_encoded(want.domain);
+  std::string joined;
+  for (const auto& [k, v] : want.entries) {
+    entries_target += "&entry=" + form_encoded(k + "=" + v);
+    joined += (joined.empty() ? "" : ",") + k + "=" + v;
+  }
+  auto by_entry = parse_counters_query(entries_target);
+  if (no_eq_in_keys) {
+    check(std::holds_alternative<counters_query>(by_entry) == valid);
+    if (valid) {
+      check(std::get<counters_query>(by_entry).domain == want.domain);
+      check(std::get<counters_query>(by_entry).entries == want.entries);
+    }
+  }
+  const bool no_comma = std::none_of(want.entries.begin(), want.entries.end(), [](const auto& e) {
+    return e.first.find(',') != std::string::npos || e.second.find(',') != std::string::npos;
+  });
+  auto whole = parse_counters_query("/counters?domain=" + form_encoded(want.domain) +
+                                    "&descriptor=" + form_encoded(joined));
+  if (no_eq_in_keys && no_comma) {
+    check(std::holds_alternative<counters_query>(whole) == valid);
+    if (valid) check(std::get<counters_query>(whole).entries == want.entries);
+  }
+  if (!want.entries.empty())
+    check(std::holds_alternative<std::string>(
+        parse_counters_query(entries_target + "&descriptor=" + form_encoded(joined))));
   return 0;
 }

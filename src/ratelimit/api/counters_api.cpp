@@ -217,11 +217,11 @@ net::http::debug_page counters_page(worker_services workers, const admin_tokens*
                                     stats::store& stats) {
   auto context = std::make_shared<const counters_context>(
       counters_context{std::move(workers), tokens, stats.get_counter("ratelimit.admin.changes")});
-  return {"/counters",
-          "a descriptor's counters (JSON; GET ?domain=D&descriptor=k=v,k2=v2; DELETE resets and PUT &used=N "
-          "sets, "
-          "with a bearer token of ADMIN_TOKEN_FILE)",
-          [context](const net::http::request& req) { return handle_counters(*context, req); }};
+  return {
+      "/counters",
+      "a descriptor's counters (JSON; GET ?domain=D&descriptor=k=v,k2=v2 or &entry=k=v&entry=k2=v2; DELETE "
+      "resets and PUT &used=N sets, with a bearer token of ADMIN_TOKEN_FILE)",
+      [context](const net::http::request& req) { return handle_counters(*context, req); }};
 }
 
 }  // namespace sluice::ratelimit::api

@@ -2,8 +2,10 @@
 
 #include <stdexcept>
 
+#include "core/env.hpp"
 #include "core/read_file.hpp"
 #include "core/strings.hpp"
+#include "ratelimit/client/connect_error.hpp"
 
 namespace sluice::ratelimit::client {
 
@@ -30,6 +32,17 @@ std::shared_ptr<grpc::Channel> open_channel(const client_options& o) {
   }
   if (!o.server_name.empty()) args.SetSslTargetNameOverride(o.server_name);
   return grpc::CreateCustomChannel(target, grpc::SslCredentials(ssl), args);
+}
+
+std::optional<std::string> connect_failure(const grpc::Status& status, grpc::Channel& channel,
+                                           const client_options& o) {
+  if (channel.GetState(false) == GRPC_CHANNEL_READY) return std::nullopt;
+  const std::string address = o.unix_socket.empty() ? o.dial_string : "unix:" + o.unix_socket;
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE)
+    return cannot_connect(address, grpc_reason(status.error_message()));
+  if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)
+    return cannot_connect(address, core::cat("no answer within ", core::format_go_duration(o.timeout)));
+  return std::nullopt;
 }
 
 }  // namespace sluice::ratelimit::client

@@ -5,6 +5,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "ratelimit/client/client_flags.hpp"
 
@@ -12,5 +14,10 @@ namespace sluice::ratelimit::client {
 
 // Throws std::runtime_error naming the flag whose file cannot be read.
 std::shared_ptr<grpc::Channel> open_channel(const client_options& o);
+
+// "cannot connect to ADDRESS: REASON" (connect_error.hpp) when a call ended with `status` because `channel`
+// never reached the server; nothing when the server answered (its own UNAVAILABLE included).
+std::optional<std::string> connect_failure(const grpc::Status& status, grpc::Channel& channel,
+                                           const client_options& o);
 
 }  // namespace sluice::ratelimit::client

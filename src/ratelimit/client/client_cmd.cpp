@@ -104,12 +104,17 @@ int run_client(std::span<const std::string_view> args) {
   for (const auto& warning : o.warnings) std::cerr << "sluice client: " << warning << "\n";
   try {
     if (!o.json) print_flags(o);
-    auto stub = RateLimitService::NewStub(open_channel(o));
+    const auto channel = open_channel(o);
+    auto stub = RateLimitService::NewStub(channel);
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + o.timeout);
     RateLimitResponse response;
     const auto status = stub->ShouldRateLimit(&context, build_request(o), &response);
     if (!status.ok()) {
+      if (auto failure = connect_failure(status, *channel, o)) {
+        std::cerr << "sluice client: " << *failure << "\n";
+        return exit_error;
+      }
       std::cerr << "request error: " << net::grpc::status_name(status.error_code()) << ": "
                 << status.error_message() << "\n";
       return exit_error;

@@ -37,12 +37,7 @@ std::optional<std::string> parse_descriptor(const std::string_view flag_value, c
 }
 
 std::optional<std::string> parse_hits(std::string_view value, client_options& o) {
-  auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), o.hits_addend);
-  if (value.empty() || ec != std::errc{} || ptr != value.data() + value.size()) {
-    return core::cat("invalid value '", value,
-                     "' for -hits_addend: expected an integer from 0 to 18446744073709551615");
-  }
-  return std::nullopt;
+  return parse_hits_addend(value, o.hits_addend);
 }
 
 std::optional<std::string> parse_timeout(std::string_view value, client_options& o) {
@@ -71,6 +66,15 @@ const flag_spec<client_options> specs[] = {{"dial_string", &client_options::dial
                                            {"oltp-protocol", nullptr, nullptr, ignore_tracing}};
 
 }  // namespace
+
+std::optional<std::string> parse_hits_addend(std::string_view value, std::uint64_t& out) {
+  auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), out);
+  if (value.empty() || ec != std::errc{} || ptr != value.data() + value.size()) {
+    return core::cat("invalid value '", value,
+                     "' for -hits_addend: expected an integer from 0 to 18446744073709551615");
+  }
+  return std::nullopt;
+}
 
 std::optional<std::string> parse_positive_duration(std::string_view flag, std::string_view value,
                                                    std::string_view example, std::chrono::nanoseconds& out) {

@@ -42,6 +42,8 @@ std::variant<client_options, help_requested, std::string> parse_client_flags(
 // "k=v,k2=v2" (each pair exactly one '='; values may be empty) appended to `out`; an error names the text.
 std::optional<std::string> parse_key_values(std::string_view flag_value,
                                             std::vector<std::pair<std::string, std::string>>& out);
+// -hits_addend's value into `out`; an error names the flag.
+std::optional<std::string> parse_hits_addend(std::string_view value, std::uint64_t& out);
 // A Go duration over zero into `out`; an error names the flag and gives `example`.
 std::optional<std::string> parse_positive_duration(std::string_view flag, std::string_view value,
                                                    std::string_view example, std::chrono::nanoseconds& out);

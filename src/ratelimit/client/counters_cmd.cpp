@@ -13,6 +13,8 @@ namespace http = boost::beast::http;
 
 namespace {
 
+constexpr std::string_view mixed = "-descriptor and -entry cannot be combined: give every entry with -entry";
+
 constexpr std::string_view usage = R"(Usage: sluice counters get|reset|set [flags]
   get     print what a descriptor's limits have counted (GET /counters on the debug listener)
   reset   reset them, every algorithm (DELETE; needs a token of ADMIN_TOKEN_FILE)
@@ -21,16 +23,29 @@ Flags:
   -debug_addr host:port    the debug listener (default localhost:6070)
   -domain d                the rate limit domain
   -descriptor k=v[,k=v]    the descriptor's entries
+  -entry key=value         one entry, repeated for each in order, instead of -descriptor: split at the
+                           first '=', the value taken verbatim (a value such as "a,b" or "=")
   -token_file f            a file whose first token line is sent as Authorization: Bearer (reset, set)
   -used n                  set: the hits to leave counted
   -timeout duration        deadline of the call (default 5s)
 Exit status: 0 with the answer's JSON on stdout, 2 on any error.
 )";
 
-std::optional<std::string> parse_entries(std::string_view value, counters_options& o) {
+std::optional<std::string> parse_descriptor(std::string_view value, counters_options& o) {
+  if (o.by_entry) return std::string(mixed);
   if (!o.entries.empty())
     return std::string("-descriptor is given twice: give every entry in one, k=v,k2=v2");
   return parse_key_values(value, o.entries);
+}
+
+std::optional<std::string> parse_entry(std::string_view value, counters_options& o) {
+  if (!o.by_entry && !o.entries.empty()) return std::string(mixed);
+  o.by_entry = true;
+  const auto eq = value.find('=');
+  if (eq == std::string_view::npos || eq == 0)
+    return core::cat("invalid value '", value, "' for -entry: expected key=value (a key, then the value)");
+  o.entries.emplace_back(std::string(value.substr(0, eq)), std::string(value.substr(eq + 1)));
+  return std::nullopt;
 }
 
 std::optional<std::string> parse_used(std::string_view value, counters_options& o) {
@@ -46,9 +61,10 @@ std::optional<std::string> parse_timeout(std::string_view value, counters_option
 }
 
 const flag_spec<counters_options> specs[] = {
-    {"debug_addr", &counters_options::debug_addr},   {"domain", &counters_options::domain},
-    {"descriptor", nullptr, nullptr, parse_entries}, {"token_file", &counters_options::token_file},
-    {"used", nullptr, nullptr, parse_used},          {"timeout", nullptr, nullptr, parse_timeout}};
+    {"debug_addr", &counters_options::debug_addr},      {"domain", &counters_options::domain},
+    {"descriptor", nullptr, nullptr, parse_descriptor}, {"entry", nullptr, nullptr, parse_entry},
+    {"token_file", &counters_options::token_file},      {"used", nullptr, nullptr, parse_used},
+    {"timeout", nullptr, nullptr, parse_timeout}};
 
 void escape_into(std::string& out, std::string_view s) {
   static constexpr char hex[] = "0123456789ABCDEF";
@@ -97,7 +113,7 @@ std::variant<counters_options, help_requested, std::string> parse_counters_flags
   if (auto stop = parse_flags(args.subspan(1), std::span<const flag_spec<counters_options>>(specs), o))
     return stopped<std::variant<counters_options, help_requested, std::string>>(std::move(*stop));
   if (o.domain.empty()) return std::string("-domain is required");
-  if (o.entries.empty()) return std::string("-descriptor is required (k=v[,k=v])");
+  if (o.entries.empty()) return std::string("-descriptor (k=v[,k=v]) or -entry (key=value) is required");
   if (o.action == "set" && !o.used) return std::string("set needs -used n");
   if (o.action != "set" && o.used) return std::string("-used is only for set");
   if (o.action != "get" && o.token_file.empty())
@@ -109,12 +125,19 @@ std::variant<counters_options, help_requested, std::string> parse_counters_flags
 std::string counters_target(const counters_options& o) {
   std::string t = "/counters?domain=";
   escape_into(t, o.domain);
-  t += "&descriptor=";
-  for (std::size_t i = 0; i < o.entries.size(); ++i) {
-    if (i > 0) t += ',';
-    escape_into(t, o.entries[i].first);
-    t += '=';
-    escape_into(t, o.entries[i].second);
+  if (o.by_entry) {
+    for (const auto& [key, value] : o.entries) {
+      t += "&entry=";
+      escape_into(t, core::cat(key, "=", value));
+    }
+  } else {
+    t += "&descriptor=";
+    for (std::size_t i = 0; i < o.entries.size(); ++i) {
+      if (i > 0) t += ',';
+      escape_into(t, o.entries[i].first);
+      t += '=';
+      escape_into(t, o.entries[i].second);
+    }
   }
   if (o.used) t += core::cat("&used=", *o.used);
   return t;
@@ -148,7 +171,7 @@ int run_counters(std::span<const std::string_view> args) {
     std::cout << reply.body << "\n";
     return 0;
   } catch (const std::exception& e) {
-    return fail(core::cat(o.debug_addr, ": ", e.what()));
+    return fail(e.what());
   }
 }
 

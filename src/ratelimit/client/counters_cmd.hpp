@@ -21,6 +21,7 @@ struct counters_options {
   std::string debug_addr = "localhost:6070";
   std::string domain;
   std::vector<std::pair<std::string, std::string>> entries;
+  bool by_entry = false;  // -entry flags: sent as entry= parameters, each escaped whole
   std::string token_file;
   std::optional<std::uint64_t> used;
   std::chrono::nanoseconds timeout = std::chrono::seconds(5);
@@ -29,7 +30,8 @@ struct counters_options {
 std::variant<counters_options, help_requested, std::string> parse_counters_flags(
     std::span<const std::string_view> args);
 
-// The request target for these options: "/counters?domain=...&descriptor=...[&used=N]", escaped.
+// The request target for these options, escaped: "/counters?domain=...&descriptor=...[&used=N]", or with
+// -entry flags "...&entry=...&entry=...".
 std::string counters_target(const counters_options& o);
 
 int run_counters(std::span<const std::string_view> args);

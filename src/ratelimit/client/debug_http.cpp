@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "core/strings.hpp"
+#include "ratelimit/client/connect_error.hpp"
 
 namespace sluice::ratelimit::client {
 
@@ -26,19 +27,22 @@ debug_reply call_debug(const std::string& address, http::verb method, const std:
   beast::tcp_stream stream(ioc);
   stream.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout));
   asio::ip::tcp::resolver resolver(ioc);
-  stream.connect(resolver.resolve(std::string(host), std::string(port)));
+  beast::error_code ec;
+  const auto endpoints = resolver.resolve(std::string(host), std::string(port), ec);
+  if (!ec) stream.connect(endpoints, ec);
+  if (ec) throw std::runtime_error(cannot_connect(address, error_reason(ec, timeout)));
   http::request<http::string_body> req{method, target, 11};
   req.set(http::field::host, address);
   req.set(http::field::user_agent, "sluice");
   for (const auto& [name, value] : headers) req.set(name, value);
   req.body() = std::move(body);
   req.prepare_payload();
-  http::write(stream, req);
+  http::write(stream, req, ec);
   beast::flat_buffer buffer;
   http::response<http::string_body> res;
-  http::read(stream, buffer, res);
-  beast::error_code ignored;
-  stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+  if (!ec) http::read(stream, buffer, res, ec);
+  if (ec) throw std::runtime_error(core::cat(address, ": no answer: ", error_reason(ec, timeout)));
+  stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
   return {res.result_int(), std::string(res.reason().data(), res.reason().size()), std::move(res.body())};
 }
 

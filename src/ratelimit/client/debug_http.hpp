@@ -17,7 +17,8 @@ struct debug_reply {
   std::string body;
 };
 
-// `address` is host:port. Throws std::exception (connection, timeout) with a message.
+// `address` is host:port. Throws std::exception with a message for the user: a server that cannot be reached
+// in connect_error.hpp's wording, a timeout, a connection dropped before the answer.
 debug_reply call_debug(const std::string& address, boost::beast::http::verb method, const std::string& target,
                        std::string body, const std::vector<std::pair<std::string, std::string>>& headers,
                        std::chrono::nanoseconds timeout);

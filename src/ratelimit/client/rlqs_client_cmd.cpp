@@ -126,7 +126,8 @@ class data_plane {
   }
 
   int run() {
-    auto stub = pb::RateLimitQuotaService::NewStub(open_channel(o_));
+    const auto channel = open_channel(o_);
+    auto stub = pb::RateLimitQuotaService::NewStub(channel);
     grpc::ClientContext context;
     auto stream = stub->StreamRateLimitQuotas(&context);
     std::thread reader([&] { read_actions(*stream); });
@@ -136,6 +137,10 @@ class data_plane {
     reader.join();
     const auto status = stream->Finish();
     if (ended_by_server_ && !status.ok() && status.error_code() != grpc::StatusCode::CANCELLED) {
+      if (auto failure = connect_failure(status, *channel, o_)) {
+        std::cerr << "sluice rlqs-client: " << *failure << "\n";
+        return exit_error;
+      }
       std::cerr << "stream ended: " << net::grpc::status_name(status.error_code()) << ": "
                 << status.error_message() << "\n";
       return exit_error;

@@ -4,7 +4,12 @@
 #include <variant>
 #include <vector>
 
+#include <boost/asio/error.hpp>
+#include <boost/beast/core/error.hpp>
+
 #include "ratelimit/client/client_flags.hpp"
+#include "ratelimit/client/connect_error.hpp"
+#include "ratelimit/client/counters_cmd.hpp"
 
 using namespace sluice::ratelimit::client;
 
@@ -85,4 +90,96 @@ TEST_CASE("client flags: each mistake named") {
   CHECK(parse_ok({"-oltp-protocol", "grpc"}).warnings ==
         std::vector<std::string>{"-oltp-protocol is ignored: this client exports no traces"});
   CHECK(parse_ok({"-oltp-protocol="}).warnings.empty());
+}
+
+namespace {
+
+struct sample_options {
+  std::string name;
+  bool strict = false;
+};
+
+const flag_spec<sample_options> sample_specs[] = {{.name = "name", .text = &sample_options::name},
+                                                  {.name = "strict", .boolean = &sample_options::strict},
+                                                  {.name = "dial_string", .refused = "is another command's"}};
+
+std::optional<std::variant<help_requested, std::string>> parse_sample(
+    std::vector<std::string_view> args, sample_options& o, std::vector<std::string_view>* operands) {
+  return parse_flags(std::span<const std::string_view>(args),
+                     std::span<const flag_spec<sample_options>>(sample_specs), o, operands);
+}
+
+}  // namespace
+
+TEST_CASE("flag parser: operands before, between and after the flags; `--` ends the flags") {
+  sample_options o;
+  std::vector<std::string_view> operands;
+  CHECK_FALSE(parse_sample({"dir", "--strict", "--name=x", "more", "--", "-not-a-flag"}, o, &operands));
+  CHECK(o.strict);
+  CHECK(o.name == "x");
+  CHECK(operands == std::vector<std::string_view>{"dir", "more", "-not-a-flag"});
+  // Without an operand list every argument is a flag, as upstream's client.
+  CHECK(std::get<std::string>(*parse_sample({"dir"}, o, nullptr)) ==
+        "unexpected argument 'dir': every argument is a flag (see -help)");
+}
+
+TEST_CASE("flag parser: each mistake named with the dashes it was given") {
+  sample_options o;
+  std::vector<std::string_view> operands;
+  CHECK(std::get<std::string>(*parse_sample({"d", "--name"}, o, &operands)) ==
+        "flag needs an argument: --name");
+  CHECK(std::get<std::string>(*parse_sample({"-name"}, o, &operands)) == "flag needs an argument: -name");
+  CHECK(std::get<std::string>(*parse_sample({"--nope=1"}, o, &operands)) ==
+        "flag provided but not defined: --nope");
+  CHECK(std::get<std::string>(*parse_sample({"--strict=maybe"}, o, &operands)) ==
+        "invalid boolean value 'maybe' for --strict");
+  CHECK(std::get<std::string>(*parse_sample({"-dial_string", "x"}, o, &operands)) ==
+        "-dial_string is another command's");
+  CHECK(std::get<std::string>(*parse_sample({"--dial_string=x"}, o, &operands)) ==
+        "--dial_string is another command's");
+  for (std::string_view help : {"-h", "--help", "-help"}) {
+    CAPTURE(help);
+    CHECK(std::holds_alternative<help_requested>(*parse_sample({"d", help}, o, &operands)));
+  }
+}
+
+TEST_CASE("a connection that fails is said in one wording, without a library's framing") {
+  CHECK(cannot_connect("127.0.0.1:6070", "connection refused") ==
+        "cannot connect to 127.0.0.1:6070: connection refused");
+  CHECK(error_reason(boost::asio::error::connection_refused, std::chrono::seconds(5)) ==
+        "connection refused");
+  CHECK(error_reason(boost::beast::error::timeout, std::chrono::seconds(5)) == "no answer within 5s");
+  CHECK(error_reason(boost::asio::error::host_not_found, std::chrono::seconds(5)) ==
+        "cannot resolve the host name");
+  CHECK(grpc_reason(
+            "failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:1: Failed to connect "
+            "to remote host: Connection refused") == "connection refused");
+  CHECK(grpc_reason(
+            "failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:443: Peer name x is "
+            "not in peer certificate") == "peer name x is not in peer certificate");
+  CHECK(grpc_reason(
+            "failed to connect to all addresses; last error: UNKNOWN: ipv6:[::1]:443: Handshake failed") ==
+        "handshake failed");
+  CHECK(grpc_reason("DNS resolution failed for nosuch.invalid:1: C-ares status is not ARES_SUCCESS") ==
+        "cannot resolve the host name");
+}
+
+TEST_CASE("sluice counters: -entry takes the value verbatim and is sent as entry= parameters") {
+  auto parsed = parse_counters_flags(std::vector<std::string_view>{
+      "get", "--domain", "ops", "--entry", "tag=a,b", "-entry=k==", "--entry", "sp=x y+z"});
+  if (auto* error = std::get_if<std::string>(&parsed)) FAIL(*error);
+  const auto& o = std::get<counters_options>(parsed);
+  CHECK(o.entries ==
+        std::vector<std::pair<std::string, std::string>>{{"tag", "a,b"}, {"k", "="}, {"sp", "x y+z"}});
+  CHECK(counters_target(o) == "/counters?domain=ops&entry=tag%3Da%2Cb&entry=k%3D%3D&entry=sp%3Dx%20y%2Bz");
+  auto readme_form = std::get<counters_options>(
+      parse_counters_flags(std::vector<std::string_view>{"get", "-domain", "ops", "-descriptor", "a=1,b=2"}));
+  CHECK(counters_target(readme_form) == "/counters?domain=ops&descriptor=a=1,b=2");
+  for (auto args :
+       {std::vector<std::string_view>{"get", "-domain", "d", "-descriptor", "a=1", "-entry", "b=2"},
+        std::vector<std::string_view>{"get", "-domain", "d", "-entry", "b=2", "-descriptor", "a=1"}}) {
+    CHECK(std::get<std::string>(parse_counters_flags(args)).find("cannot be combined") != std::string::npos);
+  }
+  CHECK(std::get<std::string>(parse_counters_flags(std::vector<std::string_view>{"get", "-entry", "=v"})) ==
+        "invalid value '=v' for -entry: expected key=value (a key, then the value)");
 }

@@ -46,6 +46,65 @@ TEST_CASE("counters query: domain, descriptor, used; escapes decoded after split
   CHECK(ok("/counters?domain=d&&descriptor=k=v&").entries.size() == 1);
 }
 
+TEST_CASE("counters query: a descriptor escaped whole, as client libraries send it, is decoded first") {
+  // Python: urlencode({'domain': 'ops', 'descriptor': 'customer=acme'})
+  auto q = ok("/counters?domain=ops&descriptor=customer%3Dacme");
+  REQUIRE(q.entries.size() == 1);
+  CHECK(q.entries[0] == std::pair<std::string, std::string>("customer", "acme"));
+  // ',' separates entries once decoded; '+' is a space and %2B a plus sign; each entry splits at its first
+  // '='.
+  q = ok("/counters?domain=my+ops&descriptor=customer%3Dacme%2Cplan%3Dgold+tier%2B%2Cmath%3D1%3D1");
+  CHECK(q.domain == "my ops");
+  REQUIRE(q.entries.size() == 3);
+  CHECK(q.entries[0] == std::pair<std::string, std::string>("customer", "acme"));
+  CHECK(q.entries[1] == std::pair<std::string, std::string>("plan", "gold tier+"));
+  CHECK(q.entries[2] == std::pair<std::string, std::string>("math", "1=1"));
+  // The README's form (a raw '=') is split first, and its '+' stays a plus sign, as before.
+  q = ok("/counters?domain=ops&descriptor=k=a+b,k2=c%2Cd%3De");
+  CHECK(q.entries[0] == std::pair<std::string, std::string>("k", "a+b"));
+  CHECK(q.entries[1] == std::pair<std::string, std::string>("k2", "c,d=e"));
+}
+
+TEST_CASE("counters query: repeated entry parameters, each decoded whole and split at its first '='") {
+  // Python: urlencode([('domain', 'ops'), ('entry', 'user=alice smith'), ('entry', 'tag=a,b'), ('entry',
+  // 'k==')])
+  auto q = ok("/counters?domain=ops&entry=user%3Dalice+smith&entry=tag%3Da%2Cb&entry=k%3D%3D&used=3");
+  REQUIRE(q.entries.size() == 3);
+  CHECK(q.entries[0] == std::pair<std::string, std::string>("user", "alice smith"));
+  CHECK(q.entries[1] == std::pair<std::string, std::string>("tag", "a,b"));
+  CHECK(q.entries[2] == std::pair<std::string, std::string>("k", "="));
+  CHECK(*q.used == 3);
+  // A raw '=' or ',' is taken as it is; an empty value is a value.
+  q = ok("/counters?entry=k=v,w&entry=e%3D&domain=ops");
+  REQUIRE(q.entries.size() == 2);
+  CHECK(q.entries[0] == std::pair<std::string, std::string>("k", "v,w"));
+  CHECK(q.entries[1] == std::pair<std::string, std::string>("e", ""));
+  // Go's url.Values.Encode: keys sorted, '+' for a space, %2B for a plus.
+  q = ok("/counters?domain=ops&entry=plan%3Da%2Bb&entry=user%3Dx+y");
+  CHECK(q.entries[0] == std::pair<std::string, std::string>("plan", "a+b"));
+  CHECK(q.entries[1] == std::pair<std::string, std::string>("user", "x y"));
+}
+
+TEST_CASE("counters query: descriptor and entry together, and bad entries, say what is wrong") {
+  const auto both = error("/counters?domain=d&descriptor=k=v&entry=k2%3Dv2");
+  CHECK(both.find("descriptor and entry cannot be combined") != std::string::npos);
+  CHECK(error("/counters?domain=d&entry=k2%3Dv2&descriptor=k%3Dv") == both);
+  CHECK(error("/counters?domain=d&entry=k").find("entry 1 'k' has no '='") != std::string::npos);
+  CHECK(error("/counters?domain=d&entry=k=v&entry=").find("entry 2 '' has no '='") != std::string::npos);
+  CHECK(error("/counters?domain=d&entry=%3Dv").find("entry 1 has an empty key") != std::string::npos);
+  CHECK(error("/counters?domain=d&entry=k%3Dv%zz").find("entry 1 has a malformed %-escape") !=
+        std::string::npos);
+  CHECK(error("/counters?domain=d&descriptor=customer").find("entry 1 'customer' has no '='") !=
+        std::string::npos);
+  CHECK(error("/counters?domain=d&descriptor=k%3Dv%2Cw").find("entry 2 'w' has no '='") != std::string::npos);
+  CHECK(error("/counters?domain=d&descriptor=%3Dv").find("empty key") != std::string::npos);
+  CHECK(error("/counters?domain=d&descriptor=k%3Dv%zz").find("malformed") != std::string::npos);
+  std::string many = "/counters?domain=d";
+  for (int i = 0; i < 65; ++i) many += "&entry=k%3Dv";
+  CHECK(error(many).find("more than 64 entry parameters") != std::string::npos);
+  CHECK(error("/counters?domain=d").find("or entry=k=v") != std::string::npos);
+}
+
 TEST_CASE("counters query: every bad query says what is wrong") {
   CHECK(error("/counters").find("needs domain and descriptor") != std::string::npos);
   CHECK(error("/counters?descriptor=k=v").find("needs domain") != std::string::npos);
