@@ -80,8 +80,13 @@ std::uint64_t limiter::near_threshold(const applied_limit& limit, std::uint64_t 
   return static_cast<std::uint64_t>(std::floor(static_cast<double>(near)));
 }
 
-config::calendar_window limiter::window_of(const applied_limit& limit, std::int64_t now) {
-  if (limit.zone != nullptr) return calendars_.at(*limit.zone, limit.unit, limit.unit_multiplier, now);
+config::calendar_window limiter::window_of(const applied_limit& limit, std::int64_t now,
+                                           calendar_cache* calendars) {
+  if (limit.zone != nullptr) {
+    if (calendars == nullptr)
+      return config::calendar_window_at(*limit.zone, limit.unit, limit.unit_multiplier, now);
+    return calendars->at(*limit.zone, limit.unit, limit.unit_multiplier, now);
+  }
   const std::int64_t window = window_seconds(limit);
   const std::int64_t start = window_start(now, window);
   return {start, start + window};
@@ -90,7 +95,7 @@ config::calendar_window limiter::window_of(const applied_limit& limit, std::int6
 counter_op limiter::describe_op(const work& w, const descriptor_work& item, const key_parts& parts,
                                 limit_work& lw) {
   const auto& limit = lw.limit;
-  const auto bounds = window_of(limit, w.now);
+  const auto bounds = window_of(limit, w.now, w.calendars);
   const std::int64_t start = bounds.start;
   const std::int64_t window = bounds.end - bounds.start;
   const bool calendar = limit.zone != nullptr;
@@ -115,7 +120,7 @@ counter_op limiter::describe_op(const work& w, const descriptor_work& item, cons
       break;
     case config::algorithm::sliding_window:
       build_tagged_key(lw.cache_key, parts, start, limit.key_tag);
-      build_tagged_key(lw.previous_key, parts, window_of(limit, start - 1).start, limit.key_tag);
+      build_tagged_key(lw.previous_key, parts, window_of(limit, start - 1, w.calendars).start, limit.key_tag);
       op.kind = op_kind::sliding;
       op.previous_key = lw.previous_key;
       op.window_us = window * micros_per_second;

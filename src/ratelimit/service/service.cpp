@@ -54,6 +54,7 @@ void request_state::resolve() {
   for (const auto& d : request_.descriptors()) total_entries += static_cast<std::size_t>(d.entries_size());
   entries_.reserve(total_entries);
   work_.domain = request_.domain();
+  work_.calendars = &service_.calendars_;
   work_.items.resize(static_cast<std::size_t>(n));
   nodes_.assign(static_cast<std::size_t>(n), nullptr);
   row_tags_.resize(static_cast<std::size_t>(n));
