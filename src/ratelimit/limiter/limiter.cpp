@@ -218,12 +218,31 @@ void limiter::describe(work& w) {
 
 limiter::limit_state limiter::state_of(const work& w, const descriptor_work& item,
                                        const limit_work& lw) const {
+  if (lw.op != SIZE_MAX && w.ops[lw.op].kind == op_kind::gcra) return gcra_state(w, lw);
   const outcome o = judge(w, item, lw);
   limit_state s;
   s.capacity = o.capacity;
   s.used = o.after;
   s.remaining = o.over ? 0 : std::min<std::uint64_t>(o.remaining, o.capacity);
   s.reset_seconds = o.reset_seconds;
+  return s;
+}
+
+// A bucket's state in one meaning for every accounting: `used` is the hits not yet refilled, debt included
+// (it may pass the burst: usage, or an operator's PUT), and `reset_seconds` is until the bucket is full again
+// (used back to 0; 0 for a full one). Decisions answer from judge(), unchanged.
+limiter::limit_state limiter::gcra_state(const work& w, const limit_work& lw) {
+  const auto& op = w.ops[lw.op];
+  const std::int64_t tat = std::max(static_cast<std::int64_t>(w.values[lw.op].value), w.now_us);
+  const std::int64_t debt_us = tat - w.now_us;
+  limit_state s;
+  s.capacity = gcra_burst(lw.limit);
+  s.used = static_cast<std::uint64_t>((debt_us + op.window_us - 1) / op.window_us);
+  s.remaining = debt_us <= op.tolerance_us ? static_cast<std::uint64_t>(op.tolerance_us - debt_us) /
+                                                 static_cast<std::uint64_t>(op.window_us)
+                                           : 0;
+  s.remaining = std::min(s.remaining, s.capacity);
+  s.reset_seconds = (debt_us + micros_per_second - 1) / micros_per_second;
   return s;
 }
 

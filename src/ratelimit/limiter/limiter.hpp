@@ -116,10 +116,11 @@ class limiter {
   void describe(work& w);
   // One limit's state from backend::inspect's results in w.values (after describe).
   struct limit_state {
-    std::uint64_t used = 0;      // against `capacity` (GCRA: the bucket's burst, less what has refilled)
+    std::uint64_t used = 0;      // against `capacity` (GCRA: the hits not yet refilled, debt included)
     std::uint64_t capacity = 0;  // the limit (GCRA: the burst)
     std::uint64_t remaining = 0;
-    std::int64_t reset_seconds = 0;
+    std::int64_t reset_seconds =
+        0;  // until the counter frees up (GCRA: until the bucket is full; 0 if it is)
   };
   limit_state state_of(const work& w, const descriptor_work& item, const limit_work& lw) const;
   // The `increment` for backend::overwrite that leaves `used` hits counted on `op` (GCRA: an arrival time).
@@ -130,6 +131,7 @@ class limiter {
  private:
   struct outcome;
   outcome judge(const work& w, const descriptor_work& item, const limit_work& lw) const;
+  static limit_state gcra_state(const work& w, const limit_work& lw);
   static batch_mode assign_roles(work& w);
   void count_stats(const descriptor_work& item, const limit_work& lw, const outcome& o);
   std::uint64_t near_threshold(const applied_limit& limit, std::uint64_t capacity) const;
