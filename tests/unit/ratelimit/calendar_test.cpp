@@ -206,6 +206,10 @@ TEST_CASE("time_zone: an unknown zone names the rule, GCRA and unlimited limits 
         "plans.yaml: an unlimited rate_limit takes no algorithm, unit_multiplier, accounting or time_zone");
   CHECK(error("    rate_limit: {unit: minute, requests_per_unit: 3, time_zone: Asia/Kathmandu}\n") ==
         "plans.yaml: time_zone is for units of an hour or more: a minute is the same in every zone");
+  CHECK(
+      error("    rate_limit: {unit: day, requests_per_unit: 3, time_zone: \"\"}\n") ==
+      "plans.yaml: time_zone is empty: name an IANA zone (such as Europe/Berlin), or leave time_zone out for "
+      "windows aligned to the Unix epoch");
   CHECK(error("    rate_limit: {unit: day, requests_per_unit: 3, time_zone: Europe/Berlin}\n").empty());
 }
 
