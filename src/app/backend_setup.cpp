@@ -5,6 +5,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "core/counted.hpp"
 #include "core/log.hpp"
 #include "core/strings.hpp"
 #include "memcache/srv_lookup.hpp"

@@ -49,12 +49,6 @@ void append_to(std::string& out, const Args&... args) {
   (detail::append(out, args), ...);
 }
 
-// A count and its noun, singular for 1: counted(1, "row", "rows") == "1 row", counted(2, ...) == "2 rows".
-template <std::integral T>
-std::string counted(T n, std::string_view singular, std::string_view plural) {
-  return cat(n, " ", n == 1 ? singular : plural);
-}
-
 // An integer's decimal text in a buffer of its own, for a command built from views without allocating:
 // `const decimal hits(3);` then `hits.text()`.
 class decimal {

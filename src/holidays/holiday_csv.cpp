@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "core/counted.hpp"
 #include "core/strings.hpp"
 
 namespace sluice::holidays {

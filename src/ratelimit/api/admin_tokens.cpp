@@ -3,6 +3,7 @@
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 
+#include "core/counted.hpp"
 #include "core/log.hpp"
 #include "core/strings.hpp"
 

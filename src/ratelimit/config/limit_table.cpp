@@ -5,6 +5,7 @@
 #include <charconv>
 #include <functional>
 
+#include "core/counted.hpp"
 #include "core/strings.hpp"
 
 namespace sluice::ratelimit::config {

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <set>
 
+#include "core/counted.hpp"
 #include "core/free_memory.hpp"
 #include "core/log.hpp"
 #include "core/read_file.hpp"
