@@ -36,7 +36,7 @@ std::shared_ptr<redis::credential_file> read_auth_file(const core::env_reader& e
   if (!env.get_string(name, "").empty())
     throw core::settings_error(core::cat(name, " and ", name, "_FILE are exclusive: set one of them"));
   try {
-    return std::make_shared<redis::credential_file>(path);
+    return std::make_shared<redis::credential_file>(path, name + "_FILE");
   } catch (const std::runtime_error& e) {
     throw core::settings_error(core::cat(name, "_FILE: ", e.what()));
   }
