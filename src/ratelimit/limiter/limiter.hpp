@@ -119,8 +119,8 @@ class limiter {
     std::uint64_t used = 0;      // against `capacity` (GCRA: the hits not yet refilled, debt included)
     std::uint64_t capacity = 0;  // the limit (GCRA: the burst)
     std::uint64_t remaining = 0;
-    std::int64_t reset_seconds =
-        0;  // until the counter frees up (GCRA: until the bucket is full; 0 if it is)
+    // Until the counter frees up (GCRA: until the bucket is full again; 0 if it is).
+    std::int64_t reset_seconds = 0;
   };
   limit_state state_of(const work& w, const descriptor_work& item, const limit_work& lw) const;
   // The `increment` for backend::overwrite that leaves `used` hits counted on `op` (GCRA: an arrival time).
