@@ -5,6 +5,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "core/counted.hpp"
 #include "core/log.hpp"
 #include "core/strings.hpp"
 #include "memcache/srv_lookup.hpp"
@@ -42,7 +43,7 @@ asio::awaitable<void> snapshot_loop(const backend_holder& b, asio::steady_timer&
     timer.expires_after(interval);
     auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
     if (ec || b.stopped) co_return;
-    b.write_snapshot();
+    b.write_snapshot(false);
   }
 }
 
@@ -60,8 +61,8 @@ void start_snapshots(backend_holder& b, const ratelimit::module_settings& settin
     core::log_warn("MEMORY_SNAPSHOT_FILE ", file, " cannot be read: ", *restored.error,
                    "; starting with no counters (the next write replaces it)");
   } else if (!restored.missing) {
-    core::log_info("restored ", restored.result.counters, " counters from ", file, " (",
-                   restored.result.dropped, " dropped: their windows had ended) in ",
+    core::log_info("restored ", core::counted(restored.result.counters, "counter", "counters"), " from ",
+                   file, " (", restored.result.dropped, " dropped: their windows had ended) in ",
                    static_cast<std::int64_t>(restored.result.milliseconds), " ms");
   }
   if (settings.memory_snapshot_interval.count() > 0) {
@@ -308,13 +309,19 @@ void backend_holder::drain(asio::io_context& control, std::function<void()> then
   }
 }
 
-void backend_holder::write_snapshot() const {
+void backend_holder::write_snapshot(bool final) const {
   if (!memory || snapshot_file.empty()) return;
   try {
     const auto wrote =
         ratelimit::backends::memory::write_snapshot(*memory, snapshot_file, clock->now_seconds());
-    core::log_info("wrote ", wrote.counters, " counters to ", snapshot_file, " in ",
-                   static_cast<std::int64_t>(wrote.milliseconds), " ms");
+    const auto line = core::cat("wrote ", core::counted(wrote.counters, "counter", "counters"), " to ",
+                                snapshot_file, " in ", static_cast<std::int64_t>(wrote.milliseconds), " ms");
+    // Every interval would fill an info log; the one at stop says what the next start will find.
+    if (final) {
+      core::log_info(line);
+    } else {
+      core::log_debug(line);
+    }
   } catch (const std::exception& e) {
     core::log_error("MEMORY_SNAPSHOT_FILE: ", e.what());
   }
@@ -324,7 +331,7 @@ void backend_holder::stop() {
   stopped = true;
   if (timer) timer->cancel();
   if (snapshot_timer) snapshot_timer->cancel();
-  write_snapshot();
+  write_snapshot(true);
   for (auto& w : redis) {
     if (w.synced) w.synced->stop();
     w.main->stop();

@@ -79,8 +79,9 @@ struct backend_holder {
   // REDIS_SYNC_INTERVAL: sends every worker's unsent hits, then calls `then` on `control` once all are
   // answered (or Redis failed); at once without it.
   void drain(boost::asio::io_context& control, std::function<void()> then);
-  // MEMORY_SNAPSHOT_FILE: writes the memory backend's counters (logging what it wrote, or why it could not).
-  void write_snapshot() const;
+  // MEMORY_SNAPSHOT_FILE: writes the memory backend's counters, logging what it wrote (at info when `final`,
+  // the write at stop; at debug every interval) or why it could not.
+  void write_snapshot(bool final) const;
   // On the control thread. Writes the snapshot last (the requests in flight have finished).
   void stop();
 };

@@ -289,6 +289,7 @@ int run_server() {
   core::log_init(proc.log_level, proc.log_json);
   google::protobuf::SetLogHandler(protobuf_log);
   log_start(workers.size(), open_files, proc);
+  for (const auto& w : rl.warnings) core::log_warn(w);
   stats::store stats(stats_settings.max_dynamic_series);
   // Checked before anything starts: a bad mapping file or PROMETHEUS_ADDR exits 1 at once.
   auto prometheus = stats::make_prometheus_exporter(stats_settings, stats);

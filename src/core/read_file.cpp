@@ -2,12 +2,19 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 namespace sluice::core {
 
 std::optional<std::string> read_file(const std::string& path, std::string& error) {
+  // A directory opens, and reads as nothing: it would pass for an empty file.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    error = std::strerror(EISDIR);
+    return std::nullopt;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     error = std::strerror(errno);

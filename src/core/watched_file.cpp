@@ -9,8 +9,8 @@
 
 namespace sluice::core {
 
-watched_file::watched_file(std::string path, apply_fn apply)
-    : path_(std::move(path)), apply_(std::move(apply)) {
+watched_file::watched_file(std::string path, apply_fn apply, gone_fn on_gone)
+    : path_(std::move(path)), apply_(std::move(apply)), on_gone_(std::move(on_gone)) {
   if (auto error = load(true)) throw std::runtime_error(*error);
 }
 
@@ -26,6 +26,14 @@ std::optional<std::string> watched_file::load(bool initial) {
   std::lock_guard lock(mutex_);
   std::string error;
   auto text = read_file(path_, error);
+  std::error_code ec;
+  if (!text && !initial && on_gone_ && !std::filesystem::exists(path_, ec) && !ec) {
+    if (!gone_) log_warn(path_, " was deleted: ", on_gone_());
+    gone_ = true;
+    applied_text_.clear();  // the same text back is news
+    failed_.reset();
+    return cat(path_, ": the file was deleted");
+  }
   if (!text) {
     error = cat("cannot read the file: ", error);
   } else if (!initial && *text == applied_text_) {
@@ -44,6 +52,7 @@ std::optional<std::string> watched_file::load(bool initial) {
   }
   applied_text_ = std::move(*text);
   failed_.reset();
+  gone_ = false;
   return std::nullopt;
 }
 

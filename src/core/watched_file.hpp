@@ -3,8 +3,9 @@
 // and Kubernetes ConfigMaps replace a file by a rename or a symlink swap, so the directory is watched, not
 // the file). A text equal to the one applied last is skipped; a text the owner refuses is logged and changes
 // nothing, so a broken edit keeps serving what was loaded before. A failure is logged once: the same failure
-// again (same text, or the same read error) after a change elsewhere in the directory is not. Used by the API
-// key store and the holiday list.
+// again (same text, or the same read error) after a change elsewhere in the directory is not. A file deleted
+// keeps what was applied too, unless its owner says otherwise (on_gone: ADMIN_TOKEN_FILE fails closed). Used
+// by the API key store, the holiday list, the admin tokens and the Redis secrets.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <chrono>
@@ -23,9 +24,13 @@ class watched_file {
  public:
   // Takes in the file's text, or says what is wrong with it (and changes nothing).
   using apply_fn = std::function<std::optional<std::string>(const std::string& text)>;
+  // Called when a reload finds no file at the path (once, until it is back): the owner drops what it applied
+  // and returns what that means, logged at warning after "<path> was deleted: ". The file back is applied
+  // again, even if its text is the one applied before.
+  using gone_fn = std::function<std::string()>;
 
   // Applies the file now; throws std::runtime_error "<path>: <what is wrong>".
-  watched_file(std::string path, apply_fn apply);
+  watched_file(std::string path, apply_fn apply, gone_fn on_gone = {});
   ~watched_file();
   watched_file(const watched_file&) = delete;
   watched_file& operator=(const watched_file&) = delete;
@@ -43,6 +48,8 @@ class watched_file {
 
   std::string path_;
   apply_fn apply_;
+  gone_fn on_gone_;
+  bool gone_ = false;  // on_gone_ was called, and the file has not been applied since
   std::mutex mutex_;
   std::string applied_text_;
   // The last failed load: the text read (none if unreadable) and its error.

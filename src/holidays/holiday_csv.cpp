@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "core/counted.hpp"
 #include "core/strings.hpp"
 
 namespace sluice::holidays {
@@ -177,8 +178,9 @@ holiday_csv parse_holiday_csv(std::string_view text) {
   while (reader.next(record, out.error)) {
     if (is_blank(record)) continue;
     if (record.fields.size() != header.fields.size()) {
-      out.error = core::cat("line ", record.line, ": ", record.fields.size(), " fields, the header has ",
-                            header.fields.size());
+      out.error =
+          core::cat("line ", record.line, ": ", core::counted(record.fields.size(), "field", "fields"),
+                    ", the header has ", header.fields.size());
       break;
     }
     std::string& name = record.fields[*name_at];

@@ -36,7 +36,7 @@ std::shared_ptr<redis::credential_file> read_auth_file(const core::env_reader& e
   if (!env.get_string(name, "").empty())
     throw core::settings_error(core::cat(name, " and ", name, "_FILE are exclusive: set one of them"));
   try {
-    return std::make_shared<redis::credential_file>(path);
+    return std::make_shared<redis::credential_file>(path, name + "_FILE");
   } catch (const std::runtime_error& e) {
     throw core::settings_error(core::cat(name, "_FILE: ", e.what()));
   }
@@ -401,6 +401,12 @@ module_settings read_module_settings(const core::env_reader& env) {
   svc.limited_by_metadata = env.get_bool("LIMITED_BY_METADATA", false);
   svc.ietf_headers =
       env.get_choice("LIMIT_RESPONSE_HEADERS_FORMAT", "default", {"default", "ietf"}, false) == "ietf";
+  if (svc.ietf_headers && !svc.response_headers_enabled) {
+    s.warnings.emplace_back(
+        "LIMIT_RESPONSE_HEADERS_FORMAT=ietf has no effect without LIMIT_RESPONSE_HEADERS_ENABLED=true: no "
+        "rate "
+        "limit response headers are sent");
+  }
   svc.count_only_admitted = env.get_bool("COUNT_ONLY_ADMITTED", false);
   if (svc.count_only_admitted && s.backend_type == "memcache") {
     throw core::settings_error(

@@ -65,6 +65,8 @@ struct module_settings {
   service::settings service;
   limiter::settings limiter;
   rlqs::settings rlqs;  // RLQS_*
+  // Settings accepted that do nothing as given: logged at warning once logging is set up.
+  std::vector<std::string> warnings;
 };
 
 module_settings read_module_settings(const core::env_reader& env);

@@ -58,7 +58,9 @@ asio::awaitable<void> connection::impl::run() {
   auto backoff = config.startup_min;
   bool ever_connected = false;
   std::minstd_rand rng{std::random_device{}()};
-  bool reported = false;
+  // What was logged last: an outage is logged once per cause (a connection lost, then the cause of the
+  // reconnects failing), not once per attempt.
+  std::string reported;
   while (!stopping) {
     attempt_error.clear();
     auto ec = co_await connect_once();
@@ -68,8 +70,10 @@ asio::awaitable<void> connection::impl::run() {
       set_error(attempt_error.empty()
                     ? core::cat("cannot connect to Redis at ", current_address, ": ", ec.message())
                     : attempt_error);
-      if (!reported && config.log_state_changes) core::log_error(last_error_text(), " (retrying)");
-      reported = true;
+      if (auto text = last_error_text(); text != reported) {
+        if (config.log_state_changes) core::log_error(text, " (retrying)");
+        reported = std::move(text);
+      }
       if (starting.exchange(false))
         requests.fail_all(error::not_connected);  // Redis is down: no more waiting
       auto jittered = backoff / 2 + std::chrono::milliseconds(rng() % (backoff.count() / 2 + 1));
@@ -80,8 +84,9 @@ asio::awaitable<void> connection::impl::run() {
     }
     ever_connected = true;
     backoff = config.reconnect_min;
-    if (reported && config.log_state_changes) core::log_warn("connected to Redis at ", current_address);
-    reported = false;
+    if (!reported.empty() && config.log_state_changes)
+      core::log_warn("connected to Redis at ", current_address);
+    reported.clear();
     set_error("");
     set_connected(true);
     starting = false;
@@ -93,8 +98,8 @@ asio::awaitable<void> connection::impl::run() {
     close();
     requests.on_disconnect(error::connection_lost);
     if (!stopping) {
-      if (config.log_state_changes) core::log_error(last_error_text());
-      reported = true;
+      reported = last_error_text();
+      if (config.log_state_changes) core::log_error(reported);
     }
   }
 }

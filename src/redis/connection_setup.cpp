@@ -70,11 +70,16 @@ asio::awaitable<error_code> connection::impl::exchange(const request& r, std::ve
   co_return error_code{};
 }
 
-// Whether Redis refused the secret (rather than the connection for another reason).
-static bool refuses_secret(const std::vector<value>& replies) {
-  return std::ranges::any_of(replies, [](const value& r) {
+// Redis's refusal of the secret (rather than of the connection for another reason), or null.
+static const value* secret_refusal(const std::vector<value>& replies) {
+  const auto it = std::ranges::find_if(replies, [](const value& r) {
     return r.is_error() && (r.text.starts_with("WRONGPASS") || r.text.starts_with("NOAUTH"));
   });
+  return it == replies.end() ? nullptr : &*it;
+}
+
+static bool refuses_secret(const std::vector<value>& replies) {
+  return secret_refusal(replies) != nullptr;
 }
 
 // Asks each sentinel in turn where the master is (SENTINEL get-master-addr-by-name); the first answer wins.
@@ -99,7 +104,10 @@ asio::awaitable<error_code> connection::impl::find_master(std::string& address, 
         co_return error_code{};
       }
       problem = where.is_error() ? where.text : core::cat("does not know master '", s.master_name, "'");
-      if (s.auth_file && refuses_secret(replies)) s.auth_file->refused();
+      if (s.auth_file && refuses_secret(replies)) {
+        problem = core::cat("refused the secret of ", s.auth_file->describe(), ": ", problem);
+        s.auth_file->refused();
+      }
     }
     problems += core::cat(problems.empty() ? "" : "; ", sentinel, ": ", problem);
   }
@@ -143,6 +151,12 @@ asio::awaitable<error_code> connection::impl::handshake(asio::steady_timer& time
   for (int attempt = 0;; ++attempt) {
     std::vector<value> replies;
     const auto ec = co_await hello(replies, timer);
+    // Named, so that the log says which file to fix.
+    if (const auto* refusal = secret_refusal(replies);
+        ec == error::auth_failed && config.auth_file && refusal) {
+      attempt_error = core::cat("Redis at ", current_address, " refused the secret of ",
+                                config.auth_file->describe(), ": ", refusal->text);
+    }
     if (ec != error::auth_failed || !config.auth_file || attempt > 0 || !refuses_secret(replies) ||
         !config.auth_file->refused())
       co_return ec;

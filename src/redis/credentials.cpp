@@ -20,8 +20,9 @@ std::optional<std::string> parse_secret(const std::string& text, secret& out) {
   return std::nullopt;
 }
 
-credential_file::credential_file(std::string path)
-    : file_(std::move(path), [this](const std::string& text) -> std::optional<std::string> {
+credential_file::credential_file(std::string path, std::string setting)
+    : setting_(std::move(setting)),
+      file_(std::move(path), [this](const std::string& text) -> std::optional<std::string> {
         secret next;
         if (auto problem = parse_secret(text, next)) return problem;
         std::lock_guard lock(mutex_);
@@ -29,6 +30,10 @@ credential_file::credential_file(std::string path)
         current_ = std::move(next);
         return std::nullopt;
       }) {}
+
+std::string credential_file::describe() const {
+  return setting_.empty() ? path() : core::cat(setting_, " (", path(), ")");
+}
 
 secret credential_file::current() const {
   std::lock_guard lock(mutex_);

@@ -26,16 +26,20 @@ std::optional<std::string> parse_secret(const std::string& text, secret& out);
 
 class credential_file {
  public:
-  // Reads the file now; throws std::runtime_error "<path>: <what is wrong>".
-  explicit credential_file(std::string path);
+  // Reads the file now; throws std::runtime_error "<path>: <what is wrong>". `setting` names it in logs
+  // (REDIS_AUTH_FILE, ...).
+  explicit credential_file(std::string path, std::string setting = {});
   secret current() const;
   // Redis refused the secret: reads the file again now. Whether what it holds changed.
   bool refused();
   void watch(boost::asio::any_io_executor ex);
   void stop();
   const std::string& path() const { return file_.path(); }
+  // "REDIS_AUTH_FILE (/etc/redis-secret)": which secret Redis refused, for the log.
+  std::string describe() const;
 
  private:
+  std::string setting_;
   mutable std::mutex mutex_;
   secret current_;
   bool changed_ = false;

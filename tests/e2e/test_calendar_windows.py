@@ -1,12 +1,15 @@
 """Calendar windows (issue 41, part 3): `time_zone` on a limit. Two instances on one Redis count one monthly
 budget under a key that carries the local month's start; memcached and the memory backend count a sliding local
 day; duration_until_reset is the time to the next local month or day, computed here with Python's zoneinfo on
-the same tzdata; a rule with an unknown zone is refused naming the file, the rule and the zone."""
+the same tzdata; a rule with an unknown zone is refused naming the file, the rule and the zone. Two workers
+deciding at once on more zone × unit shapes than a worker's calendar cache holds count every hit (under TSan:
+without a race, issue 48 part 2)."""
 
 import datetime
 import os
 import shutil
 import tempfile
+import threading
 import time
 import unittest
 import uuid
@@ -115,6 +118,51 @@ class MemoryTest(CalendarCase):
             code, _, body = harness.http_get(s.debug_port, '/rlconfig')
             self.assertEqual(code, 200)
             self.assertIn('time_zone: America/New_York', body if isinstance(body, str) else body.decode())
+
+
+# 12 zones × 2 units: more shapes than a worker's calendar cache holds (16), so each worker's cache turns over
+# on every request.
+ZONES = ['America/New_York', 'Europe/Berlin', 'Asia/Kathmandu', 'Australia/Lord_Howe', 'Asia/Tokyo',
+         'Europe/London', 'America/Denver', 'Pacific/Auckland', 'Africa/Cairo', 'Asia/Kolkata', 'America/Sao_Paulo',
+         'Pacific/Chatham']
+SHAPES = [(zone, unit) for zone in ZONES for unit in ('day', 'week')]
+SHAPE_RULES = 'domain: shapes\ndescriptors:\n' + ''.join(
+    '  - key: s%d\n    rate_limit: {unit: %s, requests_per_unit: 100000, time_zone: %s}\n' % (i, unit, zone)
+    for i, (zone, unit) in enumerate(SHAPES))
+
+
+class WorkersTest(unittest.TestCase):
+    def test_two_workers_on_more_shapes_than_a_cache_holds_count_every_hit(self):
+        self.assertGreater(len(SHAPES), 16)
+        with Sluice(rules={'shapes.yaml': SHAPE_RULES}, env={'IO_THREADS': '2'}) as s:
+            v = unique('w')
+            everything = [[('s%d' % i, v)] for i in range(len(SHAPES))]
+            clients, each = 6, 25
+            failures = []
+            first = harness.decide('json', s.http_port, 'shapes', everything)
+
+            def client():
+                try:
+                    for _ in range(each):
+                        # A new connection each time (urllib): the kernel spreads them over both workers.
+                        d = harness.decide('json', s.http_port, 'shapes', everything)
+                        if d.overall != 'OK':
+                            failures.append(d)
+                except Exception as e:  # pylint: disable=broad-except
+                    failures.append(e)
+
+            threads = [threading.Thread(target=client) for _ in range(clients)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            self.assertEqual(failures, [])
+            last = harness.decide('json', s.http_port, 'shapes', everything)
+            # (a shape whose local day or week ended meanwhile started again: its reset grew)
+            same_window = [i for i in range(len(SHAPES)) if last.statuses[i].reset <= first.statuses[i].reset]
+            self.assertGreater(len(same_window), len(SHAPES) // 2)
+            self.assertEqual([last.statuses[i].remaining for i in same_window],
+                             [100000 - clients * each - 2] * len(same_window), last)
 
 
 class LoadErrors(unittest.TestCase):

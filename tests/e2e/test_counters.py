@@ -515,6 +515,33 @@ class Auth(CountersCase):
         self.assertEqual(self.counters(s, [('user', u)], method='DELETE', token=OTHER)[0], 200)
         self.assertNotIn(OTHER, s.log())
 
+    def test_a_deleted_token_file_revokes_every_token(self):
+        s = self.sluice({'LOG_LEVEL': 'info'})
+        u = unique('d')
+        s.wait_for_log('ADMIN_TOKEN_FILE %s: 1 token in force' % self.token_file)
+        self.assertEqual(self.counters(s, [('user', u)], method='DELETE')[0], 200)
+        # Fail closed: the file gone, no token of it is valid any more.
+        os.remove(self.token_file)
+        s.wait_for_log('%s was deleted: every ADMIN_TOKEN_FILE token is revoked' % self.token_file)
+        status, _, body = self.counters(s, [('user', u)], method='DELETE')
+        self.assertEqual(status, 401, body)
+        self.assertIn('ADMIN_TOKEN_FILE was deleted', body['message'])
+        self.assertEqual(self.counters(s, [('user', u)])[0], 200)  # reads need no token
+        # The same file back: its tokens are valid again, and the reload is logged with their number.
+        since = len(s.log())
+        self.write_tokens('%s\n%s\n' % (TOKEN, OTHER))
+        s.wait_for_log('ADMIN_TOKEN_FILE %s: 2 tokens in force' % self.token_file, since=since)
+        harness.wait_until(lambda: self.counters(s, [('user', u)], method='DELETE')[0] == 200,
+                           message='the token valid again')
+        self.assertEqual(s.log().count('was deleted'), 1)
+
+    def test_a_directory_as_the_token_file_says_so(self):
+        env = harness.backend_env('memory', SERVERS)
+        env['ADMIN_TOKEN_FILE'] = self.dir
+        log = Sluice.failed_start(self, env)
+        self.assertIn('ADMIN_TOKEN_FILE: %s: cannot read the file: Is a directory' % self.dir, log)
+        self.assertNotIn('holds no token', log)
+
     def test_the_file_changing_while_changes_arrive(self):
         # Requests with either token while the file flips between them: each is judged against one whole file
         # (200 or 401), never a half-read one, and the server goes on.

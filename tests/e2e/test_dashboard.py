@@ -573,6 +573,12 @@ class Dashboard(unittest.TestCase):
                               "(document.getElementById('%s').textContent)" % fig, timeout=6)
             self.assertEqual(page.evaluate("document.getElementById('status').dataset.state"), 'ok')
             self.assertEqual(page.evaluate("document.querySelector('#rules tbody tr').dataset.key"), 'dash.client')
+            # Far over its limit: a readable figure, never thousands of percent.
+            util = page.evaluate("""document.querySelector('#rules tr[data-key="dash.client"] td.util .v')"""
+                                 """.textContent""")
+            self.assertRegex(util, r'^([0-9]{1,3}%|[0-9]{2,3}×|> 100×)$')
+            formatted = page.evaluate("[0.005, 0.5, 2.13, 9.99, 10, 42.4, 100, 2130].map(fmtPct)")
+            self.assertEqual(formatted, ['<1%', '50%', '213%', '999%', '10×', '42×', '100×', '> 100×'])
             self.assertIn('bad.yaml: error loading config file',
                           page.evaluate("document.querySelector('#reloads .reload.error .err').textContent"))
             self.assertEqual(page.evaluate("document.getElementById('backend-type').textContent"), 'memory')

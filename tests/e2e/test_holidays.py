@@ -562,7 +562,7 @@ class BadStart(unittest.TestCase):
         cases = [
             ('utf8', b'name,date\nA,2030-01-01\n\xff\xfe,2030-01-02\n', 'line 3: not valid UTF-8'),
             ('fields', 'name,date\nA,2030-01-01\nB,2030-01-02,extra\n', 'line 3: 3 fields, the header has 2'),
-            ('few fields', 'name,date\nA\n', 'line 2: 1 fields, the header has 2'),
+            ('few fields', 'name,date\nA\n', 'line 2: 1 field, the header has 2'),
             ('month', 'name,date\nA,2012-13-01\n', "line 2: date '2012-13-01' is not a Y-m-d calendar date"),
             ('feb 29', 'name,date\nA,2030-01-01\nB,2013-02-29\n',
              "line 3: date '2013-02-29' is not a Y-m-d calendar date"),

@@ -190,6 +190,15 @@ class BuiltInMapping(unittest.TestCase):
         bounds = sorted(float(dict(k[1])['le']) for k in self.samples if k[0] == name + '_bucket')
         self.assertEqual(bounds, [.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, float('inf')])
 
+    def test_json_response_time_is_in_seconds_as_the_grpc_one(self):
+        name = 'ratelimit_http_json_response_time_seconds'
+        self.assertEqual(self.types.get(name), 'histogram', self.text)
+        self.assertNotIn('ratelimit_http_json_response_time_bucket', self.text)
+        self.assertEqual(value(self.samples, name + '_count'), 5, self.text)
+        self.assertLess(value(self.samples, name + '_sum'), 1.0)
+        bounds = sorted(float(dict(k[1])['le']) for k in self.samples if k[0] == name + '_bucket')
+        self.assertEqual(bounds, [.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, float('inf')])
+
     def test_promtool_only_asks_for_total_suffixes_on_upstream_names(self):
         # upstream (statsd_exporter) names counters exactly as its mapping says, without "_total"; Sluice keeps
         # those names so dashboards keep working, and promtool's naming lint is the only thing it reports.

@@ -136,6 +136,27 @@ class RotatingPassword(unittest.TestCase):
         self.assertNotIn('pw-three-3333', s.log())
         self.assertNotIn('pw-one-1111', s.log())
 
+    def test_a_secret_refused_after_a_connection_loss_is_logged_once_naming_the_setting(self):
+        path = os.path.join(self.dir, 'redis-auth')
+        write(path, 'sluice:pw-one-1111\n')
+        s = self.sluice(path)
+        # The password changes in Redis and not in the file: every reconnect is refused.
+        self.redis.command('ACL', 'SETUSER', 'sluice', 'resetpass', '>pw-four-4444')
+        self.kill_connections()
+        s.wait_for_log('refused the secret of REDIS_AUTH_FILE (%s): WRONGPASS' % path, timeout=10)
+        time.sleep(1.5)  # reconnects go on failing the same way (backoff from 50 ms)
+        logged = s.log().count('refused the secret of REDIS_AUTH_FILE')
+        time.sleep(1.5)
+        # Once per worker's pool (IO_THREADS=2), not once per attempt.
+        self.assertEqual(s.log().count('refused the secret of REDIS_AUTH_FILE'), logged)
+        self.assertLessEqual(logged, 2, s.log())
+        self.assertNotIn('pw-one-1111', s.log())
+        # The file fixed: connected again, and said so.
+        write(path, 'sluice:pw-four-4444\n')
+        s.wait_for_log('connected to Redis at', timeout=10)
+        harness.wait_until(lambda: attempt(s, 'grpc', 'creds', [{'entries': [('user', 'r')]}])[0] == 'ok',
+                           timeout=RECONNECT_SECONDS + 2, message='decisions again', describe=s.log_tail)
+
     def test_bad_files_and_settings(self):
         path = os.path.join(self.dir, 'redis-auth')
         base = {'BACKEND_TYPE': 'redis', 'REDIS_SOCKET_TYPE': 'tcp', 'REDIS_URL': '127.0.0.1:%d' % self.redis.port}

@@ -87,8 +87,8 @@ class Reflection(unittest.TestCase):
             {'file_containing_symbol': 'envoy.service.ratelimit.v3.RateLimitService.ShouldRateLimit'},
             {'file_containing_symbol': 'grpc.health.v1.HealthCheckRequest'},
             {'file_containing_symbol': 'no.such.Symbol'},
+            {'file_by_filename': 'grpc/health/v1/health.proto'},
             {'file_by_filename': 'health.proto'},
-            {'file_by_filename': 'nowhere.proto'},
             {'all_extension_numbers_of_type': 'envoy.service.ratelimit.v3.RateLimitRequest'},
             {'all_extension_numbers_of_type': 'no.such.Type'},
             {'file_containing_extension': {'containing_type': 'no.such.Type', 'extension_number': 1}},
@@ -105,7 +105,7 @@ class Reflection(unittest.TestCase):
                          (5, "symbol 'no.such.Symbol' is not known to this server"))
         names = [descriptor_pb2.FileDescriptorProto.FromString(raw).name
                  for raw in replies[3].file_descriptor_response.file_descriptor_proto]
-        self.assertEqual(names, ['health.proto'])
+        self.assertEqual(names, ['grpc/health/v1/health.proto'])
         self.assertEqual(replies[4].error_response.error_code, 5)
         self.assertEqual(replies[5].all_extension_numbers_response.base_type_name,
                          'envoy.service.ratelimit.v3.RateLimitRequest')
@@ -114,7 +114,16 @@ class Reflection(unittest.TestCase):
         names = [descriptor_pb2.FileDescriptorProto.FromString(raw).name
                  for raw in replies[0].file_descriptor_response.file_descriptor_proto]
         self.assertEqual(len(names), len(set(names)))
-        self.assertEqual(names[-1], 'rls.proto')
+        # Upstream's paths, in the files' names and in their imports: a client holding Envoy's protos sees the
+        # same files, not a second copy of each type.
+        self.assertEqual(names[-1], 'envoy/service/ratelimit/v3/rls.proto')
+        self.assertIn('envoy/extensions/common/ratelimit/v3/ratelimit.proto', names)
+        self.assertIn('envoy/config/core/v3/base.proto', names)
+        rls = descriptor_pb2.FileDescriptorProto.FromString(
+            replies[0].file_descriptor_response.file_descriptor_proto[-1])
+        self.assertIn('envoy/extensions/common/ratelimit/v3/ratelimit.proto', rls.dependency)
+        self.assertEqual(set(rls.dependency) - set(names), set())
+        self.assertTrue(all('/' in n for n in names), names)
 
     def test_not_a_request(self):
         call = harness.channel(self.s.grpc_port).stream_stream(

@@ -146,6 +146,15 @@ class HeadersDisabledByDefault(ServerPerClass):
                 self.assertEqual(d.headers, [], d)
 
 
+class IetfFormatWithoutHeaders(ServerPerClass):
+    env = {'LIMIT_RESPONSE_HEADERS_FORMAT': 'ietf'}
+
+    def test_is_a_warning_naming_both_settings(self):
+        self.server.wait_for_log('LIMIT_RESPONSE_HEADERS_FORMAT=ietf has no effect without '
+                            'LIMIT_RESPONSE_HEADERS_ENABLED=true')
+        self.assertEqual(self.decide('json', [[('ten', 'ietf-off')]]).headers, [])
+
+
 class CountingWithSettings:
     """Plain counting must be unaffected by settings that tune the cache."""
 

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <memory>
 #include <set>
+#include <string_view>
+#include <utility>
 
 #include "core/strings.hpp"
 #include "net/grpc/call.hpp"
@@ -21,12 +23,52 @@ namespace rf = ::grpc::reflection::v1;
 constexpr int not_found = 5;
 constexpr int invalid_argument = 3;
 
+// Sluice compiles its .proto files from one flat folder (proto/), but clients know them by their upstream
+// paths: a client that already holds Envoy's protos would otherwise see the same types in two files. Files
+// are served under these names, in their own name and in their imports (the well-known types are already).
+constexpr std::pair<std::string_view, std::string_view> canonical_paths[] = {
+    {"base.proto", "envoy/config/core/v3/base.proto"},
+    {"discovery.proto", "envoy/service/discovery/v3/discovery.proto"},
+    {"health.proto", "grpc/health/v1/health.proto"},
+    {"otlp_common.proto", "opentelemetry/proto/common/v1/common.proto"},
+    {"otlp_resource.proto", "opentelemetry/proto/resource/v1/resource.proto"},
+    {"otlp_trace.proto", "opentelemetry/proto/trace/v1/trace.proto"},
+    {"otlp_trace_service.proto", "opentelemetry/proto/collector/trace/v1/trace_service.proto"},
+    {"ratelimit.proto", "envoy/extensions/common/ratelimit/v3/ratelimit.proto"},
+    {"ratelimit_strategy.proto", "envoy/type/v3/ratelimit_strategy.proto"},
+    {"ratelimit_unit.proto", "envoy/type/v3/ratelimit_unit.proto"},
+    {"reflection.proto", "grpc/reflection/v1/reflection.proto"},
+    {"reflection_v1alpha.proto", "grpc/reflection/v1alpha/reflection.proto"},
+    {"rlqs.proto", "envoy/service/rate_limit_quota/v3/rlqs.proto"},
+    {"rls.proto", "envoy/service/ratelimit/v3/rls.proto"},
+    {"rls_conf.proto", "ratelimit/config/ratelimit/v3/rls_conf.proto"},
+    {"status.proto", "google/rpc/status.proto"},
+    {"token_bucket.proto", "envoy/type/v3/token_bucket.proto"},
+};
+
+std::string served_name(const std::string& compiled) {
+  for (const auto& [flat, canonical] : canonical_paths)
+    if (compiled == flat) return std::string(canonical);
+  return compiled;
+}
+
+// The compiled file a served name stands for; a flat name is not served (it would be a second name).
+const pb::FileDescriptor* find_served_file(const pb::DescriptorPool& pool, const std::string& served) {
+  for (const auto& [flat, canonical] : canonical_paths) {
+    if (served == canonical) return pool.FindFileByName(std::string(flat));
+    if (served == flat) return nullptr;
+  }
+  return pool.FindFileByName(served);
+}
+
 // The file and every file it imports, each once, dependencies first (as protoc would read them).
 void add_file(const pb::FileDescriptor& file, std::set<std::string>& seen, rf::FileDescriptorResponse& out) {
   if (!seen.insert(file.name()).second) return;
   for (int i = 0; i < file.dependency_count(); ++i) add_file(*file.dependency(i), seen, out);
   pb::FileDescriptorProto proto;
   file.CopyTo(&proto);
+  proto.set_name(served_name(proto.name()));
+  for (auto& dependency : *proto.mutable_dependency()) dependency = served_name(dependency);
   proto.SerializeToString(out.add_file_descriptor_proto());
 }
 
@@ -65,7 +107,7 @@ bool fill(const method_table& methods, std::string_view bytes, rf::ServerReflect
         out.mutable_list_services_response()->add_service()->set_name(name);
       break;
     case rf::ServerReflectionRequest::kFileByFilename:
-      answer_file(out, pool->FindFileByName(request.file_by_filename()),
+      answer_file(out, find_served_file(*pool, request.file_by_filename()),
                   core::cat("file '", request.file_by_filename(), "'"));
       break;
     case rf::ServerReflectionRequest::kFileContainingSymbol:

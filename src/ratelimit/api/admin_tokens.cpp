@@ -3,6 +3,8 @@
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 
+#include "core/counted.hpp"
+#include "core/log.hpp"
 #include "core/strings.hpp"
 
 namespace sluice::ratelimit::api {
@@ -37,13 +39,28 @@ std::optional<std::string> admin_tokens::parse(const std::string& text, parsed& 
 }
 
 admin_tokens::admin_tokens(std::string path)
-    : file_(std::move(path), [this](const std::string& text) -> std::optional<std::string> {
-        auto next = std::make_shared<parsed>();
-        if (auto problem = parse(text, *next)) return problem;
-        std::lock_guard lock(mutex_);
-        current_ = std::move(next);
-        return std::nullopt;
-      }) {}
+    : file_(
+          path,
+          [this, path](const std::string& text) -> std::optional<std::string> {
+            auto next = std::make_shared<parsed>();
+            if (auto problem = parse(text, *next)) return problem;
+            const auto count = next->digests.size();
+            {
+              std::lock_guard lock(mutex_);
+              current_ = std::move(next);
+            }
+            core::log_info("ADMIN_TOKEN_FILE ", path, ": ", core::counted(count, "token", "tokens"),
+                           " in force");
+            return std::nullopt;
+          },
+          // Fail closed: a token file removed (a token withdrawn by deleting the file) leaves no token valid.
+          [this] {
+            std::lock_guard lock(mutex_);
+            current_.reset();
+            return std::string(
+                "every ADMIN_TOKEN_FILE token is revoked: counter changes are refused until it is "
+                "back");
+          }) {}
 
 void admin_tokens::watch(boost::asio::any_io_executor ex) {
   file_.watch(std::move(ex));
@@ -51,6 +68,11 @@ void admin_tokens::watch(boost::asio::any_io_executor ex) {
 
 void admin_tokens::stop() {
   file_.stop();
+}
+
+bool admin_tokens::revoked() const {
+  std::lock_guard lock(mutex_);
+  return !current_;
 }
 
 std::optional<std::size_t> admin_tokens::match(std::string_view token) const {

@@ -2,7 +2,8 @@
 // ADMIN_TOKEN_FILE: the bearer tokens that may change counters (README "Operating Sluice"). One token per
 // line, so that an old and a new one are both valid during a rotation; blank lines and lines starting with
 // '#' are skipped. The file is re-read when it changes (core::watched_file): a file with no token, or with
-// a token too short to be a secret, is refused and the tokens loaded before stay. A presented token is
+// a token too short to be a secret, is refused and the tokens loaded before stay; a file deleted revokes
+// every token (fail closed) until it is back. A presented token is
 // hashed (SHA-256) and compared with every line's digest in constant time, so the comparison's time tells
 // nothing of the tokens (nor of which line matched).
 
@@ -31,6 +32,8 @@ class admin_tokens {
 
   // The line (1-based) of the file that holds `token`, or nothing.
   std::optional<std::size_t> match(std::string_view token) const;
+  // The file was deleted: no token is valid.
+  bool revoked() const;
 
   // The tokens of a file's text with their lines, or what is wrong with it (exposed for tests).
   struct parsed {

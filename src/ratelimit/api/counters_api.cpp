@@ -169,8 +169,11 @@ asio::awaitable<net::http::response> handle_counters(const counters_context& c,
     std::optional<std::size_t> line;
     if (token) line = c.tokens->match(*token);
     if (!line) {
-      auto res = net::http::json_error(req, http::status::unauthorized,
-                                       token ? "the bearer token is not one of ADMIN_TOKEN_FILE's" : problem);
+      auto res = net::http::json_error(
+          req, http::status::unauthorized,
+          c.tokens->revoked() ? "ADMIN_TOKEN_FILE was deleted: every token is revoked until the file is back"
+          : token             ? "the bearer token is not one of ADMIN_TOKEN_FILE's"
+                              : problem);
       res.set(http::field::www_authenticate, "Bearer realm=\"sluice-admin\"");
       co_return res;
     }

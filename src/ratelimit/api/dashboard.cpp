@@ -51,14 +51,40 @@ struct rule_info {
   bool shadow_mode = false;  // the rule's node's
 };
 
-// The busiest descriptor of the rule among the top hits, as a share of the limit.
-std::optional<double> utilisation(const rule_info& info, const stats::top_lists& top) {
+// The counter a top entry's hits went to: its entries, with a share_threshold level's value replaced by the
+// pattern all its values share (as the cache key is built), so that the values of one shared counter add up.
+std::string counter_of(const stats::top_entry& e, const config::rule_set* rules) {
+  std::vector<config::entry> entries;
+  for (const auto& kv : e.entries) {
+    const auto eq = kv.find('=');
+    const std::string_view text(kv);
+    entries.push_back(
+        {text.substr(0, eq), eq == std::string::npos ? std::string_view() : text.substr(eq + 1)});
+  }
+  const auto* root = rules != nullptr ? rules->find_domain(e.domain) : nullptr;
+  const auto shared =
+      root != nullptr ? rules->get_limit(*root, entries).shared_values : std::vector<std::string_view>();
+  std::string key;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const bool pattern = i < shared.size() && !shared[i].empty();
+    core::append_to(key, entries[i].key, pattern ? "=*" : "=", pattern ? shared[i] : entries[i].value, "\n");
+  }
+  return key;
+}
+
+// The busiest counter of the rule among the top hits, as a share of the limit: a descriptor's, or a
+// share_threshold counter's (the hits of every value that shares it).
+std::optional<double> utilisation(const rule_info& info, const stats::top_lists& top,
+                                  const config::rule_set* rules) {
   if (info.limit == nullptr || info.limit->unlimited || info.limit->requests_per_unit == 0 ||
       top.window_seconds <= 0)
     return std::nullopt;
+  std::unordered_map<std::string, std::uint64_t> counters;
   std::uint64_t busiest = 0;
-  for (const auto& e : top.hits)
-    if (e.domain == info.domain && e.rule == info.rule) busiest = std::max(busiest, e.count);
+  for (const auto& e : top.hits) {
+    if (e.domain != info.domain || e.rule != info.rule) continue;
+    busiest = std::max(busiest, counters[counter_of(e, rules)] += e.count);
+  }
   if (busiest == 0) return std::nullopt;
   // Its hits over one of the limit's windows at the top window's rate; a longer window: the top window's hits
   // (what the last minute took of it, not a projection over an hour or a day).
@@ -159,7 +185,7 @@ std::string dashboard_json(const dashboard_inputs& in) {
     row["hits"] = numbers(s.hits);
     row["over_limit"] = numbers(s.over_limit);
     row["near_limit"] = numbers(s.near_limit);
-    if (auto u = utilisation(info, in.top)) {
+    if (auto u = utilisation(info, in.top, rules.get())) {
       row["utilisation"] = *u;
     } else {
       row["utilisation"] = nullptr;

@@ -100,6 +100,12 @@ void load_limit_options(const YAML::Node& yaml, rate_limit& limit) {
     throw config_error{core::cat("unknown accounting '", accounting, "' (expected admission or usage)")};
   }
   limit.time_zone = scalar_string(yaml["time_zone"], "time_zone");
+  // `time_zone: ""` would silently mean UTC windows; a zone left out says that.
+  if (const auto& z = yaml["time_zone"]; z && z.IsScalar() && z.Scalar().empty()) {
+    throw config_error{
+        "time_zone is empty: name an IANA zone (such as Europe/Berlin), or leave time_zone out for windows "
+        "aligned to the Unix epoch"};
+  }
   load_concurrency_options(yaml, limit);
   if (!limit.time_zone.empty() && (limit.unit == unit::second || limit.unit == unit::minute)) {
     throw config_error{core::cat("time_zone is for units of an hour or more: a ", lower_unit(limit.unit),

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <functional>
 
+#include "core/counted.hpp"
 #include "core/strings.hpp"
 
 namespace sluice::ratelimit::config {
@@ -188,8 +189,10 @@ limit_table limit_table::parse(std::string_view csv, std::size_t max_rows) {
       continue;
     }
     if (fields.size() != 2 && !(has_unit && fields.size() == 3)) {
-      fail(core::cat(fields.size(), " fields where the header has ", has_unit ? "2 or 3" : "2",
-                     " (quote a value that holds a comma)"));
+      // More fields than the header's may be a comma inside a value; fewer never is.
+      const bool more = fields.size() > (has_unit ? 3u : 2u);
+      fail(core::cat(core::counted(fields.size(), "field", "fields"), " where the header has ",
+                     has_unit ? "2 or 3" : "2", more ? " (quote a value that holds a comma)" : ""));
     }
     const std::string_view value = fields[0];
     if (value.empty()) fail("the value is empty");

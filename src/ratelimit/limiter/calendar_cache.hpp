@@ -1,7 +1,8 @@
 #pragma once
 // The calendar windows a limiter last used (config/calendar.hpp): a zone's rules are looked up once per
-// window and limit shape, not per decision. A few entries, the oldest dropped first. One limiter's, used on
-// its thread.
+// window and limit shape, not per decision. A few entries, the oldest dropped first. Per worker: each
+// worker's service holds its own and hands it to the shared limiter in `work::calendars`, so the decision
+// path changes it without a lock and no other thread ever sees it.
 
 #include <cstdint>
 #include <vector>
@@ -26,6 +27,9 @@ class calendar_cache {
     return window;
   }
 
+  std::size_t size() const { return entries_.size(); }
+  static constexpr std::size_t max_entries = 16;
+
  private:
   struct entry {
     const date::time_zone* zone;
@@ -33,7 +37,6 @@ class calendar_cache {
     std::uint32_t multiplier;
     config::calendar_window window;
   };
-  static constexpr std::size_t max_entries = 16;
   std::vector<entry> entries_;
 };
 

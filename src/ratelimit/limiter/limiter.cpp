@@ -81,8 +81,13 @@ std::uint64_t limiter::near_threshold(const applied_limit& limit, std::uint64_t 
   return static_cast<std::uint64_t>(std::floor(static_cast<double>(near)));
 }
 
-config::calendar_window limiter::window_of(const applied_limit& limit, std::int64_t now) {
-  if (limit.zone != nullptr) return calendars_.at(*limit.zone, limit.unit, limit.unit_multiplier, now);
+config::calendar_window limiter::window_of(const applied_limit& limit, std::int64_t now,
+                                           calendar_cache* calendars) {
+  if (limit.zone != nullptr) {
+    if (calendars == nullptr)
+      return config::calendar_window_at(*limit.zone, limit.unit, limit.unit_multiplier, now);
+    return calendars->at(*limit.zone, limit.unit, limit.unit_multiplier, now);
+  }
   const std::int64_t window = window_seconds(limit);
   const std::int64_t start = window_start(now, window);
   return {start, start + window};
@@ -91,7 +96,7 @@ config::calendar_window limiter::window_of(const applied_limit& limit, std::int6
 counter_op limiter::describe_op(const work& w, const descriptor_work& item, const key_parts& parts,
                                 limit_work& lw) {
   const auto& limit = lw.limit;
-  const auto bounds = window_of(limit, w.now);
+  const auto bounds = window_of(limit, w.now, w.calendars);
   const std::int64_t start = bounds.start;
   const std::int64_t window = bounds.end - bounds.start;
   const bool calendar = limit.zone != nullptr;
@@ -116,7 +121,7 @@ counter_op limiter::describe_op(const work& w, const descriptor_work& item, cons
       break;
     case config::algorithm::sliding_window:
       build_tagged_key(lw.cache_key, parts, start, limit.key_tag);
-      build_tagged_key(lw.previous_key, parts, window_of(limit, start - 1).start, limit.key_tag);
+      build_tagged_key(lw.previous_key, parts, window_of(limit, start - 1, w.calendars).start, limit.key_tag);
       op.kind = op_kind::sliding;
       op.previous_key = lw.previous_key;
       op.window_us = window * micros_per_second;
@@ -228,12 +233,31 @@ void limiter::describe(work& w) {
 
 limiter::limit_state limiter::state_of(const work& w, const descriptor_work& item,
                                        const limit_work& lw) const {
+  if (lw.op != SIZE_MAX && w.ops[lw.op].kind == op_kind::gcra) return gcra_state(w, lw);
   const outcome o = judge(w, item, lw);
   limit_state s;
   s.capacity = o.capacity;
   s.used = o.after;
   s.remaining = o.over ? 0 : std::min<std::uint64_t>(o.remaining, o.capacity);
   s.reset_seconds = o.reset_seconds;
+  return s;
+}
+
+// A bucket's state in one meaning for every accounting: `used` is the hits not yet refilled, debt included
+// (it may pass the burst: usage, or an operator's PUT), and `reset_seconds` is until the bucket is full again
+// (used back to 0; 0 for a full one). Decisions answer from judge(), unchanged.
+limiter::limit_state limiter::gcra_state(const work& w, const limit_work& lw) {
+  const auto& op = w.ops[lw.op];
+  const std::int64_t tat = std::max(static_cast<std::int64_t>(w.values[lw.op].value), w.now_us);
+  const std::int64_t debt_us = tat - w.now_us;
+  limit_state s;
+  s.capacity = gcra_burst(lw.limit);
+  s.used = static_cast<std::uint64_t>((debt_us + op.window_us - 1) / op.window_us);
+  s.remaining = debt_us <= op.tolerance_us ? static_cast<std::uint64_t>(op.tolerance_us - debt_us) /
+                                                 static_cast<std::uint64_t>(op.window_us)
+                                           : 0;
+  s.remaining = std::min(s.remaining, s.capacity);
+  s.reset_seconds = (debt_us + micros_per_second - 1) / micros_per_second;
   return s;
 }
 

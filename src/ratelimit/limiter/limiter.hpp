@@ -92,6 +92,9 @@ struct work {
   batch_mode mode = batch_mode::independent;
   std::int64_t now = 0;     // seconds
   std::int64_t now_us = 0;  // the same instant, in microseconds
+  // The calling worker's calendar windows (per worker, never shared: the limiter serves every worker). Null:
+  // each window is computed afresh (tests, one-off callers).
+  calendar_cache* calendars = nullptr;
 };
 
 using response_status = envoy::service::ratelimit::v3::RateLimitResponse::DescriptorStatus;
@@ -117,9 +120,10 @@ class limiter {
   void describe(work& w);
   // One limit's state from backend::inspect's results in w.values (after describe).
   struct limit_state {
-    std::uint64_t used = 0;      // against `capacity` (GCRA: the bucket's burst, less what has refilled)
+    std::uint64_t used = 0;      // against `capacity` (GCRA: the hits not yet refilled, debt included)
     std::uint64_t capacity = 0;  // the limit (GCRA: the burst)
     std::uint64_t remaining = 0;
+    // Until the counter frees up (GCRA: until the bucket is full again; 0 if it is).
     std::int64_t reset_seconds = 0;
   };
   limit_state state_of(const work& w, const descriptor_work& item, const limit_work& lw) const;
@@ -131,11 +135,13 @@ class limiter {
  private:
   struct outcome;
   outcome judge(const work& w, const descriptor_work& item, const limit_work& lw) const;
+  static limit_state gcra_state(const work& w, const limit_work& lw);
   static batch_mode assign_roles(work& w);
   void count_stats(const descriptor_work& item, const limit_work& lw, const outcome& o);
   std::uint64_t near_threshold(const applied_limit& limit, std::uint64_t capacity) const;
   // The window of `limit` that holds `now`: a calendar window, or the epoch-aligned one of fixed length.
-  config::calendar_window window_of(const applied_limit& limit, std::int64_t now);
+  static config::calendar_window window_of(const applied_limit& limit, std::int64_t now,
+                                           calendar_cache* calendars);
   // The backend op of one limit (key, kind, window, TTL without jitter), its key written into `lw`.
   counter_op describe_op(const work& w, const descriptor_work& item, const key_parts& parts, limit_work& lw);
   void count_leases(const work& w, const descriptor_work& item, const limit_work& lw, bool applied_nothing);
@@ -144,7 +150,6 @@ class limiter {
   const core::clock& clock_;
   jitter_source jitter_;
   local_cache local_cache_;
-  calendar_cache calendars_;
 };
 
 }  // namespace sluice::ratelimit::limiter

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <set>
 
+#include "core/counted.hpp"
 #include "core/free_memory.hpp"
 #include "core/log.hpp"
 #include "core/read_file.hpp"
@@ -58,8 +59,8 @@ bool limit_tables_source::load_file(table& t, const std::string& path, std::vect
         std::make_shared<const config::limit_table>(config::limit_table::parse(*content, settings_.max_rows));
     const auto ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
-    core::log_info("limit table '", t.name, "': ", parsed->size(), " rows from ", path, " in ", ms.count(),
-                   " ms");
+    core::log_info("limit table '", t.name, "': ", core::counted(parsed->size(), "row", "rows"), " from ",
+                   path, " in ", ms.count(), " ms");
     t.counters.rows->set(static_cast<std::int64_t>(parsed->size()));
     t.counters.loads->inc();
     t.file = std::move(parsed);
@@ -70,7 +71,8 @@ bool limit_tables_source::load_file(table& t, const std::string& path, std::vect
     errors.push_back(core::cat(where, ": ", e.message));
     t.counters.failed_loads->inc();
     core::log_error("limit table '", t.name, "' not loaded: ", errors.back(), "; ",
-                    t.file ? core::cat("its ", t.file->size(), " rows in force are kept")
+                    t.file ? core::cat("its ", core::counted(t.file->size(), "row", "rows"), " in force ",
+                                       t.file->size() == 1 ? "is" : "are", " kept")
                            : std::string("rules naming it cannot load"));
     return false;
   }

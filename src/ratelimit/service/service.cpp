@@ -55,6 +55,7 @@ void request_state::resolve() {
   // (operator control may add one entry per descriptor: a holder_key rule's key, below)
   entries_.reserve(total_entries + (control_ ? static_cast<std::size_t>(n) : 0));
   work_.domain = request_.domain();
+  work_.calendars = &service_.calendars_;
   work_.items.resize(static_cast<std::size_t>(n));
   nodes_.assign(static_cast<std::size_t>(n), nullptr);
   row_tags_.resize(static_cast<std::size_t>(n));

@@ -74,6 +74,8 @@ class rate_limit_service {
   // The worker's limit tables (`limits_from`). Null (the default): a rule's table is never read (its own
   // limit applies).
   void set_table_lookup(table_lookup* tables) { tables_ = tables; }
+  // The calendar windows this worker's decisions and controls used (read by tests).
+  const limiter::calendar_cache& calendars() const { return calendars_; }
 
   // `request` and `response` must stay valid until `done` is called; `parent` (the server span, which may be
   // null) only during this call.
@@ -103,6 +105,8 @@ class rate_limit_service {
   tracing::tracer* tracer_ = nullptr;
   stats::top_recorder* top_ = nullptr;
   table_lookup* tables_ = nullptr;
+  // This worker's calendar windows: the limiter is shared by every worker, its caller's state is not.
+  limiter::calendar_cache calendars_;
   held_rules* current_ = nullptr;  // owned; older snapshots are freed by their last decision
   stats::counter& service_error_;
   stats::counter& backend_error_;

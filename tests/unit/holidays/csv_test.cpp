@@ -60,6 +60,7 @@ TEST_CASE("holiday csv: refusals say the line and the reason") {
         "line 1: the header needs a name (or holiday) and a date column, got 'title,day'");
   CHECK(error_of("name,date,holiday\n") == "line 1: two name columns");
   CHECK(error_of("name,date\na,2012-01-01\nb,2012-01-02,extra\n") == "line 3: 3 fields, the header has 2");
+  CHECK(error_of("name,date\na,2012-01-01\nb\n") == "line 3: 1 field, the header has 2");
   CHECK(error_of("name,date\na,2012-13-01\n") == "line 2: date '2012-13-01' is not a Y-m-d calendar date");
   CHECK(error_of("name,date\na,2013-02-29\n") == "line 2: date '2013-02-29' is not a Y-m-d calendar date");
   CHECK(error_of("name,date\na,2012-02-29\n") == "");  // a leap day

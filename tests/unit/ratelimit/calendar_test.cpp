@@ -206,5 +206,43 @@ TEST_CASE("time_zone: an unknown zone names the rule, GCRA and unlimited limits 
         "plans.yaml: an unlimited rate_limit takes no algorithm, unit_multiplier, accounting or time_zone");
   CHECK(error("    rate_limit: {unit: minute, requests_per_unit: 3, time_zone: Asia/Kathmandu}\n") ==
         "plans.yaml: time_zone is for units of an hour or more: a minute is the same in every zone");
+  CHECK(
+      error("    rate_limit: {unit: day, requests_per_unit: 3, time_zone: \"\"}\n") ==
+      "plans.yaml: time_zone is empty: name an IANA zone (such as Europe/Berlin), or leave time_zone out for "
+      "windows aligned to the Unix epoch");
   CHECK(error("    rate_limit: {unit: day, requests_per_unit: 3, time_zone: Europe/Berlin}\n").empty());
+}
+
+TEST_CASE("calendar windows are per worker: two services on one limiter keep their own, and count together") {
+  // More zone × unit shapes than a cache holds, so that one worker's cache turns over while the other's
+  // stays.
+  const char* zones[] = {"America/New_York", "Europe/Berlin", "Asia/Kathmandu", "Australia/Lord_Howe",
+                         "Asia/Tokyo",       "Europe/London", "America/Denver", "Pacific/Auckland",
+                         "Africa/Cairo",     "Asia/Kolkata"};
+  std::string yaml = "domain: saas\ndescriptors:\n";
+  std::size_t shapes = 0;
+  for (const char* zone : zones) {
+    for (const char* u : {"day", "week"}) {
+      yaml += "  - key: z" + std::to_string(shapes++) + "\n    rate_limit: {unit: " + u +
+              ", requests_per_unit: 3, time_zone: " + zone + "}\n";
+    }
+  }
+  REQUIRE(shapes > limiter::calendar_cache::max_entries);
+  service_fixture f(yaml);
+  // A second worker's service: the same limiter and backend, its own calendar windows.
+  service::rate_limit_service second({}, f.limiter, f.backend, f.stats);
+  second.set_rules(test::compile_rules(yaml, f.stats));
+  f.clock.set_micros(utc(2026, 3, 10, 12) * 1'000'000);
+  for (std::size_t i = 0; i < shapes; ++i) f.decide(make_request("saas", {{{"z" + std::to_string(i), "a"}}}));
+  CHECK(f.service.calendars().size() == limiter::calendar_cache::max_entries);
+  CHECK(second.calendars().size() == 0);
+
+  // The second worker decides on one shape: its own cache fills, the first's is unchanged, and the counter
+  // (in the shared backend) holds both workers' hits.
+  test::rls_response r;
+  second.should_rate_limit(make_request("saas", {{{"z0", "a"}}}), r,
+                           [](const service::service_error* e) { REQUIRE(e == nullptr); });
+  CHECK(second.calendars().size() == 1);
+  CHECK(f.service.calendars().size() == limiter::calendar_cache::max_entries);
+  CHECK(r.statuses(0).limit_remaining() == 1);
 }

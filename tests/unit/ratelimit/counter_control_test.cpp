@@ -30,6 +30,8 @@ descriptors:
     rate_limit: {unit: minute, requests_per_unit: 10, algorithm: sliding_window}
   - key: bucket
     rate_limit: {unit: minute, requests_per_unit: 6, algorithm: gcra}
+  - key: tokens
+    rate_limit: {unit: minute, requests_per_unit: 60, burst: 10, algorithm: gcra, accounting: usage}
   - key: slots
     rate_limit: {requests_per_unit: 3, algorithm: concurrency, lease: 10s}
   - key: free
@@ -172,6 +174,36 @@ TEST_CASE("a GCRA bucket: used is what has not refilled") {
   CHECK(only(f, "bucket", "b").used == 5);
   CHECK(hit(f, "bucket", "b") == code::OK);
   CHECK(hit(f, "bucket", "b") == code::OVER_LIMIT);
+}
+
+TEST_CASE("a GCRA bucket: used shows debt, reset_seconds is always until full, an untouched bucket is full") {
+  service_fixture f(rules, {}, {}, 1'800'000'000);
+  auto l = only(f, "tokens", "t");
+  CHECK(l.used == 0);
+  CHECK(l.remaining == 10);
+  CHECK(l.reset_seconds == 0);
+  // Usage: 15 hits on a burst of 10 (one refills per second) leave 15 to refill, 5 of them debt.
+  hit(f, "tokens", "t", 15);
+  l = only(f, "tokens", "t");
+  CHECK(l.capacity == 10);
+  CHECK(l.used == 15);
+  CHECK(l.remaining == 0);
+  CHECK(l.reset_seconds == 15);
+  set(f, "tokens", "t", 50);
+  l = only(f, "tokens", "t");
+  CHECK(l.used == 50);
+  CHECK(l.reset_seconds == 50);
+  f.clock.advance(45);
+  l = only(f, "tokens", "t");
+  CHECK(l.used == 5);
+  CHECK(l.remaining == 5);
+  CHECK(l.reset_seconds == 5);
+  // Admission, refused: reset_seconds is still until full (not until the next admission).
+  for (int i = 0; i < 6; ++i) CHECK(hit(f, "bucket", "r") == code::OK);
+  CHECK(hit(f, "bucket", "r") == code::OVER_LIMIT);
+  l = only(f, "bucket", "r");
+  CHECK(l.used == 6);
+  CHECK(l.reset_seconds == 60);
 }
 
 TEST_CASE("concurrency: leases held, freed or set by the operator") {

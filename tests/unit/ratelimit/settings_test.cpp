@@ -167,6 +167,22 @@ TEST_CASE("rate limit settings: quota mode, dynamic metadata and request headers
       core::env_reader(std::map<std::string, std::string>{{"LIMIT_REQUEST_RESET_HEADER", "X Bad"}})));
 }
 
+TEST_CASE(
+    "rate limit settings: LIMIT_RESPONSE_HEADERS_FORMAT=ietf without the headers enabled is a warning") {
+  auto read = [](std::map<std::string, std::string> env) {
+    return ratelimit::read_module_settings(core::env_reader(std::move(env)));
+  };
+  const auto alone = read({{"LIMIT_RESPONSE_HEADERS_FORMAT", "ietf"}});
+  REQUIRE(alone.warnings.size() == 1);
+  CHECK(
+      alone.warnings[0] ==
+      "LIMIT_RESPONSE_HEADERS_FORMAT=ietf has no effect without LIMIT_RESPONSE_HEADERS_ENABLED=true: no rate "
+      "limit response headers are sent");
+  CHECK(read({{"LIMIT_RESPONSE_HEADERS_FORMAT", "ietf"}, {"LIMIT_RESPONSE_HEADERS_ENABLED", "true"}})
+            .warnings.empty());
+  CHECK(read({}).warnings.empty());
+}
+
 TEST_CASE("rate limit settings: memcache") {
   using env_map = std::map<std::string, std::string>;
   auto read = [](env_map values) {

@@ -259,6 +259,10 @@ TEST_CASE("prometheus mapper: the built-in mapping keeps upstream's names and ev
             .map("ratelimit_server.Check.response_time", stat_type::observer)
             .scale == 1.0);
 
+  t = m.map("ratelimit.http.json.response_time", stat_type::observer);
+  CHECK(t.name == "ratelimit_http_json_response_time_seconds");
+  CHECK(t.scale == 0.001);
+
   CHECK(m.map("ratelimit.service.config_load_success", stat_type::counter).name ==
         "ratelimit_service_config_load_success");
   CHECK(m.map("ratelimit.service.config_load_error", stat_type::counter).name ==

@@ -4,6 +4,7 @@
 
 #include <boost/json.hpp>
 #include <limits>
+#include <optional>
 
 #include "ratelimit/api/plain_json.hpp"
 
@@ -141,4 +142,50 @@ TEST_CASE("plain_json: doubles as plain decimals, not 1E0 (issue 40); the rest a
         R"("none":null,"inf":null})");
   CHECK(text.find('E') == std::string::npos);
   CHECK(json::parse(text).at("now").as_double() == 1795000000.5);
+}
+
+TEST_CASE(
+    "dashboard_json: a share_threshold rule's utilisation is its shared counter's, every value together") {
+  stats::store store;
+  core::health health;
+  ratelimit::service::rules_source source(
+      {}, [](auto) {}, store, health);
+  REQUIRE_FALSE(source.apply_xds({{"ai.yaml", R"(domain: ai
+descriptors:
+  - key: model
+    value: gpt*
+    share_threshold: true
+    rate_limit: {unit: minute, requests_per_unit: 10}
+  - key: user
+    rate_limit: {unit: minute, requests_per_unit: 10}
+)"}}));
+  using totals = ratelimit::api::dashboard_totals;
+  stats::series_history history(
+      store, {std::string(totals::grpc_requests), std::string(totals::json_requests)},
+      {std::string(totals::latency_timer), std::string(totals::json_latency_timer)}, 10);
+  auto& shared = store.get_counter("ratelimit.service.rate_limit.ai.model_gpt*.total_hits");
+  auto& users = store.get_counter("ratelimit.service.rate_limit.ai.user.total_hits");
+  history.sample(100.0, 100.0);
+  shared.add(12);
+  users.add(12);
+  history.sample(101.0, 101.0);
+  stats::top_lists top;
+  top.window_seconds = 60;
+  // Three values of one shared counter: 12 of 10 together, though none alone is over. Values of a rule
+  // without share_threshold count apart.
+  top.hits = {entry("ai", "model_gpt*", {"model=gpt-4"}, 5), entry("ai", "model_gpt*", {"model=gpt-4o"}, 4),
+              entry("ai", "model_gpt*", {"model=gpt-3.5"}, 3), entry("ai", "user", {"user=a"}, 5),
+              entry("ai", "user", {"user=b"}, 4)};
+  const auto out =
+      json::parse(ratelimit::api::dashboard_json({history, source, health, top, 10, "memory", 101.5, 1.0}))
+          .as_object();
+  std::optional<double> model, user;
+  for (const auto& r : out.at("rules").as_array()) {
+    if (r.at("key") == "ai.model_gpt*") model = r.at("utilisation").as_double();
+    if (r.at("key") == "ai.user") user = r.at("utilisation").as_double();
+  }
+  REQUIRE(model);
+  REQUIRE(user);
+  CHECK(*model == doctest::Approx(1.2));
+  CHECK(*user == doctest::Approx(0.5));
 }
