@@ -32,7 +32,7 @@ COPY rootfs/ /rootfs/
 FROM ${ROOTFS:-build} AS rootfs
 
 FROM scratch
-ARG VERSION=1.0.0
+ARG VERSION=1.1.0
 ARG REVISION=unknown
 COPY --from=rootfs /rootfs/ /
 LABEL org.opencontainers.image.title="sluice" \
