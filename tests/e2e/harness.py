@@ -163,6 +163,14 @@ def rss_kb(pid):
         return next(int(line.split()[1]) for line in f if line.startswith('VmRSS'))
 
 
+def cpu_seconds(pid):
+    """The CPU time (user + system) a process has used so far, in seconds: unlike wall time, what a busy machine
+    does not stretch."""
+    with open('/proc/%d/stat' % pid) as f:
+        fields = f.read().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
 def read_until_closed(sock, timeout):
     """Reads until the server closes `sock` (or resets it, or `timeout` passes); -> the bytes read."""
     sock.settimeout(timeout)

@@ -228,12 +228,15 @@ class MillionRows(TablesCase):
         m = re.search(r"limit table 'plans': 1000000 rows from \S+ in (\d+) ms", s.log())
         self.assertIsNotNone(m, s.log_tail())
         load_ms = int(m.group(1))
+        # The load's cost is judged in CPU time (start-up's included): wall time is stretched by whatever else
+        # the machine runs (1.5 s of wall time beside a compile).
+        cpu = harness.cpu_seconds(s.proc.pid)
         rss = harness.rss_kb(s.proc.pid)
         per_row = ((rss - baseline) * 1024 - value_bytes) / self.ROWS
-        print('\n1M rows: loaded in %d ms; RSS %d KB against %d KB without: %.1f bytes a row beyond the values'
-              % (load_ms, rss, baseline, per_row))
+        print('\n1M rows: loaded in %d ms (the server has used %.2f s of CPU); RSS %d KB against %d KB without: '
+              '%.1f bytes a row beyond the values' % (load_ms, cpu, rss, baseline, per_row))
         if not harness.SANITIZED:
-            self.assertLess(load_ms, 1000)
+            self.assertLess(cpu, 1.5)  # about 0.5 s alone, 0.8 s beside a compile on the other core
             self.assertLessEqual(per_row, 100)
         self.assertEqual(self.decide(s, 'tenant-0000042').statuses[0].limit, (1042, 'HOUR'))
 

@@ -33,13 +33,18 @@ struct answer {
   std::int64_t reset;
 };
 
-answer send(service_fixture& f, std::uint64_t hits, bool release = false, const char* key = "model") {
-  auto req = make_request("ai", {{{key, "m"}}});
+// One descriptor of `entries` with `hits`, given back when `release`: its status.
+answer decide(service_fixture& f, const test::entries& entries, std::uint64_t hits, bool release) {
+  auto req = make_request("ai", {entries});
   req.mutable_descriptors(0)->mutable_hits_addend()->set_value(hits);
   req.mutable_descriptors(0)->set_is_negative_hits(release);
   const auto r = f.decide(req);
   return {r.statuses(0).code(), r.statuses(0).limit_remaining(),
           r.statuses(0).duration_until_reset().seconds()};
+}
+
+answer send(service_fixture& f, std::uint64_t hits, bool release = false, const char* key = "model") {
+  return decide(f, {{key, "m"}}, hits, release);
 }
 
 std::uint64_t stat(service_fixture& f, const char* name) {
@@ -200,12 +205,7 @@ descriptors:
 
 answer hold(service_fixture& f, const char* id, std::uint64_t hits = 1, bool release = false,
             const char* tenant = "acme") {
-  auto req = make_request("ai", {{{"tenant", tenant}, {"request_id", id}}});
-  req.mutable_descriptors(0)->mutable_hits_addend()->set_value(hits);
-  req.mutable_descriptors(0)->set_is_negative_hits(release);
-  const auto r = f.decide(req);
-  return {r.statuses(0).code(), r.statuses(0).limit_remaining(),
-          r.statuses(0).duration_until_reset().seconds()};
+  return decide(f, {{"tenant", tenant}, {"request_id", id}}, hits, release);
 }
 
 std::uint64_t holder_stat(service_fixture& f, const char* name) {
