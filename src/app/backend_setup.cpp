@@ -1,5 +1,8 @@
 #include "backend_setup.hpp"
 
+#include <algorithm>
+#include <chrono>
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -37,13 +40,18 @@ asio::awaitable<void> sweep_loop(ratelimit::backends::memory::memory_backend& ba
 }
 
 // MEMORY_SNAPSHOT_INTERVAL: the counters written every interval, so a crash loses at most one interval's.
+// The writes keep to a fixed rate (each deadline one interval after the last, not after the last write
+// ended), so a write's own time does not stretch the gap; one that took longer than an interval is followed
+// at once.
 asio::awaitable<void> snapshot_loop(const backend_holder& b, asio::steady_timer& timer,
                                     std::chrono::milliseconds interval) {
+  auto deadline = std::chrono::steady_clock::now() + interval;
   for (;;) {
-    timer.expires_after(interval);
+    timer.expires_at(deadline);
     auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
     if (ec || b.stopped) co_return;
     b.write_snapshot(false);
+    deadline = std::max(deadline + interval, std::chrono::steady_clock::now());
   }
 }
 
