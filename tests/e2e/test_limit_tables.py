@@ -271,12 +271,18 @@ class MillionRows(TablesCase):
         after = histogram()
         total = after['+Inf'] - before.get('+Inf', 0)
         within = after['1'] - before.get('1', 0)
+        # (PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS: the buckets' bounds read as milliseconds; 10 is the last)
+        within_10 = after['10'] - before.get('10', 0)
         m = re.search(r"limit table 'plans': 1000000 rows from \S+ in (\d+) ms", s.log()[m.end():])
-        print('reload under load: %d decisions, %d over 1 ms (%.2f%%); the reload took %s ms'
-              % (total, total - within, 100.0 * (total - within) / max(1, total), m.group(1) if m else '?'))
+        print('reload under load: %d decisions, %d over 1 ms (%.2f%%), %d over 10 ms; the reload took %s ms'
+              % (total, total - within, 100.0 * (total - within) / max(1, total), total - within_10,
+                 m.group(1) if m else '?'))
         self.assertGreater(total, 500, out)
+        # A worker held by the load would keep every decision of the reload's time (about 0.5 s alone, seconds
+        # on a busy machine) past 10 ms: hundreds. A busy machine's scheduling alone puts a few past 1 ms (41 of
+        # 1000 beside a CPU hog), which says nothing of the reload: the bound is at 10 ms.
         if not harness.SANITIZED:
-            self.assertLessEqual(total - within, total / 100, 'p99 over 1 ms')
+            self.assertLessEqual(total - within_10, total / 100, 'over 1% of decisions past 10 ms')
         self.assertEqual(self.decide(s, 'tenant-0000042').statuses[0].limit, (5_000_000, 'HOUR'))
 
 
