@@ -424,9 +424,8 @@ int main(int argc, char** argv) {
                     << pttl << ": it would go before its arrival time\n";
           return 1;
         }
-      } else if (const auto ttl_error =
-                     wrong_ttl(pttl, gcra, ttl_given.contains(key), gcra_ttl[key], in_redis,
-                               (real_micros() - round_started) / 1000)) {
+      } else if (const auto ttl_error = wrong_ttl(pttl, gcra, ttl_given.contains(key), gcra_ttl[key],
+                                                  in_redis, (real_micros() - round_started) / 1000)) {
         std::cerr << "round " << round << ": key " << key << " " << *ttl_error << "\n";
         return 1;
       }
