@@ -108,6 +108,13 @@ inline std::uint64_t drop_ended(lease_holders& held, std::int64_t now_us) {
   return expired;
 }
 
+// When the latest of `held`'s leases ends (µs; 0: none).
+inline std::int64_t latest_end(const lease_holders& held) {
+  std::int64_t last = 0;
+  for (const auto& h : held) last = std::max(last, h.end_us);
+  return last;
+}
+
 // The outcome's totals over `held` (after the op).
 inline void describe_holders(const lease_holders& held, lease_outcome& out) {
   out.holders = held.size();

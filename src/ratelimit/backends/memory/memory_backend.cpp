@@ -37,11 +37,7 @@ namespace {
 // When a lease entry may be dropped: a second after its newest lease ends (Unix seconds); 0 when it holds
 // nothing.
 std::int64_t lease_entry_expiry(const detail::lease_entry& e, const limiter::counter_op& op) {
-  if (op.per_holder) {
-    std::int64_t last = 0;
-    for (const auto& h : e.holders) last = std::max(last, h.end_us);
-    return e.holders.empty() ? 0 : last / 1'000'000 + 1;
-  }
+  if (op.per_holder) return e.holders.empty() ? 0 : limiter::latest_end(e.holders) / 1'000'000 + 1;
   const limiter::lease_timing timing{op.window_us, op.tolerance_us};
   return e.slices.empty() ? 0 : (e.slices.back().first + timing.slices + 1) * timing.slice_us / 1'000'000 + 1;
 }

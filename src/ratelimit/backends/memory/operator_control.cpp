@@ -92,9 +92,7 @@ void memory_backend::overwrite_leases(const limiter::counter_op& op, std::uint64
       live_.fetch_sub(1, std::memory_order_relaxed);
       return;
     }
-    std::int64_t last = 0;
-    for (const auto& h : holders) last = std::max(last, h.end_us);
-    it->second.expires_at = last / 1'000'000 + 1;
+    it->second.expires_at = limiter::latest_end(holders) / 1'000'000 + 1;
     return;
   }
   if (it != s.leases.end()) {
