@@ -27,6 +27,7 @@
 #include "core/log.hpp"
 #include "core/open_files.hpp"
 #include "core/strings.hpp"
+#include "core/version.hpp"
 #include "core/workers.hpp"
 #include "net/grpc/health_service.hpp"
 #include "net/grpc/server.hpp"
@@ -307,12 +308,12 @@ int run_server() {
 int main(int argc, char** argv) {
   std::string_view command = argc > 1 ? argv[1] : "";
   if (command == "--help" || command == "-h" || command == "help") {
-    std::cout << "Sluice " << SLUICE_VERSION << ": an Envoy rate limit service.\n\n"
+    std::cout << "Sluice " << core::version << ": an Envoy rate limit service.\n\n"
               << usage_head << check_config_synopsis << usage;
     return 0;
   }
   if (command == "--version") {
-    std::cout << "sluice " << SLUICE_VERSION << " (commit " << build_commit << ")\n";
+    std::cout << "sluice " << core::version << " (commit " << build_commit << ")\n";
     return 0;
   }
   // Each subcommand parses its arguments with the one flag parser (ratelimit/client/flag_parser.hpp).

@@ -1,7 +1,7 @@
 #pragma once
 
 namespace sluice {
-// The project's semantic version is SLUICE_VERSION (meson's project version); this is the git commit it was
+// The project's semantic version is core::version (meson's project version); this is the git commit it was
 // built from (40 hex digits, then "-dirty" when the work tree had uncommitted changes), or "unknown" outside
 // a checkout when -Dcommit= was not given.
 extern const char* const build_commit;

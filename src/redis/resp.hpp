@@ -49,6 +49,8 @@ class request {
   void push(std::span<const std::string_view> args);
   // AUTH <password> or AUTH <username> <password>; nothing without a password.
   void push_auth(std::string_view username, std::string_view password);
+  // Room for `bytes` of commands in one allocation (a decision's commands otherwise grow it several times).
+  void reserve(std::size_t bytes) { payload_.reserve(bytes); }
   const std::string& payload() const { return payload_; }
   // Moves the encoded bytes out (into a pending_request) and empties the request.
   std::string release_payload() {

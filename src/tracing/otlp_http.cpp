@@ -17,6 +17,7 @@
 
 #include "core/strings.hpp"
 #include "core/tls_client.hpp"
+#include "core/version.hpp"
 #include "status.pb.h"
 #include "tracing/otlp_transport.hpp"
 
@@ -78,7 +79,7 @@ class otlp_http final : public otlp_transport {
                                       std::chrono::milliseconds timeout) override {
     http::request<http::string_body> request(http::verb::post, settings_.path, 11);
     request.set(http::field::host, core::host_port(settings_.host, settings_.port));
-    request.set(http::field::user_agent, "sluice/" SLUICE_VERSION);
+    request.set(http::field::user_agent, core::cat("sluice/", core::version));
     request.set(http::field::content_type, "application/x-protobuf");
     for (const auto& [name, value] : settings_.headers) request.set(name, value);
     if (settings_.gzip) {

@@ -94,6 +94,9 @@ void batch::send(std::size_t which) {
     return;
   }
   rd::request encoded;
+  std::size_t room = 0;  // INCRBY and EXPIRE of each key with their framing; a rare MGET may grow it
+  for (auto i : p.indexes) room += 2 * all[i].key.size() + 80;
+  encoded.reserve(room);
   // The previous windows of sliding windows are read with one MGET after the counters (a part on a cluster
   // holds one op), but for the final counts this worker read before.
   boost::container::small_vector<std::string_view, 8> previous{"MGET"};
