@@ -124,8 +124,7 @@ inline void describe_holders(const lease_holders& held, lease_outcome& out) {
 
 // An op of `hits` by `holder` with leases of `lease_us`:
 // - an acquisition by a holder that holds nothing takes `hits` slots until now + lease when they fit (a
-// check,
-//   0 hits, admits when one more would fit, and takes nothing);
+//   check, 0 hits, admits when one more would fit, and takes nothing);
 // - an acquisition by a holder that holds already (a resend, or a long call keeping its slot alive) counts
 //   once and renews its lease: it holds max(its slots, hits), judged as an acquisition of the difference
 //   (while the total is within the limit, a resend of the same hits admits); refused, it keeps what it held,

@@ -32,15 +32,13 @@ memory_backend::memory_backend(const core::clock& clock, std::size_t max_counter
       shards_(std::make_unique<shard[]>(shard_count)),
       lease_shards_(std::make_unique<lease_shard[]>(lease_shard_count)) {}
 
-namespace {
-
-// When a lease entry may be dropped: a second after its newest lease ends (Unix seconds); 0 when it holds
-// nothing.
-std::int64_t lease_entry_expiry(const detail::lease_entry& e, const limiter::counter_op& op) {
+std::int64_t detail::lease_entry_expiry(const lease_entry& e, const limiter::counter_op& op) {
   if (op.per_holder) return e.holders.empty() ? 0 : limiter::latest_end(e.holders) / 1'000'000 + 1;
   const limiter::lease_timing timing{op.window_us, op.tolerance_us};
   return e.slices.empty() ? 0 : (e.slices.back().first + timing.slices + 1) * timing.slice_us / 1'000'000 + 1;
 }
+
+namespace {
 
 limiter::lease_outcome apply_to(detail::lease_entry& e, const limiter::counter_op& op) {
   if (op.per_holder) {
@@ -68,7 +66,7 @@ bool memory_backend::apply_lease(const limiter::counter_op& op, limiter::op_resu
   out.oldest_end_us = r.oldest_end_us;
   out.holders = r.holders;
   out.holder_slots = r.holder_slots;
-  const std::int64_t expires_at = lease_entry_expiry(entry, op);
+  const std::int64_t expires_at = detail::lease_entry_expiry(entry, op);
   if (expires_at == 0) {
     if (it != s.leases.end()) {
       s.leases.erase(it);

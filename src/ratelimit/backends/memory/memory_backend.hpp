@@ -76,6 +76,10 @@ struct lease_entry {
   std::int64_t expires_at;  // Unix seconds
 };
 
+// When an entry may be dropped: a second after its newest lease ends (Unix seconds); 0 when it holds nothing.
+// `op` is one of the entry's ops (its lease's form and timing).
+std::int64_t lease_entry_expiry(const lease_entry& e, const limiter::counter_op& op);
+
 }  // namespace detail
 
 class memory_backend final : public limiter::backend {

@@ -92,7 +92,7 @@ void memory_backend::overwrite_leases(const limiter::counter_op& op, std::uint64
       live_.fetch_sub(1, std::memory_order_relaxed);
       return;
     }
-    it->second.expires_at = limiter::latest_end(holders) / 1'000'000 + 1;
+    it->second.expires_at = detail::lease_entry_expiry(it->second, op);
     return;
   }
   if (it != s.leases.end()) {
@@ -101,9 +101,9 @@ void memory_backend::overwrite_leases(const limiter::counter_op& op, std::uint64
   }
   if (held == 0 || op.per_holder) return;  // (the whole set of holders is only ever freed)
   const limiter::lease_timing timing{op.window_us, op.tolerance_us};
-  const std::int64_t slice = op.now_us / timing.slice_us;
-  const std::int64_t expires_at = (slice + timing.slices + 1) * timing.slice_us / 1'000'000 + 1;
-  s.leases.emplace(detail::compact_key(op.key), detail::lease_entry{{{slice, held}}, {}, expires_at});
+  detail::lease_entry entry{{{op.now_us / timing.slice_us, held}}, {}, 0};  // one acquisition now
+  entry.expires_at = detail::lease_entry_expiry(entry, op);
+  s.leases.emplace(detail::compact_key(op.key), std::move(entry));
   live_.fetch_add(1, std::memory_order_relaxed);
 }
 
