@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -11,6 +10,7 @@
 #include "core/counted.hpp"
 #include "core/log.hpp"
 #include "core/strings.hpp"
+#include "core/use_tuple.hpp"
 #include "memcache/srv_lookup.hpp"
 #include "ratelimit/backends/memory/snapshot_file.hpp"
 #include "redis/cluster.hpp"
@@ -32,7 +32,7 @@ asio::awaitable<void> sweep_loop(ratelimit::backends::memory::memory_backend& ba
                                  asio::steady_timer& timer, const bool& stopped) {
   for (;;) {
     timer.expires_after(std::chrono::milliseconds(250));
-    auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    auto [ec] = co_await timer.async_wait(core::use_tuple);
     // A stop may come after the wait ended but before this ran: the flag, not the cancel, ends the loop.
     if (ec || stopped) co_return;
     backend.sweep(ratelimit::backends::memory::memory_backend::shard_count / 8);
@@ -48,7 +48,7 @@ asio::awaitable<void> snapshot_loop(const backend_holder& b, asio::steady_timer&
   auto deadline = std::chrono::steady_clock::now() + interval;
   for (;;) {
     timer.expires_at(deadline);
-    auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    auto [ec] = co_await timer.async_wait(core::use_tuple);
     if (ec || b.stopped) co_return;
     b.write_snapshot(false);
     deadline = std::max(deadline + interval, std::chrono::steady_clock::now());
@@ -189,7 +189,7 @@ asio::awaitable<void> srv_refresh_loop(backend_holder& b, ratelimit::memcache_se
                                        std::vector<std::string> current, core::worker_pool& workers) {
   for (;;) {
     b.timer->expires_after(s.srv_refresh);
-    auto [ec] = co_await b.timer->async_wait(asio::as_tuple(asio::use_awaitable));
+    auto [ec] = co_await b.timer->async_wait(core::use_tuple);
     if (ec || b.stopped) co_return;
     auto found = memcache::lookup_srv(s.srv, s.srv_dns_server);
     if (!found) {

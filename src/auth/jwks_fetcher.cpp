@@ -1,7 +1,6 @@
 #include "auth/jwks_fetcher.hpp"
 #include "core/read_file.hpp"
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/host_name_verification.hpp>
@@ -14,6 +13,7 @@
 #include <stdexcept>
 
 #include "core/strings.hpp"
+#include "core/use_tuple.hpp"
 
 namespace sluice::auth {
 
@@ -24,7 +24,7 @@ using namespace asio::experimental::awaitable_operators;
 
 namespace {
 
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+using core::use_tuple;
 constexpr std::size_t body_limit = 1024 * 1024;  // Google's key sets are a few KiB
 
 struct https_target {

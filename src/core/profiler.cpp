@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -19,6 +18,7 @@
 
 #include "core/read_file.hpp"
 #include "core/strings.hpp"
+#include "core/use_tuple.hpp"
 
 namespace sluice::core {
 
@@ -39,7 +39,7 @@ struct busy_guard {
 
 asio::awaitable<void> sleep_for(std::chrono::seconds duration) {
   asio::steady_timer timer(co_await asio::this_coro::executor, duration);
-  co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+  co_await timer.async_wait(core::use_tuple);
 }
 
 }  // namespace

@@ -4,7 +4,6 @@
 // answered or given up).
 
 #include <atomic>
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -12,6 +11,7 @@
 #include <deque>
 #include <memory>
 #include <utility>
+#include "core/use_tuple.hpp"
 
 namespace sluice::core {
 
@@ -39,7 +39,7 @@ class request_deadlines {
       }
       timer_.expires_at(entries_.empty() ? clock_type::now() + std::chrono::hours(1)
                                          : entries_.front().second);
-      co_await timer_.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
+      co_await timer_.async_wait(use_tuple);
       const auto now = clock_type::now();
       while (!entries_.empty() && entries_.front().second <= now) {
         auto request = entries_.front().first.lock();

@@ -1,6 +1,5 @@
 #include "memcache/connection.hpp"
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -18,6 +17,7 @@
 #include "core/request_deadlines.hpp"
 #include "core/strings.hpp"
 #include "core/tls_client.hpp"
+#include "core/use_tuple.hpp"
 #include "memcache/error.hpp"
 
 namespace sluice::memcache {
@@ -29,7 +29,7 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+using core::use_tuple;
 
 }  // namespace
 

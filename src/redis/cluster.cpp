@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -11,6 +10,7 @@
 
 #include "core/log.hpp"
 #include "core/strings.hpp"
+#include "core/use_tuple.hpp"
 #include "redis/cluster_slot.hpp"
 #include "redis/error.hpp"
 
@@ -243,7 +243,7 @@ asio::awaitable<void> cluster::state::refresh_loop() {
   auto self = shared_from_this();
   while (!stopping) {
     timer.expires_after(refresh_interval);
-    auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    auto [ec] = co_await timer.async_wait(core::use_tuple);
     if (ec || stopping) co_return;
     refresh();
   }

@@ -2,7 +2,6 @@
 // Private to the Redis client: the state of one connection, shared by connection.cpp (the I/O loop) and
 // connection_setup.cpp (connecting: sentinels, TCP/unix, TLS, AUTH/PING/ROLE).
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -24,6 +23,7 @@
 #include "core/request_deadlines.hpp"
 #include "core/strings.hpp"
 #include "core/tls_client.hpp"
+#include "core/use_tuple.hpp"
 #include "redis/connection.hpp"
 #include "redis/error.hpp"
 
@@ -34,7 +34,7 @@ using namespace asio::experimental::awaitable_operators;
 using boost::system::error_code;
 using clock_type = std::chrono::steady_clock;
 
-inline constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+using core::use_tuple;
 
 // Null without TLS; throws std::runtime_error naming the setting of a file that cannot be loaded.
 std::shared_ptr<asio::ssl::context> make_tls_context(const tls_config& tls);

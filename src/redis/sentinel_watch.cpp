@@ -1,7 +1,6 @@
 #include "redis/sentinel_watch.hpp"
 
 #include <array>
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/detached.hpp>
@@ -13,6 +12,7 @@
 #include <boost/asio/write.hpp>
 
 #include "core/log.hpp"
+#include "core/use_tuple.hpp"
 #include "redis/resp.hpp"
 
 namespace sluice::redis {
@@ -23,7 +23,7 @@ using boost::system::error_code;
 
 namespace {
 
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+using core::use_tuple;
 
 // "+switch-master" payload: "<master name> <old ip> <old port> <new ip> <new port>".
 bool is_switch_of(const value& message, const std::string& master_name) {

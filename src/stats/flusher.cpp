@@ -1,13 +1,13 @@
 #include "stats/flusher.hpp"
 
 #include <algorithm>
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <exception>
 
 #include "core/log.hpp"
+#include "core/use_tuple.hpp"
 
 namespace sluice::stats {
 
@@ -36,7 +36,7 @@ void flusher::start(std::unique_ptr<sink> k, timer_observer* observer) {
 asio::awaitable<void> flusher::loop() {
   timer_.expires_after(interval_);
   for (;;) {
-    auto [ec] = co_await timer_.async_wait(asio::as_tuple(asio::use_awaitable));
+    auto [ec] = co_await timer_.async_wait(core::use_tuple);
     if (ec) co_return;
     // A ticker: the next flush is one interval after the previous tick, unless this flush ran past it.
     auto next = timer_.expiry() + interval_;

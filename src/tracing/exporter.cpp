@@ -1,7 +1,6 @@
 #include "tracing/exporter.hpp"
 
 #include <algorithm>
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -9,6 +8,7 @@
 #include <random>
 
 #include "core/log.hpp"
+#include "core/use_tuple.hpp"
 #include "tracing/otlp_request.hpp"
 
 namespace sluice::tracing {
@@ -19,7 +19,7 @@ using std::chrono::milliseconds;
 
 namespace {
 
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+using core::use_tuple;
 // How often the queues are looked at: a full batch leaves within this, whatever the schedule delay.
 constexpr milliseconds poll_interval{50};
 // Retries of one batch: exponential from 1 s to 8 s, with jitter, until OTEL_BSP_EXPORT_TIMEOUT.

@@ -3,7 +3,6 @@
 // 2xx is success; 429, 502, 503 and 504 may be retried; any other answer drops the batch.
 
 #include <zlib.h>
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -17,6 +16,7 @@
 
 #include "core/strings.hpp"
 #include "core/tls_client.hpp"
+#include "core/use_tuple.hpp"
 #include "core/version.hpp"
 #include "status.pb.h"
 #include "tracing/otlp_transport.hpp"
@@ -29,7 +29,7 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+using core::use_tuple;
 constexpr std::size_t max_response_bytes = 64 * 1024;
 
 // The gzip format (RFC 1952), as Content-Encoding: gzip wants it.

@@ -2,7 +2,6 @@
 // Private to the HTTP server: one connection (plain TCP or TLS), serving requests in turn. Included by
 // server.cpp only; the listener that accepts connections lives there.
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ssl/context.hpp>
@@ -22,6 +21,7 @@
 
 #include "core/log.hpp"
 #include "core/strings.hpp"
+#include "core/use_tuple.hpp"
 #include "net/http/server.hpp"
 
 namespace sluice::net::http::detail {
@@ -32,7 +32,7 @@ namespace bhttp = boost::beast::http;
 using asio::ip::tcp;
 using boost::system::error_code;
 
-inline constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+using core::use_tuple;
 // Each connection lives on its own strand (the io_context may run on several threads). The concrete type
 // avoids any_io_executor's type erasure on every I/O operation.
 using strand_type = asio::strand<asio::io_context::executor_type>;
