@@ -3,6 +3,7 @@
 #include <google/protobuf/message_lite.h>
 
 #include "core/strings.hpp"
+#include "net/grpc/message_reader.hpp"
 #include "net/grpc/timeout.hpp"
 
 namespace sluice::net::grpc {
@@ -12,7 +13,6 @@ namespace {
 using namespace std::string_view_literals;
 
 constexpr auto content_type = "application/grpc"sv;
-constexpr std::size_t prefix_bytes = 5;
 
 std::string_view status_text(status_code code, char (&buf)[4]) {
   auto n = static_cast<unsigned>(code);
@@ -240,13 +240,13 @@ void call::append_message(const google::protobuf::MessageLite& m) {
     respond(headers, false);
   }
   const std::size_t size = m.ByteSizeLong();
-  auto* out = reinterpret_cast<std::uint8_t*>(reserve(prefix_bytes + size));
+  auto* out = reinterpret_cast<std::uint8_t*>(reserve(message_prefix_bytes + size));
   out[0] = 0;
   out[1] = static_cast<std::uint8_t>(size >> 24);
   out[2] = static_cast<std::uint8_t>(size >> 16);
   out[3] = static_cast<std::uint8_t>(size >> 8);
   out[4] = static_cast<std::uint8_t>(size);
-  m.SerializeWithCachedSizesToArray(out + prefix_bytes);
+  m.SerializeWithCachedSizesToArray(out + message_prefix_bytes);
 }
 
 void call::reply(const google::protobuf::MessageLite& response) {

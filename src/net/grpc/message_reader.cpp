@@ -6,12 +6,6 @@
 
 namespace sluice::net::grpc {
 
-namespace {
-
-constexpr std::size_t prefix_bytes = message_prefix_bytes;
-
-}  // namespace
-
 call_error message_too_large(std::size_t length, std::size_t max) {
   // grpc-go's wording, so clients and their logs read the same.
   return {status_code::resource_exhausted,
@@ -19,20 +13,21 @@ call_error message_too_large(std::size_t length, std::size_t max) {
 }
 
 std::optional<call_error> message_reader::feed(std::span<const std::uint8_t> chunk) {
-  const bool had_prefix = body_.size() >= prefix_bytes;
+  const bool had_prefix = body_.size() >= message_prefix_bytes;
   const auto* bytes = reinterpret_cast<const char*>(chunk.data());
   body_.insert(body_.end(), bytes, bytes + chunk.size());
-  if (body_.size() < prefix_bytes) return std::nullopt;
+  if (body_.size() < message_prefix_bytes) return std::nullopt;
   const std::size_t length = declared_length(body_.data());
   if (!had_prefix && length > max_bytes_) return message_too_large(length, max_bytes_);
-  if (body_.size() > prefix_bytes + length) {
+  if (body_.size() > message_prefix_bytes + length) {
     return call_error{status_code::internal, "grpc: a unary request carries exactly one message"};
   }
   return std::nullopt;
 }
 
 std::optional<call_error> message_reader::finish(encoding enc) {
-  if (body_.size() < prefix_bytes || body_.size() < prefix_bytes + declared_length(body_.data())) {
+  if (body_.size() < message_prefix_bytes ||
+      body_.size() < message_prefix_bytes + declared_length(body_.data())) {
     return call_error{status_code::internal, body_.empty() ? "grpc: the request has no message"
                                                            : "grpc: the request message is incomplete"};
   }
@@ -42,7 +37,7 @@ std::optional<call_error> message_reader::finish(encoding enc) {
 std::optional<call_error> unframe(std::string_view framed, encoding enc, std::size_t max_bytes,
                                   std::string& inflated, std::string_view& message) {
   const auto flag = static_cast<unsigned char>(framed[0]);
-  const auto payload = framed.substr(prefix_bytes);
+  const auto payload = framed.substr(message_prefix_bytes);
   if (flag == 0) {
     message = payload;
     return std::nullopt;

@@ -2,41 +2,35 @@
 
 namespace sluice::net::grpc {
 
-namespace {
-
-constexpr std::size_t prefix_bytes = message_prefix_bytes;
-
-}  // namespace
-
 std::optional<call_error> message_stream::feed(std::span<const std::uint8_t> chunk,
                                                const std::function<void(std::string_view)>& deliver) {
   std::string_view in(reinterpret_cast<const char*>(chunk.data()), chunk.size());
   while (!in.empty()) {
-    if (partial_.empty() && in.size() >= prefix_bytes) {
+    if (partial_.empty() && in.size() >= message_prefix_bytes) {
       // The common case: whole messages inside one chunk are delivered from it, without a copy.
       const std::size_t length = declared_length(in.data());
       if (length > max_bytes_) {
         return message_too_large(length, max_bytes_);
       }
-      if (in.size() >= prefix_bytes + length) {
-        if (auto e = take(in.substr(0, prefix_bytes + length), deliver)) return e;
-        in.remove_prefix(prefix_bytes + length);
+      if (in.size() >= message_prefix_bytes + length) {
+        if (auto e = take(in.substr(0, message_prefix_bytes + length), deliver)) return e;
+        in.remove_prefix(message_prefix_bytes + length);
         continue;
       }
     }
     // A message split across chunks: gather it.
-    const bool had_prefix = partial_.size() >= prefix_bytes;
-    std::size_t want = prefix_bytes - std::min(partial_.size(), prefix_bytes);
-    if (had_prefix) want = prefix_bytes + declared_length(partial_.data()) - partial_.size();
+    const bool had_prefix = partial_.size() >= message_prefix_bytes;
+    std::size_t want = message_prefix_bytes - std::min(partial_.size(), message_prefix_bytes);
+    if (had_prefix) want = message_prefix_bytes + declared_length(partial_.data()) - partial_.size();
     const std::size_t n = std::min(want, in.size());
     partial_.append(in.substr(0, n));
     in.remove_prefix(n);
-    if (partial_.size() < prefix_bytes) continue;
+    if (partial_.size() < message_prefix_bytes) continue;
     const std::size_t length = declared_length(partial_.data());
     if (!had_prefix && length > max_bytes_) {
       return message_too_large(length, max_bytes_);
     }
-    if (partial_.size() == prefix_bytes + length) {
+    if (partial_.size() == message_prefix_bytes + length) {
       auto e = take(partial_, deliver);
       std::string().swap(partial_);  // a stream that lives for hours keeps no message-sized buffer
       if (e) return e;
