@@ -54,21 +54,14 @@ std::unique_ptr<net::http::server> start_prometheus(const stats::sink_settings& 
 // runs on without its debug pages: on a port another process holds, that one's pages were shown instead).
 // The counters API and explain reach each worker's service on its thread.
 ratelimit::api::worker_services services_of(const operator_sources& sources) {
-  return {sources.workers.size(),
-          [&workers = sources.workers](std::size_t i) -> asio::any_io_executor {
-            return workers.context(static_cast<unsigned>(i)).get_executor();
-          },
-          [&apis = sources.apis](std::size_t i) -> ratelimit::service::rate_limit_service& {
-            return *apis[i].service;
-          }};
+  return sources.apis.view<ratelimit::service::rate_limit_service>(
+      [](worker_apis& a) -> ratelimit::service::rate_limit_service& { return *a.service; });
 }
 
-std::unique_ptr<net::http::server> start_debug(const process_settings& proc,
-                                               const ratelimit::service::rules_source& rules,
-                                               stats::store& stats, operator_pages& operator_view,
-                                               const operator_sources& sources,
-                                               const ratelimit::api::admin_tokens* tokens,
-                                               asio::io_context& control) {
+std::unique_ptr<net::http::server> start_debug(
+    const process_settings& proc, const ratelimit::service::rules_source& rules, stats::store& stats,
+    ratelimit::api::operator_pages& operator_view, const operator_sources& sources,
+    const ratelimit::api::admin_tokens* tokens, asio::io_context& control) {
   const auto& options = proc.debug;
   auto routes = std::make_shared<net::http::router>();
   auto pages = net::http::pprof_pages();
@@ -116,7 +109,14 @@ void start_control_listeners(control_listeners& l, const process_settings& proc,
     l.admin_tokens->watch(control.get_executor());
   }
   const operator_sources sources = operator_view;
-  l.operator_view = std::make_unique<operator_pages>(std::move(operator_view), control);
+  std::optional<core::worker_view<stats::top_recorder>> tops;
+  if (!sources.apis.empty() && sources.apis[0].top)
+    tops =
+        sources.apis.view<stats::top_recorder>([](worker_apis& a) -> stats::top_recorder& { return *a.top; });
+  l.operator_view = std::make_unique<ratelimit::api::operator_pages>(
+      ratelimit::api::operator_sources{std::move(tops), sources.rules, sources.health, sources.stats,
+                                       sources.clock, sources.backend_type},
+      control);
   l.debug = start_debug(proc, rules, stats, *l.operator_view, sources, l.admin_tokens.get(), control);
 }
 

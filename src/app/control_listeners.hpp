@@ -6,14 +6,15 @@
 #include <memory>
 
 #include "net/http/server.hpp"
-#include "operator_pages.hpp"
 #include "process_settings.hpp"
 #include "ratelimit/api/admin_tokens.hpp"
+#include "ratelimit/api/operator_pages.hpp"
 #include "ratelimit/service/rules_source.hpp"
 #include "stats/flusher.hpp"
 #include "stats/prometheus_exporter.hpp"
 #include "stats/sink_settings.hpp"
 #include "stats/store.hpp"
+#include "worker_apis.hpp"
 
 namespace sluice {
 
@@ -21,9 +22,9 @@ namespace sluice {
 // server.
 struct control_listeners {
   std::unique_ptr<net::http::server> prometheus;
-  std::unique_ptr<stats::flusher> line_sink;      // statsd, DogStatsD or stdout, flushed on its own thread
-  std::unique_ptr<operator_pages> operator_view;  // the debug server's /top and /dashboard: outlives it
-  std::unique_ptr<ratelimit::api::admin_tokens> admin_tokens;  // ADMIN_TOKEN_FILE (null: unset)
+  std::unique_ptr<stats::flusher> line_sink;  // statsd, DogStatsD or stdout, flushed on its own thread
+  std::unique_ptr<ratelimit::api::operator_pages> operator_view;  // /top and /dashboard: outlives the server
+  std::unique_ptr<ratelimit::api::admin_tokens> admin_tokens;     // ADMIN_TOKEN_FILE (null: unset)
   std::unique_ptr<net::http::server> debug;
 
   void stop() {
@@ -32,6 +33,16 @@ struct control_listeners {
     if (admin_tokens) admin_tokens->stop();
     if (prometheus) prometheus->stop();
   }
+};
+
+// What the operator's pages read (all outlive them).
+struct operator_sources {
+  core::per_worker<worker_apis>& apis;
+  const ratelimit::service::rules_source& rules;
+  const core::health& health;
+  stats::store& stats;
+  const core::clock& clock;  // the workers' wall clock: the top lists' slots are its seconds
+  std::string backend_type;
 };
 
 // Throws core::settings_error when PROMETHEUS_ADDR cannot be listened on, or ADMIN_TOKEN_FILE not read; a

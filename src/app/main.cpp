@@ -1,4 +1,4 @@
-// Sluice's composition root (with backend_setup.cpp, which starts the counter store BACKEND_TYPE picks,
+// Sluice's composition root (with backend_choice.cpp, which starts the backend module BACKEND_TYPE picks,
 // process_settings.cpp, shared_apis.cpp and control_listeners.cpp): the only place that sees every module. It
 // reads the settings once, wires the services to the HTTP and gRPC listeners, the stats sinks and the debug
 // server, and runs the io_context until a signal asks for a graceful stop.
@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "backend_setup.hpp"
+#include "backend_choice.hpp"
 #include "check_config.hpp"
 #include "control_listeners.hpp"
 #include "core/connection_limit.hpp"
@@ -42,7 +42,6 @@
 #include "ratelimit/config/directory.hpp"
 #include "ratelimit/settings.hpp"
 #include "ratelimit/xds/client.hpp"
-#include "rlqs_setup.hpp"
 #include "rules_setup.hpp"
 #include "shared_apis.hpp"
 #include "shutdown_plan.hpp"
@@ -134,12 +133,12 @@ void limit_connections(process_settings& proc, core::health& health) {
 // Once the workers run: the shared files' watch starts (before any client is answered: a client that saw the
 // server ready may change a file at once), then the listeners accept, the quota services plan and the
 // exporters start (the rule files are watched from their first load on).
-void start_serving(std::vector<worker_apis>& apis, core::worker_pool& workers,
-                   ratelimit::rlqs::demand_exchange& demand, net::grpc::server& grpc, tracing_holder& tracing,
-                   shared_apis& shared, asio::io_context& control) {
+void start_serving(core::per_worker<worker_apis>& apis, ratelimit::rlqs::demand_exchange& demand,
+                   net::grpc::server& grpc, tracing_holder& tracing, shared_apis& shared,
+                   asio::io_context& control) {
   shared.watch(control.get_executor());
   for (auto& w : apis) w.http->start();
-  start_quota(workers, apis);
+  start_quota(apis);
   demand.start();
   grpc.start(control.get_executor());
   tracing.start(control);
@@ -153,6 +152,7 @@ struct process_parts {
   tracing_holder& tracing;
   core::worker_pool& workers;
   const ratelimit::module_settings& rl;
+  const backend_settings& backend;
   const tracing::settings& trace_settings;
   const stats::sink_settings& stats_settings;
   const core::clock& clock;
@@ -165,11 +165,12 @@ struct process_parts {
 
 // The services and their objects live here, so they are destroyed before the process parts they use.
 struct services {
-  backend_holder backend;
+  explicit services(core::worker_pool& workers) : apis(workers) {}
+  std::unique_ptr<ratelimit::backends::module> backend;
   std::unique_ptr<ratelimit::limiter::limiter> limiter;
   ratelimit::service::redis_tables_health redis_tables;
   ratelimit::service::redis_table_cache redis_table_rows;  // LIMIT_TABLES_REDIS: shared by the workers
-  std::vector<worker_apis> apis;
+  core::per_worker<worker_apis> apis;
   std::unique_ptr<ratelimit::service::limit_tables_source> tables;
   std::unique_ptr<net::grpc::server> grpc;
   std::unique_ptr<ratelimit::rlqs::demand_exchange> demand;
@@ -193,7 +194,7 @@ int run_until_stopped(process_parts& p, services& s, control_listeners& listener
                      s.xds.get(),
                      p.shared,
                      listeners,
-                     s.backend,
+                     *s.backend,
                      *s.demand,
                      p.tracing,
                      [&] {
@@ -219,41 +220,39 @@ int run_until_stopped(process_parts& p, services& s, control_listeners& listener
 int serve(process_parts& p) {
   int exit_code = 0;
   std::function<void()> shutdown;
-  services s;
-  start_backend(s.backend, p.rl, p.workers, p.control, p.clock, p.health, p.stats, [&] {
-    exit_code = 1;
-    if (shutdown) shutdown();
-  });
+  services s(p.workers);
+  s.backend = start_backend(p.backend, {p.workers, p.control, p.clock, p.health, p.stats, [&] {
+                                          exit_code = 1;
+                                          if (shutdown) shutdown();
+                                        }});
   s.limiter = std::make_unique<ratelimit::limiter::limiter>(p.rl.limiter, p.clock);
   p.tracing = make_tracing(p.trace_settings, p.workers.size(), p.control, p.stats);
   s.grpc = std::make_unique<net::grpc::server>(p.proc.grpc);
-  s.demand = make_demand_exchange(p.rl, p.workers.size(), p.control);
-  build_workers(s.apis, p.workers,
-                {p.rl, *s.limiter, s.backend, p.stats, p.health, p.shared, *s.grpc, p.tracing, *s.demand,
-                 s.redis_tables, s.redis_table_rows, p.proc.reflection});
-  s.rules = std::make_unique<ratelimit::service::rules_source>(p.rl.rules, publish_to(p.workers, s.apis),
-                                                               p.stats, p.health);
-  s.tables = std::make_unique<ratelimit::service::limit_tables_source>(
-      p.rl.tables, publish_tables_to(p.workers, s.apis), p.stats);
+  s.demand = s.backend->demand_exchange(p.rl.limiter.cache_key_prefix);
+  build_workers(s.apis, {p.rl, *s.limiter, *s.backend, p.stats, p.health, p.shared, *s.grpc, p.tracing,
+                         *s.demand, s.redis_tables, s.redis_table_rows, p.proc.reflection});
+  s.rules =
+      std::make_unique<ratelimit::service::rules_source>(p.rl.rules, publish_to(s.apis), p.stats, p.health);
+  s.tables = std::make_unique<ratelimit::service::limit_tables_source>(p.rl.tables, publish_tables_to(s.apis),
+                                                                       p.stats);
   if (!load_limit_tables(*s.tables, *s.rules, p.rl)) {
-    s.backend.stop();
+    s.backend->stop();
     return 1;
   }
   s.xds = start_xds(p.rl, p.control, *s.rules);
   if (auto exit_code = load_first_rules(*s.rules, p.rl, s.xds.get(), p.control, p.stop_signals)) {
     if (s.xds) s.xds->stop();
     s.rules->stop();
-    s.backend.stop();
+    s.backend->stop();
     return *exit_code;
   }
   watch_limit_tables(*s.tables, *s.rules, p.rl, p.control);
-  auto http_endpoint = listen_http(s.apis, p.workers, p.proc);
+  auto http_endpoint = listen_http(s.apis, p.proc);
   p.shared.log_started();
   s.grpc->listen();
   control_listeners listeners;  // after everything that records stats: its sink stops first
   start_control_listeners(listeners, p.proc, p.stats_settings, p.prometheus, *s.rules, p.stats,
-                          {p.workers, s.apis, *s.rules, p.health, p.stats, p.clock, p.rl.backend_type},
-                          p.control);
+                          {s.apis, *s.rules, p.health, p.stats, p.clock, p.rl.backend_type}, p.control);
   // Before the workers serve: a client that is answered may look for these lines.
   core::log_info("Listening for HTTP on '",
                  core::host_port(http_endpoint.address().to_string(), http_endpoint.port()), "'");
@@ -266,7 +265,7 @@ int serve(process_parts& p) {
       if (std::uncaught_exceptions() > 0) workers.stop();
     }
   } guard{p.workers};
-  start_serving(s.apis, p.workers, *s.demand, *s.grpc, p.tracing, p.shared, p.control);
+  start_serving(s.apis, *s.demand, *s.grpc, p.tracing, p.shared, p.control);
   return run_until_stopped(p, s, listeners, exit_code, shutdown);
 }
 
@@ -281,6 +280,7 @@ int run_server() {
   tracing_holder tracing_parts;
   core::worker_pool workers(proc.io_threads);
   const auto rl = ratelimit::read_module_settings(env);
+  const auto backend = read_backend_settings(env, rl);
   const auto trace_settings = tracing::read_settings(env);
   const auto stats_settings = stats::read_sink_settings(env);
   core::system_clock clock;
@@ -297,9 +297,9 @@ int run_server() {
   core::health health;
   const auto sigterm_component = health.add_component("running", true);  // false once a stop began (SIGTERM)
   limit_connections(proc, health);
-  process_parts parts{
-      stop_signals,   proc,  control, tracing_parts, workers,          rl,     trace_settings,
-      stats_settings, clock, shared,  stats,         prometheus.get(), health, sigterm_component};
+  process_parts parts{stop_signals, proc,    control,          tracing_parts,  workers,
+                      rl,           backend, trace_settings,   stats_settings, clock,
+                      shared,       stats,   prometheus.get(), health,         sigterm_component};
   return serve(parts);
 }
 

@@ -36,14 +36,14 @@ void shutdown_plan::begin() {
         timer, std::chrono::steady_clock::now() + grace + std::chrono::seconds(1),
         [this] { return grpc.open_connections() == 0 && open_http(apis) == 0; },
         [this] {
-          stop_quota(workers, apis);
+          stop_quota(apis);
           demand.stop();
           // REDIS_SYNC_INTERVAL: the hits not sent yet go out first, within the grace again (1 s at least).
           drain_timer.expires_after(std::max<std::chrono::milliseconds>(grace, std::chrono::seconds(1)));
           drain_timer.async_wait([this](const boost::system::error_code& ec) {
             if (!ec) finish();
           });
-          backend.drain(control, [this] { finish(); });
+          backend.drain([this] { finish(); });
         });
   });
 }

@@ -10,11 +10,11 @@
 #include <functional>
 #include <vector>
 
-#include "backend_setup.hpp"
 #include "control_listeners.hpp"
 #include "core/health.hpp"
 #include "core/workers.hpp"
 #include "net/grpc/server.hpp"
+#include "ratelimit/backends/module.hpp"
 #include "ratelimit/rlqs/demand_exchange.hpp"
 #include "ratelimit/service/limit_tables_source.hpp"
 #include "ratelimit/service/rules_source.hpp"
@@ -30,14 +30,14 @@ struct shutdown_plan {
   core::worker_pool& workers;
   core::health& health;
   std::size_t sigterm_component;
-  std::vector<worker_apis>& apis;
+  core::per_worker<worker_apis>& apis;
   net::grpc::server& grpc;
   ratelimit::service::rules_source& rules;
   ratelimit::service::limit_tables_source& tables;
   ratelimit::xds::client* xds;  // null with rule files
   shared_apis& shared;
   control_listeners& listeners;
-  backend_holder& backend;
+  ratelimit::backends::module& backend;
   ratelimit::rlqs::demand_exchange& demand;
   const tracing_holder& tracing;
   std::function<void()> release_control;  // lets the control thread's run() return

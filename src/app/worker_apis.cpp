@@ -1,7 +1,5 @@
 #include "worker_apis.hpp"
 
-#include <boost/asio/post.hpp>
-
 #include "core/strings.hpp"
 #include "net/grpc/reflection_service.hpp"
 #include "ratelimit/api/http_handlers.hpp"
@@ -10,15 +8,15 @@ namespace sluice {
 
 namespace asio = boost::asio;
 
-void build_workers(std::vector<worker_apis>& apis, core::worker_pool& workers, const worker_wiring& w) {
+void build_workers(core::per_worker<worker_apis>& apis, const worker_wiring& w) {
   auto& check_requests = w.stats.get_counter("ratelimit_server.Check.total_requests");
   // The quota service measures intervals only: a clock that NTP cannot step (static: the streams' state may
   // outlive the services by a little at exit).
   static const core::steady_clock quota_clock;
-  for (unsigned i = 0; i < workers.size(); ++i) {
-    auto& a = apis.emplace_back();
+  apis.build([&](worker_apis& a, unsigned i, asio::io_context& io) {
+    a.io = &io;
     a.service = std::make_unique<ratelimit::service::rate_limit_service>(w.rl.service, w.limiter,
-                                                                         w.backend.get(i), w.stats);
+                                                                         w.backend.backend(i), w.stats);
     a.service->set_tracer(w.tracing.tracer(i));
     a.tables = std::make_unique<ratelimit::service::table_lookup>(
         w.rl.tables.redis_ttl, w.backend.table_reader(i), &w.redis_table_rows, &w.redis_tables);
@@ -37,7 +35,7 @@ void build_workers(std::vector<worker_apis>& apis, core::worker_pool& workers, c
     a.rls->set_tracer(w.tracing.tracer(i));
     a.rls->add_to(*methods);
     a.quota = std::make_unique<ratelimit::rlqs::quota_service>(w.rl.rlqs, i, w.demand, quota_clock, w.stats,
-                                                               workers.context(i).get_executor());
+                                                               io.get_executor());
     a.quota->set_tracer(w.tracing.tracer(i));
     a.quota->add_to(*methods);
     a.grpc_health = std::make_unique<net::grpc::health_service>(
@@ -45,24 +43,20 @@ void build_workers(std::vector<worker_apis>& apis, core::worker_pool& workers, c
         [&check_requests] { check_requests.inc(); });
     a.grpc_health->add_to(*methods);
     if (w.reflection) net::grpc::reflection_service::add_to(*methods);
-    w.grpc.add_worker(workers.context(i), std::move(methods));
-  }
-  w.health.on_change([&workers, &apis](bool) {
-    for (unsigned i = 0; i < workers.size(); ++i)
-      asio::post(workers.context(i), [&h = *apis[i].grpc_health] { h.notify(); });
+    w.grpc.add_worker(io, std::move(methods));
   });
+  w.health.on_change([&apis](bool) { apis.post_each([](worker_apis& a) { a.grpc_health->notify(); }); });
 }
 
-asio::ip::tcp::endpoint listen_http(std::vector<worker_apis>& apis, core::worker_pool& workers,
-                                    const process_settings& proc) {
+asio::ip::tcp::endpoint listen_http(core::per_worker<worker_apis>& apis, const process_settings& proc) {
   asio::ip::tcp::endpoint endpoint;
   auto options = proc.http;
-  options.reuse_port = workers.size() > 1;
+  options.reuse_port = apis.size() > 1;
   options.check_port_free = true;  // the first socket: another process's listener is refused, not joined
-  for (unsigned i = 0; i < workers.size(); ++i) {
-    apis[i].http = std::make_unique<net::http::server>(workers.context(i), options, apis[i].routes);
+  for (auto& a : apis) {
+    a.http = std::make_unique<net::http::server>(*a.io, options, a.routes);
     try {
-      endpoint = apis[i].http->listen();
+      endpoint = a.http->listen();
     } catch (const std::runtime_error& e) {
       throw std::runtime_error(core::cat("Failed to open HTTP listener: ", e.what()));  // upstream's words
     }
@@ -72,37 +66,30 @@ asio::ip::tcp::endpoint listen_http(std::vector<worker_apis>& apis, core::worker
   return endpoint;
 }
 
-ratelimit::service::rules_source::publish_fn publish_to(core::worker_pool& workers,
-                                                        std::vector<worker_apis>& apis) {
-  return [&workers, &apis](std::shared_ptr<const ratelimit::config::rule_set> snapshot) {
-    for (unsigned i = 0; i < workers.size(); ++i) {
-      asio::post(workers.context(i), [&a = apis[i], snapshot] {
-        a.service->set_rules(snapshot);
-        a.quota->set_rules(snapshot);
-      });
-    }
+ratelimit::service::rules_source::publish_fn publish_to(core::per_worker<worker_apis>& apis) {
+  return [&apis](std::shared_ptr<const ratelimit::config::rule_set> snapshot) {
+    apis.post_each([snapshot](worker_apis& a) {
+      a.service->set_rules(snapshot);
+      a.quota->set_rules(snapshot);
+    });
   };
 }
 
-ratelimit::service::limit_tables_source::publish_fn publish_tables_to(core::worker_pool& workers,
-                                                                      std::vector<worker_apis>& apis) {
-  return [&workers, &apis](std::shared_ptr<const ratelimit::service::table_set> tables) {
-    for (unsigned i = 0; i < workers.size(); ++i)
-      asio::post(workers.context(i), [&a = apis[i], tables] { a.tables->set_tables(tables); });
+ratelimit::service::limit_tables_source::publish_fn publish_tables_to(core::per_worker<worker_apis>& apis) {
+  return [&apis](std::shared_ptr<const ratelimit::service::table_set> tables) {
+    apis.post_each([tables](worker_apis& a) { a.tables->set_tables(tables); });
   };
 }
 
-void start_quota(core::worker_pool& workers, std::vector<worker_apis>& apis) {
-  for (unsigned i = 0; i < workers.size(); ++i)
-    asio::post(workers.context(i), [&q = *apis[i].quota] { q.start(); });
+void start_quota(core::per_worker<worker_apis>& apis) {
+  apis.post_each([](worker_apis& a) { a.quota->start(); });
 }
 
-void stop_quota(core::worker_pool& workers, std::vector<worker_apis>& apis) {
-  for (unsigned i = 0; i < workers.size(); ++i)
-    asio::post(workers.context(i), [&q = *apis[i].quota] { q.stop(); });
+void stop_quota(core::per_worker<worker_apis>& apis) {
+  apis.post_each([](worker_apis& a) { a.quota->stop(); });
 }
 
-std::size_t open_http(const std::vector<worker_apis>& apis) {
+std::size_t open_http(const core::per_worker<worker_apis>& apis) {
   std::size_t n = 0;
   for (const auto& w : apis) n += w.http->open_connections();
   return n;

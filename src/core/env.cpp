@@ -194,4 +194,16 @@ std::string format_go_duration(std::chrono::nanoseconds d) {
   return n < 0 ? "-" + out : out;
 }
 
+std::vector<std::string> split_list(const std::string& list) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    auto comma = list.find(',', start);
+    if (comma == std::string::npos) comma = list.size();
+    if (comma > start) parts.push_back(list.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return parts;
+}
+
 }  // namespace sluice::core

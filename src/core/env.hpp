@@ -50,6 +50,13 @@ class env_reader {
   lookup_fn lookup_;
 };
 
+// A comma-separated setting's parts, in order, empty ones dropped.
+std::vector<std::string> split_list(const std::string& list);
+// A duration setting in whole milliseconds.
+inline std::chrono::milliseconds to_ms(std::chrono::nanoseconds d) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d);
+}
+
 // Exposed for tests and for other parsers of the same formats.
 std::optional<bool> parse_go_bool(std::string_view s);
 std::optional<std::chrono::nanoseconds> parse_go_duration(std::string_view s);

@@ -1,11 +1,30 @@
 #include "core/tls_client.hpp"
 
 #include <boost/asio/ip/address.hpp>
+#include <filesystem>
 #include <stdexcept>
 
 #include "core/strings.hpp"
 
 namespace sluice::core {
+
+tls_client_config read_tls_client_files(const env_reader& env, const std::string& prefix, bool enabled) {
+  tls_client_config tls;
+  tls.enabled = enabled;
+  tls.ca_file = env.get_string(prefix + "CACERT", "");
+  tls.cert_file = env.get_string(prefix + "CLIENT_CERT", "");
+  tls.key_file = env.get_string(prefix + "CLIENT_KEY", "");
+  tls.skip_hostname_verification = env.get_bool(prefix + "SKIP_HOSTNAME_VERIFICATION", false);
+  if (!enabled) return tls;
+  if (tls.cert_file.empty() != tls.key_file.empty())
+    throw settings_error(cat(prefix, "CLIENT_CERT and ", prefix, "CLIENT_KEY must be set together"));
+  for (auto [name, file] :
+       {std::pair{"CACERT", &tls.ca_file}, {"CLIENT_CERT", &tls.cert_file}, {"CLIENT_KEY", &tls.key_file}}) {
+    if (!file->empty() && !std::filesystem::is_regular_file(*file))
+      throw settings_error(cat("invalid value '", *file, "' for ", prefix, name, ": no such file"));
+  }
+  return tls;
+}
 
 namespace asio = boost::asio;
 

@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/env.hpp"
+
 namespace sluice::core {
 
 struct tls_client_config {
@@ -18,6 +20,10 @@ struct tls_client_config {
   std::string key_file;
   bool skip_hostname_verification = false;
 };
+
+// <prefix>CACERT, <prefix>CLIENT_CERT, <prefix>CLIENT_KEY and <prefix>SKIP_HOSTNAME_VERIFICATION: the
+// certificate and key set together, and every file named existing (else core::settings_error).
+tls_client_config read_tls_client_files(const env_reader& env, const std::string& prefix, bool enabled);
 
 // The settings that name each file, for error messages (e.g. REDIS_TLS_CACERT).
 struct tls_client_setting_names {

@@ -57,10 +57,12 @@ void worker_pool::start() {
 }
 
 void worker_pool::release() {
+  accepting_.store(false, std::memory_order_release);
   for (auto& w : workers_) w->guard.reset();
 }
 
 void worker_pool::stop() {
+  accepting_.store(false, std::memory_order_release);
   for (auto& w : workers_) w->ioc.stop();
   for (auto& w : workers_) {
     if (w->thread.joinable()) w->thread.join();

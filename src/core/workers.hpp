@@ -8,10 +8,23 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <memory>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
 namespace sluice::core {
+
+// Work for the workers that met the stop (per_worker::on_each): a debug page answers 503 "shutting down".
+struct workers_stopped : std::runtime_error {
+  workers_stopped() : std::runtime_error("shutting down") {}
+};
+
+namespace detail {
+template <class U, class Get>
+class fan_out;
+}
+template <class T>
+class per_worker;
 
 // The CPUs this process may use: its affinity mask, capped by a cgroup v2 cpu.max quota (rounded up).
 unsigned usable_cpus();
@@ -26,7 +39,8 @@ class worker_pool {
   worker_pool& operator=(const worker_pool&) = delete;
 
   unsigned size() const { return static_cast<unsigned>(workers_.size()); }
-  boost::asio::io_context& context(unsigned i) { return workers_[i]->ioc; }
+  // False from release() on: work sent to a worker then might never run.
+  bool accepting() const { return accepting_.load(std::memory_order_acquire); }
 
   // Starts one thread per worker.
   void start();
@@ -38,6 +52,14 @@ class worker_pool {
   void stop();
 
  private:
+  // Worker i's io_context: reached only through per_worker (core/per_worker.hpp), the one owner of "send this
+  // to every worker", which knows about the stop.
+  template <class U, class Get>
+  friend class detail::fan_out;
+  template <class T>
+  friend class per_worker;
+  boost::asio::io_context& context(unsigned i) { return workers_[i]->ioc; }
+
   struct worker {
     boost::asio::io_context ioc{1};
     boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard{ioc.get_executor()};
@@ -45,6 +67,7 @@ class worker_pool {
   };
   std::vector<std::unique_ptr<worker>> workers_;
   std::atomic<unsigned> running_{0};
+  std::atomic<bool> accepting_{true};
 };
 
 }  // namespace sluice::core

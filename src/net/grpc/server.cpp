@@ -267,7 +267,7 @@ void server::listen() {
 void server::start(asio::any_io_executor control) {
   if (impl_->certificate) impl_->certificate->watch(std::move(control));
   if (impl_->unix_acceptor) {
-    asio::post(impl_->workers.front()->ioc, [this] { impl_->accept_unix(); });
+    asio::post(impl_->unix_acceptor->get_executor(), [this] { impl_->accept_unix(); });
     return;
   }
   for (auto& w : impl_->workers) asio::post(w->ioc, [this, w] { impl_->accept_tcp(w); });

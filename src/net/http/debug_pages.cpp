@@ -4,9 +4,11 @@
 #include <boost/beast/http/status.hpp>
 #include <charconv>
 #include <memory>
+#include <optional>
 
 #include "core/profiler.hpp"
 #include "core/strings.hpp"
+#include "core/workers.hpp"
 #include "net/http/query.hpp"
 
 namespace sluice::net::http {
@@ -72,7 +74,14 @@ void add_debug_pages(router& routes, std::vector<debug_page> pages, host_check h
     return [checked, h = std::move(h)](const request& req) -> boost::asio::awaitable<response> {
       if (auto why = checked->refuse(req[boost::beast::http::field::host]))
         co_return json_error(req, boost::beast::http::status::forbidden, *why);
-      co_return co_await h(req);
+      std::optional<response> res;
+      try {
+        res = co_await h(req);
+      } catch (const core::workers_stopped& e) {
+        // A page that reads the workers, asked while they stop.
+        res = json_error(req, boost::beast::http::status::service_unavailable, e.what());
+      }
+      co_return std::move(*res);
     };
   };
   for (auto& page : pages) {

@@ -21,7 +21,8 @@ struct debug_page {
 // (allocations live at the end of the window, default 10).
 std::vector<debug_page> pprof_pages();
 
-// Adds the pages and the listing, each behind `hosts` (host_check.hpp): a refused Host answers 403.
+// Adds the pages and the listing, each behind `hosts` (host_check.hpp): a refused Host answers 403. A page
+// that throws core::workers_stopped (it reads the workers while they stop) answers 503 "shutting down".
 void add_debug_pages(router& routes, std::vector<debug_page> pages, host_check hosts = host_check());
 
 }  // namespace sluice::net::http

@@ -1,7 +1,6 @@
 #include "ratelimit/api/counters_api.hpp"
 
 #include <boost/asio/async_result.hpp>
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
@@ -21,27 +20,22 @@ namespace http = boost::beast::http;
 
 namespace {
 
-// One worker's call, awaited from the control thread: the service may complete on any thread.
-asio::awaitable<control_outcome> control_on(const worker_services& workers, std::size_t i,
-                                            const service::rls_request& request,
-                                            service::control_action action, std::uint64_t used) {
-  co_return co_await asio::co_spawn(
-      workers.executor(i),
-      [&]() -> asio::awaitable<control_outcome> {
-        co_return co_await asio::async_initiate<decltype(asio::use_awaitable), void(control_outcome)>(
-            [&](auto handler) {
-              auto held = std::make_shared<decltype(handler)>(std::move(handler));
-              workers.service(i).control(
-                  request, action, used,
-                  [held](const service::service_error* e, std::vector<service::descriptor_state>&& states) {
-                    control_outcome out;
-                    if (e != nullptr) out.error = *e;
-                    out.states = std::move(states);
-                    auto ex = asio::get_associated_executor(*held);
-                    asio::dispatch(ex, [held, out = std::move(out)]() mutable { (*held)(std::move(out)); });
-                  });
-            },
-            asio::use_awaitable);
+// One worker's call, on its thread: the service may complete on any thread.
+asio::awaitable<control_outcome> control_here(service::rate_limit_service& service,
+                                              const service::rls_request& request,
+                                              service::control_action action, std::uint64_t used) {
+  co_return co_await asio::async_initiate<decltype(asio::use_awaitable), void(control_outcome)>(
+      [&](auto handler) {
+        auto held = std::make_shared<decltype(handler)>(std::move(handler));
+        service.control(
+            request, action, used,
+            [held](const service::service_error* e, std::vector<service::descriptor_state>&& states) {
+              control_outcome out;
+              if (e != nullptr) out.error = *e;
+              out.states = std::move(states);
+              auto ex = asio::get_associated_executor(*held);
+              asio::dispatch(ex, [held, out = std::move(out)]() mutable { (*held)(std::move(out)); });
+            });
       },
       asio::use_awaitable);
 }
@@ -93,17 +87,21 @@ json::object limit_json(const service::limit_state& l) {
 asio::awaitable<control_outcome> control_everywhere(const worker_services& workers,
                                                     const service::rls_request& request,
                                                     service::control_action action, std::uint64_t used) {
-  control_outcome first;
-  for (std::size_t i = 0; i < workers.count; ++i) {
-    auto out = co_await control_on(workers, i, request, action, used);
-    if (out.error) co_return out;
-    if (i == 0) {
-      first = std::move(out);
-    } else {
-      add_unsent(first.states, out.states);
-    }
+  // A worker's error ends the call: the workers after it are not changed.
+  bool failed = false;
+  auto outs =
+      co_await workers.on_each([&](service::rate_limit_service& s) -> asio::awaitable<control_outcome> {
+        if (failed) co_return control_outcome{};
+        auto out = co_await control_here(s, request, action, used);
+        failed = out.error.has_value();
+        co_return out;
+      });
+  for (auto& out : outs) {
+    if (out.error) co_return std::move(out);
   }
-  co_return first;
+  auto& first = outs.front();
+  for (std::size_t i = 1; i < outs.size(); ++i) add_unsent(first.states, outs[i].states);
+  co_return std::move(first);
 }
 
 namespace {

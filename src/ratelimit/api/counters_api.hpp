@@ -6,7 +6,6 @@
 // worker in turn (its rules, its local over-limit cache, its batched counters' unsent hits) and answers the
 // state all of them leave.
 
-#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/json/object.hpp>
 #include <functional>
@@ -14,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/per_worker.hpp"
 #include "net/http/debug_pages.hpp"
 #include "ratelimit/api/admin_tokens.hpp"
 #include "ratelimit/service/service.hpp"
@@ -21,14 +21,11 @@
 
 namespace sluice::ratelimit::api {
 
-// How the API reaches the workers' services (the composition root wires them).
-struct worker_services {
-  std::size_t count = 0;
-  std::function<boost::asio::any_io_executor(std::size_t)> executor;
-  std::function<service::rate_limit_service&(std::size_t)> service;
-};
+// How the API reaches the workers' services (the composition root's view of its per-worker objects).
+using worker_services = core::worker_view<service::rate_limit_service>;
 
-// One call of service::rate_limit_service::control on each worker, in turn; the states are the first
+// One call of service::rate_limit_service::control on each worker, in turn (throws core::workers_stopped at
+// a stop); the states are the first
 // worker's, with every other worker's unsent hits added (batched counting).
 struct control_outcome {
   std::optional<service::service_error> error;

@@ -1,11 +1,30 @@
 #include <doctest/doctest.h>
 
+#include "app/backend_choice.hpp"
 #include "ratelimit/settings.hpp"
 
 using namespace sluice;
 
+namespace {
+
+// The module's settings and the chosen backend's, read as the server reads them.
+struct read_settings : ratelimit::module_settings {
+  backend_settings backend;
+  const auto& redis() const { return std::get<ratelimit::backends::redis::redis_settings>(backend); }
+  const auto& memcache() const { return std::get<ratelimit::backends::memcache::memcache_settings>(backend); }
+  const auto& memory() const { return std::get<ratelimit::backends::memory::memory_settings>(backend); }
+};
+
+read_settings read_everything(const core::env_reader& env) {
+  read_settings s{ratelimit::read_module_settings(env), {}};
+  s.backend = read_backend_settings(env, s);
+  return s;
+}
+
+}  // namespace
+
 TEST_CASE("rate limit settings: upstream's defaults") {
-  auto s = ratelimit::read_module_settings(core::env_reader(std::map<std::string, std::string>{}));
+  auto s = read_everything(core::env_reader(std::map<std::string, std::string>{}));
   CHECK(s.backend_type == "redis");
   CHECK_FALSE(s.force_start_without_initial_config);
   CHECK(s.rules.layout.root == "/srv/runtime_data/current");
@@ -31,48 +50,47 @@ TEST_CASE("rate limit settings: upstream's defaults") {
   CHECK(s.limiter.expiration_jitter_max_seconds == 300);
   CHECK(s.limiter.local_cache_size_bytes == 0);
   CHECK_FALSE(s.limiter.stop_cache_key_increment_when_overlimit);
-  CHECK(s.redis.main.connection.startup_min == std::chrono::seconds(1));
-  CHECK(s.redis.main.connection.startup_max == std::chrono::seconds(30));
-  CHECK(s.redis.main.connection.reconnect_min == std::chrono::milliseconds(50));
+  CHECK(s.redis().main.connection.startup_min == std::chrono::seconds(1));
+  CHECK(s.redis().main.connection.startup_max == std::chrono::seconds(30));
+  CHECK(s.redis().main.connection.reconnect_min == std::chrono::milliseconds(50));
 }
 
 TEST_CASE(
     "rate limit settings: REDIS_STARTUP_* intervals apply to both stores, before the first connection") {
-  auto s = ratelimit::read_module_settings(
+  auto s = read_everything(
       core::env_reader(std::map<std::string, std::string>{{"REDIS_STARTUP_INITIAL_INTERVAL", "200ms"},
                                                           {"REDIS_STARTUP_MAX_INTERVAL", "5s"},
                                                           {"REDIS_PERSECOND", "true"},
                                                           {"REDIS_PERSECOND_URL", "127.0.0.1:6380"},
                                                           {"REDIS_PERSECOND_SOCKET_TYPE", "tcp"}}));
-  CHECK(s.redis.main.connection.startup_min == std::chrono::milliseconds(200));
-  CHECK(s.redis.main.connection.startup_max == std::chrono::seconds(5));
-  REQUIRE(s.redis.per_second);
-  CHECK(s.redis.per_second->connection.startup_min == std::chrono::milliseconds(200));
-  CHECK(s.redis.per_second->connection.startup_max == std::chrono::seconds(5));
-  auto small_max = ratelimit::read_module_settings(core::env_reader(
+  CHECK(s.redis().main.connection.startup_min == std::chrono::milliseconds(200));
+  CHECK(s.redis().main.connection.startup_max == std::chrono::seconds(5));
+  REQUIRE(s.redis().per_second);
+  CHECK(s.redis().per_second->connection.startup_min == std::chrono::milliseconds(200));
+  CHECK(s.redis().per_second->connection.startup_max == std::chrono::seconds(5));
+  auto small_max = read_everything(core::env_reader(
       std::map<std::string, std::string>{{"REDIS_STARTUP_MAX_INTERVAL", "100ms"}}));  // below the initial 1s
-  CHECK(small_max.redis.main.connection.startup_max == std::chrono::seconds(1));
+  CHECK(small_max.redis().main.connection.startup_max == std::chrono::seconds(1));
   CHECK_THROWS_WITH_AS(
-      ratelimit::read_module_settings(
+      read_everything(
           core::env_reader(std::map<std::string, std::string>{{"REDIS_STARTUP_INITIAL_INTERVAL", "0"}})),
       "invalid value '0' for REDIS_STARTUP_INITIAL_INTERVAL: expected at least 1ms", core::settings_error);
 }
 
 TEST_CASE("rate limit settings: values are read, bad ones name the variable") {
-  auto s =
-      ratelimit::read_module_settings(core::env_reader({{"BACKEND_TYPE", "memory"},
-                                                        {"RUNTIME_ROOT", "/etc/rl"},
-                                                        {"RUNTIME_SUBDIRECTORY", "sub"},
-                                                        {"RUNTIME_WATCH_ROOT", "false"},
-                                                        {"SHADOW_MODE", "1"},
-                                                        {"LIMIT_RESET_HEADER", "X-Reset"},
-                                                        {"LIMIT_RESPONSE_HEADERS_ENABLED", "true"},
-                                                        {"NEAR_LIMIT_RATIO", "0.5"},
-                                                        {"CACHE_KEY_PREFIX", "p:"},
-                                                        {"EXPIRATION_JITTER_MAX_SECONDS", "0"},
-                                                        {"LOCAL_CACHE_SIZE_IN_BYTES", "1048576"},
-                                                        {"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "true"},
-                                                        {"MEMORY_MAX_COUNTERS", "5000"}}));
+  auto s = read_everything(core::env_reader({{"BACKEND_TYPE", "memory"},
+                                             {"RUNTIME_ROOT", "/etc/rl"},
+                                             {"RUNTIME_SUBDIRECTORY", "sub"},
+                                             {"RUNTIME_WATCH_ROOT", "false"},
+                                             {"SHADOW_MODE", "1"},
+                                             {"LIMIT_RESET_HEADER", "X-Reset"},
+                                             {"LIMIT_RESPONSE_HEADERS_ENABLED", "true"},
+                                             {"NEAR_LIMIT_RATIO", "0.5"},
+                                             {"CACHE_KEY_PREFIX", "p:"},
+                                             {"EXPIRATION_JITTER_MAX_SECONDS", "0"},
+                                             {"LOCAL_CACHE_SIZE_IN_BYTES", "1048576"},
+                                             {"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "true"},
+                                             {"MEMORY_MAX_COUNTERS", "5000"}}));
   CHECK(s.backend_type == "memory");
   CHECK(s.rules.layout.rules_directory() == "/etc/rl/sub/config");
   CHECK(s.rules.layout.name_prefix().empty());
@@ -83,10 +101,10 @@ TEST_CASE("rate limit settings: values are read, bad ones name the variable") {
   CHECK(s.limiter.expiration_jitter_max_seconds == 0);
   CHECK(s.limiter.local_cache_size_bytes == 1048576);
   CHECK(s.limiter.stop_cache_key_increment_when_overlimit);
-  CHECK(s.memory_max_counters == 5000);
+  CHECK(s.memory().max_counters == 5000);
 
   auto fails = [](std::string name, std::string value) {
-    return ratelimit::read_module_settings(
+    return read_everything(
         core::env_reader(std::map<std::string, std::string>{{std::move(name), std::move(value)}}));
   };
   CHECK_THROWS_WITH_AS(fails("BACKEND_TYPE", "mysql"),
@@ -127,13 +145,13 @@ TEST_CASE("rate limit settings: values are read, bad ones name the variable") {
   CHECK_THROWS_AS(fails("REDIS_POOL_ON_EMPTY_BEHAVIOR", "ERROR"), core::settings_error);
   CHECK_NOTHROW(fails("REDIS_POOL_ON_EMPTY_BEHAVIOR", "WAIT"));
   CHECK_NOTHROW(fails("REDIS_POOL_ON_EMPTY_BEHAVIOR", "block"));
-  CHECK_THROWS_AS(ratelimit::read_module_settings(core::env_reader(std::map<std::string, std::string>{
+  CHECK_THROWS_AS(read_everything(core::env_reader(std::map<std::string, std::string>{
                       {"REDIS_PERSECOND", "true"}, {"REDIS_PERSECOND_POOL_ON_EMPTY_BEHAVIOR", "Error"}})),
                   core::settings_error);
 }
 
 TEST_CASE("rate limit settings: quota mode, dynamic metadata and request headers") {
-  auto s = ratelimit::read_module_settings(core::env_reader(
+  auto s = read_everything(core::env_reader(
       std::map<std::string, std::string>{{"QUOTA_MODE", "true"},
                                          {"RESPONSE_DYNAMIC_METADATA", "true"},
                                          {"LIMIT_REQUEST_HEADERS_ENABLED", "true"},
@@ -149,7 +167,7 @@ TEST_CASE("rate limit settings: quota mode, dynamic metadata and request headers
   CHECK(s.service.response_headers.limit == "RateLimit-Limit");
 
   auto bad = [](const char* name, const char* value) {
-    return ratelimit::read_module_settings(
+    return read_everything(
         core::env_reader(std::map<std::string, std::string>{{name, value},
                                                             {"LIMIT_RESPONSE_HEADERS_ENABLED", "true"},
                                                             {"LIMIT_REQUEST_HEADERS_ENABLED", "true"}}));
@@ -163,14 +181,14 @@ TEST_CASE("rate limit settings: quota mode, dynamic metadata and request headers
   CHECK_THROWS_AS(bad("LIMIT_RESET_HEADER", "Reset\xc3\xa9"), core::settings_error);
   CHECK_THROWS_AS(bad("QUOTA_MODE", "maybe"), core::settings_error);
   // Unused names are not read, as upstream.
-  CHECK_NOTHROW(ratelimit::read_module_settings(
+  CHECK_NOTHROW(read_everything(
       core::env_reader(std::map<std::string, std::string>{{"LIMIT_REQUEST_RESET_HEADER", "X Bad"}})));
 }
 
 TEST_CASE(
     "rate limit settings: LIMIT_RESPONSE_HEADERS_FORMAT=ietf without the headers enabled is a warning") {
   auto read = [](std::map<std::string, std::string> env) {
-    return ratelimit::read_module_settings(core::env_reader(std::move(env)));
+    return read_everything(core::env_reader(std::move(env)));
   };
   const auto alone = read({{"LIMIT_RESPONSE_HEADERS_FORMAT", "ietf"}});
   REQUIRE(alone.warnings.size() == 1);
@@ -187,23 +205,25 @@ TEST_CASE("rate limit settings: memcache") {
   using env_map = std::map<std::string, std::string>;
   auto read = [](env_map values) {
     values["BACKEND_TYPE"] = "memcache";
-    return ratelimit::read_module_settings(core::env_reader(std::move(values)));
+    return read_everything(core::env_reader(std::move(values)));
   };
   auto s = read({{"MEMCACHE_HOST_PORT", "10.0.0.1:11211,cache-b:11212"}});
-  CHECK(s.memcache.host_port == std::vector<std::string>{"10.0.0.1:11211", "cache-b:11212"});
-  CHECK(s.memcache.srv.empty());
-  CHECK(s.memcache.srv_refresh.count() == 0);
-  CHECK(s.memcache.max_idle_conns == 2);
-  CHECK_FALSE(s.memcache.tls.enabled);
-  CHECK(read({{"MEMCACHE_HOST_PORT", "a:1"}, {"MEMCACHE_MAX_IDLE_CONNS", "0"}}).memcache.max_idle_conns == 2);
-  CHECK(read({{"MEMCACHE_HOST_PORT", "a:1"}, {"MEMCACHE_MAX_IDLE_CONNS", "7"}}).memcache.max_idle_conns == 7);
+  CHECK(s.memcache().host_port == std::vector<std::string>{"10.0.0.1:11211", "cache-b:11212"});
+  CHECK(s.memcache().srv.empty());
+  CHECK(s.memcache().srv_refresh.count() == 0);
+  CHECK(s.memcache().max_idle_conns == 2);
+  CHECK_FALSE(s.memcache().tls.enabled);
+  CHECK(read({{"MEMCACHE_HOST_PORT", "a:1"}, {"MEMCACHE_MAX_IDLE_CONNS", "0"}}).memcache().max_idle_conns ==
+        2);
+  CHECK(read({{"MEMCACHE_HOST_PORT", "a:1"}, {"MEMCACHE_MAX_IDLE_CONNS", "7"}}).memcache().max_idle_conns ==
+        7);
 
   s = read({{"MEMCACHE_SRV", "_memcache._tcp.example.org"},
             {"MEMCACHE_SRV_REFRESH", "30s"},
             {"MEMCACHE_SRV_DNS_SERVER", "127.0.0.1:5353"}});
-  CHECK(s.memcache.srv == "_memcache._tcp.example.org");
-  CHECK(s.memcache.srv_refresh == std::chrono::seconds(30));
-  CHECK(s.memcache.srv_dns_server == "127.0.0.1:5353");
+  CHECK(s.memcache().srv == "_memcache._tcp.example.org");
+  CHECK(s.memcache().srv_refresh == std::chrono::seconds(30));
+  CHECK(s.memcache().srv_dns_server == "127.0.0.1:5353");
   CHECK_THROWS_WITH_AS(
       read({{"MEMCACHE_SRV", "_m._tcp.x"}, {"MEMCACHE_SRV_DNS_SERVER", "dns.example:53"}}),
       "invalid value 'dns.example:53' for MEMCACHE_SRV_DNS_SERVER: expected an IPv4 address, with "
@@ -241,16 +261,16 @@ TEST_CASE("rate limit settings: memcache") {
   s = read({{"MEMCACHE_HOST_PORT", "a:1"},
             {"MEMCACHE_TLS", "true"},
             {"MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION", "true"}});
-  CHECK(s.memcache.tls.enabled);
-  CHECK(s.memcache.tls.skip_hostname_verification);
+  CHECK(s.memcache().tls.enabled);
+  CHECK(s.memcache().tls.skip_hostname_verification);
 }
 
 TEST_CASE("rate limit settings: CONFIG_TYPE lists one source or both") {
   auto read = [](std::string value) {
-    return ratelimit::read_module_settings(
+    return read_everything(
         core::env_reader(std::map<std::string, std::string>{{"CONFIG_TYPE", std::move(value)}}));
   };
-  auto s = ratelimit::read_module_settings(core::env_reader(std::map<std::string, std::string>{}));
+  auto s = read_everything(core::env_reader(std::map<std::string, std::string>{}));
   CHECK(s.rules.from_files);
   CHECK_FALSE(s.rules.from_xds);
   s = read("GRPC_XDS_SOTW");
@@ -283,9 +303,9 @@ TEST_CASE("rate limit settings: CONFIG_TYPE=GRPC_XDS_SOTW") {
   using env_map = std::map<std::string, std::string>;
   auto read = [](env_map values) {
     values["CONFIG_TYPE"] = "GRPC_XDS_SOTW";
-    return ratelimit::read_module_settings(core::env_reader(std::move(values)));
+    return read_everything(core::env_reader(std::move(values)));
   };
-  CHECK_FALSE(ratelimit::read_module_settings(core::env_reader(env_map{})).xds);
+  CHECK_FALSE(read_everything(core::env_reader(env_map{})).xds);
   auto s = read({});
   REQUIRE(s.xds);
   CHECK(s.xds->node.id == "default");
@@ -351,17 +371,15 @@ TEST_CASE("rate limit settings: CONFIG_TYPE=GRPC_XDS_SOTW") {
 
 TEST_CASE("rate limit settings: REDIS_SYNC_INTERVAL") {
   using env_map = std::map<std::string, std::string>;
-  auto read = [](env_map values) {
-    return ratelimit::read_module_settings(core::env_reader(std::move(values)));
-  };
+  auto read = [](env_map values) { return read_everything(core::env_reader(std::move(values))); };
   auto s = read({});
-  CHECK(s.redis.sync_interval.count() == 0);
-  CHECK(s.redis.sync_max_keys == 1'000'000);
+  CHECK(s.redis().sync_interval.count() == 0);
+  CHECK(s.redis().sync_max_keys == 1'000'000);
   s = read({{"REDIS_SYNC_INTERVAL", "50ms"}, {"REDIS_SYNC_MAX_KEYS", "5000"}});
-  CHECK(s.redis.sync_interval == std::chrono::milliseconds(50));
-  CHECK(s.redis.sync_max_keys == 5000);
-  CHECK(read({{"REDIS_SYNC_INTERVAL", "10s"}}).redis.sync_interval == std::chrono::seconds(10));
-  CHECK(read({{"REDIS_SYNC_INTERVAL", "0"}}).redis.sync_interval.count() == 0);
+  CHECK(s.redis().sync_interval == std::chrono::milliseconds(50));
+  CHECK(s.redis().sync_max_keys == 5000);
+  CHECK(read({{"REDIS_SYNC_INTERVAL", "10s"}}).redis().sync_interval == std::chrono::seconds(10));
+  CHECK(read({{"REDIS_SYNC_INTERVAL", "0"}}).redis().sync_interval.count() == 0);
   const auto range = [](const std::string& value) {
     return "invalid value '" + value +
            "' for REDIS_SYNC_INTERVAL: expected 0 or a duration from 1ms to 10s (the overshoot grows with "

@@ -1,30 +1,30 @@
 #pragma once
-// Part of the composition root: the debug listener's pages that read the workers — /top, /dashboard and
-// /dashboard/data (README "Top throttled descriptors", "The live dashboard"). The top lists are copied on
-// each worker's own thread (a task posted to its io_context) and merged here, on the control thread; the
-// series history is sampled on the control thread once a second from the first /dashboard/data on.
+// The debug listener's pages that read the workers' top lists — /top, /dashboard and /dashboard/data (README
+// "Top throttled descriptors", "The live dashboard"). The top lists are copied on each worker's own thread
+// (per_worker::on_each) and merged here, on the control thread; the series history is sampled on the control
+// thread once a second from the first /dashboard/data on.
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/clock.hpp"
 #include "core/health.hpp"
-#include "core/workers.hpp"
+#include "core/per_worker.hpp"
 #include "net/http/debug_pages.hpp"
 #include "ratelimit/service/rules_source.hpp"
 #include "stats/series_history.hpp"
-#include "worker_apis.hpp"
+#include "stats/top_descriptors.hpp"
 
-namespace sluice {
+namespace sluice::ratelimit::api {
 
 // What the pages read (all outlive them).
 struct operator_sources {
-  core::worker_pool& workers;
-  std::vector<worker_apis>& apis;  // apis[i].top: null when TOP_DESCRIPTORS_CAPACITY is 0
-  const ratelimit::service::rules_source& rules;
+  std::optional<core::worker_view<stats::top_recorder>> tops;  // none when TOP_DESCRIPTORS_CAPACITY is 0
+  const service::rules_source& rules;
   const core::health& health;
   stats::store& stats;
   const core::clock& clock;  // the workers' wall clock: the top lists' slots are its seconds
@@ -53,4 +53,4 @@ class operator_pages {
   bool stopped_ = false;
 };
 
-}  // namespace sluice
+}  // namespace sluice::ratelimit::api

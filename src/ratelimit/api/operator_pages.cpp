@@ -1,6 +1,5 @@
-#include "operator_pages.hpp"
+#include "ratelimit/api/operator_pages.hpp"
 
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <charconv>
 
@@ -8,11 +7,10 @@
 #include "net/http/query.hpp"
 #include "ratelimit/api/dashboard.hpp"
 
-namespace sluice {
+namespace sluice::ratelimit::api {
 
 namespace asio = boost::asio;
 namespace http = boost::beast::http;
-using ratelimit::api::dashboard_totals;
 
 namespace {
 
@@ -20,14 +18,6 @@ constexpr std::chrono::seconds sample_interval{1};
 constexpr std::size_t max_top = 1000;
 // The dashboard merges this many per list: its utilisation looks for each rule's busiest descriptor there.
 constexpr std::size_t dashboard_top_merged = 200;
-
-// A read that meets the stop: the workers may not run another task (an io_context that has stopped would
-// never answer, and the control loop would wait for it for ever).
-struct stopping {};
-
-net::http::response stopping_response(const net::http::request& req) {
-  return net::http::json_error(req, http::status::service_unavailable, "shutting down");
-}
 
 }  // namespace
 
@@ -47,7 +37,7 @@ std::vector<net::http::debug_page> operator_pages::pages() {
       {"/dashboard", "the live dashboard (HTML)",
        [](const net::http::request& req) -> asio::awaitable<net::http::response> {
          co_return net::http::make_response(req, http::status::ok, "text/html; charset=utf-8",
-                                            std::string(ratelimit::api::dashboard_html));
+                                            std::string(dashboard_html));
        }},
       {"/dashboard/data", "what the dashboard shows (JSON)",
        [this](const net::http::request& req) { return dashboard_data(req); }},
@@ -55,50 +45,34 @@ std::vector<net::http::debug_page> operator_pages::pages() {
 }
 
 // In two steps of tasks on each worker's own thread: the counts (no text), a slot a task, ranked here; then
-// the texts of the ranked ids only.
+// the texts of the ranked ids only. Throws core::workers_stopped at a stop.
 asio::awaitable<stats::top_lists> operator_pages::gather_top(std::size_t n) {
   const std::int64_t now = sources_.clock.now_seconds();
-  std::vector<const stats::top_recorder*> recorders;
-  std::vector<unsigned> workers;
-  for (unsigned i = 0; i < sources_.workers.size(); ++i) {
-    if (const auto* top = sources_.apis[i].top.get()) {
-      recorders.push_back(top);
-      workers.push_back(i);
-    }
-  }
-  std::vector<stats::top_recorder::counts> copies(recorders.size());
-  for (std::size_t k = 0; k < recorders.size(); ++k) {
-    copies[k].hits.reserve(recorders[k]->capacity() * stats::top_recorder::slots);
-    copies[k].over_limit.reserve(recorders[k]->capacity() * stats::top_recorder::slots);
-    for (std::size_t slot = 0; slot < stats::top_recorder::slots; ++slot) {
-      if (stopped_) throw stopping{};
-      co_await asio::co_spawn(
-          sources_.workers.context(workers[k]),
-          [top = recorders[k], now, slot, &copy = copies[k]]() -> asio::awaitable<void> {
-            top->add_counts(now, slot, copy);
-            co_return;
-          },
-          asio::use_awaitable);
-    }
+  const auto& tops = sources_.tops;
+  std::vector<stats::top_recorder::counts> copies(tops ? tops->size() : 0);
+  for (std::size_t slot = 0; tops && slot < stats::top_recorder::slots; ++slot) {
+    if (stopped_) throw core::workers_stopped{};
+    co_await tops->on_each([now, slot, &copies](const stats::top_recorder& top, unsigned i) {
+      auto& copy = copies[i];
+      if (slot == 0) {
+        copy.hits.reserve(top.capacity() * stats::top_recorder::slots);
+        copy.over_limit.reserve(top.capacity() * stats::top_recorder::slots);
+      }
+      top.add_counts(now, slot, copy);
+    });
   }
   const auto ranking = stats::rank_top(copies, n + stats::top_ranking_slack);
   auto texts = stats::texts_wanted(ranking);
   // One worker at a time: each fills what the ones before did not have.
-  for (std::size_t k = 0; k < recorders.size(); ++k) {
-    if (stopped_) throw stopping{};
-    co_await asio::co_spawn(
-        sources_.workers.context(workers[k]),
-        [top = recorders[k], now, &texts]() -> asio::awaitable<void> {
-          top->find_texts(now, texts);
-          co_return;
-        },
-        asio::use_awaitable);
+  if (tops) {
+    if (stopped_) throw core::workers_stopped{};
+    co_await tops->on_each([now, &texts](const stats::top_recorder& top) { top.find_texts(now, texts); });
   }
   co_return stats::name_top(ranking, texts, n, now);
 }
 
 asio::awaitable<net::http::response> operator_pages::top_page(const net::http::request& req) {
-  if (sources_.apis.empty() || !sources_.apis[0].top) {
+  if (!sources_.tops) {
     co_return net::http::json_error(req, http::status::not_found,
                                     "top descriptors are off (TOP_DESCRIPTORS_CAPACITY=0)");
   }
@@ -112,34 +86,22 @@ asio::awaitable<net::http::response> operator_pages::top_page(const net::http::r
           core::cat("n: '", *text, "' is not a whole number from 1 to ", max_top));
     }
   }
-  stats::top_lists lists;
-  try {
-    lists = co_await gather_top(n);
-  } catch (const stopping&) {
-    co_return stopping_response(req);
-  }
-  co_return net::http::make_response(req, http::status::ok, "application/json",
-                                     ratelimit::api::top_json(lists));
+  const auto lists = co_await gather_top(n);
+  co_return net::http::make_response(req, http::status::ok, "application/json", top_json(lists));
 }
 
 asio::awaitable<net::http::response> operator_pages::dashboard_data(const net::http::request& req) {
   start_sampling();
-  stats::top_lists lists;
-  try {
-    lists = co_await gather_top(dashboard_top_merged);
-  } catch (const stopping&) {
-    co_return stopping_response(req);
-  }
-  const ratelimit::api::dashboard_inputs in{history_,
-                                            sources_.rules,
-                                            sources_.health,
-                                            lists,
-                                            10,
-                                            sources_.backend_type,
-                                            static_cast<double>(sources_.clock.now_micros()) / 1e6,
-                                            static_cast<double>(sample_interval.count())};
-  co_return net::http::make_response(req, http::status::ok, "application/json",
-                                     ratelimit::api::dashboard_json(in));
+  const auto lists = co_await gather_top(dashboard_top_merged);
+  const dashboard_inputs in{history_,
+                            sources_.rules,
+                            sources_.health,
+                            lists,
+                            10,
+                            sources_.backend_type,
+                            static_cast<double>(sources_.clock.now_micros()) / 1e6,
+                            static_cast<double>(sample_interval.count())};
+  co_return net::http::make_response(req, http::status::ok, "application/json", dashboard_json(in));
 }
 
 // From the first request on: nobody pays for the history before someone looks.
@@ -169,4 +131,4 @@ void operator_pages::stop() {
   timer_.cancel();
 }
 
-}  // namespace sluice
+}  // namespace sluice::ratelimit::api

@@ -1,0 +1,37 @@
+#include "backend_choice.hpp"
+
+#include "ratelimit/backends/memcache/module.hpp"
+#include "ratelimit/backends/memory/module.hpp"
+#include "ratelimit/backends/redis/module.hpp"
+
+namespace sluice {
+
+namespace backends = ratelimit::backends;
+
+backend_settings read_backend_settings(const core::env_reader& env, const ratelimit::module_settings& rl) {
+  const auto& type = rl.backend_type;
+  const bool admitted_only = rl.service.count_only_admitted;
+  if (type != "memory") backends::memory::refuse_memory_settings(env, type);
+  if (type != "redis") backends::redis::refuse_redis_settings(env, type);
+  if (type == "redis") return backends::redis::read_redis_settings(env, rl.tables.redis, admitted_only);
+  if (type == "memcache") return backends::memcache::read_memcache_settings(env, admitted_only);
+  return backends::memory::read_memory_settings(env);
+}
+
+std::unique_ptr<backends::module> start_backend(const backend_settings& settings,
+                                                const backends::start_context& context) {
+  return std::visit(
+      [&](const auto& s) -> std::unique_ptr<backends::module> {
+        using type = std::decay_t<decltype(s)>;
+        if constexpr (std::is_same_v<type, backends::redis::redis_settings>) {
+          return std::make_unique<backends::redis::redis_module>(s, context);
+        } else if constexpr (std::is_same_v<type, backends::memcache::memcache_settings>) {
+          return std::make_unique<backends::memcache::memcache_module>(s, context);
+        } else {
+          return std::make_unique<backends::memory::memory_module>(s, context);
+        }
+      },
+      settings);
+}
+
+}  // namespace sluice

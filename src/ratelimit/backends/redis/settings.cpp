@@ -1,0 +1,215 @@
+#include "ratelimit/backends/redis/settings.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include "core/strings.hpp"
+#include "core/tls_client.hpp"
+#include "redis/credentials.hpp"
+
+namespace sluice::ratelimit::backends::redis {
+
+namespace {
+
+// "password" or "user:password" (split at the first ':'), as upstream's REDIS_AUTH.
+void split_auth(const std::string& auth, std::string& username, std::string& password) {
+  if (auto colon = auth.find(':'); colon != std::string::npos) {
+    username = auth.substr(0, colon);
+    password = auth.substr(colon + 1);
+  } else {
+    password = auth;
+  }
+}
+
+// `<name>_FILE` (a secret that rotates: redis/credentials.hpp) in place of `<name>`, never with it.
+std::shared_ptr<sluice::redis::credential_file> read_auth_file(const core::env_reader& env,
+                                                               const std::string& name) {
+  const auto path = env.get_string(name + "_FILE", "");
+  if (path.empty()) return nullptr;
+  if (!env.get_string(name, "").empty())
+    throw core::settings_error(core::cat(name, " and ", name, "_FILE are exclusive: set one of them"));
+  try {
+    return std::make_shared<sluice::redis::credential_file>(path, name + "_FILE");
+  } catch (const std::runtime_error& e) {
+    throw core::settings_error(core::cat(name, "_FILE: ", e.what()));
+  }
+}
+
+// "redis://[user[:password]@]host:port[/db]" (and rediss:// for TLS), which upstream's client also accepts.
+struct redis_url {
+  std::string address, userinfo;
+  bool tls = false;
+};
+std::optional<redis_url> parse_redis_url(std::string_view text) {
+  redis_url u;
+  if (text.starts_with("redis://")) {
+    text.remove_prefix(8);
+  } else if (text.starts_with("rediss://")) {
+    text.remove_prefix(9);
+    u.tls = true;
+  } else {
+    return std::nullopt;
+  }
+  if (auto at = text.rfind('@'); at != std::string_view::npos) {
+    u.userinfo = text.substr(0, at);
+    text.remove_prefix(at + 1);
+  }
+  u.address = text.substr(0, text.find('/'));
+  return u;
+}
+
+// upstream's MaskCredentialsInUrl: what an error message may show of a URL list.
+std::string masked(std::string_view urls) {
+  std::string out;
+  for (const auto& part : core::split_list(std::string(urls))) {
+    if (!out.empty()) out += ',';
+    const auto at = part.rfind('@');
+    out += part.starts_with("redis") && at != std::string::npos
+               ? core::cat(part.substr(0, part.find("://") + 3), "*****@", part.substr(at + 1))
+               : part;
+  }
+  return out;
+}
+
+// Upstream's pool may grow (CREATE) or fail (ERROR) when every connection is busy, and refuses to start with
+// either; Sluice's pipelined connections never run out, so a request always waits its turn. WAIT, and, as
+// upstream, any value it does not know, is accepted.
+void check_pool_on_empty(const core::env_reader& env, const std::string& prefix) {
+  const auto name = prefix + "POOL_ON_EMPTY_BEHAVIOR";
+  const auto value = env.get_string(name, "WAIT");
+  std::string upper = value;
+  std::ranges::transform(upper, upper.begin(),
+                         [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  if (upper == "CREATE" || upper == "ERROR") {
+    throw core::settings_error(
+        core::cat("invalid value '", value, "' for ", name,
+                  ": only WAIT is supported (Redis connections are pipelined and never "
+                  "run out: a request waits for its turn)"));
+  }
+}
+
+// REDIS_<...> or REDIS_PERSECOND_<...>: upstream's names and defaults (reference §1.7).
+redis_store_settings read_redis_store(const core::env_reader& env, const std::string& prefix,
+                                      std::string_view default_url) {
+  redis_store_settings s;
+  auto& c = s.connection;
+  auto type = env.get_choice(prefix + "TYPE", "single", {"single", "sentinel", "cluster"}, true);
+  auto socket_type = env.get_choice(prefix + "SOCKET_TYPE", "unix", {"tcp", "unix"}, true);
+  c.unix_socket =
+      socket_type == "unix" && type == "single";  // sentinels, masters and clusters are always TCP
+  // URLs are reduced to host:port here, so no credential in them reaches a log line or an error message.
+  const std::string raw_url = env.get_string(prefix + "URL", default_url);
+  std::string url_auth;
+  bool url_tls = false;
+  c.address.clear();
+  for (const auto& entry : core::split_list(raw_url)) {
+    if (!c.address.empty()) c.address += ',';
+    auto url = parse_redis_url(entry);
+    c.address += url ? url->address : entry;
+    if (url && type == "single") {
+      url_auth = url->userinfo;
+      url_tls = url->tls;
+    }
+  }
+  if (type == "sentinel") {
+    auto parts = core::split_list(c.address);
+    if (parts.size() < 2) {
+      throw core::settings_error(
+          core::cat("invalid value '", masked(raw_url), "' for ", prefix,
+                    "URL: Expected master name and a list of urls for the sentinels, in the "
+                    "format: <redis master name>,<sentinel1>,...,<sentineln>"));
+    }
+    auto& sentinel = c.sentinel.emplace();
+    sentinel.master_name = parts.front();
+    sentinel.sentinels.assign(parts.begin() + 1, parts.end());
+    split_auth(env.get_string(prefix + "SENTINEL_AUTH", ""), sentinel.username, sentinel.password);
+    sentinel.auth_file = read_auth_file(env, prefix + "SENTINEL_AUTH");
+  } else if (type == "cluster") {
+    s.cluster_seeds = core::split_list(c.address);
+    if (s.cluster_seeds.empty() || std::ranges::any_of(s.cluster_seeds, [](const auto& n) {
+          return n.rfind(':') == std::string::npos;
+        })) {
+      throw core::settings_error(core::cat("invalid value '", masked(raw_url), "' for ", prefix,
+                                           "URL: expected host:port,host:port,... (the cluster's nodes)"));
+    }
+  } else if (!c.unix_socket && c.address.rfind(':') == std::string::npos) {
+    throw core::settings_error(core::cat("invalid value '", masked(raw_url), "' for ", prefix,
+                                         "URL: expected host:port (", prefix, "SOCKET_TYPE is tcp)"));
+  }
+  s.pool_size = env.get_uint(prefix + "POOL_SIZE", s.pool_size, 1, 1024);
+  // REDIS_AUTH wins over credentials in the URL.
+  split_auth(env.get_string(prefix + "AUTH", url_auth), c.username, c.password);
+  c.auth_file = read_auth_file(env, prefix + "AUTH");
+  // The TLS files are shared by both stores, as upstream's REDIS_TLS_* are.
+  c.tls = core::read_tls_client_files(env, "REDIS_TLS_", env.get_bool(prefix + "TLS", url_tls));
+  if (c.tls.enabled && c.unix_socket) {
+    throw core::settings_error(core::cat(prefix, "TLS=true needs ", prefix, "SOCKET_TYPE=tcp"));
+  }
+  c.write_window = std::chrono::duration_cast<std::chrono::microseconds>(
+      env.get_duration(prefix + "PIPELINE_WINDOW", std::chrono::nanoseconds{0}));
+  c.write_limit = env.get_uint(prefix + "PIPELINE_LIMIT", 0, 0, 1'000'000);
+  // Accepted and checked (upstream panics below 0); a cluster always sends the keys of different nodes in
+  // parallel, as upstream's 0 does (see README).
+  env.get_uint(prefix + "CLUSTER_PIPELINE_PARALLELISM", 1, 0, 1'000'000);
+  check_pool_on_empty(env, prefix);
+  c.connect_timeout = core::to_ms(env.get_duration(prefix + "TIMEOUT", std::chrono::seconds{10}));
+  c.request_timeout = core::to_ms(env.get_duration("REDIS_OP_TIMEOUT", std::chrono::milliseconds{250}));
+  if (c.request_timeout.count() <= 0) {
+    throw core::settings_error(core::cat("invalid value '", env.get_string("REDIS_OP_TIMEOUT", ""),
+                                         "' for REDIS_OP_TIMEOUT: expected a duration of at least 1ms"));
+  }
+  return s;
+}
+
+}  // namespace
+
+redis_settings read_redis_settings(const core::env_reader& env, bool limit_tables, bool count_only_admitted) {
+  redis_settings r;
+  r.main = read_redis_store(env, "REDIS_", "/var/run/nutcracker/ratelimit.sock");
+  if (env.get_bool("REDIS_PERSECOND", false)) {
+    r.per_second = read_redis_store(env, "REDIS_PERSECOND_", "/var/run/nutcracker/ratelimitpersecond.sock");
+  }
+  r.health_check_active_connection = env.get_bool("REDIS_HEALTH_CHECK_ACTIVE_CONNECTION", false);
+  r.startup_max_elapsed =
+      core::to_ms(env.get_duration("REDIS_STARTUP_MAX_ELAPSED_TIME", std::chrono::nanoseconds{0}));
+  // Upstream's backoff until the first connection; after one is lost, Sluice's own short one (see README).
+  auto startup_min = core::to_ms(env.get_duration("REDIS_STARTUP_INITIAL_INTERVAL", std::chrono::seconds{1}));
+  auto startup_max = core::to_ms(env.get_duration("REDIS_STARTUP_MAX_INTERVAL", std::chrono::seconds{30}));
+  if (startup_min.count() <= 0)
+    throw core::settings_error(core::cat("invalid value '",
+                                         env.get_string("REDIS_STARTUP_INITIAL_INTERVAL", ""),
+                                         "' for REDIS_STARTUP_INITIAL_INTERVAL: expected at least 1ms"));
+  startup_max = std::max(startup_max, startup_min);
+  const auto sync = env.get_duration("REDIS_SYNC_INTERVAL", std::chrono::nanoseconds{0});
+  if (sync.count() > 0 && (sync < std::chrono::milliseconds{1} || sync > std::chrono::seconds{10})) {
+    throw core::settings_error(
+        core::cat("invalid value '", env.get_string("REDIS_SYNC_INTERVAL", ""),
+                  "' for REDIS_SYNC_INTERVAL: expected 0 or a duration from 1ms to 10s "
+                  "(the overshoot grows with it; see README)"));
+  }
+  r.sync_interval = core::to_ms(sync);
+  r.sync_max_keys = env.get_uint("REDIS_SYNC_MAX_KEYS", r.sync_max_keys, 1024, 1'000'000'000);
+  for (auto* store : {&r.main, r.per_second ? &*r.per_second : nullptr}) {
+    if (store == nullptr) continue;
+    store->connection.startup_min = startup_min;
+    store->connection.startup_max = startup_max;
+  }
+  r.limit_tables = limit_tables;
+  if (count_only_admitted && r.sync_interval.count() > 0) {
+    throw core::settings_error(
+        "COUNT_ONLY_ADMITTED=true cannot be combined with REDIS_SYNC_INTERVAL: a request counted only when "
+        "every limit admits needs each counter checked and changed in Redis in one step, which batching "
+        "gives up (unset one of them)");
+  }
+  return r;
+}
+
+void refuse_redis_settings(const core::env_reader& env, std::string_view backend_type) {
+  if (env.get_duration("REDIS_SYNC_INTERVAL", {}).count() > 0) {
+    throw core::settings_error(
+        core::cat("REDIS_SYNC_INTERVAL applies to BACKEND_TYPE=redis only (BACKEND_TYPE is ", backend_type,
+                  "): unset it"));
+  }
+}
+
+}  // namespace sluice::ratelimit::backends::redis
