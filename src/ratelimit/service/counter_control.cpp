@@ -1,11 +1,11 @@
-// Operator control (counter_control.hpp): a request resolved as a decision resolves it, then its limits'
-// counters read or overwritten through the backend instead of counted.
+// Operator control (counter_control.hpp): a request resolved as a decision resolves it (resolution.hpp), then
+// its limits' counters read or overwritten through the backend instead of counted (inspection.hpp).
 
 #include <date/tz.h>
 
 #include "core/strings.hpp"
 #include "ratelimit/limiter/algorithms.hpp"
-#include "ratelimit/service/request_state.hpp"
+#include "ratelimit/service/inspection.hpp"
 
 namespace sluice::ratelimit::service {
 
@@ -21,20 +21,21 @@ void rate_limit_service::control(const rls_request& request, control_action acti
     problem = &e;
   }
   if (problem != nullptr) return done(problem, {});
-  auto state =
-      std::make_unique<request_state>(*this, request, control_request{action, used, std::move(done), {}});
+  auto state = std::make_unique<inspection>(*this, request, action, used, std::move(done));
   state->resolve();
   if (action == control_action::overwrite && used > 0) {
     if (auto refused = state->unsettable()) {
       e = {error_kind::invalid_argument, std::move(*refused)};
-      return state.release()->fail_control(e);
+      auto answer = state->take_done();
+      state.reset();
+      return answer(&e, {});
     }
   }
-  // From here the state owns itself: complete() deletes it, possibly before start() returns.
-  state.release()->start_after_tables();
+  // From here the inspection owns itself: complete() deletes it, possibly before start() returns.
+  state.release()->start();
 }
 
-std::optional<std::string> request_state::unsettable() const {
+std::optional<std::string> inspection::unsettable() const {
   for (const auto& item : work_.items) {
     if (!item.whole_holder_set) continue;
     const std::string_view key = item.entries.back().key;
@@ -44,34 +45,35 @@ std::optional<std::string> request_state::unsettable() const {
   return std::nullopt;
 }
 
-void request_state::fail_control(const service_error& error) {
-  std::unique_ptr<request_state> self(this);
-  auto done = std::move(control_->request.done);
-  self.reset();
-  done(&error, {});
+void inspection::resolve() {
+  resolution_.resolve();
 }
 
-void request_state::start_control() {
-  auto& limiter = service_.limiter_;
-  limiter.describe(work_);
-  if (control_->request.action == control_action::inspect)
-    return service_.backend_.inspect(work_.ops, work_.values, *this);
-  for (auto& op : work_.ops) op.increment = limiter::limiter::overwrite_value(op, control_->request.used);
+void inspection::start() {
+  resolution_.after_tables([this] { send(); });
+}
+
+void inspection::send() {
+  auto& service = resolution_.service;
+  auto& work = work_;
+  service.limiter_.describe(work);
+  if (action_ == control_action::inspect) return service.backend_.inspect(work.ops, work.values, *this);
+  for (auto& op : work.ops) op.increment = limiter::limiter::overwrite_value(op, used_);
   // The worker's over-limit cache would go on refusing a key the operator reset.
-  limiter.forget(work_);
-  service_.backend_.overwrite(work_.ops, *this);
+  service.limiter_.forget(work);
+  service.backend_.overwrite(work.ops, *this);
 }
 
-void request_state::complete_control(const limiter::backend_error* error) {
-  std::unique_ptr<request_state> self(this);
-  auto done = std::move(control_->request.done);
+void inspection::complete(const limiter::backend_error* error) noexcept {
+  std::unique_ptr<inspection> self(this);
+  auto done = std::move(done_);
   std::optional<service_error> failure;
   std::vector<descriptor_state> states;
   if (error != nullptr) {
     failure = service_error{error_kind::unavailable, error->message};
-  } else if (control_->request.action == control_action::inspect) {
+  } else if (action_ == control_action::inspect) {
     try {
-      states = control_states();
+      states = this->states();
     } catch (const std::exception& e) {
       failure = service_error{error_kind::internal, core::cat("internal error: ", e.what())};
     }
@@ -83,20 +85,20 @@ void request_state::complete_control(const limiter::backend_error* error) {
   }
 }
 
-std::vector<descriptor_state> request_state::control_states() const {
+std::vector<descriptor_state> inspection::states() const {
   std::vector<descriptor_state> out(work_.items.size());
   for (std::size_t i = 0; i < work_.items.size(); ++i) {
     const auto& item = work_.items[i];
     auto& d = out[i];
-    d.node = nodes_[i];
+    d.node = resolution_.nodes[i];
     d.unlimited = item.unlimited;
-    d.replaced = control_->replaced[i];
+    d.replaced = resolution_.replaced[i];
     d.matched = d.node != nullptr || !item.limits.empty();
     for (std::size_t k = 0; k < item.limits.size(); ++k) {
       const auto& lw = item.limits[k];
       const auto& limit = lw.limit;
       auto& l = d.limits.emplace_back();
-      l.rule = k < control_->keys[i].size() ? control_->keys[i][k] : std::string();
+      l.rule = k < resolution_.keys[i].size() ? resolution_.keys[i][k] : std::string();
       if (limit.name != nullptr) l.name = *limit.name;
       l.algorithm = limit.algorithm;
       l.requests_per_unit = limit.requests_per_unit;

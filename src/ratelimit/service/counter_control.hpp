@@ -58,11 +58,4 @@ enum class control_action : std::uint8_t {
 // The states are the descriptors' in order (inspect only).
 using control_done = std::function<void(const service_error*, std::vector<descriptor_state>&&)>;
 
-struct control_request {
-  control_action action = control_action::inspect;
-  std::uint64_t used = 0;
-  control_done done;
-  envoy::service::ratelimit::v3::RateLimitResponse unused_response;  // (a decision's; none here)
-};
-
 }  // namespace sluice::ratelimit::service

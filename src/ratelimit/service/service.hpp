@@ -87,7 +87,9 @@ class rate_limit_service {
   void control(const rls_request& request, control_action action, std::uint64_t used, control_done done);
 
  private:
-  friend class request_state;
+  friend class resolution;
+  friend class decision;
+  friend class inspection;
 
   // A snapshot as this service holds it: counted without atomics (only this service's thread touches it), so
   // decisions on different workers never share a reference count.

@@ -13,6 +13,9 @@ using test::make_request;
 using test::service_fixture;
 using code = test::rls_response;
 
+// Named: unity builds put several test files in one translation unit.
+namespace algorithms_test {
+
 namespace {
 
 constexpr std::int64_t second = 1'000'000;              // µs
@@ -302,3 +305,5 @@ descriptors:
     CHECK(r.statuses(2).limit_remaining() == 99);  // counted: the request was admitted
   }
 }
+
+}  // namespace algorithms_test

@@ -14,6 +14,9 @@ using test::make_request;
 using test::service_fixture;
 using code = test::rls_response;
 
+// Named: unity builds put several test files in one translation unit.
+namespace concurrency_test {
+
 namespace {
 
 constexpr std::int64_t second = 1'000'000;
@@ -286,3 +289,5 @@ TEST_CASE("holder_key: a snapshot brings the holders back") {
   CHECK(hold(g, "b", 1, true).remaining == 2);  // "b"'s release still finds its two slots
   CHECK(hold(g, "a", 1, true).remaining == 3);
 }
+
+}  // namespace concurrency_test

@@ -16,6 +16,9 @@ using test::make_request;
 using test::service_fixture;
 using code = test::rls_response;
 
+// Named: unity builds put several test files in one translation unit.
+namespace counter_control_test {
+
 namespace {
 
 const char* const rules = R"(domain: ops
@@ -233,3 +236,5 @@ TEST_CASE("a reset key leaves the local over-limit cache") {
   set(f, "user", "l", 0);
   CHECK(hit(f, "user", "l") == code::OK);
 }
+
+}  // namespace counter_control_test

@@ -7,6 +7,9 @@
 using namespace sluice::ratelimit::config;
 using sluice::test::compile_rules;
 
+// Named: unity builds put several test files in one translation unit.
+namespace matcher_test {
+
 namespace {
 
 const char* const rules_yaml = R"(
@@ -167,3 +170,5 @@ TEST_CASE("explain: the walk, its outcome and the nearest rules that did not mat
   CHECK(w.candidates.at(0).why == "value differs: the rule wants 'GET', the request has 'POST'");
   CHECK(walk({{"route", "r"}, {"method", "GET"}}).rule == f.get({{"route", "r"}, {"method", "GET"}}).node);
 }
+
+}  // namespace matcher_test

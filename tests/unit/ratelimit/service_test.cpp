@@ -8,6 +8,9 @@ using test::make_request;
 using test::service_fixture;
 using code = test::rls_response;
 
+// Named: unity builds put several test files in one translation unit.
+namespace service_test {
+
 namespace {
 
 const char* const rules = R"(domain: d
@@ -431,3 +434,5 @@ descriptors:
   CHECK(lists.hits[0].entries ==
         std::vector<std::string>{"k=0", "k=1", "k=2", "k=3", "k=4", "k=5", "k=6", "k=7", "\u2026"});
 }
+
+}  // namespace service_test

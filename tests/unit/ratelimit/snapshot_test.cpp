@@ -22,6 +22,9 @@ using test::make_request;
 using test::service_fixture;
 using code = test::rls_response;
 
+// Named: unity builds put several test files in one translation unit.
+namespace snapshot_test {
+
 namespace {
 
 struct temp_dir {
@@ -213,3 +216,5 @@ TEST_CASE("restoring stops at MEMORY_MAX_COUNTERS and keeps what the store holds
   });
   CHECK(k5 == 99);
 }
+
+}  // namespace snapshot_test

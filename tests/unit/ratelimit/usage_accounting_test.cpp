@@ -12,6 +12,9 @@ using test::make_request;
 using test::service_fixture;
 using code = test::rls_response;
 
+// Named: unity builds put several test files in one translation unit.
+namespace usage_accounting_test {
+
 namespace {
 
 constexpr std::int64_t second = 1'000'000;              // µs
@@ -250,3 +253,5 @@ descriptors:
   CHECK(f.decide(both).overall_code() == code::OVER_LIMIT);  // both spent
   CHECK(f.counter("ratelimit.service.rate_limit.ai.tenant.total_hits") == 300);
 }
+
+}  // namespace usage_accounting_test

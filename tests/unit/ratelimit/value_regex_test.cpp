@@ -10,6 +10,9 @@
 using namespace sluice::ratelimit::config;
 using sluice::test::compile_rules;
 
+// Named: unity builds put several test files in one translation unit.
+namespace value_regex_test {
+
 namespace {
 
 const char* const rules_yaml = R"yaml(
@@ -154,3 +157,5 @@ TEST_CASE("value_regex_set: a thousand patterns in one set, the first in order w
   CHECK(set->first_match("user-5-X") == 1000);
   CHECK(set->first_match("nobody") == -1);
 }
+
+}  // namespace value_regex_test
