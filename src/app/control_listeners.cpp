@@ -67,7 +67,7 @@ std::unique_ptr<net::http::server> start_debug(
   auto pages = net::http::pprof_pages();
   pages.push_back(ratelimit::api::rlconfig_page(rules));
   pages.push_back(ratelimit::api::counters_page(services_of(sources), tokens, stats));
-  pages.push_back(ratelimit::api::explain_page(services_of(sources), rules));
+  pages.push_back(ratelimit::api::explain_page(services_of(sources)));
   for (auto& page : operator_view.pages()) pages.push_back(std::move(page));
   pages.push_back({"/stats", "print out stats",
                    [&stats](const net::http::request& req) -> asio::awaitable<net::http::response> {

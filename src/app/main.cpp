@@ -167,7 +167,7 @@ struct process_parts {
 struct services {
   explicit services(core::worker_pool& workers) : apis(workers) {}
   std::unique_ptr<ratelimit::backends::module> backend;
-  std::unique_ptr<ratelimit::limiter::limiter> limiter;
+  std::unique_ptr<ratelimit::limiter::limiter> limiter;  // shared by the workers (limiter.hpp says how)
   ratelimit::service::redis_tables_health redis_tables;
   ratelimit::service::redis_table_cache redis_table_rows;  // LIMIT_TABLES_REDIS: shared by the workers
   core::per_worker<worker_apis> apis;

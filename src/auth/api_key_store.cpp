@@ -55,7 +55,7 @@ key_check api_key_store::lookup(std::string_view key) const {
   return {keys[found].enabled ? key_state::valid : key_state::disabled, keys[found].name, id};
 }
 
-std::optional<std::string> api_key_store::apply(const std::string& text) {
+core::problem api_key_store::apply(const std::string& text) {
   auto parsed = parse_api_key_file(text);
   if (!parsed.error.empty()) return parsed.error;
   auto fresh = std::make_shared<table>();

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/problem.hpp"
 #include "core/watched_file.hpp"
 
 namespace sluice::auth {
@@ -40,7 +41,7 @@ class api_key_store {
   const std::string& file() const { return file_.path(); }
 
   // Re-reads the file; on error keeps the current keys and returns (and logs) "<file>: <error>".
-  std::optional<std::string> reload() { return file_.reload(); }
+  core::problem reload() { return file_.reload(); }
   // Reloads after each burst of changes in the file's directory.
   void watch(boost::asio::any_io_executor ex,
              std::chrono::milliseconds debounce = std::chrono::milliseconds(100)) {
@@ -57,7 +58,7 @@ class api_key_store {
   using table = std::vector<entry>;
 
   // Parses the file's text and swaps in its keys; what is wrong otherwise.
-  std::optional<std::string> apply(const std::string& text);
+  core::problem apply(const std::string& text);
 
   std::atomic<std::shared_ptr<const table>> table_;
   core::watched_file file_;  // after table_: constructing it applies the file

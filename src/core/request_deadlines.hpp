@@ -49,6 +49,17 @@ class request_deadlines {
     }
   }
 
+  // run() for a pipeline (`cancel_unwritten(Request*, error)`, static `finish(Request&, error, reply)`): a
+  // request past its deadline is taken back if it was not written yet, else answered with `timeout` (its
+  // reply, when it comes, is matched and dropped).
+  template <typename Pipeline, typename Error>
+  boost::asio::awaitable<void> expire_from(const std::atomic<bool>& stopping, Pipeline& requests,
+                                           Error timeout) {
+    co_await run(stopping, [&requests, timeout](const std::shared_ptr<Request>& request) {
+      if (!requests.cancel_unwritten(request.get(), timeout)) Pipeline::finish(*request, timeout, {});
+    });
+  }
+
  private:
   boost::asio::steady_timer& timer_;
   std::deque<std::pair<std::weak_ptr<Request>, clock_type::time_point>> entries_;

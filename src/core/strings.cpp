@@ -114,4 +114,26 @@ std::pair<std::string_view, std::string_view> split_host_port(std::string_view a
   return {authority, port};
 }
 
+bool append_short_escape(std::string& out, char c) {
+  switch (c) {
+    case '"':
+      out += "\\\"";
+      return true;
+    case '\\':
+      out += "\\\\";
+      return true;
+    case '\n':
+      out += "\\n";
+      return true;
+    case '\r':
+      out += "\\r";
+      return true;
+    case '\t':
+      out += "\\t";
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace sluice::core

@@ -107,6 +107,10 @@ std::pair<std::string_view, std::string_view> split_host_port(std::string_view a
 // `s` with each %XX escape decoded. A malformed escape is kept as it is and sets `malformed` when given.
 std::string percent_decode(std::string_view s, bool* malformed = nullptr);
 
+// The escapes JSON and Go's quoted strings share (\" \\ \n \r \t): appends c's and answers true, or false
+// for any other character (each format escapes the rest its own way).
+bool append_short_escape(std::string& out, char c);
+
 // Length of the well-formed UTF-8 sequence starting at s[i] (RFC 3629), 0 if there is none.
 std::size_t utf8_sequence(std::string_view s, std::size_t i);
 

@@ -18,11 +18,11 @@ watched_file::~watched_file() {
   stop();
 }
 
-std::optional<std::string> watched_file::reload() {
+core::problem watched_file::reload() {
   return load(false);
 }
 
-std::optional<std::string> watched_file::load(bool initial) {
+core::problem watched_file::load(bool initial) {
   std::lock_guard lock(mutex_);
   std::string error;
   auto text = read_file(path_, error);

@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "core/file_watch.hpp"
+#include "core/problem.hpp"
 
 namespace sluice::core {
 
@@ -37,14 +38,14 @@ class watched_file {
 
   // Re-reads the file; on error returns "<path>: <error>" (logged unless the last reload failed the same way)
   // and keeps what was applied before.
-  std::optional<std::string> reload();
+  core::problem reload();
   void watch(boost::asio::any_io_executor ex,
              std::chrono::milliseconds debounce = std::chrono::milliseconds(100));
   void stop();
   const std::string& path() const { return path_; }
 
  private:
-  std::optional<std::string> load(bool initial);
+  core::problem load(bool initial);
 
   std::string path_;
   apply_fn apply_;

@@ -29,7 +29,7 @@ holiday_list::holiday_list(std::string file, const core::clock& clock)
                                                [this](const std::string& text) { return apply(text); });
 }
 
-std::optional<std::string> holiday_list::apply(std::string_view text) {
+core::problem holiday_list::apply(std::string_view text) {
   auto parsed = parse_holiday_csv(text);
   if (!parsed.error.empty()) return parsed.error;
   std::size_t count = parsed.holidays.size();
@@ -42,7 +42,7 @@ void holiday_list::watch(boost::asio::any_io_executor ex, std::chrono::milliseco
   if (file_) file_->watch(std::move(ex), debounce);
 }
 
-std::optional<std::string> holiday_list::reload() {
+core::problem holiday_list::reload() {
   return file_ ? file_->reload() : std::nullopt;
 }
 

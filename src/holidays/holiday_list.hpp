@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/clock.hpp"
+#include "core/problem.hpp"
 #include "core/watched_file.hpp"
 #include "holidays/holiday_csv.hpp"
 
@@ -49,11 +50,11 @@ class holiday_list {
   void watch(boost::asio::any_io_executor ex,
              std::chrono::milliseconds debounce = std::chrono::milliseconds(100));
   // Re-reads the file now; the error (also logged) when it is refused.
-  std::optional<std::string> reload();
+  core::problem reload();
   void stop();
 
  private:
-  std::optional<std::string> apply(std::string_view text);
+  core::problem apply(std::string_view text);
 
   const core::clock& clock_;
   std::string source_;

@@ -104,7 +104,7 @@ parse_status parse_values(std::string_view data, std::size_t& consumed, reply& o
 
 }  // namespace
 
-std::optional<std::string> key_problem(std::string_view key) {
+core::problem key_problem(std::string_view key) {
   if (key.empty()) return "the key is empty";
   if (key.size() > limits::max_key_length) {
     return "the key is " + std::to_string(key.size()) + " bytes long (memcached takes at most 250)";

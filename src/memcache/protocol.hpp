@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/problem.hpp"
+
 namespace sluice::memcache {
 
 namespace limits {
@@ -25,7 +27,7 @@ inline constexpr std::uint32_t max_relative_exptime = 30 * 24 * 3600;
 }  // namespace limits
 
 // Why memcached would refuse `key`, or nothing when it is a valid key.
-std::optional<std::string> key_problem(std::string_view key);
+core::problem key_problem(std::string_view key);
 
 // The exptime to send for a lifetime of `ttl_seconds` from `now` (Unix seconds): relative up to 30 days, an
 // absolute time beyond (upstream sends the relative value, which memcached takes for a time in 1970: such

@@ -46,10 +46,7 @@ asio::awaitable<void> connection::impl::writer() {
 // Fails requests that got no reply within the request timeout.
 asio::awaitable<void> connection::impl::expire_requests() {
   auto self = shared_from_this();
-  co_await deadlines.run(stopping, [this](const std::shared_ptr<pending_request>& request) {
-    if (!requests.cancel_unwritten(request.get(), error::request_timeout))
-      pipeline::finish(*request, error::request_timeout, {});
-  });
+  co_await deadlines.expire_from(stopping, requests, error::request_timeout);
 }
 
 asio::awaitable<void> connection::impl::run() {

@@ -4,7 +4,7 @@
 
 namespace sluice::redis {
 
-std::optional<std::string> parse_secret(const std::string& text, secret& out) {
+core::problem parse_secret(const std::string& text, secret& out) {
   const auto trimmed = core::trim_space(text);
   if (trimmed.empty()) return std::string("holds no password (expected password or user:password)");
   if (trimmed.find_first_of("\r\n") != std::string_view::npos)

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "core/problem.hpp"
 #include "core/watched_file.hpp"
 
 namespace sluice::redis {
@@ -22,7 +23,7 @@ struct secret {
 };
 
 // "password" or "user:password", or what is wrong with the text (which it never quotes).
-std::optional<std::string> parse_secret(const std::string& text, secret& out);
+core::problem parse_secret(const std::string& text, secret& out);
 
 class credential_file {
  public:

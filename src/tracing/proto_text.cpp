@@ -18,47 +18,6 @@ namespace {
 using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 using google::protobuf::Reflection;
-using RateLimitOverride = envoy::extensions::common::ratelimit::v3::RateLimitDescriptor::RateLimitOverride;
-
-void append_quoted(std::string& out, const std::string& s) {
-  out.push_back('"');
-  for (std::size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    const std::size_t n = c < 0x80 ? 1 : core::utf8_sequence(s, i);
-    if (n > 1) {  // valid UTF-8 is printed as it is
-      out.append(s, i, n);
-      i += n;
-      continue;
-    }
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20 || c >= 0x7f) {
-          char buf[5];
-          std::snprintf(buf, sizeof buf, "\\x%02x", c);
-          out += buf;
-        } else {
-          out.push_back(static_cast<char>(c));
-        }
-    }
-    ++i;
-  }
-  out.push_back('"');
-}
 
 void append_message(std::string& out, const Message& m);
 
@@ -128,7 +87,7 @@ void append_value(std::string& out, const Message& m, const FieldDescriptor& f, 
       std::string scratch;
       const auto& s =
           rep ? r.GetRepeatedStringReference(m, &f, index, &scratch) : r.GetStringReference(m, &f, &scratch);
-      append_quoted(out, s);
+      append_go_quoted(out, s);
       break;
     }
     case FieldDescriptor::CPPTYPE_MESSAGE:
@@ -136,20 +95,6 @@ void append_value(std::string& out, const Message& m, const FieldDescriptor& f, 
       append_message(out, rep ? r.GetRepeatedMessage(m, &f, index) : r.GetMessage(m, &f));
       out.push_back('}');
       break;
-  }
-}
-
-// The fields of a limit override, zeros left out (the request's writer and dynamic metadata print them).
-void append_override(std::string& out, const RateLimitOverride& o) {
-  if (o.requests_per_unit() != 0) core::append_to(out, "requests_per_unit:", o.requests_per_unit());
-  if (o.unit() == 0) return;
-  if (o.requests_per_unit() != 0) out.push_back(' ');
-  out += "unit:";
-  const auto& name = envoy::type::v3::RateLimitUnit_Name(o.unit());
-  if (name.empty()) {
-    core::append_to(out, static_cast<int>(o.unit()));
-  } else {
-    out += name;
   }
 }
 
@@ -228,70 +173,33 @@ void append_message(std::string& out, const Message& m) {
 
 }  // namespace
 
+void append_go_quoted(std::string& out, std::string_view s) {
+  out.push_back('"');
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const std::size_t n = c < 0x80 ? 1 : core::utf8_sequence(s, i);
+    if (n > 1) {  // valid UTF-8 is printed as it is
+      out.append(s, i, n);
+      i += n;
+      continue;
+    }
+    if (!core::append_short_escape(out, static_cast<char>(c))) {
+      if (c < 0x20 || c >= 0x7f) {
+        char buf[5];
+        std::snprintf(buf, sizeof buf, "\\x%02x", c);
+        out += buf;
+      } else {
+        out.push_back(static_cast<char>(c));
+      }
+    }
+    ++i;
+  }
+  out.push_back('"');
+}
+
 std::string go_text(const Message& message) {
   std::string out;
   append_message(out, message);
-  return out;
-}
-
-std::string go_text(const RateLimitOverride& limit) {
-  std::string out;
-  append_override(out, limit);
-  return out;
-}
-
-std::string go_text(const envoy::service::ratelimit::v3::RateLimitRequest& r) {
-  std::string out;
-  auto field = [&out](std::string_view name) {
-    if (!out.empty() && out.back() != '{') out.push_back(' ');
-    out += name;
-    out.push_back(':');
-  };
-  if (!r.domain().empty()) {
-    field("domain");
-    append_quoted(out, r.domain());
-  }
-  for (const auto& d : r.descriptors()) {
-    field("descriptors");
-    out.push_back('{');
-    for (const auto& e : d.entries()) {
-      field("entries");
-      out.push_back('{');
-      if (!e.key().empty()) {
-        field("key");
-        append_quoted(out, e.key());
-      }
-      if (!e.value().empty()) {
-        field("value");
-        append_quoted(out, e.value());
-      }
-      out.push_back('}');
-    }
-    if (d.has_limit()) {
-      field("limit");
-      out.push_back('{');
-      append_override(out, d.limit());
-      out.push_back('}');
-    }
-    if (d.has_hits_addend()) {
-      field("hits_addend");
-      out.push_back('{');
-      if (d.hits_addend().value() != 0) {
-        field("value");
-        core::append_to(out, d.hits_addend().value());
-      }
-      out.push_back('}');
-    }
-    if (d.is_negative_hits()) {
-      field("is_negative_hits");
-      out += "true";
-    }
-    out.push_back('}');
-  }
-  if (r.hits_addend() != 0) {
-    field("hits_addend");
-    core::append_to(out, r.hits_addend());
-  }
   return out;
 }
 

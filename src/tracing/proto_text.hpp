@@ -6,15 +6,14 @@
 
 #include <string>
 
-#include "rls.pb.h"
+#include <google/protobuf/message.h>
+#include <string_view>
 
 namespace sluice::tracing {
 
 std::string go_text(const google::protobuf::Message& message);
-// The same text for the message of every decision, written without reflection (a tenth of the cost), and for
-// a descriptor's limit override (which upstream also puts in dynamic metadata).
-std::string go_text(const envoy::service::ratelimit::v3::RateLimitRequest& request);
-std::string go_text(
-    const envoy::extensions::common::ratelimit::v3::RateLimitDescriptor::RateLimitOverride& limit);
+// A string field's value as that text quotes it (for writers of one message type without reflection:
+// ratelimit/service/request_text.hpp).
+void append_go_quoted(std::string& out, std::string_view s);
 
 }  // namespace sluice::tracing

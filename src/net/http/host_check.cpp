@@ -13,7 +13,7 @@ host_check::host_check(std::vector<std::string> allowed) {
   }
 }
 
-std::optional<std::string> host_check::refuse(std::string_view host) const {
+core::problem host_check::refuse(std::string_view host) const {
   if (host.empty() || any_) return std::nullopt;
   auto [name, port] = core::split_host_port(host);
   boost::system::error_code ec;

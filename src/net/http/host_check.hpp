@@ -9,13 +9,15 @@
 #include <string_view>
 #include <vector>
 
+#include "core/problem.hpp"
+
 namespace sluice::net::http {
 
 class host_check {
  public:
   explicit host_check(std::vector<std::string> allowed = {});
   // Why `host` (a Host header's value) is refused, or nothing when it is accepted.
-  std::optional<std::string> refuse(std::string_view host) const;
+  core::problem refuse(std::string_view host) const;
 
  private:
   std::vector<std::string> allowed_;  // lower case

@@ -5,6 +5,7 @@
 
 #include "core/counted.hpp"
 #include "core/log.hpp"
+#include "core/problem.hpp"
 #include "core/strings.hpp"
 
 namespace sluice::ratelimit::api {
@@ -19,7 +20,7 @@ std::array<unsigned char, 32> digest_of(std::string_view s) {
 
 }  // namespace
 
-std::optional<std::string> admin_tokens::parse(const std::string& text, parsed& out) {
+core::problem admin_tokens::parse(const std::string& text, parsed& out) {
   out = {};
   const auto lines = core::split(text, '\n');
   for (std::size_t i = 0; i < lines.size(); ++i) {

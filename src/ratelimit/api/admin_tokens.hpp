@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/problem.hpp"
 #include "core/watched_file.hpp"
 
 namespace sluice::ratelimit::api {
@@ -40,7 +41,7 @@ class admin_tokens {
     std::vector<std::array<unsigned char, 32>> digests;
     std::vector<std::size_t> lines;
   };
-  static std::optional<std::string> parse(const std::string& text, parsed& out);
+  static core::problem parse(const std::string& text, parsed& out);
 
  private:
   mutable std::mutex mutex_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/problem.hpp"
 #include "core/strings.hpp"
 
 namespace sluice::ratelimit::api {
@@ -39,7 +40,7 @@ bool is_token_name(std::string_view name) {
 
 // `descriptor=`'s value into `out`. With a raw '=' it is the README's form (split, then each part
 // percent-decoded); without one, a client library escaped the whole value: decoded first, then read alike.
-std::optional<std::string> read_descriptor(std::string_view raw, entry_list& out) {
+core::problem read_descriptor(std::string_view raw, entry_list& out) {
   if (raw.empty()) return std::string("descriptor must not be empty: give it as k1=v1,k2=v2");
   const bool escaped_whole = raw.find('=') == std::string_view::npos;
   std::string decoded;
@@ -69,7 +70,7 @@ std::optional<std::string> read_descriptor(std::string_view raw, entry_list& out
 }
 
 // One `entry=` parameter (the `n`th) into `out`: decoded whole, then split at its first '='.
-std::optional<std::string> read_entry(std::string_view raw, std::size_t n, entry_list& out) {
+core::problem read_entry(std::string_view raw, std::size_t n, entry_list& out) {
   if (n > max_entries) return core::cat("more than ", max_entries, " entry parameters");
   auto text = form_decoded(raw);
   if (!text) return core::cat("entry ", n, " has a malformed %-escape");

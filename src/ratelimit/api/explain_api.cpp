@@ -6,7 +6,6 @@
 #include "core/strings.hpp"
 #include "ratelimit/api/http_handlers.hpp"
 #include "ratelimit/api/json_codec.hpp"
-#include "ratelimit/config/rule_explain.hpp"
 
 namespace sluice::ratelimit::api {
 
@@ -18,49 +17,35 @@ namespace {
 
 struct explain_context {
   worker_services workers;
-  const service::rules_source& rules;
 };
 
-json::value node_name(const config::descriptor_node* node) {
-  return node != nullptr ? json::value(node->stats_key) : json::value(nullptr);
-}
-
-json::object descriptor_json(const service::rls_request& request, int i, const config::rule_set& rules,
+json::object descriptor_json(const service::rls_request& request, int i,
                              const service::descriptor_state& state) {
-  const auto& d = request.descriptors(i);
-  std::vector<config::entry> entries;
   json::array entry_texts;
-  for (const auto& e : d.entries()) {
-    entries.push_back({e.key(), e.value()});
+  for (const auto& e : request.descriptors(i).entries())
     entry_texts.emplace_back(core::cat(e.key(), "=", e.value()));
-  }
   json::object o{{"entries", std::move(entry_texts)}};
   json::array limits;
   for (const auto& l : state.limits) limits.emplace_back(limit_json(l));
-  const auto* domain = rules.find_domain(request.domain());
-  if (d.has_limit()) {
-    o["outcome"] = "the request sends its own limit (an override): no rule is looked up";
+  const auto& walk = state.walk;
+  o["outcome"] = walk.outcome;
+  if (walk.override) {
     o["override"] = true;
-  } else if (domain == nullptr) {
-    o["outcome"] = core::cat("domain '", request.domain(), "' is not configured: no rule applies");
-  } else {
-    const auto walk = config::explain_match(*domain, entries);
-    o["outcome"] = walk.outcome;
-    o["rule"] = node_name(walk.rule);
+  } else if (walk.walked) {
+    o["rule"] = walk.rule ? json::value(*walk.rule) : json::value(nullptr);
     json::array path;
     for (std::size_t k = 0; k < walk.path.size(); ++k) {
       path.emplace_back(json::object{{"level", k + 1},
-                                     {"entry", core::cat(entries[k].key, "=", entries[k].value)},
-                                     {"rule", walk.path[k].node->stats_key},
-                                     {"matched_by", config::matched_by_name(walk.path[k].how)}});
+                                     {"entry", walk.path[k].entry},
+                                     {"rule", walk.path[k].rule},
+                                     {"matched_by", walk.path[k].matched_by}});
     }
     o["path"] = std::move(path);
     json::array candidates;
     for (const auto& c : walk.candidates)
-      candidates.emplace_back(
-          json::object{{"rule", c.node->stats_key}, {"level", c.level + 1}, {"why", c.why}});
+      candidates.emplace_back(json::object{{"rule", c.rule}, {"level", c.level}, {"why", c.why}});
     o["candidates"] = std::move(candidates);
-    if (walk.rule != nullptr && !walk.rule->limits_from.empty()) o["limits_from"] = walk.rule->limits_from;
+    if (!walk.limits_from.empty()) o["limits_from"] = walk.limits_from;
   }
   if (state.unlimited) o["unlimited"] = true;
   if (state.replaced) {
@@ -85,18 +70,14 @@ asio::awaitable<net::http::response> handle_explain(const explain_context& c, co
   service::rls_request request;
   if (auto problem = parse_request_json(req.body(), request))
     co_return net::http::json_error(req, http::status::bad_request, *problem);
-  const auto rules = c.rules.current();
-  if (!rules)
-    co_return net::http::json_error(req, http::status::service_unavailable,
-                                    "no rate limit configuration loaded");
-  // (the service checks the request as a decision would: an empty domain, key or descriptor list is a 400)
-  auto states = co_await control_everywhere(c.workers, request, service::control_action::inspect, 0);
+  // (the service checks the request as a decision would: an empty domain, key or descriptor list is a 400;
+  // no rules loaded, a 503)
+  auto states = co_await control_everywhere(c.workers, request, service::control_action::explain, 0);
   if (states.error)
     co_return net::http::json_error(req, to_http_status(states.error->kind), states.error->message);
   json::array descriptors;
   for (int i = 0; i < request.descriptors_size(); ++i)
-    descriptors.emplace_back(
-        descriptor_json(request, i, *rules, states.states.at(static_cast<std::size_t>(i))));
+    descriptors.emplace_back(descriptor_json(request, i, states.states.at(static_cast<std::size_t>(i))));
   json::object body{{"domain", request.domain()}, {"descriptors", std::move(descriptors)}};
   co_return net::http::make_response(req, http::status::ok, "application/json", json::serialize(body));
 }
@@ -104,8 +85,8 @@ asio::awaitable<net::http::response> handle_explain(const explain_context& c, co
 
 }  // namespace
 
-net::http::debug_page explain_page(worker_services workers, const service::rules_source& rules) {
-  auto context = std::make_shared<const explain_context>(explain_context{std::move(workers), rules});
+net::http::debug_page explain_page(worker_services workers) {
+  auto context = std::make_shared<const explain_context>(explain_context{std::move(workers)});
   return {"/explain",
           "why a request is limited: POST a /json request; each descriptor's rule, the walk, the nearest "
           "rules that "

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/problem.hpp"
 #include "rls.pb.h"
 
 namespace sluice::ratelimit::api {
@@ -16,7 +17,7 @@ using rls_request = envoy::service::ratelimit::v3::RateLimitRequest;
 using rls_response = envoy::service::ratelimit::v3::RateLimitResponse;
 
 // Fills `out` from a JSON body. Returns an error message, or nullopt on success.
-std::optional<std::string> parse_request_json(std::string_view body, rls_request& out);
+core::problem parse_request_json(std::string_view body, rls_request& out);
 
 // Serializes like protojson: lowerCamelCase names, enum names, zero values omitted, durations as "58s".
 std::string response_to_json(const rls_response& response);

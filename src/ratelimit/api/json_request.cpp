@@ -1,3 +1,4 @@
+#include "core/problem.hpp"
 #include "ratelimit/api/json_codec.hpp"
 #include "ratelimit/api/json_number.hpp"
 
@@ -350,7 +351,7 @@ class request_reader {
 
 }  // namespace
 
-std::optional<std::string> parse_request_json(std::string_view body, rls_request& out) {
+core::problem parse_request_json(std::string_view body, rls_request& out) {
   out.Clear();
   if (body.empty()) return "request body is empty";
   boost::json::basic_parser<request_reader> parser(boost::json::parse_options{}, out);

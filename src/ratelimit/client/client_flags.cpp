@@ -1,5 +1,6 @@
 #include "ratelimit/client/client_flags.hpp"
 
+#include "core/problem.hpp"
 #include "ratelimit/client/flag_parser.hpp"
 
 #include <charconv>
@@ -32,19 +33,19 @@ Exit status: 0 OK, 1 OVER_LIMIT, 2 error.
 
 namespace {
 
-std::optional<std::string> parse_descriptor(const std::string_view flag_value, client_options& out) {
+core::problem parse_descriptor(const std::string_view flag_value, client_options& out) {
   return parse_key_values(flag_value, out.descriptors.emplace_back());
 }
 
-std::optional<std::string> parse_hits(std::string_view value, client_options& o) {
+core::problem parse_hits(std::string_view value, client_options& o) {
   return parse_hits_addend(value, o.hits_addend);
 }
 
-std::optional<std::string> parse_timeout(std::string_view value, client_options& o) {
+core::problem parse_timeout(std::string_view value, client_options& o) {
   return parse_positive_duration("timeout", value, "500ms or 2s", o.timeout);
 }
 
-std::optional<std::string> ignore_tracing(std::string_view value, client_options& o) {
+core::problem ignore_tracing(std::string_view value, client_options& o) {
   if (!value.empty()) o.warnings.push_back("-oltp-protocol is ignored: this client exports no traces");
   o.oltp_protocol = value;
   return std::nullopt;
@@ -67,7 +68,7 @@ const flag_spec<client_options> specs[] = {{"dial_string", &client_options::dial
 
 }  // namespace
 
-std::optional<std::string> parse_hits_addend(std::string_view value, std::uint64_t& out) {
+core::problem parse_hits_addend(std::string_view value, std::uint64_t& out) {
   auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), out);
   if (value.empty() || ec != std::errc{} || ptr != value.data() + value.size()) {
     return core::cat("invalid value '", value,
@@ -76,8 +77,8 @@ std::optional<std::string> parse_hits_addend(std::string_view value, std::uint64
   return std::nullopt;
 }
 
-std::optional<std::string> parse_positive_duration(std::string_view flag, std::string_view value,
-                                                   std::string_view example, std::chrono::nanoseconds& out) {
+core::problem parse_positive_duration(std::string_view flag, std::string_view value, std::string_view example,
+                                      std::chrono::nanoseconds& out) {
   auto d = core::parse_go_duration(value);
   if (!d || d->count() <= 0) {
     return core::cat("invalid value '", value, "' for -", flag, ": expected a positive duration such as ",
@@ -88,8 +89,8 @@ std::optional<std::string> parse_positive_duration(std::string_view flag, std::s
 }
 
 // upstream: each pair has exactly one '='; the value may be empty.
-std::optional<std::string> parse_key_values(std::string_view flag_value,
-                                            std::vector<std::pair<std::string, std::string>>& out) {
+core::problem parse_key_values(std::string_view flag_value,
+                               std::vector<std::pair<std::string, std::string>>& out) {
   std::string_view text = flag_value;
   while (true) {
     const auto comma = text.find(',');
@@ -115,7 +116,7 @@ std::variant<client_options, help_requested, std::string> parse_client_flags(
   return o;
 }
 
-std::optional<std::string> tls_flags_error(const client_options& o) {
+core::problem tls_flags_error(const client_options& o) {
   if (o.cert_file.empty() != o.key_file.empty()) {
     return "-grpc-cert-file and -grpc-key-file go together (mutual TLS needs both)";
   }

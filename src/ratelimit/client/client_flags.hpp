@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "core/problem.hpp"
 #include "ratelimit/client/flag_parser.hpp"
 
 namespace sluice::ratelimit::client {
@@ -40,15 +41,15 @@ struct client_options {
 std::variant<client_options, help_requested, std::string> parse_client_flags(
     std::span<const std::string_view> args);
 // "k=v,k2=v2" (each pair exactly one '='; values may be empty) appended to `out`; an error names the text.
-std::optional<std::string> parse_key_values(std::string_view flag_value,
-                                            std::vector<std::pair<std::string, std::string>>& out);
+core::problem parse_key_values(std::string_view flag_value,
+                               std::vector<std::pair<std::string, std::string>>& out);
 // -hits_addend's value into `out`; an error names the flag.
-std::optional<std::string> parse_hits_addend(std::string_view value, std::uint64_t& out);
+core::problem parse_hits_addend(std::string_view value, std::uint64_t& out);
 // A Go duration over zero into `out`; an error names the flag and gives `example`.
-std::optional<std::string> parse_positive_duration(std::string_view flag, std::string_view value,
-                                                   std::string_view example, std::chrono::nanoseconds& out);
+core::problem parse_positive_duration(std::string_view flag, std::string_view value, std::string_view example,
+                                      std::chrono::nanoseconds& out);
 // What is wrong with the TLS flags together (nothing when they go together), for every command that has them.
-std::optional<std::string> tls_flags_error(const client_options& o);
+core::problem tls_flags_error(const client_options& o);
 
 extern const std::string_view client_usage;
 

@@ -3,6 +3,7 @@
 #include <boost/beast/http/verb.hpp>
 #include <iostream>
 
+#include "core/problem.hpp"
 #include "core/read_file.hpp"
 #include "ratelimit/client/client_flags.hpp"
 #include "ratelimit/client/debug_http.hpp"
@@ -31,14 +32,14 @@ Flags:
 Exit status: 0 with the answer's JSON on stdout, 2 on any error.
 )";
 
-std::optional<std::string> parse_descriptor(std::string_view value, counters_options& o) {
+core::problem parse_descriptor(std::string_view value, counters_options& o) {
   if (o.by_entry) return std::string(mixed);
   if (!o.entries.empty())
     return std::string("-descriptor is given twice: give every entry in one, k=v,k2=v2");
   return parse_key_values(value, o.entries);
 }
 
-std::optional<std::string> parse_entry(std::string_view value, counters_options& o) {
+core::problem parse_entry(std::string_view value, counters_options& o) {
   if (!o.by_entry && !o.entries.empty()) return std::string(mixed);
   o.by_entry = true;
   const auto eq = value.find('=');
@@ -48,7 +49,7 @@ std::optional<std::string> parse_entry(std::string_view value, counters_options&
   return std::nullopt;
 }
 
-std::optional<std::string> parse_used(std::string_view value, counters_options& o) {
+core::problem parse_used(std::string_view value, counters_options& o) {
   std::uint64_t n = 0;
   if (!core::parse_unsigned(value, n))
     return core::cat("invalid value '", value, "' for -used: expected a whole number, 0 or more");
@@ -56,7 +57,7 @@ std::optional<std::string> parse_used(std::string_view value, counters_options& 
   return std::nullopt;
 }
 
-std::optional<std::string> parse_timeout(std::string_view value, counters_options& o) {
+core::problem parse_timeout(std::string_view value, counters_options& o) {
   return parse_positive_duration("timeout", value, "500ms or 2s", o.timeout);
 }
 
@@ -165,14 +166,7 @@ int run_counters(std::span<const std::string_view> args) {
                                             : http::verb::put;
   std::vector<std::pair<std::string, std::string>> headers;
   if (token) headers.emplace_back("Authorization", core::cat("Bearer ", *token));
-  try {
-    const auto reply = call_debug(o.debug_addr, method, counters_target(o), {}, headers, o.timeout);
-    if (reply.status != 200) return fail(core::cat(reply.status, " ", reply.reason, ": ", reply.body));
-    std::cout << reply.body << "\n";
-    return 0;
-  } catch (const std::exception& e) {
-    return fail(e.what());
-  }
+  return run_debug_call("counters", o.debug_addr, method, counters_target(o), {}, headers, o.timeout);
 }
 
 }  // namespace sluice::ratelimit::client

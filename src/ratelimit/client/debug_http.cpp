@@ -1,5 +1,7 @@
 #include "ratelimit/client/debug_http.hpp"
 
+#include <iostream>
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -44,6 +46,24 @@ debug_reply call_debug(const std::string& address, http::verb method, const std:
   if (ec) throw std::runtime_error(core::cat(address, ": no answer: ", error_reason(ec, timeout)));
   stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
   return {res.result_int(), std::string(res.reason().data(), res.reason().size()), std::move(res.body())};
+}
+
+int run_debug_call(std::string_view command, const std::string& address, boost::beast::http::verb method,
+                   const std::string& target, std::string body,
+                   const std::vector<std::pair<std::string, std::string>>& headers,
+                   std::chrono::nanoseconds timeout) {
+  try {
+    const auto reply = call_debug(address, method, target, std::move(body), headers, timeout);
+    if (reply.status == 200) {
+      std::cout << reply.body << "\n";
+      return 0;
+    }
+    std::cerr << "sluice " << command << ": " << reply.status << " " << reply.reason << ": " << reply.body
+              << "\n";
+  } catch (const std::exception& e) {
+    std::cerr << "sluice " << command << ": " << e.what() << "\n";
+  }
+  return 2;
 }
 
 }  // namespace sluice::ratelimit::client

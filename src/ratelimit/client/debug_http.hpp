@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -22,5 +23,12 @@ struct debug_reply {
 debug_reply call_debug(const std::string& address, boost::beast::http::verb method, const std::string& target,
                        std::string body, const std::vector<std::pair<std::string, std::string>>& headers,
                        std::chrono::nanoseconds timeout);
+
+// The call, for a command: a 200's body on stdout (exit status 0), anything else on stderr after
+// "sluice <command>: " (exit status 2).
+int run_debug_call(std::string_view command, const std::string& address, boost::beast::http::verb method,
+                   const std::string& target, std::string body,
+                   const std::vector<std::pair<std::string, std::string>>& headers,
+                   std::chrono::nanoseconds timeout);
 
 }  // namespace sluice::ratelimit::client

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/problem.hpp"
 #include "core/strings.hpp"
 #include "ratelimit/client/client_cmd.hpp"
 #include "ratelimit/client/client_flags.hpp"
@@ -36,11 +37,11 @@ struct explain_options : client_options {
   std::string debug_addr = "localhost:6070";
 };
 
-std::optional<std::string> parse_descriptors(std::string_view value, explain_options& o) {
+core::problem parse_descriptors(std::string_view value, explain_options& o) {
   return parse_key_values(value, o.descriptors.emplace_back());
 }
 
-std::optional<std::string> parse_entry(std::string_view value, explain_options& o) {
+core::problem parse_entry(std::string_view value, explain_options& o) {
   const auto eq = value.find('=');
   if (eq == std::string_view::npos || eq == 0)
     return core::cat("invalid value '", value, "' for -entry: expected key=value (a key, then the value)");
@@ -98,15 +99,8 @@ int run_explain(std::span<const std::string_view> args) {
   options.preserve_proto_field_names = true;
   if (!google::protobuf::util::MessageToJsonString(build_request(o), &body, options).ok())
     return fail("the request cannot be written as JSON");
-  try {
-    const auto reply = call_debug(o.debug_addr, boost::beast::http::verb::post, "/explain", std::move(body),
-                                  {{"Content-Type", "application/json"}}, o.timeout);
-    if (reply.status != 200) return fail(core::cat(reply.status, " ", reply.reason, ": ", reply.body));
-    std::cout << reply.body << "\n";
-    return 0;
-  } catch (const std::exception& e) {
-    return fail(e.what());
-  }
+  return run_debug_call("explain", o.debug_addr, boost::beast::http::verb::post, "/explain", std::move(body),
+                        {{"Content-Type", "application/json"}}, o.timeout);
 }
 
 }  // namespace sluice::ratelimit::client

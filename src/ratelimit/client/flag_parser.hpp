@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/env.hpp"
+#include "core/problem.hpp"
 #include "core/strings.hpp"
 
 namespace sluice::ratelimit::client {
@@ -26,7 +27,7 @@ struct flag_spec {
   std::string_view name;
   std::string Options::*text = nullptr;
   bool Options::*boolean = nullptr;
-  std::optional<std::string> (*parse)(std::string_view value, Options& o) = nullptr;
+  core::problem (*parse)(std::string_view value, Options& o) = nullptr;
   std::string_view refused = {};
 };
 

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/env.hpp"
+#include "core/problem.hpp"
 #include "core/strings.hpp"
 #include "ratelimit/client/flag_parser.hpp"
 
@@ -32,11 +33,11 @@ Exit status: 0 ran for -duration, 2 error (the server ended the stream with an e
 
 namespace {
 
-std::optional<std::string> parse_bucket(std::string_view value, rlqs_client_options& o) {
+core::problem parse_bucket(std::string_view value, rlqs_client_options& o) {
   return parse_key_values(value, o.descriptors.emplace_back());
 }
 
-std::optional<std::string> parse_rate(std::string_view value, rlqs_client_options& o) {
+core::problem parse_rate(std::string_view value, rlqs_client_options& o) {
   double rate = 0;
   const auto r = std::from_chars(value.data(), value.data() + value.size(), rate);
   if (value.empty() || r.ec != std::errc{} || r.ptr != value.data() + value.size() || !(rate >= 0) ||

@@ -39,6 +39,11 @@ struct table_error {
 // '.', not first.
 bool is_table_name(std::string_view name);
 
+// The Redis hash a table lives in (LIMIT_TABLES_REDIS): ratelimit_limits:<table>.
+inline std::string redis_table_key(std::string_view table) {
+  return std::string("ratelimit_limits:").append(table);
+}
+
 // "100", "100/MINUTE", "unlimited" (a Redis table's field): the row, or nullopt with `error` saying why.
 std::optional<table_row> parse_table_limit(std::string_view text, std::string& error);
 

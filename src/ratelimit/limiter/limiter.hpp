@@ -99,6 +99,8 @@ struct work {
 
 using response_status = envoy::service::ratelimit::v3::RateLimitResponse::DescriptorStatus;
 
+// Shared by every worker: immutable settings, and the local over-limit cache (local_cache.hpp: sharded, a
+// mutex per shard). A decision's state is its own `work`; a worker's, its calendar_cache.
 class limiter {
  public:
   using jitter_source = std::function<std::uint32_t(std::uint32_t max_exclusive)>;

@@ -1,7 +1,7 @@
 #pragma once
-// How a worker reads Redis limit tables (LIMIT_TABLES_REDIS): HGET ratelimit_limits:<table> <value>. The
-// Redis backend implements it on the worker's own connections; the service never names a backend (as with
-// limiter::backend).
+// How a worker reads the limit tables a backend keeps (LIMIT_TABLES_REDIS: the Redis backend answers with
+// HGET on the worker's own connections; the hash's name is config::redis_table_key). Part of the backend
+// interface, beside limiter::backend: the service never names a backend.
 
 #include <functional>
 #include <optional>
@@ -27,10 +27,5 @@ class table_reader {
   // `queries` must stay valid until `done` is called.
   virtual void read(std::span<const query> queries, done_fn done) = 0;
 };
-
-// The Redis hash a table lives in.
-inline std::string redis_table_key(std::string_view table) {
-  return std::string("ratelimit_limits:").append(table);
-}
 
 }  // namespace sluice::ratelimit::limiter

@@ -2,7 +2,7 @@
 // How the demand for a bucket becomes known fleet-wide: every worker publishes, once per period, what each of
 // its clients needs per bucket, and reads every client's need (its own included) back to plan the shares.
 // One process: in_process_exchange (below). Several replicas on Redis: backends/redis/rlqs_exchange, which
-// adds the other replicas' needs. Only the composition root picks one. Thread-safe.
+// adds the other replicas' needs. The backend module picks one (backends/module.hpp). Thread-safe.
 
 #include <cstddef>
 #include <memory>

@@ -3,7 +3,9 @@
 
 #include <date/tz.h>
 
+#include "core/problem.hpp"
 #include "core/strings.hpp"
+#include "ratelimit/config/rule_explain.hpp"
 #include "ratelimit/limiter/algorithms.hpp"
 #include "ratelimit/service/inspection.hpp"
 
@@ -35,7 +37,7 @@ void rate_limit_service::control(const rls_request& request, control_action acti
   state.release()->start();
 }
 
-std::optional<std::string> inspection::unsettable() const {
+core::problem inspection::unsettable() const {
   for (const auto& item : work_.items) {
     if (!item.whole_holder_set) continue;
     const std::string_view key = item.entries.back().key;
@@ -54,14 +56,13 @@ void inspection::start() {
 }
 
 void inspection::send() {
-  auto& service = resolution_.service;
-  auto& work = work_;
-  service.limiter_.describe(work);
-  if (action_ == control_action::inspect) return service.backend_.inspect(work.ops, work.values, *this);
-  for (auto& op : work.ops) op.increment = limiter::limiter::overwrite_value(op, used_);
+  service_.limiter_.describe(work_);
+  // (explain reads as inspect does: only an overwrite changes a counter)
+  if (action_ != control_action::overwrite) return service_.backend_.inspect(work_.ops, work_.values, *this);
+  for (auto& op : work_.ops) op.increment = limiter::limiter::overwrite_value(op, used_);
   // The worker's over-limit cache would go on refusing a key the operator reset.
-  service.limiter_.forget(work);
-  service.backend_.overwrite(work.ops, *this);
+  service_.limiter_.forget(work_);
+  service_.backend_.overwrite(work_.ops, *this);
 }
 
 void inspection::complete(const limiter::backend_error* error) noexcept {
@@ -71,7 +72,7 @@ void inspection::complete(const limiter::backend_error* error) noexcept {
   std::vector<descriptor_state> states;
   if (error != nullptr) {
     failure = service_error{error_kind::unavailable, error->message};
-  } else if (action_ == control_action::inspect) {
+  } else if (action_ != control_action::overwrite) {
     try {
       states = this->states();
     } catch (const std::exception& e) {
@@ -85,6 +86,41 @@ void inspection::complete(const limiter::backend_error* error) noexcept {
   }
 }
 
+namespace {
+
+// The walk of the descriptor's entries through the domain's rules, as text.
+rule_walk walk_of(const rls_request& request, int i, const config::rule_set& rules) {
+  rule_walk out;
+  const auto& d = request.descriptors(i);
+  if (d.has_limit()) {
+    out.override = true;
+    out.outcome = "the request sends its own limit (an override): no rule is looked up";
+    return out;
+  }
+  const auto* domain = rules.find_domain(request.domain());
+  if (domain == nullptr) {
+    out.outcome = core::cat("domain '", request.domain(), "' is not configured: no rule applies");
+    return out;
+  }
+  std::vector<config::entry> entries;
+  for (const auto& e : d.entries()) entries.push_back({e.key(), e.value()});
+  const auto walk = config::explain_match(*domain, entries);
+  out.walked = true;
+  out.outcome = walk.outcome;
+  if (walk.rule != nullptr) {
+    out.rule = walk.rule->stats_key;
+    out.limits_from = walk.rule->limits_from;
+  }
+  for (std::size_t k = 0; k < walk.path.size(); ++k) {
+    out.path.push_back({core::cat(entries[k].key, "=", entries[k].value), walk.path[k].node->stats_key,
+                        std::string(config::matched_by_name(walk.path[k].how))});
+  }
+  for (const auto& c : walk.candidates) out.candidates.push_back({c.node->stats_key, c.level + 1, c.why});
+  return out;
+}
+
+}  // namespace
+
 std::vector<descriptor_state> inspection::states() const {
   std::vector<descriptor_state> out(work_.items.size());
   for (std::size_t i = 0; i < work_.items.size(); ++i) {
@@ -94,6 +130,8 @@ std::vector<descriptor_state> inspection::states() const {
     d.unlimited = item.unlimited;
     d.replaced = resolution_.replaced[i];
     d.matched = d.node != nullptr || !item.limits.empty();
+    if (action_ == control_action::explain)
+      d.walk = walk_of(resolution_.request, static_cast<int>(i), resolution_.rules());
     for (std::size_t k = 0; k < item.limits.size(); ++k) {
       const auto& lw = item.limits[k];
       const auto& limit = lw.limit;

@@ -41,16 +41,39 @@ struct limit_state {
   std::uint64_t holder_slots = 0;
 };
 
+// /explain: how the worker's rules matched a descriptor (config/rule_explain.hpp's walk), as text.
+struct rule_walk {
+  struct level {
+    std::string entry;  // "key=value"
+    std::string rule;   // the node's stats key
+    std::string matched_by;
+  };
+  struct candidate {
+    std::string rule;
+    std::size_t level = 0;  // 1-based
+    std::string why;
+  };
+  bool override = false;            // the request sent its own limit: no rule is looked up
+  bool walked = false;              // the domain's rules were walked (it is configured; no override)
+  std::string outcome;              // what the walk found, in a sentence
+  std::optional<std::string> rule;  // the stats key of the node whose limits apply
+  std::vector<level> path;
+  std::vector<candidate> candidates;  // nearest first
+  std::string limits_from;            // the applying rule's limit table, if any
+};
+
 struct descriptor_state {
   bool matched = false;                           // a rule (or a limit sent in the request) applies
   bool unlimited = false;                         // the rule is `unlimited: true`
   bool replaced = false;                          // another matched rule's `replaces` names it
   const config::descriptor_node* node = nullptr;  // the matched rule (valid while the done callback runs)
   std::vector<limit_state> limits;
+  rule_walk walk;  // explain only
 };
 
 enum class control_action : std::uint8_t {
   inspect,    // read the counters
+  explain,    // read them, and say how the rules matched each descriptor
   overwrite,  // leave each limit's counter at `used` hits (0: deleted: every algorithm, leases too)
 };
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/problem.hpp"
 #include "ratelimit/service/counter_control.hpp"
 #include "ratelimit/service/resolution.hpp"
 
@@ -23,7 +24,7 @@ class inspection final : public limiter::completion {
 
   void resolve();
   // Why the request's counters cannot be set to a count (a holder_key counter named without its holder).
-  std::optional<std::string> unsettable() const;
+  core::problem unsettable() const;
   // The answer, for a caller that answers without starting.
   control_done take_done() { return std::move(done_); }
   // Reads the Redis table rows needed, then reads or overwrites. From here it owns itself.

@@ -175,7 +175,7 @@ std::string limit_tables_source::dump() const {
                        suffix, "\n");
     } else if (t.redis) {
       out += core::cat("table=", name, " rows=", t.counters.rows->value(),
-                       " source=redis:", limiter::redis_table_key(name), "\n");
+                       " source=redis:", config::redis_table_key(name), "\n");
     }
   }
   return out;

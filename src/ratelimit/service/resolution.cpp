@@ -10,7 +10,7 @@
 
 namespace sluice::ratelimit::service {
 
-std::optional<std::string> validate_request(const rls_request& request) {
+core::problem validate_request(const rls_request& request) {
   if (request.domain().empty()) return "rate limit domain must not be empty";
   if (request.descriptors().empty()) return "rate limit descriptor list must not be empty";
   for (int i = 0; i < request.descriptors_size(); ++i) {

@@ -12,12 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "core/problem.hpp"
 #include "ratelimit/service/service.hpp"
 
 namespace sluice::ratelimit::service {
 
 // What is wrong with a request before any rule is looked up (an empty domain or key, an override's unit).
-std::optional<std::string> validate_request(const rls_request& request);
+core::problem validate_request(const rls_request& request);
 
 enum class resolving : std::uint8_t { for_decision, for_inspection };
 
@@ -35,6 +36,7 @@ class resolution {
   resolution& operator=(const resolution&) = delete;
 
   void resolve();
+  const config::rule_set& rules() const { return rules_; }
   // The Redis table rows resolve() found no cached value for are read first; then `then` runs (at once when
   // there are none).
   template <typename F>

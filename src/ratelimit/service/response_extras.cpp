@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/strings.hpp"
-#include "tracing/proto_text.hpp"
+#include "ratelimit/service/request_text.hpp"
 
 namespace sluice::ratelimit::service {
 
@@ -162,7 +162,7 @@ void add_dynamic_metadata(rls_response& response, const rls_request& request,
     for (const auto& e : d.entries())
       entries->add_values()->set_string_value(core::cat(e.key(), "=", e.value()));
     // The override as Go's prototext prints it, as upstream puts it there.
-    if (d.has_limit()) described["limit"].set_string_value(tracing::go_text(d.limit()));
+    if (d.has_limit()) described["limit"].set_string_value(go_text(d.limit()));
     if (d.has_hits_addend())
       described["hitsAddend"].set_number_value(static_cast<double>(d.hits_addend().value()));
   }

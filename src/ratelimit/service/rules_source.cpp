@@ -38,7 +38,7 @@ std::string_view what(rule_origin origin) {
 
 }  // namespace
 
-std::optional<std::string> rules_source::load() {
+core::problem rules_source::load() {
   const auto& layout = settings_.layout;
   auto files =
       config::read_rule_files(layout.rules_directory(), layout.name_prefix(), layout.ignore_dotfiles);
@@ -50,11 +50,11 @@ std::optional<std::string> rules_source::load() {
   return offer(rule_origin::files, std::move(files.files));
 }
 
-std::optional<std::string> rules_source::apply_xds(std::vector<config::config_file> files) {
+core::problem rules_source::apply_xds(std::vector<config::config_file> files) {
   return offer(rule_origin::xds, std::move(files));
 }
 
-std::optional<std::string> rules_source::offer(rule_origin from, std::vector<config::config_file> files) {
+core::problem rules_source::offer(rule_origin from, std::vector<config::config_file> files) {
   // With one source the files carry no source: /rlconfig stays upstream's.
   if (source_count() > 1)
     for (auto& f : files) f.source = origin_name(from);
@@ -116,8 +116,7 @@ void rules_source::join(rule_origin from, const std::vector<config::config_file>
   }
 }
 
-std::optional<std::string> rules_source::settle(rule_origin from, std::vector<config::config_file> files,
-                                                candidate c) {
+core::problem rules_source::settle(rule_origin from, std::vector<config::config_file> files, candidate c) {
   if (!c.error.empty()) {
     refuse(c.error, from);
     if (c.conflict) state(from).refused = held_back{std::move(files), std::move(c.own)};

@@ -26,6 +26,7 @@
 
 #include "core/file_watch.hpp"
 #include "core/health.hpp"
+#include "core/problem.hpp"
 #include "ratelimit/config/directory.hpp"
 #include "ratelimit/config/yaml_loader.hpp"
 #include "ratelimit/service/removed_rules.hpp"
@@ -66,9 +67,9 @@ class rules_source {
 
   // Reads the rule files and loads them with the other sources' rules; on success the service gets the new
   // snapshot. Returns the error, if any.
-  std::optional<std::string> load();
+  core::problem load();
   // The same for an xDS response's resources (as files): the error is the NACK's.
-  std::optional<std::string> apply_xds(std::vector<config::config_file> files);
+  core::problem apply_xds(std::vector<config::config_file> files);
   // A source's rules that could not even be read: counted and logged as a failed load; the rules stay.
   void refuse(const std::string& error, rule_origin from);
   // How to have the xDS server send its rules again (a NACKed response cannot be taken back): called when
@@ -135,11 +136,11 @@ class rules_source {
   origin_state& state(rule_origin from) { return origins_[static_cast<std::size_t>(from)]; }
   const origin_state& state(rule_origin from) const { return origins_[static_cast<std::size_t>(from)]; }
 
-  std::optional<std::string> offer(rule_origin from, std::vector<config::config_file> files);
+  core::problem offer(rule_origin from, std::vector<config::config_file> files);
   candidate prepare(rule_origin from, const std::vector<config::config_file>& files);
   // Joins `c.own` to the other source's rules in force (files first, whichever changed).
   void join(rule_origin from, const std::vector<config::config_file>& files, candidate& c);
-  std::optional<std::string> settle(rule_origin from, std::vector<config::config_file> files, candidate c);
+  core::problem settle(rule_origin from, std::vector<config::config_file> files, candidate c);
   void accept(rule_origin from, std::vector<config::config_file> files, candidate c);
   void retry_the_other(rule_origin loaded);
 };

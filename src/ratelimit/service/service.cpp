@@ -1,7 +1,7 @@
 #include "ratelimit/service/service.hpp"
 
 #include "ratelimit/service/decision.hpp"
-#include "tracing/proto_text.hpp"
+#include "ratelimit/service/request_text.hpp"
 
 namespace sluice::ratelimit::service {
 
@@ -42,7 +42,7 @@ void rate_limit_service::should_rate_limit(const rls_request& request, rls_respo
     execution = tracer_->start_child(*parent, "ShouldRateLimit Execution");
     if (execution.recording()) {
       execution.set_attribute("domain", request.domain());
-      execution.set_attribute("request string", tracing::go_text(request));
+      execution.set_attribute("request string", go_text(request));
     }
   }
   if (auto problem = validate_request(request)) {

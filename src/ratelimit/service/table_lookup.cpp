@@ -98,7 +98,7 @@ void table_lookup::answered(std::span<const wanted> items, const std::string* er
       if (!row && t != nullptr) {
         // Kept (as the rule's limit) for the TTL: logged once per value and worker in that time.
         t->failed_loads->inc();
-        core::log_warn("limit tables: ", limiter::redis_table_key(tables_->names[w.ref.id]), " field '",
+        core::log_warn("limit tables: ", config::redis_table_key(tables_->names[w.ref.id]), " field '",
                        w.value, "': ", why, "; the rule's own limit applies");
       }
     }

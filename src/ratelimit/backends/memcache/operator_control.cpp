@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 
+#include "core/problem.hpp"
 #include "core/strings.hpp"
 #include "memcache/error.hpp"
 #include "ratelimit/backends/memcache/memcache_backend.hpp"
@@ -67,7 +68,7 @@ std::shared_ptr<mc::pending_request> get_request(const limiter::counter_op& op) 
   return request;
 }
 
-std::optional<std::string> refuse(std::span<const limiter::counter_op> ops) {
+core::problem refuse(std::span<const limiter::counter_op> ops) {
   for (const auto& op : ops) {
     if (op.kind == limiter::op_kind::gcra || op.kind == limiter::op_kind::concurrency)
       return "memcached holds no GCRA or concurrency keys (BACKEND_TYPE=memcache refuses those algorithms)";

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "core/problem.hpp"
 #include "core/read_file.hpp"
 #include "core/strings.hpp"
 #include "ratelimit/backends/memory/snapshot_format.hpp"
@@ -32,7 +33,7 @@ double since(std::chrono::steady_clock::time_point start) {
 }
 
 // Writes all of `bytes` to a new file at `path` and syncs it; why not.
-std::optional<std::string> write_synced(const std::string& path, std::string_view bytes) {
+core::problem write_synced(const std::string& path, std::string_view bytes) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return core::cat("cannot create ", path, ": ", system_error());
   while (!bytes.empty()) {
@@ -56,7 +57,7 @@ std::optional<std::string> write_synced(const std::string& path, std::string_vie
 
 }  // namespace
 
-std::optional<std::string> check_snapshot_folder(const std::string& path) {
+core::problem check_snapshot_folder(const std::string& path) {
   // The file is replaced by a rename: a directory (or another non-file) there would fail every write.
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {

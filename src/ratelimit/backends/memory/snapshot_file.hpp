@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "core/problem.hpp"
 #include "ratelimit/backends/memory/memory_backend.hpp"
 
 namespace sluice::ratelimit::backends::memory {
@@ -18,7 +19,7 @@ struct snapshot_result {
 };
 
 // Whether a file can be made in the folder `path` names (a probe file, made and removed); why not.
-std::optional<std::string> check_snapshot_folder(const std::string& path);
+core::problem check_snapshot_folder(const std::string& path);
 
 // Writes every live counter of `backend`; throws std::runtime_error naming the file and the reason.
 snapshot_result write_snapshot(const memory_backend& backend, const std::string& path, std::int64_t now);

@@ -104,9 +104,8 @@ std::string snapshot_encoder::finish(std::int64_t written_at) {
   return std::move(out_);
 }
 
-std::optional<std::string> read_snapshot(std::string_view bytes, const snapshot_visitor& visit,
-                                         const snapshot_lease_visitor& leases,
-                                         const snapshot_holder_visitor& holders) {
+core::problem read_snapshot(std::string_view bytes, const snapshot_visitor& visit,
+                            const snapshot_lease_visitor& leases, const snapshot_holder_visitor& holders) {
   if (bytes.size() < magic.size() || bytes.substr(0, magic.size()) != magic)
     return std::string("not a Sluice memory snapshot");
   if (bytes.size() < header_size + 4) return core::cat("truncated (", bytes.size(), " bytes)");

@@ -25,6 +25,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/problem.hpp"
 #include "ratelimit/limiter/leases.hpp"
 
 namespace sluice::ratelimit::backends::memory {
@@ -61,8 +62,8 @@ using snapshot_holder_visitor =
 // Checks `bytes` as a whole, then calls `visit` (or `leases`, `holders`) for each entry, in file order.
 // Returns why the file cannot be read ("truncated", "not a Sluice memory snapshot", "version 3 (this Sluice
 // reads versions 1 to 2)", "checksum mismatch", ...), in which case none was ever called.
-std::optional<std::string> read_snapshot(std::string_view bytes, const snapshot_visitor& visit,
-                                         const snapshot_lease_visitor& leases = {},
-                                         const snapshot_holder_visitor& holders = {});
+core::problem read_snapshot(std::string_view bytes, const snapshot_visitor& visit,
+                            const snapshot_lease_visitor& leases = {},
+                            const snapshot_holder_visitor& holders = {});
 
 }  // namespace sluice::ratelimit::backends::memory

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "core/strings.hpp"
+#include "ratelimit/config/limit_table.hpp"
 
 namespace sluice::ratelimit::backends::redis {
 
@@ -36,7 +37,7 @@ void redis_table_reader::read(std::span<const query> queries, done_fn done) {
   r->fields.resize(queries.size());
   r->done = std::move(done);
   for (std::size_t i = 0; i < queries.size(); ++i) {
-    const std::string key = limiter::redis_table_key(queries[i].table);
+    const std::string key = config::redis_table_key(queries[i].table);
     rd::request encoded;
     encoded.push({"HGET", key, queries[i].value});
     auto request = std::make_shared<rd::pending_request>();
