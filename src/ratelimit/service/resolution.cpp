@@ -57,80 +57,92 @@ void resolution::resolve() {
   const config::descriptor_node* domain = rules_.find_domain(request.domain());
   std::unordered_set<std::string_view> replaced_names;
 
-  for (int i = 0; i < n; ++i) {
-    const auto& d = request.descriptors(i);
-    auto& item = work.items[static_cast<std::size_t>(i)];
-    const std::size_t first = entries_.size();
-    for (const auto& e : d.entries()) entries_.push_back({e.key(), e.value()});
-    item.entries =
-        std::span<const config::entry>(entries_).subspan(first, static_cast<std::size_t>(d.entries_size()));
-    item.hits =
-        d.has_hits_addend() ? d.hits_addend().value() : std::max<std::uint64_t>(1, request.hits_addend());
-    item.negative = d.is_negative_hits();
+  for (int i = 0; i < n; ++i) resolve_descriptor(i, domain, replaced_names);
+  drop_replaced(replaced_names);
+}
 
-    if (domain == nullptr) {
-      if (inspecting) continue;  // (no stat changes)
-      // Unknown domains are client-chosen: bounded, past the bound they count into one series.
-      service.stats_
-          .get_counter_bounded(core::cat("ratelimit.service.rate_limit.",
-                                         stats::sanitize_stat_name(request.domain()), ".domain_not_found"),
-                               "ratelimit.service.rate_limit.overflow.domain_not_found")
-          .inc();
-      continue;
-    }
-    if (d.has_limit()) {
-      auto key = override_stats_key(request.domain(), item.entries);
-      auto& lw = item.limits.emplace_back();
-      lw.limit.requests_per_unit = d.limit().requests_per_unit();
-      lw.limit.unit = static_cast<config::unit>(d.limit().unit());
-      if (inspecting) {
-        keys[static_cast<std::size_t>(i)].push_back(std::move(key));
-      } else {
-        lw.limit.stats = config::rule_stats::make_bounded(service.stats_, request.domain(), key);
-      }
-      continue;
-    }
-    auto m = rules_.get_limit(*domain, item.entries);
-    if (m.node == nullptr && inspecting) {
-      // A counter per holder (holder_key) addressed without its holder: the whole set of holders, named by
-      // the rule's key with no value. (This descriptor's entries are the last ones added: one more follows
-      // them in place, within the reserved room.)
-      if (const std::string* key = rules_.holder_key_below(*domain, item.entries)) {
-        entries_.push_back({*key, {}});
-        item.entries = std::span<const config::entry>(entries_).subspan(first, item.entries.size() + 1);
-        item.whole_holder_set = true;
-        m = rules_.get_limit(*domain, item.entries);
-      }
-    }
-    if (m.node == nullptr) continue;
-    const auto& rule = *m.node->limit;
-    nodes[static_cast<std::size_t>(i)] = m.node;
-    for (const auto& r : rule.replaces) replaced_names.insert(r);
-    for (const auto& more : m.node->more_limits)
-      for (const auto& r : more.replaces) replaced_names.insert(r);
-    if (rule.unlimited) {
-      item.unlimited = true;
-      continue;
-    }
-    add_limit(i, rule, *m.node, m.stats_key);
-    for (const auto& more : m.node->more_limits) add_limit(i, more, *m.node, m.stats_key);
-    if (m.node->table && service.tables_ != nullptr) use_table(static_cast<std::size_t>(i), *m.node);
-    all_or_nothing = all_or_nothing || m.node->count_only_admitted;
-    item.shared_values = std::move(m.shared_values);
+// Descriptor i: its entries and hits, and the limits that apply (its override, or its rule's, or a table's
+// row in place of the rule's); the names its rule `replaces` go into `replaced_names`.
+void resolution::resolve_descriptor(int i, const config::descriptor_node* domain,
+                                    std::unordered_set<std::string_view>& replaced_names) {
+  const bool inspecting = purpose_ == resolving::for_inspection;
+  const auto& d = request.descriptors(i);
+  auto& item = work.items[static_cast<std::size_t>(i)];
+  const std::size_t first = entries_.size();
+  for (const auto& e : d.entries()) entries_.push_back({e.key(), e.value()});
+  item.entries =
+      std::span<const config::entry>(entries_).subspan(first, static_cast<std::size_t>(d.entries_size()));
+  item.hits =
+      d.has_hits_addend() ? d.hits_addend().value() : std::max<std::uint64_t>(1, request.hits_addend());
+  item.negative = d.is_negative_hits();
+
+  if (domain == nullptr) {
+    if (inspecting) return;  // (no stat changes)
+    // Unknown domains are client-chosen: bounded, past the bound they count into one series.
+    service.stats_
+        .get_counter_bounded(core::cat("ratelimit.service.rate_limit.",
+                                       stats::sanitize_stat_name(request.domain()), ".domain_not_found"),
+                             "ratelimit.service.rate_limit.overflow.domain_not_found")
+        .inc();
+    return;
   }
+  if (d.has_limit()) return add_override(i);
+  auto m = rules_.get_limit(*domain, item.entries);
+  if (m.node == nullptr && inspecting) {
+    // A counter per holder (holder_key) addressed without its holder: the whole set of holders, named by
+    // the rule's key with no value. (This descriptor's entries are the last ones added: one more follows
+    // them in place, within the reserved room.)
+    if (const std::string* key = rules_.holder_key_below(*domain, item.entries)) {
+      entries_.push_back({*key, {}});
+      item.entries = std::span<const config::entry>(entries_).subspan(first, item.entries.size() + 1);
+      item.whole_holder_set = true;
+      m = rules_.get_limit(*domain, item.entries);
+    }
+  }
+  if (m.node == nullptr) return;
+  const auto& rule = *m.node->limit;
+  nodes[static_cast<std::size_t>(i)] = m.node;
+  for (const auto& r : rule.replaces) replaced_names.insert(r);
+  for (const auto& more : m.node->more_limits)
+    for (const auto& r : more.replaces) replaced_names.insert(r);
+  if (rule.unlimited) {
+    item.unlimited = true;
+    return;
+  }
+  add_limit(i, rule, *m.node, m.stats_key);
+  for (const auto& more : m.node->more_limits) add_limit(i, more, *m.node, m.stats_key);
+  if (m.node->table && service.tables_ != nullptr) use_table(static_cast<std::size_t>(i), *m.node);
+  all_or_nothing = all_or_nothing || m.node->count_only_admitted;
+  item.shared_values = std::move(m.shared_values);
+}
 
-  // A limit named in another matched limit's `replaces` is not enforced and not counted (reference §3.2).
-  if (!replaced_names.empty()) {
-    for (std::size_t i = 0; i < work.items.size(); ++i) {
-      const auto* node = nodes[i];
-      if (node != nullptr && is_replaced(*node, replaced_names)) {
-        work.items[i].limits.clear();
-        work.items[i].unlimited = false;
-        nodes[i] = nullptr;
-        if (inspecting) {
-          keys[i].clear();
-          replaced[i] = true;
-        }
+// The limit descriptor i sends itself (an override), counted under the override's stats key.
+void resolution::add_override(int i) {
+  const auto& limit = request.descriptors(i).limit();
+  auto& item = work.items[static_cast<std::size_t>(i)];
+  auto key = override_stats_key(request.domain(), item.entries);
+  auto& lw = item.limits.emplace_back();
+  lw.limit.requests_per_unit = limit.requests_per_unit();
+  lw.limit.unit = static_cast<config::unit>(limit.unit());
+  if (purpose_ == resolving::for_inspection) {
+    keys[static_cast<std::size_t>(i)].push_back(std::move(key));
+  } else {
+    lw.limit.stats = config::rule_stats::make_bounded(service.stats_, request.domain(), key);
+  }
+}
+
+// A limit named in another matched limit's `replaces` is not enforced and not counted (reference §3.2).
+void resolution::drop_replaced(const std::unordered_set<std::string_view>& replaced_names) {
+  if (replaced_names.empty()) return;
+  for (std::size_t i = 0; i < work.items.size(); ++i) {
+    const auto* node = nodes[i];
+    if (node != nullptr && is_replaced(*node, replaced_names)) {
+      work.items[i].limits.clear();
+      work.items[i].unlimited = false;
+      nodes[i] = nullptr;
+      if (purpose_ == resolving::for_inspection) {
+        keys[i].clear();
+        replaced[i] = true;
       }
     }
   }

@@ -10,6 +10,8 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "core/problem.hpp"
@@ -57,6 +59,10 @@ class resolution {
   std::vector<bool> replaced;
 
  private:
+  void resolve_descriptor(int i, const config::descriptor_node* domain,
+                          std::unordered_set<std::string_view>& replaced_names);
+  void add_override(int i);
+  void drop_replaced(const std::unordered_set<std::string_view>& replaced_names);
   void add_limit(std::size_t i, const config::rate_limit& rule, const config::descriptor_node& node,
                  const std::optional<std::string>& stats_key);
   void use_table(std::size_t i, const config::descriptor_node& node);
