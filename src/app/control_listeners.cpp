@@ -53,14 +53,14 @@ std::unique_ptr<net::http::server> start_prometheus(const stats::sink_settings& 
 // The debug server (control thread). A listener that cannot open stops start-up (upstream only logs it, and
 // runs on without its debug pages: on a port another process holds, that one's pages were shown instead).
 // The counters API and explain reach each worker's service on its thread.
-ratelimit::api::worker_services services_of(const operator_sources& sources) {
+ratelimit::api::worker_services services_of(const debug_sources& sources) {
   return sources.apis.view<ratelimit::service::rate_limit_service>(
       [](worker_apis& a) -> ratelimit::service::rate_limit_service& { return *a.service; });
 }
 
 std::unique_ptr<net::http::server> start_debug(
     const process_settings& proc, const ratelimit::service::rules_source& rules, stats::store& stats,
-    ratelimit::api::operator_pages& operator_view, const operator_sources& sources,
+    ratelimit::api::operator_pages& operator_view, const debug_sources& sources,
     const ratelimit::api::admin_tokens* tokens, asio::io_context& control) {
   const auto& options = proc.debug;
   auto routes = std::make_shared<net::http::router>();
@@ -94,7 +94,7 @@ void start_control_listeners(control_listeners& l, const process_settings& proc,
                              const stats::sink_settings& stats_settings,
                              stats::prometheus_exporter* prometheus,
                              const ratelimit::service::rules_source& rules, stats::store& stats,
-                             operator_sources operator_view, asio::io_context& control) {
+                             debug_sources sources, asio::io_context& control) {
   if (prometheus) {
     stats.set_timer_observer(prometheus);
     l.prometheus = start_prometheus(stats_settings, *prometheus, proc.http, control);
@@ -108,7 +108,6 @@ void start_control_listeners(control_listeners& l, const process_settings& proc,
     }
     l.admin_tokens->watch(control.get_executor());
   }
-  const operator_sources sources = operator_view;
   std::optional<core::worker_view<stats::top_recorder>> tops;
   if (!sources.apis.empty() && sources.apis[0].top)
     tops =

@@ -35,8 +35,8 @@ struct control_listeners {
   }
 };
 
-// What the operator's pages read (all outlive them).
-struct operator_sources {
+// What the debug server's operator pages read (all outlive them).
+struct debug_sources {
   core::per_worker<worker_apis>& apis;
   const ratelimit::service::rules_source& rules;
   const core::health& health;
@@ -51,6 +51,6 @@ void start_control_listeners(control_listeners& l, const process_settings& proc,
                              const stats::sink_settings& stats_settings,
                              stats::prometheus_exporter* prometheus,
                              const ratelimit::service::rules_source& rules, stats::store& stats,
-                             operator_sources operator_view, boost::asio::io_context& control);
+                             debug_sources sources, boost::asio::io_context& control);
 
 }  // namespace sluice
