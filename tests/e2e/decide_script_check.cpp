@@ -175,11 +175,10 @@ int main(int argc, char** argv) {
       groups.push_back({ops.size(), hot_width, batch_mode::independent});
       for (std::size_t i = 0; i < hot_width; ++i) {
         counter_op op;
-        op.kind = op_kind::gcra;
         op.now_us = now_us + static_cast<std::int64_t>(g) * 20'000;
         op.increment = hot_hits[i];
-        op.window_us = i == 1 ? 250'000 : 100'000;  // as below, per key
-        op.tolerance_us = op.window_us * static_cast<std::int64_t>(1 + i);
+        const std::int64_t emission_us = i == 1 ? 250'000 : 100'000;  // as below, per key
+        op.algorithm = limiter::gcra_op{emission_us, emission_us * static_cast<std::int64_t>(1 + i)};
         keys.push_back(prefix + "g" + std::to_string(i));
         op.key = keys.back();
         ops.push_back(op);
@@ -201,21 +200,17 @@ int main(int argc, char** argv) {
         const auto n = std::to_string(pick(3)) + (op.usage ? "u" : "");
         // Concurrency limits in independent groups only (an all-or-nothing one is refused before the script).
         if (mode == batch_mode::independent && !op.usage && pick(5) == 0) {
-          op.kind = op_kind::concurrency;
-          op.limit = n[0] == '1' ? 5 : 3;
+          const std::uint64_t limit = n[0] == '1' ? 5 : 3;
           if (pick(2) == 0) {
             // Per holder (holder_key): a lease of 1.5 s per holder, among four holders.
             static constexpr std::string_view holders[] = {"h0", "h1", "h2", "h3"};
-            op.per_holder = true;
-            op.holder = holders[pick(4)];
-            op.window_us = 1'500'000;
+            op.algorithm = limiter::holder_op{limit, 1'500'000, holders[pick(4)]};
             keys.push_back(prefix + "kh" + n);
             op.key = keys.back();
             ops.push_back(op);
             continue;
           }
-          op.window_us = 1'000'000;  // slices of a second, a lease of two
-          op.tolerance_us = 2;
+          op.algorithm = limiter::lease_op{limit, {1'000'000, 2}};  // slices of a second, a lease of two
           keys.push_back(prefix + "k" + n);
           op.key = keys.back();
           ops.push_back(op);
@@ -223,27 +218,25 @@ int main(int argc, char** argv) {
         }
         switch (pick(3)) {
           case 0:
-            op.kind = op_kind::count;
-            op.limit = pick(2) == 0 ? 3 : 6;
+            op.algorithm = limiter::fixed_window_op{pick(2) == 0 ? 3u : 6u, 0};
             keys.push_back(prefix + "c" + n);
             break;
-          case 1:
-            op.kind = op_kind::sliding;
-            op.limit = 5;
-            op.window_us = 1'000'000;
-            // A calendar window's start (limiter/algorithms.hpp, sliding_start) now and then.
-            if (pick(3) == 0) op.window_start_us = now_us - static_cast<std::int64_t>(pick(1'000'000));
+          case 1: {
+            limiter::sliding_window_op sliding{5, 0, {}, 1'000'000, 0};
+            // A calendar window's start (limiter/sliding_window.hpp, sliding_start) now and then.
+            if (pick(3) == 0) sliding.window_start_us = now_us - static_cast<std::int64_t>(pick(1'000'000));
             keys.push_back(prefix + "s" + n + "_" + std::to_string(window));
             keys.push_back(prefix + "s" + n + "_" + std::to_string(window - 1));
-            op.previous_key = keys.back();
+            sliding.previous_key = keys.back();
             keys.push_back(prefix + "s" + n + "_" + std::to_string(window));
+            op.algorithm = sliding;
             break;
+          }
           default:
-            op.kind = op_kind::gcra;
             // One limit per key, as rules have (BITFIELD's PEXPIRE is its limit's tolerance): key 0 every
             // 100 ms with a burst of 1, key 1 every 250 ms with 2, key 2 every 100 ms with 3.
-            op.window_us = n[0] == '1' ? 250'000 : 100'000;
-            op.tolerance_us = op.window_us * (1 + (n[0] - '0'));
+            const std::int64_t emission_us = n[0] == '1' ? 250'000 : 100'000;
+            op.algorithm = limiter::gcra_op{emission_us, emission_us * (1 + (n[0] - '0'))};
             keys.push_back(prefix + "g" + n);
             break;
         }
@@ -316,7 +309,7 @@ int main(int argc, char** argv) {
       }
       applied[k] = true;
       for (auto i : indexes[k]) {
-        if (ops[i].kind != op_kind::gcra || ops[i].usage) {  // usage GCRA goes through the script too
+        if (ops[i].kind() != op_kind::gcra || ops[i].usage) {  // usage GCRA goes through the script too
           const std::size_t one[] = {i};
           const backends::redis::script_group g{ops, one, batch_mode::independent};
           const auto reply = script({&g, 1});
@@ -343,7 +336,7 @@ int main(int argc, char** argv) {
         const auto& op = ops[i];
         return "round " + std::to_string(round) + ", group " + std::to_string(k) + " (mode " +
                std::to_string(static_cast<int>(groups[k].mode)) + "), op " + std::to_string(i) + " (kind " +
-               std::to_string(static_cast<int>(op.kind)) + ", key " + std::string(op.key) + ", hits " +
+               std::to_string(static_cast<int>(op.kind())) + ", key " + std::string(op.key) + ", hits " +
                (op.refund ? "-" : "") + std::to_string(op.increment) + ", role " + std::to_string(op.role) +
                ")";
       };
@@ -358,9 +351,9 @@ int main(int argc, char** argv) {
       }
       for (auto i : indexes[k]) {
         const bool previous_differs =
-            ops[i].kind == op_kind::sliding && got[i].previous != expected[i].previous;
+            ops[i].kind() == op_kind::sliding && got[i].previous != expected[i].previous;
         const bool leases_differ =
-            ops[i].kind == op_kind::concurrency &&
+            ops[i].kind() == op_kind::concurrency &&
             (got[i].before != expected[i].before || got[i].expired != expected[i].expired ||
              got[i].oldest_end_us != expected[i].oldest_end_us || got[i].holders != expected[i].holders ||
              got[i].holder_slots != expected[i].holder_slots);
@@ -379,7 +372,7 @@ int main(int argc, char** argv) {
     std::set<std::string, std::less<>> ttl_given, usage_keys;
     for (std::size_t k = 0; k < groups.size(); ++k) {
       for (auto i : indexes[k]) {
-        if (ops[i].kind != op_kind::gcra) continue;
+        if (ops[i].kind() != op_kind::gcra) continue;
         if (ops[i].usage) usage_keys.emplace(ops[i].key);
         gcra_ttl[std::string(ops[i].key)] = backends::redis::gcra_ttl_ms(ops[i]);
         const bool admitted_write =

@@ -34,10 +34,8 @@ void check(bool ok) {
 // bounds, and when accepted it is the reply of an op that admitted or not.
 void read_as_gcra(const value& reply) {
   sluice::ratelimit::limiter::counter_op op;
-  op.kind = sluice::ratelimit::limiter::op_kind::gcra;
   op.increment = 2;
-  op.window_us = 50'000;
-  op.tolerance_us = 250'000;
+  op.algorithm = sluice::ratelimit::limiter::gcra_op{50'000, 250'000};
   op.now_us = 1'795'000'000'000'000;
   for (bool refund : {false, true}) {
     op.refund = refund;

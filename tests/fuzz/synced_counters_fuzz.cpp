@@ -67,13 +67,13 @@ struct reference {
   std::uint64_t apply(const counter_op& op) {
     if (op.refund) {
       count -= std::min<std::int64_t>(count, static_cast<std::int64_t>(op.increment));
-      if (count <= static_cast<std::int64_t>(op.limit)) over = false;
+      if (count <= static_cast<std::int64_t>(op.limit())) over = false;
       return static_cast<std::uint64_t>(count);
     }
     const std::uint64_t value = static_cast<std::uint64_t>(count) + op.increment;
     if (!over) {
       count += static_cast<std::int64_t>(op.increment);
-      over = count > static_cast<std::int64_t>(op.limit);
+      over = count > static_cast<std::int64_t>(op.limit());
     }
     return value;
   }
@@ -134,9 +134,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                                       std::to_string(window) + "_" + std::to_string(now - now % window));
           op.increment = (a >> 3) % 4;
           op.refund = (a >> 5) % 5 == 0;
-          op.limit = limit;
+          op.algorithm = ratelimit::limiter::fixed_window_op{limit, now - now % window + window};
           op.ttl_seconds = 60;
-          op.window_end = now - now % window + window;
           op.now_us = clock.now_micros();
           return op;
         };

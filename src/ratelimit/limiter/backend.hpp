@@ -12,64 +12,9 @@
 #include <string_view>
 #include <utility>
 
+#include "ratelimit/limiter/counter_op.hpp"
+
 namespace sluice::ratelimit::limiter {
-
-// What an op keeps in the store. The arithmetic of each is in algorithms.hpp; a store that runs it itself
-// (Redis, in a script) does the same arithmetic.
-enum class op_kind : std::uint8_t {
-  count,    // a counter (fixed windows): INCRBY and EXPIRE, whatever the decision (upstream's counting)
-  sliding,  // the current window's counter, judged with the previous window's; counts only what it admits
-  gcra,     // a theoretical arrival time in microseconds, moved on only when the op admits
-  // leases in flight (leases.hpp): per holder when the op is per_holder, else per slice of time; an
-  // acquisition when it admits, a release (refund) frees the holder's slots (per slice: the oldest slices)
-  concurrency,
-};
-
-struct counter_op {
-  std::string_view key;
-  std::uint64_t increment = 0;
-  std::uint32_t ttl_seconds =
-      0;                        // window length + jitter; refreshed on every increment, as upstream's EXPIRE
-  bool per_second = false;      // the limit's unit is SECOND (a dedicated per-second store may take it)
-  std::int64_t window_end = 0;  // count, sliding: when the key's window ends (Unix seconds)
-  // Negative hits: subtract `increment` instead, never going below 0, keeping the counter's TTL; a counter
-  // that does not exist stays absent (its result is 0). For GCRA: move the arrival time back, not before now.
-  bool refund = false;
-  op_kind kind = op_kind::count;
-  // `accounting: usage`: the hits were spent already, so they always count, whatever the verdict (a sliding
-  // window counts past its limit, a GCRA arrival time moves past its tolerance: debt), also in an
-  // all-or-nothing batch that does not apply; and an op of 0 hits (a check) is over when no hit is left.
-  bool usage = false;
-  // The rest is for sliding and GCRA ops, and for every op of an all-or-nothing batch.
-  std::string_view previous_key;  // sliding: the previous window's counter
-  std::uint64_t limit = 0;        // count, sliding: the most the count may reach
-  // sliding: the window's length; gcra: the emission interval; concurrency: a slice's length (leases.hpp),
-  // per holder: the lease
-  std::int64_t window_us = 0;
-  // sliding: when the window began, for a calendar window (config/calendar.hpp); 0 for an epoch-aligned one,
-  // which began at now − now % window.
-  std::int64_t window_start_us = 0;
-  std::int64_t tolerance_us = 0;  // gcra: burst × emission interval; concurrency: the slices a lease spans
-  std::int64_t now_us = 0;        // the decision's time
-  // concurrency with `holder_key`: the key holds one lease per holder (a store's own type of key), and this
-  // op's holder is `holder`; no holder (operator control only) addresses the whole set.
-  bool per_holder = false;
-  std::optional<std::string_view> holder;
-  // All-or-nothing batches apply when the request is admitted, which is what `role` says of this op's
-  // admission: see op_role.
-  std::uint32_t role = 0;
-};
-
-// An op's part in an all-or-nothing batch's verdict (algorithms.hpp, batch_verdict): the batch applies when
-// every enforced op admits and, if any op has a quota role, every op of at least one quota descriptor admits
-// (the request's answer under quota mode). Advisory ops (shadow-mode limits, or quota descriptors the answer
-// no longer depends on) never hold the batch back. When the batch applies, each op is applied as an
-// independent one would be: fixed-window counters always, the others when they admit.
-namespace op_role {
-inline constexpr std::uint32_t enforced = 0;
-inline constexpr std::uint32_t advisory = 1;
-inline constexpr std::uint32_t first_quota = 2;  // quota descriptor d: first_quota + d
-}  // namespace op_role
 
 struct op_result {
   // count, sliding: the counter after the op; gcra: the arrival time after it, were it applied.

@@ -26,16 +26,19 @@
 
 #include <boost/container/small_vector.hpp>
 
-namespace sluice::ratelimit::limiter {
+#include "ratelimit/limiter/counter_op.hpp"
 
-struct lease_timing {
-  std::int64_t slice_us = 1'000'000;  // S
-  std::int64_t slices = 1;            // K
-};
+namespace sluice::ratelimit::limiter {
 
 inline lease_timing lease_timing_of(std::int64_t lease_seconds) {
   const std::int64_t slice = std::max<std::int64_t>(1, (lease_seconds + 15) / 16);
   return {slice * 1'000'000, std::max<std::int64_t>(1, (lease_seconds + slice - 1) / slice)};
+}
+
+// When the leases of the acquisitions made in `slice` end (µs): once the slice now is past slice + K. The
+// Redis decide script computes the same (backends/redis/decide_script_lua.cpp, leases_end).
+inline std::int64_t slice_lease_end_us(std::int64_t slice, const lease_timing& t) {
+  return (slice + t.slices + 1) * t.slice_us;
 }
 
 // (slice number, acquisitions still held), in ascending slice order.
@@ -83,7 +86,7 @@ inline lease_outcome apply_lease_op(lease_slices& held, const lease_timing& t, s
       }
     }
   }
-  if (!held.empty()) out.oldest_end_us = (held.front().first + t.slices + 1) * t.slice_us;
+  if (!held.empty()) out.oldest_end_us = slice_lease_end_us(held.front().first, t);
   return out;
 }
 

@@ -106,9 +106,7 @@ counter_op limiter::describe_op(const work& w, const descriptor_work& item, cons
   op.per_second = limit.unit == config::unit::second;
   op.refund = item.negative;
   op.usage = limit.usage;
-  op.limit = limit.requests_per_unit;
   op.now_us = w.now_us;
-  op.window_end = lw.window_end;
   // The counter lives until its window ends (a calendar window: from now).
   op.ttl_seconds = static_cast<std::uint32_t>(calendar ? lw.window_end - w.now : window);
   switch (limit.algorithm) {
@@ -118,30 +116,31 @@ counter_op limiter::describe_op(const work& w, const descriptor_work& item, cons
       } else {
         build_tagged_key(lw.cache_key, parts, start, limit.key_tag);
       }
+      op.algorithm = fixed_window_op{limit.requests_per_unit, lw.window_end};
       break;
-    case config::algorithm::sliding_window:
+    case config::algorithm::sliding_window: {
       build_tagged_key(lw.cache_key, parts, start, limit.key_tag);
       build_tagged_key(lw.previous_key, parts, window_of(limit, start - 1, w.calendars).start, limit.key_tag);
-      op.kind = op_kind::sliding;
-      op.previous_key = lw.previous_key;
-      op.window_us = window * micros_per_second;
+      sliding_window_op sliding{limit.requests_per_unit, lw.window_end, lw.previous_key,
+                                window * micros_per_second, 0};
       // It is read as the previous window next.
       if (calendar) {
-        op.window_start_us = start * micros_per_second;
+        sliding.window_start_us = start * micros_per_second;
         op.ttl_seconds = static_cast<std::uint32_t>(
             lw.window_end - w.now + config::longest_calendar_window(limit.unit, limit.unit_multiplier));
       } else {
         op.ttl_seconds = static_cast<std::uint32_t>(2 * window);
       }
+      op.algorithm = sliding;
       break;
-    case config::algorithm::gcra:
+    }
+    case config::algorithm::gcra: {
       build_tagged_key(lw.cache_key, parts, std::nullopt, limit.key_tag);
-      op.kind = op_kind::gcra;
-      op.window_us = config::gcra_interval_us(window, limit.requests_per_unit);
-      op.tolerance_us = static_cast<std::int64_t>(gcra_burst(limit)) * op.window_us;
+      const std::int64_t emission_us = config::gcra_interval_us(window, limit.requests_per_unit);
+      op.algorithm = gcra_op{emission_us, static_cast<std::int64_t>(gcra_burst(limit)) * emission_us};
       break;
+    }
     case config::algorithm::concurrency: {
-      op.kind = op_kind::concurrency;
       if (limit.per_holder && !item.entries.empty()) {
         // The counter is the descriptor's without its last entry, which names the holder.
         key_parts without_holder = parts;
@@ -149,17 +148,16 @@ counter_op limiter::describe_op(const work& w, const descriptor_work& item, cons
         if (without_holder.shared_values.size() > without_holder.entries.size())
           without_holder.shared_values = parts.shared_values.first(without_holder.entries.size());
         build_tagged_key(lw.cache_key, without_holder, std::nullopt, limit.key_tag);
-        op.per_holder = true;
-        if (!item.whole_holder_set) op.holder = item.entries.back().value;
-        op.window_us = limit.lease_seconds * micros_per_second;
+        holder_op holder{limit.requests_per_unit, limit.lease_seconds * micros_per_second, std::nullopt};
+        if (!item.whole_holder_set) holder.holder = item.entries.back().value;
+        op.algorithm = holder;
         // The store sets the key's TTL from its latest lease.
         op.ttl_seconds = static_cast<std::uint32_t>(limit.lease_seconds + 1);
         break;
       }
       build_tagged_key(lw.cache_key, parts, std::nullopt, limit.key_tag);
       const auto timing = lease_timing_of(limit.lease_seconds);
-      op.window_us = timing.slice_us;
-      op.tolerance_us = timing.slices;
+      op.algorithm = lease_op{limit.requests_per_unit, timing};
       // The key outlives the newest slice's lease (the store sets it from that slice).
       op.ttl_seconds = static_cast<std::uint32_t>((timing.slices + 2) * timing.slice_us / micros_per_second);
       break;
@@ -185,7 +183,8 @@ void limiter::prepare(work& w) {
         lw.limit.stats.total_negative_hits->add(item.hits);
       } else {
         lw.limit.stats.total_hits->add(item.hits);
-        if (op.kind == op_kind::count && !op.usage && local_cache_.contains(lw.cache_key, w.now, op.limit)) {
+        if (op.kind() == op_kind::count && !op.usage &&
+            local_cache_.contains(lw.cache_key, w.now, op.limit())) {
           lw.over_via_local_cache = true;
           any_local_hit = true;
           continue;
@@ -233,7 +232,7 @@ void limiter::describe(work& w) {
 
 limiter::limit_state limiter::state_of(const work& w, const descriptor_work& item,
                                        const limit_work& lw) const {
-  if (lw.op != SIZE_MAX && w.ops[lw.op].kind == op_kind::gcra) return gcra_state(w, lw);
+  if (lw.op != SIZE_MAX && w.ops[lw.op].kind() == op_kind::gcra) return gcra_state(w, lw);
   const outcome o = judge(w, item, lw);
   limit_state s;
   s.capacity = o.capacity;
@@ -247,14 +246,14 @@ limiter::limit_state limiter::state_of(const work& w, const descriptor_work& ite
 // (it may pass the burst: usage, or an operator's PUT), and `reset_seconds` is until the bucket is full again
 // (used back to 0; 0 for a full one). Decisions answer from judge(), unchanged.
 limiter::limit_state limiter::gcra_state(const work& w, const limit_work& lw) {
-  const auto& op = w.ops[lw.op];
+  const auto& op = std::get<gcra_op>(w.ops[lw.op].algorithm);
   const std::int64_t tat = std::max(static_cast<std::int64_t>(w.values[lw.op].value), w.now_us);
   const std::int64_t debt_us = tat - w.now_us;
   limit_state s;
   s.capacity = gcra_burst(lw.limit);
-  s.used = static_cast<std::uint64_t>((debt_us + op.window_us - 1) / op.window_us);
+  s.used = static_cast<std::uint64_t>((debt_us + op.emission_us - 1) / op.emission_us);
   s.remaining = debt_us <= op.tolerance_us ? static_cast<std::uint64_t>(op.tolerance_us - debt_us) /
-                                                 static_cast<std::uint64_t>(op.window_us)
+                                                 static_cast<std::uint64_t>(op.emission_us)
                                            : 0;
   s.remaining = std::min(s.remaining, s.capacity);
   s.reset_seconds = (debt_us + micros_per_second - 1) / micros_per_second;
@@ -262,8 +261,9 @@ limiter::limit_state limiter::gcra_state(const work& w, const limit_work& lw) {
 }
 
 std::uint64_t limiter::overwrite_value(const counter_op& op, std::uint64_t used) {
-  if (op.kind != op_kind::gcra || used == 0) return used;
-  return static_cast<std::uint64_t>(gcra_advance(op.now_us, used, op.window_us));
+  const auto* gcra = op.as<gcra_op>();
+  if (gcra == nullptr || used == 0) return used;
+  return static_cast<std::uint64_t>(gcra_advance(op.now_us, used, gcra->emission_us));
 }
 
 void limiter::forget(const work& w) {
@@ -286,7 +286,7 @@ void limiter::apply_precheck(work& w) {
   for (const auto& item : w.items) {
     if (item.negative) continue;
     for (const auto& lw : item.limits) {
-      if (lw.op == SIZE_MAX || w.ops[lw.op].kind != op_kind::count) continue;
+      if (lw.op == SIZE_MAX || w.ops[lw.op].kind() != op_kind::count) continue;
       exceeds[lw.op] = w.values[lw.op].value + item.hits > lw.limit.requests_per_unit;
       any_exceeds = any_exceeds || exceeds[lw.op];
     }
@@ -311,7 +311,7 @@ limiter::outcome limiter::judge(const work& w, const descriptor_work& item, cons
   }
   const auto& op = w.ops[lw.op];
   const auto& result = w.values[lw.op];
-  if (op.kind == op_kind::concurrency) {
+  if (op.kind() == op_kind::concurrency) {
     // Slots held: the status's reset is when the oldest lease held ends, should no release come first.
     o.after = result.value;
     o.over = !item.negative && !admits(op, result);
@@ -320,18 +320,18 @@ limiter::outcome limiter::judge(const work& w, const descriptor_work& item, cons
         result.oldest_end_us > 0 ? ceil_seconds(result.oldest_end_us - w.now_us) : limit.lease_seconds;
     return o;
   }
-  if (op.kind == op_kind::gcra) {
+  if (const auto* gcra = op.as<gcra_op>()) {
     o.capacity = gcra_burst(limit);
     const auto tat = static_cast<std::int64_t>(result.value);
-    o.over = !gcra_admits(op, result.value);
+    o.over = !admits(op, result);
     if (o.over) {
       o.after = o.capacity + item.hits;
       // Until it would admit (a usage check: one hit).
       o.reset_seconds =
-          ceil_seconds(gcra_advance(tat, judged_hits(op), op.window_us) - op.tolerance_us - w.now_us);
+          ceil_seconds(gcra_advance(tat, judged_hits(op), gcra->emission_us) - gcra->tolerance_us - w.now_us);
     } else {
-      const std::uint64_t room = static_cast<std::uint64_t>(w.now_us + op.tolerance_us - tat) /
-                                 static_cast<std::uint64_t>(op.window_us);
+      const std::uint64_t room = static_cast<std::uint64_t>(w.now_us + gcra->tolerance_us - tat) /
+                                 static_cast<std::uint64_t>(gcra->emission_us);
       o.remaining = clamp32(room);
       o.after = o.capacity - std::min(o.capacity, room);
       o.reset_seconds = ceil_seconds(tat - w.now_us);  // until the bucket is full again
@@ -339,7 +339,8 @@ limiter::outcome limiter::judge(const work& w, const descriptor_work& item, cons
     return o;
   }
   o.after = result.value;
-  if (op.kind == op_kind::sliding) o.after += sliding_weighted_previous(result.previous, op);
+  if (const auto* sliding = op.as<sliding_window_op>())
+    o.after += sliding_weighted_previous(result.previous, *sliding, op.now_us);
   o.over = !item.negative && o.after + judged_hits(op) > o.capacity;
   if (!o.over) o.remaining = clamp32(o.capacity - std::min(o.capacity, o.after));
   return o;
@@ -387,10 +388,10 @@ void limiter::count_leases(const work& w, const descriptor_work& item, const lim
     const std::uint64_t freed = r.before - std::min(r.before, r.value);
     stats.released->add(freed);
     // A holder that held nothing: behind Envoy, mostly a refused request's stream-done release.
-    if (op.per_holder && freed == 0 && stats.unheld_releases != nullptr) stats.unheld_releases->inc();
+    if (op.per_holder() && freed == 0 && stats.unheld_releases != nullptr) stats.unheld_releases->inc();
   } else if (admits(op, r)) {
     // A holder's repeated acquisition counts once: only the slots it adds.
-    stats.acquired->add(op.per_holder ? r.value - std::min(r.value, r.before) : item.hits);
+    stats.acquired->add(op.per_holder() ? r.value - std::min(r.value, r.before) : item.hits);
   }
 }
 
@@ -424,7 +425,7 @@ void limiter::finish(work& w, std::span<response_status*> statuses) {
     for (std::size_t k = 0; k < item.limits.size(); ++k) {
       const auto& lw = item.limits[k];
       const outcome o = judge(w, item, lw);
-      if (lw.op != SIZE_MAX && w.ops[lw.op].kind == op_kind::concurrency)
+      if (lw.op != SIZE_MAX && w.ops[lw.op].kind() == op_kind::concurrency)
         count_leases(w, item, lw, applied_nothing);
       if (item.negative) {
         if (!o.over && o.after < o.capacity && lw.op != SIZE_MAX) local_cache_.erase(lw.cache_key);
@@ -432,7 +433,7 @@ void limiter::finish(work& w, std::span<response_status*> statuses) {
         count_stats(item, lw, o);
         // A batch that applied nothing left the counter at `after - hits`.
         const bool counter_full = applied_nothing ? o.after - item.hits >= o.capacity : o.after > o.capacity;
-        if (o.over && !o.via_local_cache && w.ops[lw.op].kind == op_kind::count && !lw.limit.usage &&
+        if (o.over && !o.via_local_cache && w.ops[lw.op].kind() == op_kind::count && !lw.limit.usage &&
             counter_full) {
           local_cache_.insert(lw.cache_key,
                               lw.limit.zone != nullptr ? lw.window_end : w.now + window_seconds(lw.limit),

@@ -152,11 +152,11 @@ std::vector<descriptor_state> inspection::states() const {
       l.reset_seconds = state.reset_seconds;
       const auto& r = work_.values[lw.op];
       const auto& op = work_.ops[lw.op];
-      if (op.per_holder) {
+      if (const auto* per_holder = op.as<limiter::holder_op>()) {
         l.holder_key = std::string(item.entries.back().key);
         l.holders = r.holders;
-        if (op.holder) {
-          l.holder = std::string(*op.holder);
+        if (per_holder->holder) {
+          l.holder = std::string(*per_holder->holder);
           l.holder_slots = r.holder_slots;
         }
       }

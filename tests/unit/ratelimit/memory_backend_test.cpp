@@ -115,7 +115,7 @@ TEST_CASE("a full backend reclaims expired counters everywhere for an all-or-not
   for (int i = 0; i < 1024; ++i) incr(b, "key" + std::to_string(i), 1, 30);
   clock.advance(31);  // every counter expired, in shards other than the new keys' (mostly)
   std::array<counter_op, 2> ops{count_op("new-a", 1, 30), count_op("new-b", 1, 30)};
-  for (auto& op : ops) op.limit = 10;
+  for (auto& op : ops) op.algorithm = ratelimit::limiter::fixed_window_op{10, 0};
   std::array<op_result, 2> out{};
   recorder r;
   b.increment(ops, out, r, batch_mode::all_or_nothing);

@@ -4,7 +4,6 @@
 
 using sluice::ratelimit::backends::redis::previous_counts;
 using sluice::ratelimit::limiter::counter_op;
-using sluice::ratelimit::limiter::op_kind;
 
 namespace {
 
@@ -12,11 +11,9 @@ namespace {
 counter_op sliding_at(std::int64_t now_us, std::int64_t window_us = 10'000'000) {
   static thread_local std::string key;
   counter_op op;
-  op.kind = op_kind::sliding;
-  op.window_us = window_us;
   op.now_us = now_us;
   key = "w_" + std::to_string(now_us / window_us * window_us - window_us);
-  op.previous_key = key;
+  op.algorithm = sluice::ratelimit::limiter::sliding_window_op{0, 0, key, window_us, 0};
   return op;
 }
 
@@ -36,7 +33,8 @@ TEST_CASE("previous_counts: a previous window's count is kept once final, until 
   CHECK_FALSE(counts.find(sliding_at(start + 11'000'000)));
   // An op of that window after it ended does not read the old count (the entry ended with the window).
   counter_op late = sliding_at(start + 10'500'000);
-  late.previous_key = "w_" + std::to_string(start - 10'000'000);
+  static const std::string earlier = "w_" + std::to_string(start - 10'000'000);
+  std::get<sluice::ratelimit::limiter::sliding_window_op>(late.algorithm).previous_key = earlier;
   CHECK_FALSE(counts.find(late));
 }
 

@@ -35,13 +35,11 @@ class fake_store final : public redis::store {
   redis::connection_stats stats() const override { return {}; }
 };
 
-counter_op gcra_op(std::string_view key) {
+counter_op bucket_op(std::string_view key) {
   counter_op op;
-  op.kind = op_kind::gcra;
   op.key = key;
   op.increment = 1;
-  op.window_us = 1'000;
-  op.tolerance_us = 5'000;
+  op.algorithm = ratelimit::limiter::gcra_op{1'000, 5'000};
   op.now_us = 1'795'000'000'000'000;
   return op;
 }
@@ -73,8 +71,8 @@ TEST_CASE(
   boost::asio::io_context io;
   fake_store store;
   script_batcher batcher(io.get_executor(), store);
-  const std::vector<counter_op> ops{gcra_op("shared"), gcra_op("shared"), gcra_op("alone"),
-                                    gcra_op("atomic")};
+  const std::vector<counter_op> ops{bucket_op("shared"), bucket_op("shared"), bucket_op("alone"),
+                                    bucket_op("atomic")};
   const std::size_t first[] = {0}, second[] = {1}, third[] = {2}, fourth[] = {3};
   std::vector<answered> got(4);
   auto add = [&](std::span<const std::size_t> indexes, batch_mode mode, std::size_t k) {
@@ -145,7 +143,8 @@ TEST_CASE("script_batcher: on a cluster a lone GCRA op is a request of its own")
   fake_store store;
   store.cluster = true;
   script_batcher batcher(io.get_executor(), store);
-  const std::vector<counter_op> ops{gcra_op("{t}a"), gcra_op("{t}b"), gcra_op("{t}c"), gcra_op("{t}d")};
+  const std::vector<counter_op> ops{bucket_op("{t}a"), bucket_op("{t}b"), bucket_op("{t}c"),
+                                    bucket_op("{t}d")};
   const std::size_t first[] = {0}, second[] = {1}, pair[] = {2, 3};
   std::vector<answered> got(3);
   auto add = [&](std::span<const std::size_t> indexes, std::size_t k) {
@@ -181,9 +180,9 @@ TEST_CASE("script_batcher: a worker sends a GCRA key's PEXPIRE at most once a se
   std::vector<counter_op> ops;
   const std::size_t only[] = {0};
   auto decide = [&](std::int64_t after_us, std::int64_t tolerance_us = 5'000) {
-    ops = {gcra_op("hot")};
+    ops = {bucket_op("hot")};
     ops[0].now_us += after_us;
-    ops[0].tolerance_us = tolerance_us;
+    std::get<ratelimit::limiter::gcra_op>(ops[0].algorithm).tolerance_us = tolerance_us;
     batcher.add(script_group{ops, only, batch_mode::independent}, "hot",
                 [](const std::string*, const script_batcher::answer&) {});
     io.restart();

@@ -68,9 +68,8 @@ struct rig {
     counter_op o;
     o.key = keys.emplace_back(key);
     o.increment = hits;
-    o.limit = limit;
+    o.algorithm = ratelimit::limiter::fixed_window_op{limit, start_seconds + 60};
     o.ttl_seconds = 60;
-    o.window_end = start_seconds + 60;
     o.now_us = clock.now_micros();
     return o;
   }
@@ -281,9 +280,8 @@ TEST_CASE("sliding windows count only what they admit") {
   t.clock.set(1'795'000'050);
   auto sliding = [&](std::string_view key) {
     auto o = t.op(key, 1, 4);
-    o.kind = op_kind::sliding;
-    o.previous_key = t.keys.emplace_back("prev");
-    o.window_us = 60'000'000;
+    o.algorithm = ratelimit::limiter::sliding_window_op{4, start_seconds + 60, t.keys.emplace_back("prev"),
+                                                        60'000'000, 0};
     return o;
   };
   t.redis.data["prev"].value = 4;  // weighs ceil(4 × 0.5) = 2
@@ -313,9 +311,7 @@ TEST_CASE("GCRA ops and all-or-nothing batches go to Redis each time") {
   t.flush_all();
   CHECK(t.synced().keys() == 0);  // nothing held for them
   auto g = t.op("g", 1, 10);
-  g.kind = op_kind::gcra;
-  g.window_us = 1'000;
-  g.tolerance_us = 5'000;
+  g.algorithm = ratelimit::limiter::gcra_op{1'000, 5'000};
   const auto before = t.redis.requests.size();
   op_result result;
   recorder r;
@@ -436,9 +432,8 @@ TEST_CASE("a drain ends only after every store's flush: the per-second Redis dow
     counter_op o;
     o.key = key;
     o.increment = 1;
-    o.limit = 100;
+    o.algorithm = ratelimit::limiter::fixed_window_op{100, start_seconds + 60};
     o.ttl_seconds = 60;
-    o.window_end = start_seconds + 60;
     o.per_second = per_second_limit;
     op_result r;
     recorder done;
@@ -500,7 +495,7 @@ TEST_CASE("counters whose window ended are forgotten once nothing of them is uns
   rr::synced_counters counters(10, 50'000);
   auto read = [&](std::string_view key, std::int64_t end) {
     auto o = t.op(key);
-    o.window_end = end;
+    std::get<ratelimit::limiter::fixed_window_op>(o.algorithm).window_end = end;
     auto found = counters.find(o, o.now_us, false);
     REQUIRE(found.how == rr::synced_counters::route::read);
     op_result r;
@@ -575,7 +570,7 @@ TEST_CASE("an all-or-nothing batch that applied adds its hits to the views of th
   counter_op held;
   held.key = "held";
   held.increment = 1;
-  held.limit = 10;
+  held.algorithm = ratelimit::limiter::fixed_window_op{10, 0};
   held.now_us = clock.now_micros();
   auto found = counters.find(held, held.now_us, false);
   op_result read;

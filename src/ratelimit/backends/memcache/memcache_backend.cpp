@@ -51,7 +51,7 @@ struct batch {
   // The first round's get-multi asks for every key but those given back (negative hits), and for the
   // previous window of a sliding window.
   bool in_multiget(std::size_t i) const { return !increment || !ops[i].refund; }
-  bool sliding(std::size_t i) const { return increment && ops[i].kind == limiter::op_kind::sliding; }
+  bool sliding(std::size_t i) const { return increment && ops[i].kind() == limiter::op_kind::sliding; }
   // Reads the get-multi's values: the current counters (get) or the previous windows (sliding).
   bool read_values(std::string_view address, const index_list& indexes, const mc::reply& values);
   void send(std::size_t node, round r, index_list indexes);
@@ -68,7 +68,7 @@ void batch::send(std::size_t node, round r, index_list indexes) {
   if (r == round::first) {
     for (auto i : indexes) {
       if (in_multiget(i)) mc::add_get_key(request->get_keys, ops[i].key);
-      if (sliding(i)) mc::add_get_key(request->get_keys, ops[i].previous_key);
+      if (sliding(i)) mc::add_get_key(request->get_keys, limiter::previous_key_of(ops[i]));
     }
   }
   if (increment) {
@@ -182,7 +182,8 @@ bool batch::read_values(std::string_view address, const index_list& indexes, con
     for (auto i : indexes) results[i].value = 0;
   for (const auto& item : values.items) {
     const bool wanted = std::ranges::any_of(indexes, [&](std::size_t i) {
-      return (!increment && ops[i].key == item.key) || (sliding(i) && ops[i].previous_key == item.key);
+      return (!increment && ops[i].key == item.key) ||
+             (sliding(i) && limiter::previous_key_of(ops[i]) == item.key);
     });
     if (!wanted) continue;
     std::uint64_t v = 0;
@@ -193,7 +194,7 @@ bool batch::read_values(std::string_view address, const index_list& indexes, con
     }
     for (auto i : indexes) {
       if (!increment && ops[i].key == item.key) results[i].value = v;
-      if (sliding(i) && ops[i].previous_key == item.key) results[i].previous = v;
+      if (sliding(i) && limiter::previous_key_of(ops[i]) == item.key) results[i].previous = v;
     }
   }
   return true;
@@ -211,9 +212,9 @@ void memcache_backend::increment(std::span<const limiter::counter_op> ops,
     done.complete(&e);
   };
   if (mode != limiter::batch_mode::independent && !ops.empty()) return refuse("count_only_admitted");
-  if (std::ranges::any_of(ops, [](const auto& op) { return op.kind == limiter::op_kind::gcra; }))
+  if (std::ranges::any_of(ops, [](const auto& op) { return op.kind() == limiter::op_kind::gcra; }))
     return refuse("algorithm gcra");
-  if (std::ranges::any_of(ops, [](const auto& op) { return op.kind == limiter::op_kind::concurrency; }))
+  if (std::ranges::any_of(ops, [](const auto& op) { return op.kind() == limiter::op_kind::concurrency; }))
     return refuse("algorithm concurrency");
   run(true, ops, results, done);
 }
@@ -228,8 +229,8 @@ void memcache_backend::run(bool increment, std::span<const limiter::counter_op> 
   if (ops.empty()) return done.complete(nullptr);
   // A key memcached would refuse fails the decision before anything is sent, naming the key.
   for (const auto& op : ops) {
-    for (auto key : {op.key, op.previous_key}) {
-      if (key.data() == op.previous_key.data() && op.kind != limiter::op_kind::sliding) continue;
+    for (auto key : {op.key, limiter::previous_key_of(op)}) {
+      if (key.data() != op.key.data() && op.kind() != limiter::op_kind::sliding) continue;
       if (auto problem = mc::key_problem(key)) {
         limiter::backend_error e{
             core::cat("cannot count key '", shown_key(key), "' in memcached: ", *problem)};
@@ -247,7 +248,7 @@ void memcache_backend::run(bool increment, std::span<const limiter::counter_op> 
     // A sliding window's two keys must live on one server, whose get-multi reads both: they are placed by
     // their common part, the hash tag (up to '}'). Other keys keep gomemcache's placement by the whole key.
     std::string_view placed_by = ops[i].key;
-    if (ops[i].kind == limiter::op_kind::sliding) placed_by = placed_by.substr(0, placed_by.rfind('}') + 1);
+    if (ops[i].kind() == limiter::op_kind::sliding) placed_by = placed_by.substr(0, placed_by.rfind('}') + 1);
     const auto node = client_.pick(placed_by);
     auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == node; });
     if (it == groups.end()) it = groups.insert(groups.end(), {node, {}});

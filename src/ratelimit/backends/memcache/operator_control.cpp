@@ -10,6 +10,7 @@
 #include "memcache/error.hpp"
 #include "ratelimit/backends/memcache/memcache_backend.hpp"
 #include "ratelimit/limiter/pending_operations.hpp"
+#include "ratelimit/limiter/sliding_window.hpp"
 
 namespace sluice::ratelimit::backends::memcache {
 
@@ -57,22 +58,23 @@ struct control_call {
 };
 
 std::string_view placement(const limiter::counter_op& op) {
-  if (op.kind != limiter::op_kind::sliding) return op.key;
+  if (op.kind() != limiter::op_kind::sliding) return op.key;
   return op.key.substr(0, op.key.rfind('}') + 1);  // as memcache_backend places a sliding window's keys
 }
 
 std::shared_ptr<mc::pending_request> get_request(const limiter::counter_op& op) {
   auto request = std::make_shared<mc::pending_request>();
   mc::add_get_key(request->get_keys, op.key);
-  if (op.kind == limiter::op_kind::sliding) mc::add_get_key(request->get_keys, op.previous_key);
+  if (op.kind() == limiter::op_kind::sliding)
+    mc::add_get_key(request->get_keys, limiter::previous_key_of(op));
   return request;
 }
 
 core::problem refuse(std::span<const limiter::counter_op> ops) {
   for (const auto& op : ops) {
-    if (op.kind == limiter::op_kind::gcra || op.kind == limiter::op_kind::concurrency)
+    if (op.kind() == limiter::op_kind::gcra || op.kind() == limiter::op_kind::concurrency)
       return "memcached holds no GCRA or concurrency keys (BACKEND_TYPE=memcache refuses those algorithms)";
-    for (auto key : {op.key, op.previous_key}) {
+    for (auto key : {op.key, limiter::previous_key_of(op)}) {
       if (key.empty()) continue;
       if (auto problem = mc::key_problem(key))
         return core::cat("memcached cannot hold key '", key, "': ", *problem);
@@ -102,7 +104,8 @@ void memcache_backend::inspect(std::span<const limiter::counter_op> ops,
           return call->pending.fail(
               core::cat("memcached holds a value that is not a counter under key '", item.key, "'"));
         if (item.key == op.key) out.value = out.before = v;
-        if (op.kind == limiter::op_kind::sliding && item.key == op.previous_key) out.previous = v;
+        if (op.kind() == limiter::op_kind::sliding && item.key == limiter::previous_key_of(op))
+          out.previous = v;
       }
     });
   }
@@ -127,8 +130,8 @@ void memcache_backend::overwrite(std::span<const limiter::counter_op> ops, limit
                      mc::exptime_for(op.ttl_seconds, now));
       request->expected.push_back(mc::reply_kind::store);
     }
-    if (op.kind == limiter::op_kind::sliding) {
-      mc::encode_delete(request->payload, op.previous_key);
+    if (op.kind() == limiter::op_kind::sliding) {
+      mc::encode_delete(request->payload, limiter::previous_key_of(op));
       request->expected.push_back(mc::reply_kind::erase);
     }
     call->send(placement(op), std::move(request), {});

@@ -7,6 +7,7 @@
 
 #include "core/strings.hpp"
 #include "ratelimit/limiter/algorithms.hpp"
+#include "ratelimit/limiter/leases.hpp"
 
 namespace sluice::ratelimit::backends::memory {
 
@@ -33,21 +34,20 @@ memory_backend::memory_backend(const core::clock& clock, std::size_t max_counter
       lease_shards_(std::make_unique<lease_shard[]>(lease_shard_count)) {}
 
 std::int64_t detail::lease_entry_expiry(const lease_entry& e, const limiter::counter_op& op) {
-  if (op.per_holder) return e.holders.empty() ? 0 : limiter::latest_end(e.holders) / 1'000'000 + 1;
-  const limiter::lease_timing timing{op.window_us, op.tolerance_us};
-  return e.slices.empty() ? 0 : (e.slices.back().first + timing.slices + 1) * timing.slice_us / 1'000'000 + 1;
+  if (op.per_holder()) return e.holders.empty() ? 0 : limiter::latest_end(e.holders) / 1'000'000 + 1;
+  const auto& timing = std::get<limiter::lease_op>(op.algorithm).timing;
+  return e.slices.empty() ? 0 : limiter::slice_lease_end_us(e.slices.back().first, timing) / 1'000'000 + 1;
 }
 
 namespace {
 
 limiter::lease_outcome apply_to(detail::lease_entry& e, const limiter::counter_op& op) {
-  if (op.per_holder) {
-    return limiter::apply_holder_op(e.holders, op.window_us, op.now_us,
-                                    op.holder.value_or(std::string_view()), op.increment, op.refund,
-                                    op.limit);
+  if (const auto* h = op.as<limiter::holder_op>()) {
+    return limiter::apply_holder_op(e.holders, h->lease_us, op.now_us, h->holder.value_or(std::string_view()),
+                                    op.increment, op.refund, h->limit);
   }
-  return limiter::apply_lease_op(e.slices, {op.window_us, op.tolerance_us}, op.now_us, op.increment,
-                                 op.refund, op.limit);
+  const auto& leases = std::get<limiter::lease_op>(op.algorithm);
+  return limiter::apply_lease_op(e.slices, leases.timing, op.now_us, op.increment, op.refund, leases.limit);
 }
 
 }  // namespace
@@ -123,7 +123,7 @@ bool memory_backend::store_locked(shard& s, const limiter::counter_op& op, std::
     if (!live) return true;
     if (undo != nullptr) undo->push_back({&s, op.key, false, it->second});
     it->second.value = value;
-    if (op.kind == limiter::op_kind::gcra) it->second.expires_at = gcra_expiry;
+    if (op.kind() == limiter::op_kind::gcra) it->second.expires_at = gcra_expiry;
     return true;
   }
   if (it == s.counters.end()) {
@@ -136,7 +136,7 @@ bool memory_backend::store_locked(shard& s, const limiter::counter_op& op, std::
     undo->push_back({&s, op.key, false, it->second});
   }
   it->second.value = value;
-  it->second.expires_at = op.kind == limiter::op_kind::gcra ? gcra_expiry : now + op.ttl_seconds;
+  it->second.expires_at = op.kind() == limiter::op_kind::gcra ? gcra_expiry : now + op.ttl_seconds;
   return true;
 }
 
@@ -159,7 +159,7 @@ void memory_backend::increment_each(std::span<const limiter::counter_op> ops,
   bool retried = false;
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const auto& op = ops[i];
-    if (op.kind == limiter::op_kind::concurrency) {
+    if (op.kind() == limiter::op_kind::concurrency) {
       if (apply_lease(op, results[i])) continue;
       if (retried || !reclaim_everywhere(now)) return fail_full(done);
       retried = true;
@@ -168,10 +168,10 @@ void memory_backend::increment_each(std::span<const limiter::counter_op> ops,
     }
     // The previous window no longer changes: it is read on its own, before the current one is locked.
     std::uint64_t previous = 0;
-    if (op.kind == limiter::op_kind::sliding) {
-      auto& p = shard_for(op.previous_key);
+    if (const auto* sliding = op.as<limiter::sliding_window_op>()) {
+      auto& p = shard_for(sliding->previous_key);
       std::lock_guard lock(p.mutex);
-      previous = read_locked(p, op.previous_key, now);
+      previous = read_locked(p, sliding->previous_key, now);
     }
     auto& s = shard_for(op.key);
     std::unique_lock lock(s.mutex);
@@ -201,7 +201,8 @@ void memory_backend::increment_together(std::span<const limiter::counter_op> ops
   auto index_of = [](std::string_view key) { return detail::key_hash{}(key) % shard_count; };
   for (const auto& op : ops) {
     indexes.push_back(index_of(op.key));
-    if (op.kind == limiter::op_kind::sliding) indexes.push_back(index_of(op.previous_key));
+    if (const auto* sliding = op.as<limiter::sliding_window_op>())
+      indexes.push_back(index_of(sliding->previous_key));
   }
   std::ranges::sort(indexes);
   indexes.erase(std::unique(indexes.begin(), indexes.end()), indexes.end());
@@ -226,9 +227,9 @@ bool memory_backend::apply_together(std::span<const limiter::counter_op> ops,
   bool full = false;
   for (std::size_t i = 0; i < ops.size() && !full; ++i) {
     const auto& op = ops[i];
-    const std::uint64_t previous = op.kind == limiter::op_kind::sliding
-                                       ? read_locked(shard_for(op.previous_key), op.previous_key, now)
-                                       : 0;
+    const auto* sliding = op.as<limiter::sliding_window_op>();
+    const std::uint64_t previous =
+        sliding != nullptr ? read_locked(shard_for(sliding->previous_key), sliding->previous_key, now) : 0;
     auto& s = shard_for(op.key);
     const bool admitted = limiter::evaluate(op, read_locked(s, op.key, now), previous, results[i]);
     verdict.add(op, admitted);
@@ -258,7 +259,7 @@ void memory_backend::get(std::span<const limiter::counter_op> ops, std::span<lim
                          limiter::completion& done) {
   const std::int64_t now = clock_.now_seconds();
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    if (ops[i].kind == limiter::op_kind::concurrency) continue;  // read ahead for fixed windows only
+    if (ops[i].kind() == limiter::op_kind::concurrency) continue;  // read ahead for fixed windows only
     auto& s = shard_for(ops[i].key);
     std::lock_guard lock(s.mutex);
     results[i].value = read_locked(s, ops[i].key, now);

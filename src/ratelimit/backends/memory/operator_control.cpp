@@ -14,19 +14,20 @@ void memory_backend::inspect(std::span<const limiter::counter_op> ops, std::span
     const auto& op = ops[i];
     auto& out = results[i];
     out = {};
-    if (op.kind == limiter::op_kind::concurrency) {
+    if (op.kind() == limiter::op_kind::concurrency) {
       auto& s = lease_shard_for(op.key);
       std::lock_guard lock(s.mutex);
       auto it = s.leases.find(op.key);
       limiter::lease_outcome r;
-      if (op.per_holder) {
-        const std::string_view* holder = op.holder ? &*op.holder : nullptr;
+      if (const auto* h = op.as<limiter::holder_op>()) {
+        const std::string_view* holder = h->holder ? &*h->holder : nullptr;
         r = limiter::inspect_holders(it != s.leases.end() ? it->second.holders : limiter::lease_holders{},
                                      op.now_us, holder);
       } else {
+        const auto& leases = std::get<limiter::lease_op>(op.algorithm);
         limiter::lease_slices copy;
         if (it != s.leases.end()) copy = it->second.slices;
-        r = limiter::apply_lease_op(copy, {op.window_us, op.tolerance_us}, op.now_us, 0, false, op.limit);
+        r = limiter::apply_lease_op(copy, leases.timing, op.now_us, 0, false, leases.limit);
       }
       out.value = out.before = r.before;
       out.oldest_end_us = r.oldest_end_us;
@@ -34,15 +35,15 @@ void memory_backend::inspect(std::span<const limiter::counter_op> ops, std::span
       out.holder_slots = r.holder_slots;
       continue;
     }
-    if (op.kind == limiter::op_kind::sliding) {
-      auto& p = shard_for(op.previous_key);
+    if (const auto* sliding = op.as<limiter::sliding_window_op>()) {
+      auto& p = shard_for(sliding->previous_key);
       std::lock_guard lock(p.mutex);
-      out.previous = read_locked(p, op.previous_key, now);
+      out.previous = read_locked(p, sliding->previous_key, now);
     }
     auto& s = shard_for(op.key);
     std::lock_guard lock(s.mutex);
     out.before = read_locked(s, op.key, now);
-    out.value = op.kind == limiter::op_kind::gcra
+    out.value = op.kind() == limiter::op_kind::gcra
                     ? std::max(out.before, static_cast<std::uint64_t>(std::max<std::int64_t>(0, op.now_us)))
                     : out.before;
   }
@@ -74,7 +75,9 @@ void memory_backend::overwrite_leases(const limiter::counter_op& op, std::uint64
   auto& s = lease_shard_for(op.key);
   std::lock_guard lock(s.mutex);
   auto it = s.leases.find(op.key);
-  if (op.per_holder && op.holder) {
+  const auto* per_holder = op.as<limiter::holder_op>();
+  if (per_holder != nullptr && per_holder->holder) {
+    const std::string_view holder = *per_holder->holder;
     // One holder's lease: freed, or holding `held` slots for a lease from now.
     if (it == s.leases.end()) {
       if (held == 0) return;
@@ -84,9 +87,9 @@ void memory_backend::overwrite_leases(const limiter::counter_op& op, std::uint64
     auto& holders = it->second.holders;
     limiter::drop_ended(holders, op.now_us);
     holders.erase(std::remove_if(holders.begin(), holders.end(),
-                                 [&](const limiter::holder_lease& h) { return h.holder == *op.holder; }),
+                                 [&](const limiter::holder_lease& h) { return h.holder == holder; }),
                   holders.end());
-    if (held > 0) holders.push_back({std::string(*op.holder), held, op.now_us + op.window_us});
+    if (held > 0) holders.push_back({std::string(holder), held, op.now_us + per_holder->lease_us});
     if (holders.empty()) {
       s.leases.erase(it);
       live_.fetch_sub(1, std::memory_order_relaxed);
@@ -99,8 +102,8 @@ void memory_backend::overwrite_leases(const limiter::counter_op& op, std::uint64
     s.leases.erase(it);
     live_.fetch_sub(1, std::memory_order_relaxed);
   }
-  if (held == 0 || op.per_holder) return;  // (the whole set of holders is only ever freed)
-  const limiter::lease_timing timing{op.window_us, op.tolerance_us};
+  if (held == 0 || per_holder != nullptr) return;  // (the whole set of holders is only ever freed)
+  const auto& timing = std::get<limiter::lease_op>(op.algorithm).timing;
   detail::lease_entry entry{{{op.now_us / timing.slice_us, held}}, {}, 0};  // one acquisition now
   entry.expires_at = detail::lease_entry_expiry(entry, op);
   s.leases.emplace(detail::compact_key(op.key), std::move(entry));
@@ -110,7 +113,7 @@ void memory_backend::overwrite_leases(const limiter::counter_op& op, std::uint64
 void memory_backend::overwrite(std::span<const limiter::counter_op> ops, limiter::completion& done) {
   const std::int64_t now = clock_.now_seconds();
   for (const auto& op : ops) {
-    switch (op.kind) {
+    switch (op.kind()) {
       case limiter::op_kind::concurrency:
         overwrite_leases(op, op.increment);
         break;
@@ -119,7 +122,7 @@ void memory_backend::overwrite(std::span<const limiter::counter_op> ops, limiter
         overwrite_counter(op.key, op.increment, static_cast<std::int64_t>(op.increment / 1'000'000) + 1, now);
         break;
       case limiter::op_kind::sliding:
-        overwrite_counter(op.previous_key, 0, 0, now);
+        overwrite_counter(std::get<limiter::sliding_window_op>(op.algorithm).previous_key, 0, 0, now);
         [[fallthrough]];
       case limiter::op_kind::count:
         overwrite_counter(op.key, op.increment, now + op.ttl_seconds, now);

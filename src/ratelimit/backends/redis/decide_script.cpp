@@ -1,6 +1,7 @@
 #include "ratelimit/backends/redis/decide_script.hpp"
 
 #include <algorithm>
+#include <variant>
 #include <vector>
 
 #include "core/strings.hpp"
@@ -13,7 +14,30 @@ namespace {
 
 // Ops with a second key: a sliding window's previous window, a concurrency limit's holders' slots.
 bool two_keys(const limiter::counter_op& op) {
-  return op.kind == limiter::op_kind::sliding || op.per_holder;
+  return op.kind() == limiter::op_kind::sliding || op.per_holder();
+}
+
+// What the script is told of an op's algorithm (its spec, decide_script_lua.cpp): the limit and two numbers,
+// by algorithm: sliding: the window's length and start (0: epoch-aligned); gcra: the emission interval and
+// the tolerance (no limit); concurrency: the slice and the slices a lease spans, or per holder the lease.
+struct spec_numbers {
+  std::uint64_t limit = 0;
+  std::int64_t first = 0, second = 0;
+};
+
+spec_numbers numbers_of(const limiter::counter_op& op) {
+  struct visitor {
+    spec_numbers operator()(const limiter::fixed_window_op& a) const { return {a.limit}; }
+    spec_numbers operator()(const limiter::sliding_window_op& a) const {
+      return {a.limit, a.window_us, a.window_start_us};
+    }
+    spec_numbers operator()(const limiter::gcra_op& a) const { return {0, a.emission_us, a.tolerance_us}; }
+    spec_numbers operator()(const limiter::lease_op& a) const {
+      return {a.limit, a.timing.slice_us, a.timing.slices};
+    }
+    spec_numbers operator()(const limiter::holder_op& a) const { return {a.limit, a.lease_us}; }
+  };
+  return std::visit(visitor{}, op.algorithm);
 }
 
 }  // namespace
@@ -25,14 +49,14 @@ std::string holder_slots_key(std::string_view key) {
 void push_decide(rd::request& out, std::span<const script_group> groups, bool whole) {
   std::size_t ops = 0;
   for (const auto& g : groups) ops += g.indexes.size();
-  // The ops of one call mostly share a few rules: each distinct (kind, usage, limit, window, tolerance) is
+  // The ops of one call mostly share a few rules: each distinct (kind, usage, limit and numbers) is
   // sent once and named by its index, so an op costs the script two or three arguments.
   struct spec {
     limiter::op_kind kind;
     bool per_holder;
     bool usage;
     std::uint64_t limit;
-    std::int64_t window_us, tolerance_us;
+    std::int64_t first, second;  // numbers_of
     bool operator==(const spec&) const = default;
   };
   std::vector<spec> specs;
@@ -44,11 +68,8 @@ void push_decide(rd::request& out, std::span<const script_group> groups, bool wh
     first_op.push_back(spec_of.size());
     for (auto i : g.indexes) {
       const auto& op = g.ops[i];
-      // A sliding window's start (calendar windows) takes the tolerance's place, which it has not.
-      const bool sliding = op.kind == limiter::op_kind::sliding;
-      const spec s{op.kind,      op.per_holder,
-                   op.usage,     op.kind == limiter::op_kind::gcra ? 0 : op.limit,
-                   op.window_us, sliding ? op.window_start_us : op.tolerance_us};
+      const auto numbers = numbers_of(op);
+      const spec s{op.kind(), op.per_holder(), op.usage, numbers.limit, numbers.first, numbers.second};
       auto it = std::find(specs.begin(), specs.end(), s);
       if (it == specs.end()) it = specs.insert(specs.end(), s);
       spec_of.push_back(static_cast<std::size_t>(it - specs.begin()) + 1);
@@ -59,7 +80,7 @@ void push_decide(rd::request& out, std::span<const script_group> groups, bool wh
   auto gcra_only = [&](const script_group& g) {
     for (std::size_t x = 0; x < g.indexes.size(); ++x) {
       const auto& op = g.ops[g.indexes[x]];
-      if (op.kind != limiter::op_kind::gcra || op.refund || op.usage) return false;
+      if (op.kind() != limiter::op_kind::gcra || op.refund || op.usage) return false;
       for (std::size_t y = 0; y < x; ++y)
         if (g.ops[g.indexes[y]].key == op.key) return false;
     }
@@ -103,8 +124,8 @@ void push_decide(rd::request& out, std::span<const script_group> groups, bool wh
     for (auto i : groups[g].indexes) {
       const auto& op = groups[g].ops[i];
       args.push_back(op.key);
-      if (op.kind == limiter::op_kind::sliding) args.push_back(op.previous_key);
-      if (op.per_holder) args.push_back(slots_keys.emplace_back(holder_slots_key(op.key)));
+      if (const auto* sliding = op.as<limiter::sliding_window_op>()) args.push_back(sliding->previous_key);
+      if (op.per_holder()) args.push_back(slots_keys.emplace_back(holder_slots_key(op.key)));
     }
   }
   args.push_back(number(static_cast<std::int64_t>(specs.size())));
@@ -113,8 +134,8 @@ void push_decide(rd::request& out, std::span<const script_group> groups, bool wh
     static constexpr std::string_view letters[2][4] = {{"c", "s", "g", "k"}, {"C", "S", "G", "K"}};
     args.push_back(s.per_holder ? "h" : letters[s.usage ? 1 : 0][static_cast<std::size_t>(s.kind)]);
     args.push_back(number(static_cast<std::int64_t>(s.limit)));
-    args.push_back(number(s.window_us));
-    args.push_back(number(s.tolerance_us));
+    args.push_back(number(s.first));
+    args.push_back(number(s.second));
   }
   for (std::size_t gi = 0; gi < groups.size(); gi += run[gi]) {
     const auto& g = groups[gi];
@@ -146,9 +167,9 @@ void push_decide(rd::request& out, std::span<const script_group> groups, bool wh
       // Hits given back are sent negative.
       const auto hits = static_cast<std::int64_t>(op.increment);
       args.push_back(op.refund && hits == 0 ? "-0" : number(op.refund ? -hits : hits));
-      if (op.kind != limiter::op_kind::gcra && op.kind != limiter::op_kind::concurrency)
+      if (op.kind() != limiter::op_kind::gcra && op.kind() != limiter::op_kind::concurrency)
         args.push_back(number(op.ttl_seconds));
-      if (op.per_holder) args.push_back(op.holder.value_or(std::string_view()));
+      if (const auto* h = op.as<limiter::holder_op>()) args.push_back(h->holder.value_or(std::string_view()));
     }
   }
   out.push(std::span<const std::string_view>(args.data(), args.size()));
@@ -169,13 +190,13 @@ std::optional<bool> read_decide_reply(const rd::value& reply, std::size_t& at,
   if (!next(applied)) return std::nullopt;
   for (auto index : indexes) {
     auto& r = results[index];
-    const auto kind = ops[index].kind;
+    const auto kind = ops[index].kind();
     if (!next(r.value)) return std::nullopt;
     if (kind == limiter::op_kind::concurrency) {
       std::uint64_t oldest = 0;
       if (!next(r.before) || !next(r.expired) || !next(oldest)) return std::nullopt;
       r.oldest_end_us = static_cast<std::int64_t>(oldest);
-      if (ops[index].per_holder && (!next(r.holders) || !next(r.holder_slots))) return std::nullopt;
+      if (ops[index].per_holder() && (!next(r.holders) || !next(r.holder_slots))) return std::nullopt;
       continue;
     }
     if (kind == limiter::op_kind::sliding && !next(r.previous)) return std::nullopt;
@@ -189,9 +210,9 @@ std::size_t decide_reply_size(std::span<const limiter::counter_op> ops,
                               std::span<const std::size_t> indexes) {
   std::size_t n = 1;
   for (auto i : indexes) {
-    const auto kind = ops[i].kind;
+    const auto kind = ops[i].kind();
     n += kind == limiter::op_kind::gcra          ? 1
-         : ops[i].per_holder                     ? 6
+         : ops[i].per_holder()                   ? 6
          : kind == limiter::op_kind::concurrency ? 4
          : kind == limiter::op_kind::sliding     ? 3
                                                  : 2;

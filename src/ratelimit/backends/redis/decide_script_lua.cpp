@@ -59,6 +59,10 @@ local function change(key, value, kind, ttl, refund, now, p)
   dirty_kind[key], dirty_now[key], plain[key] = kind, now, p or false
   if not refund then dirty_ttl[key] = ttl end
 end
+-- When the leases of a slice's acquisitions end (limiter/leases.hpp, slice_lease_end_us).
+local function leases_end(slice, slices, slice_us)
+  return (slice + slices + 1) * slice_us
+end
 -- A concurrency limit's leases (limiter/leases.hpp): a HASH of slice number -> acquisitions. Slices past the
 -- lease are dropped; a release takes from the oldest; an acquisition that would pass the limit takes nothing.
 -- -> slots held after (were it applied), before, expired, when the oldest lease held ends (µs; 0: none).
@@ -110,8 +114,8 @@ local function lease_op(key, now, hits, refund, spec)
     return value, before, expired, 0
   end
   -- Gone a second after its newest slice's lease ends.
-  redis.call('PEXPIRE', key, ceil(((held[#held] + slices + 1) * slice_us - now) / 1000) + 1000)
-  return value, before, expired, (held[1] + slices + 1) * slice_us
+  redis.call('PEXPIRE', key, ceil((leases_end(held[#held], slices, slice_us) - now) / 1000) + 1000)
+  return value, before, expired, leases_end(held[1], slices, slice_us)
 end
 -- A concurrency limit's leases per holder (holder_key; limiter/leases.hpp, apply_holder_op): a ZSET of
 -- holder -> lease end (µs) and, under the same hash tag, a HASH of 'h'..holder -> slots and 'n' -> their

@@ -12,21 +12,22 @@ constexpr std::int64_t field_max = (std::int64_t{1} << 52) - 1;  // M
 }  // namespace
 
 std::int64_t gcra_ttl_ms(const limiter::counter_op& op) {
-  return (op.tolerance_us + 999) / 1000 + 1 + gcra_expiry_slack_ms;
+  return (std::get<limiter::gcra_op>(op.algorithm).tolerance_us + 999) / 1000 + 1 + gcra_expiry_slack_ms;
 }
 
 void push_gcra(sluice::redis::request& out, const limiter::counter_op& op) {
   // Δ and τ stay below 2^52 (gcra_advance's cap; bursts are refused at load beyond 3650 days), so the offset
   // Δ + M − τ fits in INCRBY's signed 64 bits. The last INCRBY cannot overflow: it needs no OVERFLOW of its
   // own.
-  const std::int64_t delta = limiter::gcra_advance(0, op.increment, op.window_us);
+  const auto& gcra = std::get<limiter::gcra_op>(op.algorithm);
+  const std::int64_t delta = limiter::gcra_advance(0, op.increment, gcra.emission_us);
   const core::decimal minus_now(-op.now_us), now(op.now_us);
   if (op.refund) {
     const core::decimal minus_delta(-delta);
     out.push({"BITFIELD", op.key, "OVERFLOW", "SAT", "INCRBY", "u52", "12", minus_now.text(), "INCRBY", "u52",
               "12", minus_delta.text(), "INCRBY", "u52", "12", now.text()});
   } else {
-    const core::decimal offset(delta + field_max - op.tolerance_us), back(-(field_max - op.tolerance_us));
+    const core::decimal offset(delta + field_max - gcra.tolerance_us), back(-(field_max - gcra.tolerance_us));
     out.push({"BITFIELD", op.key,      "OVERFLOW", "SAT", "INCRBY", "u52",         "12",     minus_now.text(),
               "OVERFLOW", "FAIL",      "INCRBY",   "u52", "12",     offset.text(), "INCRBY", "u52",
               "12",       back.text(), "INCRBY",   "u52", "12",     now.text()});

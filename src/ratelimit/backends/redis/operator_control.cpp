@@ -138,22 +138,24 @@ void redis_backend::inspect(std::span<const limiter::counter_op> ops, std::span<
     out = {};
     auto& store = store_for(op);
     rd::request encoded;
-    if (op.per_holder) {
+    if (const auto* per_holder = op.as<limiter::holder_op>()) {
       encoded.push({"ZRANGE", op.key, "0", "-1", "WITHSCORES"});
       encoded.push({"HGETALL", holder_slots_key(op.key)});
-      call->send(store, op.key, encoded, [call, &op, &out](const std::vector<rd::value>& replies) {
-        const auto held = read_holders(replies[0], replies[1]);
-        if (!held) return call->pending.fail("Redis holds a lease ZSET or HASH that is not Sluice's", true);
-        const std::string_view* holder = op.holder ? &*op.holder : nullptr;
-        const auto r = limiter::inspect_holders(*held, op.now_us, holder);
-        out.value = out.before = r.before;
-        out.oldest_end_us = r.oldest_end_us;
-        out.holders = r.holders;
-        out.holder_slots = r.holder_slots;
-      });
+      call->send(store, op.key, encoded,
+                 [call, &op, per_holder, &out](const std::vector<rd::value>& replies) {
+                   const auto held = read_holders(replies[0], replies[1]);
+                   if (!held)
+                     return call->pending.fail("Redis holds a lease ZSET or HASH that is not Sluice's", true);
+                   const std::string_view* holder = per_holder->holder ? &*per_holder->holder : nullptr;
+                   const auto r = limiter::inspect_holders(*held, op.now_us, holder);
+                   out.value = out.before = r.before;
+                   out.oldest_end_us = r.oldest_end_us;
+                   out.holders = r.holders;
+                   out.holder_slots = r.holder_slots;
+                 });
       continue;
     }
-    switch (op.kind) {
+    switch (op.kind()) {
       case limiter::op_kind::concurrency:
         encoded.push({"HGETALL", op.key});
         call->send(store, op.key, encoded, [call, &op, &out](const std::vector<rd::value>& replies) {
@@ -167,8 +169,8 @@ void redis_backend::inspect(std::span<const limiter::counter_op> ops, std::span<
             slices.emplace_back(static_cast<std::int64_t>(slice), count);
           }
           std::ranges::sort(slices);
-          const auto r =
-              limiter::apply_lease_op(slices, {op.window_us, op.tolerance_us}, op.now_us, 0, false, op.limit);
+          const auto& leases = std::get<limiter::lease_op>(op.algorithm);
+          const auto r = limiter::apply_lease_op(slices, leases.timing, op.now_us, 0, false, leases.limit);
           out.value = out.before = r.before;
           out.oldest_end_us = r.oldest_end_us;
         });
@@ -181,9 +183,10 @@ void redis_backend::inspect(std::span<const limiter::counter_op> ops, std::span<
         });
         break;
       case limiter::op_kind::sliding: {
+        const auto previous_key = std::get<limiter::sliding_window_op>(op.algorithm).previous_key;
         rd::request previous;
-        previous.push({"GET", op.previous_key});
-        call->send(store, op.previous_key, previous, [call, &out](const std::vector<rd::value>& replies) {
+        previous.push({"GET", previous_key});
+        call->send(store, previous_key, previous, [call, &out](const std::vector<rd::value>& replies) {
           read_counter(*call, replies[0], out.previous);
         });
         [[fallthrough]];
@@ -206,24 +209,26 @@ void redis_backend::overwrite(std::span<const limiter::counter_op> ops, limiter:
     auto& store = store_for(op);
     rd::request encoded;
     const core::decimal value(op.increment);
-    if (op.per_holder) {
+    if (const auto* per_holder = op.as<limiter::holder_op>()) {
       const std::string slots_key = holder_slots_key(op.key);
-      if (!op.holder) {
+      if (!per_holder->holder) {
         encoded.push({"DEL", op.key, slots_key});  // (the whole set is only ever freed)
       } else {
-        encoded.push({"EVAL", set_holder_script, "2", op.key, slots_key, *op.holder, value.text(),
-                      core::decimal(op.now_us + op.window_us).text(), core::decimal(op.now_us).text()});
+        encoded.push({"EVAL", set_holder_script, "2", op.key, slots_key, *per_holder->holder, value.text(),
+                      core::decimal(op.now_us + per_holder->lease_us).text(),
+                      core::decimal(op.now_us).text()});
       }
       call->send(store, op.key, encoded, {});
       continue;
     }
-    switch (op.kind) {
+    switch (op.kind()) {
       case limiter::op_kind::concurrency: {
         encoded.push({"DEL", op.key});
         if (op.increment == 0) break;
-        const limiter::lease_timing timing{op.window_us, op.tolerance_us};
+        const auto& timing = std::get<limiter::lease_op>(op.algorithm).timing;
         const std::int64_t slice = op.now_us / timing.slice_us;
-        const std::int64_t ttl_ms = ((slice + timing.slices + 1) * timing.slice_us - op.now_us) / 1000 + 1000;
+        // (as the decide script: gone a second after the slice's lease ends)
+        const std::int64_t ttl_ms = (limiter::slice_lease_end_us(slice, timing) - op.now_us) / 1000 + 1000;
         encoded.push({"HSET", op.key, core::decimal(slice).text(), value.text()});
         encoded.push({"PEXPIRE", op.key, core::decimal(ttl_ms).text()});
         break;
@@ -237,9 +242,10 @@ void redis_backend::overwrite(std::span<const limiter::counter_op> ops, limiter:
         }
         break;
       case limiter::op_kind::sliding: {
+        const auto previous_key = std::get<limiter::sliding_window_op>(op.algorithm).previous_key;
         rd::request previous;
-        previous.push({"DEL", op.previous_key});
-        call->send(store, op.previous_key, previous, {});
+        previous.push({"DEL", previous_key});
+        call->send(store, previous_key, previous, {});
         [[fallthrough]];
       }
       case limiter::op_kind::count:

@@ -14,17 +14,19 @@ struct window_times {
   bool previous_final;
 };
 
-window_times times_of(const limiter::counter_op& op) {
-  const std::int64_t start = limiter::sliding_start(op);
-  const std::int64_t grace = std::min<std::int64_t>(1'000'000, op.window_us / 10);
-  return {start, op.now_us >= start + grace};
+window_times times_of(const limiter::sliding_window_op& sliding, std::int64_t now_us) {
+  const std::int64_t start = limiter::sliding_start(sliding, now_us);
+  const std::int64_t grace = std::min<std::int64_t>(1'000'000, sliding.window_us / 10);
+  return {start, now_us >= start + grace};
 }
 
 }  // namespace
 
 std::optional<std::uint64_t> previous_counts::find(const limiter::counter_op& op) {
-  if (op.window_us <= 0 || !times_of(op).previous_final) return std::nullopt;
-  const std::uint64_t hash = counts_.hash(op.previous_key);
+  const auto* sliding = op.as<limiter::sliding_window_op>();
+  if (sliding == nullptr || sliding->window_us <= 0 || !times_of(*sliding, op.now_us).previous_final)
+    return std::nullopt;
+  const std::uint64_t hash = counts_.hash(sliding->previous_key);
   std::lock_guard lock(mutex_);
   // The entry's window is the op's previous one while it lasts (a later window has another key).
   const std::uint64_t* count = counts_.find(hash, op.now_us);
@@ -32,12 +34,13 @@ std::optional<std::uint64_t> previous_counts::find(const limiter::counter_op& op
 }
 
 void previous_counts::remember(const limiter::counter_op& op, std::uint64_t count) {
-  if (op.window_us <= 0) return;
-  const auto times = times_of(op);
+  const auto* sliding = op.as<limiter::sliding_window_op>();
+  if (sliding == nullptr || sliding->window_us <= 0) return;
+  const auto times = times_of(*sliding, op.now_us);
   if (!times.previous_final) return;
-  const std::uint64_t hash = counts_.hash(op.previous_key);
+  const std::uint64_t hash = counts_.hash(sliding->previous_key);
   std::lock_guard lock(mutex_);
-  counts_.put(hash, count, times.start_us + op.window_us, op.now_us);
+  counts_.put(hash, count, times.start_us + sliding->window_us, op.now_us);
 }
 
 std::size_t previous_counts::size() {

@@ -60,7 +60,7 @@ struct batch final : limiter::completion {
   void compensate();
 
   bool mgets_previous(std::size_t i) const {
-    return ops[i].kind == limiter::op_kind::sliding && !previous_known[i];
+    return ops[i].kind() == limiter::op_kind::sliding && !previous_known[i];
   }
   std::span<const limiter::counter_op> current_ops() const {
     return compensating ? std::span<const limiter::counter_op>(undo_ops) : ops;
@@ -110,12 +110,12 @@ void batch::send(std::size_t which) {
       encoded.push({"INCRBY", op.key, core::decimal(op.increment).text()});
       encoded.push({"EXPIRE", op.key, core::decimal(op.ttl_seconds).text()});
     }
-    if (get || op.kind != limiter::op_kind::sliding) continue;
+    if (get || op.kind() != limiter::op_kind::sliding) continue;
     if (auto count = p.store->previous.find(op)) {
       results[i].previous = *count;
       previous_known[i] = true;
     } else {
-      previous.push_back(op.previous_key);
+      previous.push_back(std::get<limiter::sliding_window_op>(op.algorithm).previous_key);
     }
   }
   if (previous.size() > 1) encoded.push(std::span<const std::string_view>(previous.data(), previous.size()));
@@ -176,14 +176,14 @@ void batch::on_pipeline(std::size_t which, boost::system::error_code ec,
       return pending.fail(core::cat("Redis error: ", replies[next - 1].text),
                           refuses_for_good(replies[next - 1].text));
     }
-    if (op.kind == limiter::op_kind::gcra) {  // read ahead: the arrival time, in BITFIELD's form
+    if (op.kind() == limiter::op_kind::gcra) {  // read ahead: the arrival time, in BITFIELD's form
       results[index].value = reply.type == rd::value::kind::bulk_string ? gcra_time(reply.text) : 0;
       continue;
     }
     auto v = counter_value(reply);
     if (!v) return pending.fail("Redis returned a value that is not a counter", true);
     results[index].value = *v;
-    if (get || op.kind != limiter::op_kind::sliding) continue;
+    if (get || op.kind() != limiter::op_kind::sliding) continue;
     if (mgets_previous(index)) {
       if (previous_next >= previous->elements.size()) return pending.fail("Redis returned too few values");
       auto before = counter_value(previous->elements[previous_next++]);
@@ -228,7 +228,7 @@ void batch::compensate() {
       if (op.usage || !limiter::applies(op, limiter::admits(op, results[i]))) continue;
       if (!op.refund) {
         op.refund = true;
-      } else if (op.kind != limiter::op_kind::gcra && results[i].before > results[i].value) {
+      } else if (op.kind() != limiter::op_kind::gcra && results[i].before > results[i].value) {
         // What a refund gave back is counted again, as a plain counter increment.
         op = {};
         op.key = ops[i].key;
@@ -287,7 +287,7 @@ void redis_backend::run(bool get, std::span<const limiter::counter_op> ops,
     if (const auto refused = limiter::refuse_concurrency_all_or_nothing(ops)) return done.complete(&*refused);
   }
   auto* state = new batch(done, ops, results, mode, get);
-  if (std::ranges::any_of(ops, [](const auto& op) { return op.kind == limiter::op_kind::sliding; }))
+  if (std::ranges::any_of(ops, [](const auto& op) { return op.kind() == limiter::op_kind::sliding; }))
     state->previous_known.resize(ops.size());
   // Group the ops: per store, plain commands apart from script groups (GCRA, and every op of an
   // all-or-nothing batch; the script_batcher sends GCRA on keys no other decision of the turn touches as
@@ -300,7 +300,7 @@ void redis_backend::run(bool get, std::span<const limiter::counter_op> ops,
   };
   boost::container::small_vector<group_key, 4> groups;
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    if (get && ops[i].kind == limiter::op_kind::concurrency)
+    if (get && ops[i].kind() == limiter::op_kind::concurrency)
       continue;  // read ahead for fixed windows only: a lease HASH holds no count
     store_pair* store = ops[i].per_second && per_second_ ? per_second_.get() : main_.get();
     const bool script =

@@ -43,7 +43,8 @@ void script_batcher::send(std::shared_ptr<call> c, bool whole) {
   for (const auto& e : c->entries) {
     for (auto i : whole ? std::span<const std::size_t>() : e.group.indexes) {
       ++uses[e.group.ops[i].key];
-      if (e.group.ops[i].kind == limiter::op_kind::sliding) ++uses[e.group.ops[i].previous_key];
+      if (const auto* sliding = e.group.ops[i].as<limiter::sliding_window_op>())
+        ++uses[sliding->previous_key];
     }
   }
   // On a cluster a BITFIELD goes alone: a request whose first key is being migrated is sent again whole to
@@ -53,7 +54,7 @@ void script_batcher::send(std::shared_ptr<call> c, bool whole) {
     return !whole && g.mode == limiter::batch_mode::independent && (!cluster || g.indexes.size() == 1) &&
            std::ranges::all_of(g.indexes, [&](std::size_t i) {
              // Usage may leave an arrival time past its tolerance, which only the script's TTL covers.
-             return g.ops[i].kind == limiter::op_kind::gcra && !g.ops[i].usage && uses[g.ops[i].key] == 1;
+             return g.ops[i].kind() == limiter::op_kind::gcra && !g.ops[i].usage && uses[g.ops[i].key] == 1;
            });
   };
   // The BITFIELDs go first, in entry order, then the script's one call, then the PEXPIREs due.
@@ -76,7 +77,8 @@ void script_batcher::send(std::shared_ptr<call> c, bool whole) {
       for (auto i : g.indexes) {
         push_gcra(encoded, g.ops[i]);
         const std::uint64_t key_hash = gcra_expiry::hash(g.ops[i].key);
-        if (expiry_.due(key_hash, g.ops[i].now_us, g.ops[i].tolerance_us)) {
+        if (expiry_.due(key_hash, g.ops[i].now_us,
+                        std::get<limiter::gcra_op>(g.ops[i].algorithm).tolerance_us)) {
           expire.push_back(&g.ops[i]);
           pexpire_keys.push_back(key_hash);
           ++expiring[k];
@@ -156,7 +158,8 @@ void script_batcher::send_gcra(std::shared_ptr<call> c, std::size_t k) {
   rd::request encoded;
   push_gcra(encoded, op);
   const std::uint64_t key_hash = gcra_expiry::hash(op.key);
-  const bool expires = expiry_.due(key_hash, op.now_us, op.tolerance_us);
+  const bool expires =
+      expiry_.due(key_hash, op.now_us, std::get<limiter::gcra_op>(op.algorithm).tolerance_us);
   if (expires) push_gcra_expiry(encoded, op);
   auto request = std::make_shared<rd::pending_request>();
   request->expected_replies = encoded.expected_replies();

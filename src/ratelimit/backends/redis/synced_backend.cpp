@@ -136,7 +136,8 @@ void synced_backend::overwrite(std::span<const limiter::counter_op> ops, limiter
   for (const auto& op : ops) {
     if (limiter::decided_in_store(op)) continue;
     counters_.overwritten(op.key, op.increment);
-    if (op.kind == limiter::op_kind::sliding) counters_.overwritten(op.previous_key, 0);
+    if (const auto* sliding = op.as<limiter::sliding_window_op>())
+      counters_.overwritten(sliding->previous_key, 0);
   }
   exact_.overwrite(ops, done);
 }

@@ -7,6 +7,17 @@
 
 namespace sluice::ratelimit::backends::redis {
 
+namespace {
+
+// When a counter's window ends (Unix seconds): batched counting keeps fixed and sliding windows' counters
+// only.
+std::int64_t window_end_of(const limiter::counter_op& op) {
+  if (const auto* sliding = op.as<limiter::sliding_window_op>()) return sliding->window_end;
+  return std::get<limiter::fixed_window_op>(op.algorithm).window_end;
+}
+
+}  // namespace
+
 synced_counters::routed synced_counters::find(const limiter::counter_op& op, std::int64_t now_us,
                                               bool redis_failing) {
   auto it = table_.find(op.key);
@@ -15,7 +26,7 @@ synced_counters::routed synced_counters::find(const limiter::counter_op& op, std
     it = table_.emplace(std::string(op.key), synced_counter{}).first;
     auto& c = it->second;
     c.key = it->first;
-    c.window_end = op.window_end;
+    c.window_end = window_end_of(op);
     c.ttl_seconds = op.ttl_seconds;
     c.per_second = op.per_second;
     c.reading = true;
@@ -36,7 +47,7 @@ synced_counters::routed synced_counters::find(const limiter::counter_op& op, std
 bool synced_counters::decidable(const synced_counter& c, const limiter::counter_op& op, std::int64_t now_us,
                                 bool redis_failing) const {
   const bool fresh = now_us - c.read_at_us <= fresh_us_;
-  const bool known_over = c.over && op.limit <= c.over_limit;
+  const bool known_over = c.over && op.limit() <= c.over_limit;
   return fresh || known_over || c.flushing || c.pending != 0 || redis_failing;
 }
 
@@ -76,10 +87,10 @@ void synced_counters::decide(synced_counter& c, const limiter::counter_op& op, l
     const std::uint64_t give = std::min(view, op.increment);
     out.value = view - give;
     count(c, -static_cast<std::int64_t>(give));
-    if (out.value <= op.limit) c.over = false;
+    if (out.value <= op.limit()) c.over = false;
     return;
   }
-  if (op.kind == limiter::op_kind::sliding) {
+  if (op.kind() == limiter::op_kind::sliding) {
     // A sliding window counts only what it admits (usage: every hit).
     const bool admitted = limiter::evaluate(op, view, c.previous, out);
     if (limiter::applies(op, admitted)) count(c, static_cast<std::int64_t>(op.increment));
@@ -88,10 +99,10 @@ void synced_counters::decide(synced_counter& c, const limiter::counter_op& op, l
   out.value = view + op.increment;
   // The local over-limit cache: not counted, unless it is usage. (Should the view have come back under, by
   // others' negative hits in a flush's reply, the counter counts again.)
-  if (c.over && out.value > op.limit && !op.usage) return;
+  if (c.over && out.value > op.limit() && !op.usage) return;
   count(c, static_cast<std::int64_t>(op.increment));
-  c.over = out.value > op.limit;
-  c.over_limit = op.limit;
+  c.over = out.value > op.limit();
+  c.over_limit = op.limit();
 }
 
 void synced_counters::read_answered(synced_counter& c, const limiter::counter_op& op,
@@ -100,13 +111,13 @@ void synced_counters::read_answered(synced_counter& c, const limiter::counter_op
   c.read_at_us = now_us;
   // Redis applied the op: a sliding window's hits it did not admit are taken back there (redis_backend).
   c.base = r.value;
-  if (op.kind == limiter::op_kind::sliding) {
+  if (op.kind() == limiter::op_kind::sliding) {
     c.previous = r.previous;
     if (!limiter::applies(op, limiter::admits(op, r))) c.base -= std::min(c.base, op.increment);
   }
   // Nothing of it is unsent or in flight: both wait while it is read.
-  c.over = !op.refund && op.kind == limiter::op_kind::count && c.view() > op.limit;
-  c.over_limit = op.limit;
+  c.over = !op.refund && op.kind() == limiter::op_kind::count && c.view() > op.limit();
+  c.over_limit = op.limit();
 }
 
 void synced_counters::read_failed(synced_counter& c, const limiter::counter_op& op, limiter::op_result& out) {
