@@ -10,6 +10,10 @@ namespace sluice::ratelimit::backends::redis {
 
 namespace rd = sluice::redis;
 
+std::string holder_slots_key(std::string_view key) {
+  return core::cat(key, "_slots");
+}
+
 namespace {
 
 // Ops with a second key: a sliding window's previous window, a concurrency limit's holders' slots.
@@ -40,43 +44,44 @@ spec_numbers numbers_of(const limiter::counter_op& op) {
   return std::visit(visitor{}, op.algorithm);
 }
 
-}  // namespace
+// The ops of one call mostly share a few rules: each distinct (kind, usage, limit and numbers) is sent once
+// and named by its index, so an op costs the script two or three arguments.
+struct spec {
+  limiter::op_kind kind;
+  bool per_holder;
+  bool usage;
+  std::uint64_t limit;
+  std::int64_t first, second;  // numbers_of
+  bool operator==(const spec&) const = default;
+};
 
-std::string holder_slots_key(std::string_view key) {
-  return core::cat(key, "_slots");
-}
-
-void push_decide(rd::request& out, std::span<const script_group> groups, bool whole) {
-  std::size_t ops = 0;
-  for (const auto& g : groups) ops += g.indexes.size();
-  // The ops of one call mostly share a few rules: each distinct (kind, usage, limit and numbers) is
-  // sent once and named by its index, so an op costs the script two or three arguments.
-  struct spec {
-    limiter::op_kind kind;
-    bool per_holder;
-    bool usage;
-    std::uint64_t limit;
-    std::int64_t first, second;  // numbers_of
-    bool operator==(const spec&) const = default;
-  };
+struct spec_table {
   std::vector<spec> specs;
-  std::vector<std::size_t> spec_of;   // per op, in send order
+  std::vector<std::size_t> spec_of;   // per op, in send order: its spec's index, from 1
   std::vector<std::size_t> first_op;  // per group, its first op's place in spec_of
-  spec_of.reserve(ops);
-  first_op.reserve(groups.size());
+};
+
+spec_table specs_of(std::span<const script_group> groups, std::size_t ops) {
+  spec_table t;
+  t.spec_of.reserve(ops);
+  t.first_op.reserve(groups.size());
   for (const auto& g : groups) {
-    first_op.push_back(spec_of.size());
+    t.first_op.push_back(t.spec_of.size());
     for (auto i : g.indexes) {
       const auto& op = g.ops[i];
       const auto numbers = numbers_of(op);
       const spec s{op.kind(), op.per_holder(), op.usage, numbers.limit, numbers.first, numbers.second};
-      auto it = std::find(specs.begin(), specs.end(), s);
-      if (it == specs.end()) it = specs.insert(specs.end(), s);
-      spec_of.push_back(static_cast<std::size_t>(it - specs.begin()) + 1);
+      auto it = std::find(t.specs.begin(), t.specs.end(), s);
+      if (it == t.specs.end()) it = t.specs.insert(t.specs.end(), s);
+      t.spec_of.push_back(static_cast<std::size_t>(it - t.specs.begin()) + 1);
     }
   }
-  // Runs: groups in a row of the same independent GCRA ops (keys, specs and hits; no key twice in a group),
-  // which differ only in their time. run[g] is the length of the run group g starts (1: no run).
+  return t;
+}
+
+// Runs: groups in a row of the same independent GCRA ops (keys, specs and hits; no key twice in a group),
+// which differ only in their time. Element g is the length of the run group g starts (1: no run).
+std::vector<std::size_t> runs_of(std::span<const script_group> groups, const spec_table& t) {
   auto gcra_only = [&](const script_group& g) {
     for (std::size_t x = 0; x < g.indexes.size(); ++x) {
       const auto& op = g.ops[g.indexes[x]];
@@ -92,18 +97,30 @@ void push_decide(rd::request& out, std::span<const script_group> groups, bool wh
     for (std::size_t x = 0; x < ga.indexes.size(); ++x) {
       const auto &oa = ga.ops[ga.indexes[x]], &ob = gb.ops[gb.indexes[x]];
       if (oa.key != ob.key || oa.increment != ob.increment ||
-          spec_of[first_op[a] + x] != spec_of[first_op[b] + x])
+          t.spec_of[t.first_op[a] + x] != t.spec_of[t.first_op[b] + x])
         return false;
     }
     return true;
   };
   std::vector<std::size_t> run(groups.size(), 1);
-  std::size_t keys = 0;
   for (std::size_t g = 0; g < groups.size(); g += run[g]) {
     if (gcra_only(groups[g]))
       while (g + run[g] < groups.size() && gcra_only(groups[g + run[g]]) && same(g, g + run[g])) ++run[g];
-    for (auto i : groups[g].indexes) keys += two_keys(groups[g].ops[i]) ? 2 : 1;
   }
+  return run;
+}
+
+}  // namespace
+
+void push_decide(rd::request& out, std::span<const script_group> groups, bool whole) {
+  std::size_t ops = 0;
+  for (const auto& g : groups) ops += g.indexes.size();
+  const spec_table table = specs_of(groups, ops);
+  const auto& [specs, spec_of, first_op] = table;
+  const auto run = runs_of(groups, table);
+  std::size_t keys = 0;
+  for (std::size_t g = 0; g < groups.size(); g += run[g])
+    for (auto i : groups[g].indexes) keys += two_keys(groups[g].ops[i]) ? 2 : 1;
   // The holders' slots keys, made once (the views into them must last until the request is encoded).
   std::vector<std::string> slots_keys;
   slots_keys.reserve(keys);
