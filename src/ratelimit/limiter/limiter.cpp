@@ -38,6 +38,30 @@ std::uint32_t clamp32(std::uint64_t v) {
   return static_cast<std::uint32_t>(std::min<std::uint64_t>(v, std::numeric_limits<std::uint32_t>::max()));
 }
 
+// A concurrency limit's key and operation: one lease per holder (with `holder_key`; the key is the
+// descriptor's without its last entry, which names the holder) or leases counted per slice of time.
+void describe_leases(counter_op& op, const descriptor_work& item, const key_parts& parts, limit_work& lw) {
+  const auto& limit = lw.limit;
+  if (limit.per_holder && !item.entries.empty()) {
+    key_parts without_holder = parts;
+    without_holder.entries = parts.entries.first(parts.entries.size() - 1);
+    if (without_holder.shared_values.size() > without_holder.entries.size())
+      without_holder.shared_values = parts.shared_values.first(without_holder.entries.size());
+    build_tagged_key(lw.cache_key, without_holder, std::nullopt, limit.key_tag);
+    holder_op holder{limit.requests_per_unit, limit.lease_seconds * micros_per_second, std::nullopt};
+    if (!item.whole_holder_set) holder.holder = item.entries.back().value;
+    op.algorithm = holder;
+    // The store sets the key's TTL from its latest lease.
+    op.ttl_seconds = static_cast<std::uint32_t>(limit.lease_seconds + 1);
+    return;
+  }
+  build_tagged_key(lw.cache_key, parts, std::nullopt, limit.key_tag);
+  const auto timing = lease_timing_of(limit.lease_seconds);
+  op.algorithm = lease_op{limit.requests_per_unit, timing};
+  // The key outlives the newest slice's lease (the store sets it from that slice).
+  op.ttl_seconds = static_cast<std::uint32_t>((timing.slices + 2) * timing.slice_us / micros_per_second);
+}
+
 }  // namespace
 
 applied_limit applied_limit::of_rule(const config::rate_limit& rule, const config::descriptor_node& node,
@@ -140,28 +164,9 @@ counter_op limiter::describe_op(const work& w, const descriptor_work& item, cons
       op.algorithm = gcra_op{emission_us, static_cast<std::int64_t>(gcra_burst(limit)) * emission_us};
       break;
     }
-    case config::algorithm::concurrency: {
-      if (limit.per_holder && !item.entries.empty()) {
-        // The counter is the descriptor's without its last entry, which names the holder.
-        key_parts without_holder = parts;
-        without_holder.entries = parts.entries.first(parts.entries.size() - 1);
-        if (without_holder.shared_values.size() > without_holder.entries.size())
-          without_holder.shared_values = parts.shared_values.first(without_holder.entries.size());
-        build_tagged_key(lw.cache_key, without_holder, std::nullopt, limit.key_tag);
-        holder_op holder{limit.requests_per_unit, limit.lease_seconds * micros_per_second, std::nullopt};
-        if (!item.whole_holder_set) holder.holder = item.entries.back().value;
-        op.algorithm = holder;
-        // The store sets the key's TTL from its latest lease.
-        op.ttl_seconds = static_cast<std::uint32_t>(limit.lease_seconds + 1);
-        break;
-      }
-      build_tagged_key(lw.cache_key, parts, std::nullopt, limit.key_tag);
-      const auto timing = lease_timing_of(limit.lease_seconds);
-      op.algorithm = lease_op{limit.requests_per_unit, timing};
-      // The key outlives the newest slice's lease (the store sets it from that slice).
-      op.ttl_seconds = static_cast<std::uint32_t>((timing.slices + 2) * timing.slice_us / micros_per_second);
+    case config::algorithm::concurrency:
+      describe_leases(op, item, parts, lw);
       break;
-    }
   }
   op.key = lw.cache_key;
   return op;

@@ -230,7 +230,7 @@ void memcache_backend::run(bool increment, std::span<const limiter::counter_op> 
   // A key memcached would refuse fails the decision before anything is sent, naming the key.
   for (const auto& op : ops) {
     for (auto key : {op.key, limiter::previous_key_of(op)}) {
-      if (key.data() != op.key.data() && op.kind() != limiter::op_kind::sliding) continue;
+      if (key.empty()) continue;  // (no previous window: not a sliding window)
       if (auto problem = mc::key_problem(key)) {
         limiter::backend_error e{
             core::cat("cannot count key '", shown_key(key), "' in memcached: ", *problem)};
