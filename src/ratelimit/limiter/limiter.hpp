@@ -23,6 +23,8 @@
 
 namespace sluice::ratelimit::limiter {
 
+inline constexpr std::int64_t micros_per_second = 1'000'000;
+
 struct settings {
   double near_limit_ratio = 0.8;                         // NEAR_LIMIT_RATIO
   std::string cache_key_prefix;                          // CACHE_KEY_PREFIX
@@ -47,6 +49,14 @@ struct applied_limit {
   const date::time_zone* zone = nullptr;  // time_zone: calendar windows (config/calendar.hpp)
   std::int64_t lease_seconds = 0;         // concurrency: `lease` (leases.hpp)
   bool per_holder = false;                // concurrency: `holder_key` names the last entry's holder
+
+  // The window's length in seconds (a concurrency limit's: its lease).
+  std::int64_t window_seconds() const {
+    if (algorithm == config::algorithm::concurrency) return lease_seconds;
+    return config::unit_seconds(unit) * unit_multiplier;
+  }
+  // A GCRA bucket's size.
+  std::uint64_t gcra_burst() const { return burst != 0 ? burst : requests_per_unit; }
 
   // A configured rule's limit, counted under `stats`.
   static applied_limit of_rule(const config::rate_limit& rule, const config::descriptor_node& node,
