@@ -7,10 +7,15 @@
 // everything is flushed, nothing is left unsent. With the first byte even, one worker decides alone with room
 // for every key, and then each decision must be exactly what Redis itself would have answered (upstream's
 // counting with its local over-limit cache), outages and lost requests included (not lost replies: those
-// count twice).
+// count twice). With several workers and the second bit of the first byte set, no limit is reached, and each
+// key must end with its hits minus what was given back, as long as nothing forced an order on it: no refund
+// found another worker's hits unsent (no view can see those) or larger than the key's count, and no hit was
+// dropped or counted twice. A refund larger than a worker's stale view must still take back the others' hits
+// that reached Redis.
 //
 // Build and run: scripts/fuzz synced_counters [seconds]
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <cstdint>
 #include <cstdlib>
@@ -36,7 +41,7 @@ using ratelimit::limiter::counter_op;
 using ratelimit::limiter::op_result;
 
 constexpr std::int64_t start_seconds = 1'795'000'000;
-constexpr std::uint64_t limit = 20;
+constexpr std::uint64_t low_limit = 20, unreached_limit = 1'000'000;
 const char* const key_names[] = {"k0", "k1", "k2", "k3", "k4"};
 
 struct decision final : ratelimit::limiter::completion {
@@ -89,6 +94,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }();
   (void)quiet;
   const bool solo = (data[0] & 1) == 0;
+  const bool summed = !solo && (data[0] & 2) != 0;  // several workers, checked against the keys' sums
+  const std::uint64_t limit = summed ? unreached_limit : low_limit;
   boost::asio::io_context ioc;
   test::fake_redis redis;
   core::fake_clock clock(start_seconds);
@@ -101,6 +108,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::deque<std::string> names;  // the ops' keys
   std::map<std::string, reference, std::less<>> model;
   std::vector<std::uint64_t> expected;  // solo: each decision's first op's value
+  // summed: each key's hits minus what was given back, in the order the ops started, and whether that order
+  // is one the workers could have known (see the top).
+  std::map<std::string, std::int64_t, std::less<>> sums;
+  bool ordered = true;
   auto run = [&] {
     ioc.restart();
     ioc.poll();
@@ -114,6 +125,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (solo) {
       expected.push_back(model[std::string(d.ops[0].key)].apply(d.ops[0]));
       for (std::size_t i = 1; i < d.ops.size(); ++i) model[std::string(d.ops[i].key)].apply(d.ops[i]);
+    }
+    if (summed) {
+      for (const auto& op : d.ops) {
+        auto& sum = sums[std::string(op.key)];
+        const auto hits = static_cast<std::int64_t>(op.increment);
+        if (!op.refund) {
+          sum += hits;
+          continue;
+        }
+        const bool others_sent = std::ranges::all_of(workers, [&](const worker& other) {
+          return &other.synced == &w || other.synced.unsent_hits() == 0;
+        });
+        ordered = ordered && others_sent && redis.held.empty() && hits <= sum;
+        sum -= std::min(sum, hits);
+      }
     }
     w.increment(d.ops, d.results, d, ratelimit::limiter::batch_mode::independent);
   };
@@ -189,6 +215,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   for (auto& w : workers) {
     if (w.synced.unsent_hits() != 0) std::abort();
+  }
+  if (summed && ordered && !lost_replies && sync.dropped_hits.value() == 0) {
+    for (const auto& [key, sum] : sums) {
+      if (redis.value(key) != sum) std::abort();
+    }
   }
   if (solo && !lost_replies) {
     for (std::size_t i = 0; i < decisions.size(); ++i) {

@@ -1,6 +1,6 @@
 #pragma once
 // A fake Redis for unit tests of the Redis backends: a redis::store that runs the counter commands they send
-// (INCRBY, EXPIRE, GET, MGET, DECRBY, and the refund script's EVAL) on a map, answering at once, when the
+// (INCRBY, EXPIRE, GET, MGET, DECRBY, and the refund scripts' EVAL) on a map, answering at once, when the
 // test says (hold), or failing every request (down).
 
 #include <boost/system/errc.hpp>
@@ -141,12 +141,14 @@ class fake_redis final : public redis::store {
         array.type = redis::value::kind::array;
         for (std::size_t i = 1; i < c.size(); ++i) array.elements.push_back(get(c[i]));
         replies.push_back(std::move(array));
-      } else if (c[0] == "EVAL") {  // the refund script: EVAL <script> 1 <key> <amount>
+      } else if (c[0] == "EVAL") {
+        // The refund script, EVAL <script> 1 <key> <amount>; or the unseen refund script, with <seen> after.
         auto it = data.find(c[3]);
         if (it == data.end() || it->second.value < 0) {
           replies.push_back(integer(0));
         } else {
-          it->second.value -= std::min(it->second.value, to_int(c[4]));
+          const std::int64_t above = c.size() > 5 ? it->second.value - to_int(c[5]) : it->second.value;
+          it->second.value -= std::max<std::int64_t>(0, std::min(above, to_int(c[4])));
           replies.push_back(integer(it->second.value));
         }
       } else {

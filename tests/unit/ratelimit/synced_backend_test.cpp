@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../../support/fake_redis.hpp"
+#include "ratelimit/backends/redis/counter_commands.hpp"
 #include "ratelimit/backends/redis/redis_backend.hpp"
 #include "ratelimit/backends/redis/synced_backend.hpp"
 #include "ratelimit/limiter/algorithms.hpp"
@@ -272,6 +273,69 @@ TEST_CASE("negative hits given back in a batch go as the refund script, never be
   CHECK(t.decide(0, big).value == 0);
   t.flush_all();
   CHECK(t.redis.value("k") == 0);
+}
+
+TEST_CASE("a refund beyond a stale view takes back the other workers' hits that reached Redis") {
+  rig t(2);
+  t.decide(0, t.op("k", 1, 1000));
+  t.decide(1, t.op("k", 1, 1000));
+  t.decide(1, t.op("k", 50, 1000));
+  t.flush_all();
+  CHECK(t.redis.value("k") == 52);
+  // Worker 0 has not seen worker 1's 50 (its view, 1, is fresh): 1 is given back there, 39 in Redis.
+  auto refund = t.op("k", 40, 1000);
+  refund.refund = true;
+  CHECK(t.decide(0, refund).value == 0);
+  CHECK(t.synced(0).unsent_hits() == 40);
+  t.flush_all();
+  CHECK(t.redis.value("k") == 12);
+  CHECK(t.synced(0).unsent_hits() == 0);
+  CHECK(t.redis.requests.back() == std::vector<std::vector<std::string>>{
+                                       {"EVAL", std::string(rr::unseen_refund_script), "1", "k", "39", "1"},
+                                       {"EVAL", std::string(rr::refund_script), "1", "k", "1"}});
+}
+
+TEST_CASE("a refund beyond the view never takes back the worker's own hits, sent or not") {
+  rig t;
+  t.decide(0, t.op("k", 3, 100));
+  auto refund = t.op("k", 10, 100);
+  refund.refund = true;
+  CHECK(t.decide(0, refund).value == 0);
+  CHECK(t.decide(0, t.op("k", 5, 100)).value == 5);
+  t.flush_all();
+  CHECK(t.redis.value("k") == 5);  // as Redis alone: 3, then 0, then 5
+  // Given back beyond the view while a flush is out: what that flush brings is the worker's own too.
+  t.redis.hold = true;
+  t.decide(0, t.op("k", 4, 100));
+  t.synced().flush();
+  auto again = t.op("k", 20, 100);
+  again.refund = true;
+  CHECK(t.decide(0, again).value == 0);
+  t.redis.hold = false;
+  t.redis.answer_held();
+  t.run();
+  t.flush_all();
+  CHECK(t.redis.value("k") == 0);
+  CHECK(t.synced().unsent_hits() == 0);
+}
+
+TEST_CASE("a refund beyond the view that fails is sent again, once") {
+  rig t(2);
+  t.decide(0, t.op("k", 1, 1000));
+  t.decide(1, t.op("k", 30, 1000));
+  t.flush_all();
+  auto refund = t.op("k", 20, 1000);
+  refund.refund = true;
+  CHECK(t.decide(0, refund).value == 0);
+  t.redis.down = true;
+  t.synced(0).flush();
+  t.run();
+  CHECK(t.synced(0).unsent_hits() == 20);
+  t.redis.down = false;
+  t.clock.advance_micros(200'000);  // two intervals: Redis is trusted again
+  t.flush_all();
+  CHECK(t.redis.value("k") == 11);
+  CHECK(t.synced(0).unsent_hits() == 0);
 }
 
 TEST_CASE("sliding windows count only what they admit") {

@@ -305,6 +305,7 @@ void synced_backend::on_exact(exact_call& call, const limiter::backend_error* er
     }
   }
   delete &call;
+  unsent_mirror_.store(counters_.unsent(), std::memory_order_relaxed);  // decided here: read_failed, woken
   for (const auto& w : woken) w.request->finish_one();
   request.finish_one();
   if (draining_) {

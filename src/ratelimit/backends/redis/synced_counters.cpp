@@ -48,7 +48,9 @@ bool synced_counters::decidable(const synced_counter& c, const limiter::counter_
                                 bool redis_failing) const {
   const bool fresh = now_us - c.read_at_us <= fresh_us_;
   const bool known_over = c.over && op.limit() <= c.over_limit;
-  return fresh || known_over || c.flushing || c.pending != 0 || redis_failing;
+  // (Not read while it holds a refund beyond its view either: Redis would count the read's hits as
+  // others', and give them back.)
+  return fresh || known_over || c.flushing || c.pending != 0 || c.beyond != 0 || redis_failing;
 }
 
 synced_counter* synced_counters::usable(const limiter::counter_op& op, std::int64_t now_us,
@@ -61,15 +63,22 @@ synced_counter* synced_counters::usable(const limiter::counter_op& op, std::int6
 
 // What is unsent is counted in absolute hits per counter, so that hits given back on one key do not hide
 // hits counted on another.
-void synced_counters::set_unsent(synced_counter& c, std::int64_t pending, std::int64_t in_flight) {
-  unsent_ += std::abs(pending) + std::abs(in_flight) - std::abs(c.pending) - std::abs(c.in_flight);
+void synced_counters::set_unsent(synced_counter& c, std::int64_t pending, std::int64_t in_flight,
+                                 std::uint64_t beyond, std::uint64_t beyond_in_flight) {
+  auto held = [](std::int64_t p, std::int64_t f, std::uint64_t b, std::uint64_t bf) {
+    return std::abs(p) + std::abs(f) + static_cast<std::int64_t>(b + bf);
+  };
+  unsent_ += held(pending, in_flight, beyond, beyond_in_flight) -
+             held(c.pending, c.in_flight, c.beyond, c.beyond_in_flight);
   c.pending = pending;
   c.in_flight = in_flight;
+  c.beyond = beyond;
+  c.beyond_in_flight = beyond_in_flight;
 }
 
 void synced_counters::count(synced_counter& c, std::int64_t hits) {
   if (hits == 0) return;
-  set_unsent(c, c.pending + hits, c.in_flight);
+  set_unsent(c, c.pending + hits, c.in_flight, c.beyond, c.beyond_in_flight);
   mark_dirty(c);
 }
 
@@ -84,9 +93,19 @@ void synced_counters::decide(synced_counter& c, const limiter::counter_op& op, l
   out.before = view;
   out.previous = c.previous;
   if (op.refund) {
+    // What the view holds is given back here. The rest may be hits of other workers that this view has not
+    // seen yet: Redis gives it back from those, never from what this worker's own unsent hits will bring.
     const std::uint64_t give = std::min(view, op.increment);
     out.value = view - give;
     count(c, -static_cast<std::int64_t>(give));
+    if (give < op.increment) {
+      // What Redis holds (or will, once the flush out now is in) of what this view counts.
+      const auto seen = static_cast<std::uint64_t>(
+          std::max<std::int64_t>(0, static_cast<std::int64_t>(c.base) + c.in_flight));
+      c.beyond_seen = c.beyond == 0 ? seen : std::min(c.beyond_seen, seen);
+      set_unsent(c, c.pending, c.in_flight, c.beyond + (op.increment - give), c.beyond_in_flight);
+      mark_dirty(c);
+    }
     if (out.value <= op.limit()) c.over = false;
     return;
   }
@@ -146,7 +165,11 @@ void synced_counters::add_applied(std::span<const limiter::counter_op> ops,
     auto& c = it->second;
     // Should a flush's reply already carry them, the view is high until the next one (stricter, never
     // looser).
-    c.base = op.refund ? c.base - std::min(c.base, op.increment) : c.base + op.increment;
+    const auto moved = [&](std::uint64_t v) {
+      return op.refund ? v - std::min(v, op.increment) : v + op.increment;
+    };
+    c.base = moved(c.base);
+    if (c.beyond != 0) c.beyond_seen = moved(c.beyond_seen);  // this worker's own, not others' to give back
   }
 }
 
@@ -159,7 +182,7 @@ void synced_counters::overwritten(std::string_view key, std::uint64_t value) {
   auto it = table_.find(key);
   if (it == table_.end()) return;
   auto& c = it->second;
-  set_unsent(c, 0, c.in_flight);
+  set_unsent(c, 0, c.in_flight, 0, c.beyond_in_flight);
   c.base = value;
   c.previous = 0;  // (overwrite deletes a sliding window's previous counter)
   c.over = false;
@@ -175,29 +198,29 @@ void synced_counters::take_flush(std::vector<flush_item>& out) {
       continue;
     }
     c.dirty = false;
-    if (c.pending == 0) continue;
-    out.push_back({c.key, &c, c.pending});
-    set_unsent(c, 0, c.pending);
+    if (c.pending == 0 && c.beyond == 0) continue;
+    out.push_back({c.key, &c, c.pending, c.beyond, c.beyond_seen});
+    set_unsent(c, 0, c.pending, 0, c.beyond);
     c.flushing = true;
   }
   dirty_.resize(kept);
 }
 
 void synced_counters::flush_answered(synced_counter& c, std::uint64_t value, std::int64_t now_us) {
-  set_unsent(c, c.pending, 0);
+  set_unsent(c, c.pending, 0, c.beyond, 0);
   c.base = value;
   c.flushing = false;
   c.read_at_us = now_us;
 }
 
 void synced_counters::flush_failed(synced_counter& c) {
-  set_unsent(c, c.pending + c.in_flight, 0);
+  set_unsent(c, c.pending + c.in_flight, 0, c.beyond + c.beyond_in_flight, 0);
   c.flushing = false;
-  if (c.pending != 0) mark_dirty(c);
+  if (c.pending != 0 || c.beyond != 0) mark_dirty(c);
 }
 
 void synced_counters::flush_refused(synced_counter& c) {
-  set_unsent(c, c.pending, 0);
+  set_unsent(c, c.pending, 0, c.beyond, 0);
   c.flushing = false;
   c.read_at_us = 0;
   c.over = false;
@@ -209,7 +232,7 @@ std::size_t synced_counters::sweep(std::int64_t now_seconds) {
   std::vector<synced_counter*> busy;
   while (!by_end_.empty() && by_end_.begin()->first < now_seconds) {
     for (auto* c : by_end_.begin()->second) {
-      if (c->dirty || c->flushing || c->reading || c->pending != 0) {
+      if (c->dirty || c->flushing || c->reading || c->pending != 0 || c->beyond != 0) {
         busy.push_back(c);  // looked at again next time
         continue;
       }

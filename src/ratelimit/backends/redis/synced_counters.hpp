@@ -23,10 +23,16 @@
 namespace sluice::ratelimit::backends::redis {
 
 struct synced_counter {
-  std::string_view key;           // its table's key
-  std::uint64_t base = 0;         // the value Redis last returned
-  std::int64_t in_flight = 0;     // hits (negative: given back) in a flush not answered yet
-  std::int64_t pending = 0;       // hits since, not sent yet
+  std::string_view key;        // its table's key
+  std::uint64_t base = 0;      // the value Redis last returned
+  std::int64_t in_flight = 0;  // hits (negative: given back) in a flush not answered yet
+  std::int64_t pending = 0;    // hits since, not sent yet
+  // Hits given back beyond the view (which can lag others' flushes): not sent yet, and in a flush not
+  // answered yet. Redis takes them from what it holds above `beyond_seen` (unseen_refund_script): the value
+  // this worker's view counted on there when it gave them back.
+  std::uint64_t beyond = 0;
+  std::uint64_t beyond_in_flight = 0;
+  std::uint64_t beyond_seen = 0;
   std::uint64_t previous = 0;     // sliding windows: the previous window's count, as last read
   std::int64_t read_at_us = 0;    // when Redis last answered for it (0: never)
   std::int64_t window_end = 0;    // Unix seconds: then it may go, once it holds nothing unsent
@@ -87,7 +93,9 @@ class synced_counters {
   struct flush_item {
     std::string_view key;
     synced_counter* counter;
-    std::int64_t hits;  // negative: given back
+    std::int64_t hits;     // negative: given back
+    std::uint64_t beyond;  // given back beyond the view: sent first, taken from what Redis holds above `seen`
+    std::uint64_t seen;    // the counter's value in Redis as this worker last saw it
   };
   // Moves every counter's unsent hits in flight (but for counters with an op or a flush in Redis already).
   void take_flush(std::vector<flush_item>& out);
@@ -117,7 +125,8 @@ class synced_counters {
   using table = std::unordered_map<std::string, synced_counter, config::string_hash, std::equal_to<>>;
   bool decidable(const synced_counter& c, const limiter::counter_op& op, std::int64_t now_us,
                  bool redis_failing) const;
-  void set_unsent(synced_counter& c, std::int64_t pending, std::int64_t in_flight);
+  void set_unsent(synced_counter& c, std::int64_t pending, std::int64_t in_flight, std::uint64_t beyond,
+                  std::uint64_t beyond_in_flight);
   void count(synced_counter& c, std::int64_t hits);
   void mark_dirty(synced_counter& c);
 

@@ -51,10 +51,14 @@ void synced_backend::flush() {
 void synced_backend::send_flush(rd::store& store, std::vector<synced_counters::flush_item> items) {
   rd::request encoded;
   for (const auto& item : items) {
+    if (item.beyond > 0) {  // first: the worker's own hits in this flush are not other workers' to give back
+      encoded.push({"EVAL", unseen_refund_script, "1", item.key, core::decimal(item.beyond).text(),
+                    core::decimal(item.seen).text()});
+    }
     if (item.hits > 0) {
       encoded.push({"INCRBY", item.key, core::decimal(static_cast<std::uint64_t>(item.hits)).text()});
       encoded.push({"EXPIRE", item.key, core::decimal(item.counter->ttl_seconds).text()});
-    } else {
+    } else if (item.hits < 0) {
       encoded.push({"EVAL", refund_script, "1", item.key,
                     core::decimal(static_cast<std::uint64_t>(-item.hits)).text()});
     }
@@ -107,8 +111,13 @@ void synced_backend::on_flush(rd::store& store, const std::vector<synced_counter
     std::size_t at = 0;
     std::string_view not_now;  // an error reply meaning Redis takes no writes now (READONLY, LOADING, ...)
     for (const auto& item : items) {
-      const auto& reply = replies[at++];
+      // The beyond refund's reply, then the hits' (and their EXPIRE's). An error in either is the item's:
+      // both write one key on one node, which takes both or neither (READONLY, LOADING, OOM, ...).
+      const rd::value* beyond = item.beyond > 0 ? &replies[at++] : nullptr;
+      const rd::value* counted = item.hits != 0 ? &replies[at++] : nullptr;
       const rd::value* expire = item.hits > 0 ? &replies[at++] : nullptr;
+      const auto& reply =
+          beyond != nullptr && (beyond->is_error() || counted == nullptr) ? *beyond : *counted;
       auto value = counter_value(reply);
       if (reply.is_error() && !refuses_for_good(reply.text)) {
         counters_.flush_failed(*item.counter);  // not applied: sent again
