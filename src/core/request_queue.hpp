@@ -9,6 +9,7 @@
 #include <boost/system/error_code.hpp>
 #include <deque>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -61,6 +62,9 @@ class request_queue {
     return true;
   }
 
+  // What was wrong with the stream when the protocol's on_read last reported a protocol error (for the log).
+  const std::string& last_parse_error() const { return parse_error_; }
+
   // Calls `done` at most once: it is taken out first, so a re-entrant call cannot see it again.
   static void finish(Request& request, boost::system::error_code ec, decltype(Request::replies)&& replies) {
     if (auto done = std::exchange(request.done, nullptr)) done(ec, std::move(replies));
@@ -81,9 +85,18 @@ class request_queue {
     finish(*front, {}, std::move(replies));
   }
 
+  // Received bytes while no written request waits for a reply: the stream can no longer be matched to
+  // requests (parse_error_ says so).
+  bool unasked() {
+    if (written_ > 0) return false;
+    parse_error_ = "unexpected reply: no request is waiting for one";
+    return true;
+  }
+
   std::deque<pointer> queue_;  // written ones first, then unwritten
   std::size_t written_ = 0;    // the first `written_` entries of queue_ were written
   std::size_t unwritten_ = 0;  // queue_.size() - written_
+  std::string parse_error_;
 
  private:
   // Callbacks run only once the queue is consistent again, since any of them may call back into it.

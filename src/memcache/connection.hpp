@@ -14,19 +14,18 @@
 #include <memory>
 #include <string>
 
+#include "core/link_settings.hpp"
 #include "memcache/pipeline.hpp"
 
 namespace sluice::memcache {
 
-struct connection_config {
+// The link settings (reconnecting with the same backoff as at start-up), and where and how to connect.
+struct connection_config : core::link_settings {
+  connection_config() { request_timeout = std::chrono::milliseconds{500}; }
   std::string address;  // host:port
   std::chrono::milliseconds connect_timeout{1'000};
-  std::chrono::milliseconds request_timeout{500};  // no reply within this: the request fails
-  std::chrono::milliseconds reconnect_min{50};     // backoff between attempts: doubling, jittered to [b/2, b]
-  std::chrono::milliseconds reconnect_max{2'000};
   std::shared_ptr<boost::asio::ssl::context> tls;  // null: plain TCP; used on this worker only
   bool skip_hostname_verification = false;
-  bool log_state_changes = true;  // a node's connections share a fate: one of them reports for all
 };
 
 class connection {

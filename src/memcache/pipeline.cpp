@@ -51,8 +51,7 @@ std::size_t pipeline::on_read(std::string_view data, boost::system::error_code& 
   ec = {};
   std::size_t pos = 0;
   while (pos < data.size()) {
-    if (written_ == 0) {
-      parse_error_ = "unexpected reply: no request is waiting for one";
+    if (unasked()) {  // the stream can no longer be matched to requests
       ec = error::protocol_error;
       return pos;
     }

@@ -52,7 +52,6 @@ class pipeline : public core::request_queue<pending_request> {
   // (the caller keeps the rest). On a protocol error `ec` is set, last_parse_error() says why, and the caller
   // must drop the connection (then call on_disconnect).
   std::size_t on_read(std::string_view data, boost::system::error_code& ec);
-  const std::string& last_parse_error() const { return parse_error_; }
 
  private:
   void forget_reading() override { groups_.clear(); }
@@ -71,7 +70,6 @@ class pipeline : public core::request_queue<pending_request> {
   std::deque<group> groups_;  // one per merged get of the requests written, oldest first
   std::string write_buffer_;
   reply scratch_;
-  std::string parse_error_;
 };
 
 }  // namespace sluice::memcache

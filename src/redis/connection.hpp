@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/link_settings.hpp"
 #include "core/tls_client.hpp"
 #include "redis/credentials.hpp"
 #include "redis/pipeline.hpp"
@@ -39,7 +40,9 @@ secret secret_of(const Config& c) {
   return c.auth_file ? c.auth_file->current() : secret{c.username, c.password};
 }
 
-struct connection_config {
+// The link settings (REDIS_OP_TIMEOUT, REDIS_STARTUP_INITIAL_INTERVAL / _MAX_INTERVAL,
+// REDIS_PIPELINE_WINDOW), and where and how to connect.
+struct connection_config : core::link_settings {
   std::string address;  // "host:port" for TCP, a file path for a unix socket
   bool unix_socket = false;
   std::string username;  // empty: AUTH <password> (or no AUTH without a password)
@@ -47,19 +50,9 @@ struct connection_config {
   // REDIS_AUTH_FILE: in place of username and password, read at every connection's AUTH.
   std::shared_ptr<credential_file> auth_file;
   std::chrono::milliseconds connect_timeout{10'000};
-  std::chrono::milliseconds request_timeout{200};  // no reply within this: the request fails
-  // Backoff between attempts (doubling, jittered to [b/2, b]): `startup_*` until the first connection is made
-  // (REDIS_STARTUP_INITIAL_INTERVAL / _MAX_INTERVAL), `reconnect_*` after a connection is lost.
-  std::chrono::milliseconds startup_min{50};
-  std::chrono::milliseconds startup_max{2'000};
-  std::chrono::milliseconds reconnect_min{50};
-  std::chrono::milliseconds reconnect_max{2'000};
-  std::chrono::microseconds write_window{0};  // >0: wait this long before a write to gather more requests
-  std::size_t write_limit = 0;                // >0: at most this many requests per write
+  std::size_t write_limit = 0;  // >0: at most this many requests per write
   tls_config tls;  // TCP only; the host part of `address` is the name checked against the certificate
   std::optional<sentinel_config> sentinel;  // set: `address` is unused, the sentinels name the master
-  // Log losing and regaining the connection (a pool lets one of its connections speak for all).
-  bool log_state_changes = true;
 };
 
 class connection : public std::enable_shared_from_this<connection> {

@@ -9,39 +9,10 @@ std::shared_ptr<asio::ssl::context> make_tls_context(const tls_config& tls) {
                                        {"REDIS_TLS_CACERT", "REDIS_TLS_CLIENT_CERT", "REDIS_TLS_CLIENT_KEY"});
 }
 
-asio::awaitable<error_code> connection::impl::connect_socket(const std::string& address, bool unix_socket,
-                                                             asio::steady_timer& timer) {
-  std::vector<asio::generic::stream_protocol::endpoint> endpoints;
-  if (unix_socket) {
-    endpoints.emplace_back(asio::local::stream_protocol::endpoint(address));
-  } else {
-    auto colon = address.rfind(':');
-    if (colon == std::string::npos) co_return asio::error::invalid_argument;
-    asio::ip::tcp::resolver resolver(strand);
-    auto result =
-        co_await (resolver.async_resolve(core::host_of(address), address.substr(colon + 1), use_tuple) ||
-                  timer.async_wait(use_tuple));
-    if (result.index() == 1) co_return error::connect_timeout;
-    auto [ec, resolved] = std::get<0>(result);
-    if (ec) co_return ec;
-    for (const auto& entry : resolved) endpoints.emplace_back(entry.endpoint());
-  }
-  error_code last = asio::error::host_not_found;
-  for (const auto& endpoint : endpoints) {
-    close();
-    auto result = co_await (socket.async_connect(endpoint, use_tuple) || timer.async_wait(use_tuple));
-    if (result.index() == 1) co_return error::connect_timeout;
-    last = std::get<0>(std::get<0>(result));
-    if (!last) break;
-  }
-  if (!last && !unix_socket) socket.set_option(asio::ip::tcp::no_delay(true), last);
-  co_return last;
-}
-
 // Writes a request on the current stream and reads all its replies (a Redis error reply is a value).
 asio::awaitable<error_code> connection::impl::exchange(const request& r, std::vector<value>& replies,
                                                        asio::steady_timer& timer) {
-  auto written = co_await (write(asio::buffer(r.payload())) || timer.async_wait(use_tuple));
+  auto written = co_await (link.write(asio::buffer(r.payload())) || timer.async_wait(use_tuple));
   if (written.index() == 1) co_return error::connect_timeout;
   if (auto ec = std::get<0>(std::get<0>(written)); ec) co_return ec;
   std::string buffer;
@@ -52,7 +23,7 @@ asio::awaitable<error_code> connection::impl::exchange(const request& r, std::ve
     std::string problem;
     auto status = parse_reply(buffer, consumed, reply, problem);
     if (status == parse_status::protocol_error) {
-      attempt_error = "protocol error: " + problem;
+      link.attempt_error = "protocol error: " + problem;
       co_return error::protocol_error;
     }
     if (status == parse_status::complete) {
@@ -61,7 +32,7 @@ asio::awaitable<error_code> connection::impl::exchange(const request& r, std::ve
       continue;
     }
     char chunk[512];
-    auto read = co_await (read_some(asio::buffer(chunk)) || timer.async_wait(use_tuple));
+    auto read = co_await (link.read_some(asio::buffer(chunk)) || timer.async_wait(use_tuple));
     if (read.index() == 1) co_return error::connect_timeout;
     auto [ec, n] = std::get<0>(read);
     if (ec) co_return ec;
@@ -92,9 +63,9 @@ asio::awaitable<error_code> connection::impl::find_master(std::string& address, 
   std::string problems;
   for (const auto& sentinel : s.sentinels) {
     std::vector<value> replies;
-    auto ec = co_await connect_socket(sentinel, false, timer);
+    auto ec = co_await link.connect_socket(sentinel, false, timer);
     if (!ec) ec = co_await exchange(ask, replies, timer);
-    close();
+    link.close();
     std::string problem = ec ? ec.message() : std::string();
     if (!ec) {
       const value& where = replies.back();
@@ -111,7 +82,8 @@ asio::awaitable<error_code> connection::impl::find_master(std::string& address, 
     }
     problems += core::cat(problems.empty() ? "" : "; ", sentinel, ": ", problem);
   }
-  attempt_error = core::cat("no sentinel gave the address of master '", s.master_name, "' (", problems, ")");
+  link.attempt_error =
+      core::cat("no sentinel gave the address of master '", s.master_name, "' (", problems, ")");
   co_return error::not_connected;
 }
 
@@ -124,7 +96,7 @@ asio::awaitable<error_code> connection::impl::connect_once() {
     if (auto ec = co_await find_master(address, timer); ec) co_return ec;
   }
   current_address = address;
-  if (auto ec = co_await connect_socket(address, config.unix_socket, timer); ec) co_return ec;
+  if (auto ec = co_await link.connect_socket(address, config.unix_socket, timer); ec) co_return ec;
   if (tls_context) {
     if (auto ec = co_await tls_handshake(timer); ec) co_return ec;
   }
@@ -132,14 +104,11 @@ asio::awaitable<error_code> connection::impl::connect_once() {
 }
 
 asio::awaitable<error_code> connection::impl::tls_handshake(asio::steady_timer& timer) {
-  tls = std::make_unique<tls_stream>(socket, *tls_context);
-  core::prepare_tls_client(*tls, core::host_of(current_address), config.tls.skip_hostname_verification);
-  auto result = co_await (tls->async_handshake(asio::ssl::stream_base::client, use_tuple) ||
-                          timer.async_wait(use_tuple));
-  if (result.index() == 1) co_return error::connect_timeout;
-  auto [ec] = std::get<0>(result);
-  if (ec)
-    attempt_error = core::cat("TLS handshake with Redis at ", current_address, " failed: ", ec.message());
+  const auto ec = co_await link.tls_handshake(*tls_context, core::host_of(current_address),
+                                              config.tls.skip_hostname_verification, timer);
+  if (ec && ec != error::connect_timeout)
+    link.attempt_error =
+        core::cat("TLS handshake with Redis at ", current_address, " failed: ", ec.message());
   co_return ec;
 }
 
@@ -154,8 +123,8 @@ asio::awaitable<error_code> connection::impl::handshake(asio::steady_timer& time
     // Named, so that the log says which file to fix.
     if (const auto* refusal = secret_refusal(replies);
         ec == error::auth_failed && config.auth_file && refusal) {
-      attempt_error = core::cat("Redis at ", current_address, " refused the secret of ",
-                                config.auth_file->describe(), ": ", refusal->text);
+      link.attempt_error = core::cat("Redis at ", current_address, " refused the secret of ",
+                                     config.auth_file->describe(), ": ", refusal->text);
     }
     if (ec != error::auth_failed || !config.auth_file || attempt > 0 || !refuses_secret(replies) ||
         !config.auth_file->refused())
@@ -172,8 +141,8 @@ asio::awaitable<error_code> connection::impl::hello(std::vector<value>& replies,
   if (auto ec = co_await exchange(hello, replies, timer); ec) {
     // With TLS 1.3 a server that refuses the client certificate says so only after the client's handshake
     // completed: the first exchange then fails.
-    if (tls && attempt_error.empty()) {
-      attempt_error =
+    if (link.tls && link.attempt_error.empty()) {
+      link.attempt_error =
           core::cat("Redis at ", current_address, " closed the connection after the TLS handshake (",
                     ec.message(), "): was the client certificate refused?");
     }
@@ -181,14 +150,14 @@ asio::awaitable<error_code> connection::impl::hello(std::vector<value>& replies,
   }
   for (const auto& reply : replies) {
     if (reply.is_error()) {
-      attempt_error = "Redis refused the connection: " + reply.text;
+      link.attempt_error = "Redis refused the connection: " + reply.text;
       co_return error::auth_failed;
     }
   }
   if (config.sentinel) {
     const auto& role = replies.back();
     if (role.type != value::kind::array || role.elements.empty() || role.elements[0].text != "master") {
-      attempt_error = core::cat(current_address, ", named by the sentinels, is not the master (yet)");
+      link.attempt_error = core::cat(current_address, ", named by the sentinels, is not the master (yet)");
       co_return error::not_connected;
     }
   }

@@ -39,9 +39,7 @@ std::size_t pipeline::on_read(std::string_view data, boost::system::error_code& 
   ec = {};
   std::size_t pos = 0;
   while (pos < data.size()) {
-    if (written_ == 0) {
-      // Any byte now is a reply nobody asked for: the stream can no longer be matched to requests.
-      parse_error_ = "unexpected reply: no request is waiting for one";
+    if (unasked()) {  // the stream can no longer be matched to requests
       ec = error::protocol_error;
       return pos;
     }

@@ -41,8 +41,6 @@ class pipeline : public core::request_queue<pending_request> {
   // (the caller keeps the rest for the next call). On a protocol error, `ec` is set and the caller must drop
   // the connection (then call on_disconnect).
   std::size_t on_read(std::string_view data, boost::system::error_code& ec);
-  // What was wrong with the stream when on_read last reported a protocol error (for the log).
-  const std::string& last_parse_error() const { return parse_error_; }
 
  private:
   void forget_reading() override { scanner_.reset(); }
@@ -50,7 +48,6 @@ class pipeline : public core::request_queue<pending_request> {
   std::string write_buffer_;
   reply_scanner scanner_;  // how far the reply at the front of the read buffer has been seen
   value scratch_;
-  std::string parse_error_;
   bool completing_ = false;  // prepare_write is calling `done` of requests that expect no reply
 };
 
