@@ -169,7 +169,6 @@ struct services {
   std::unique_ptr<ratelimit::backends::module> backend;
   std::unique_ptr<ratelimit::limiter::limiter> limiter;  // shared by the workers (limiter.hpp says how)
   ratelimit::service::redis_tables_health redis_tables;
-  ratelimit::service::redis_table_cache redis_table_rows;  // LIMIT_TABLES_REDIS: shared by the workers
   core::per_worker<worker_apis> apis;
   std::unique_ptr<ratelimit::service::limit_tables_source> tables;
   std::unique_ptr<net::grpc::server> grpc;
@@ -230,7 +229,7 @@ int serve(process_parts& p) {
   s.grpc = std::make_unique<net::grpc::server>(p.proc.grpc);
   s.demand = s.backend->demand_exchange(p.rl.limiter.cache_key_prefix);
   build_workers(s.apis, {p.rl, *s.limiter, *s.backend, p.stats, p.health, p.shared, *s.grpc, p.tracing,
-                         *s.demand, s.redis_tables, s.redis_table_rows, p.proc.reflection});
+                         *s.demand, s.redis_tables, p.proc.reflection});
   s.rules =
       std::make_unique<ratelimit::service::rules_source>(p.rl.rules, publish_to(s.apis), p.stats, p.health);
   s.tables = std::make_unique<ratelimit::service::limit_tables_source>(p.rl.tables, publish_tables_to(s.apis),

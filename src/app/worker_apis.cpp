@@ -19,7 +19,14 @@ void build_workers(core::per_worker<worker_apis>& apis, const worker_wiring& w) 
                                                                          w.backend.backend(i), w.stats);
     a.service->set_tracer(w.tracing.tracer(i));
     a.tables = std::make_unique<ratelimit::service::table_lookup>(
-        w.rl.tables.redis_ttl, w.backend.table_reader(i), &w.redis_table_rows, &w.redis_tables);
+        w.rl.tables.redis_ttl, w.backend.table_reader(i), &w.redis_tables, i == 0);
+    // A Redis row read here is learnt by the other workers: read once for all, and the same everywhere.
+    a.tables->set_share([&apis, i](std::uint32_t table, std::string_view value,
+                                   const ratelimit::service::redis_table_cache::cached& row) {
+      apis.post_each([table, value = std::string(value), row, i](worker_apis& other, unsigned j) {
+        if (j != i) other.tables->learn(table, value, row);
+      });
+    });
     a.service->set_table_lookup(a.tables.get());
     if (w.rl.top_descriptors_capacity > 0) {
       a.top = std::make_unique<stats::top_recorder>(w.rl.top_descriptors_capacity,

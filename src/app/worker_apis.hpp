@@ -53,7 +53,6 @@ struct worker_wiring {
   const tracing_holder& tracing;
   ratelimit::rlqs::demand_exchange& demand;
   ratelimit::service::redis_tables_health& redis_tables;
-  ratelimit::service::redis_table_cache& redis_table_rows;
   bool reflection;  // REFLECTION_ENABLED
 };
 

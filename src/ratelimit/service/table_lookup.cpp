@@ -25,11 +25,20 @@ table_counters table_counters::make(stats::store& stats, std::string_view table)
 }
 
 table_lookup::table_lookup(std::chrono::milliseconds ttl, limiter::table_reader* reader,
-                           redis_table_cache* cache, redis_tables_health* health)
-    : ttl_(ttl), reader_(reader), cache_(cache), health_(health) {}
+                           redis_tables_health* health, bool counts_rows, std::size_t max_rows)
+    : ttl_(ttl), reader_(reader), health_(health), counts_rows_(counts_rows), cache_(max_rows) {}
 
 const table_counters* table_lookup::counters(std::uint32_t id) const {
   return tables_ && id < tables_->counters.size() ? &tables_->counters[id] : nullptr;
+}
+
+stats::gauge* table_lookup::rows_gauge(std::uint32_t id) const {
+  const auto* t = counters(id);
+  return counts_rows_ && t != nullptr ? t->rows : nullptr;
+}
+
+void table_lookup::learn(std::uint32_t table, std::string_view value, const redis_table_cache::cached& row) {
+  cache_.put(table, value, row, rows_gauge(table), now_us());
 }
 
 table_lookup::answer table_lookup::find(config::table_ref ref, std::string_view value) {
@@ -38,12 +47,12 @@ table_lookup::answer table_lookup::find(config::table_ref ref, std::string_view 
   if (stats == nullptr) return {};
   answer a;
   if (ref.redis) {
-    if (cache_ == nullptr || reader_ == nullptr) return {};  // (nothing can be read: the rule's limit)
-    const auto held = cache_->get(ref.id, value);
-    if (!held) return {std::nullopt, true};
+    if (reader_ == nullptr) return {};  // (nothing can be read: the rule's limit)
+    const auto* held = cache_.get(ref.id, value);
+    if (held == nullptr) return {std::nullopt, true};
     // An expired row is read again by one decision; the others keep it until the answer (one HGET per TTL).
     const std::int64_t now = now_us();
-    if (held->expires_us <= now && cache_->claim_refresh(ref.id, value, now, now + retry_us))
+    if (held->expires_us <= now && cache_.claim_refresh(ref.id, value, now, now + retry_us))
       return {std::nullopt, true};
     a.row = held->row;
   } else if (const auto& table = tables_->files[ref.id]) {
@@ -71,8 +80,7 @@ void table_lookup::answered(std::span<const wanted> items, const std::string* er
                             std::vector<std::optional<std::string>>& fields) {
   const std::int64_t now = now_us();
   auto store = [&](const wanted& w, std::optional<config::table_row> row, std::int64_t expires) {
-    const auto* t = counters(w.ref.id);
-    cache_->put(w.ref.id, w.value, {row, expires}, t != nullptr ? t->rows : nullptr, now);
+    cache_.put(w.ref.id, w.value, {row, expires}, rows_gauge(w.ref.id), now);
   };
   if (error != nullptr) {
     if (health_ != nullptr && !health_->failing.exchange(true))
@@ -80,8 +88,8 @@ void table_lookup::answered(std::span<const wanted> items, const std::string* er
                      "): the rows cached, else the rules' own limits, apply until it can");
     for (const auto& w : items) {
       if (const auto* t = counters(w.ref.id)) t->failed_loads->inc();
-      const auto held = cache_->get(w.ref.id, w.value);
-      store(w, held ? held->row : std::nullopt, now + retry_us);
+      const auto* held = cache_.get(w.ref.id, w.value);
+      store(w, held != nullptr ? held->row : std::nullopt, now + retry_us);
     }
     return;
   }
@@ -104,6 +112,7 @@ void table_lookup::answered(std::span<const wanted> items, const std::string* er
     }
     if (t != nullptr && (row || i >= fields.size() || !fields[i])) t->loads->inc();
     store(w, row, expires);
+    if (share_) share_(w.ref.id, w.value, {row, expires});
   }
 }
 

@@ -1,7 +1,9 @@
 #pragma once
 // One worker's view of the limit tables (README "Per-tenant limits"): the file tables as last published (a
 // reload publishes a new table_set, swapped in between two decisions: a file table's lookup takes no lock),
-// and the Redis tables' rows through the cache every worker shares, read on this worker's connections.
+// and the Redis tables' rows in this worker's own cache, read on its connections. A row read is sent to the
+// other workers too (share), so a value is read once for all of them and every worker holds the same rows:
+// no lock on the decision path.
 //
 // A Redis row is read on first use and kept for LIMIT_TABLES_REDIS_TTL; then one decision reads it again
 // while the others keep the row until the answer. When Redis cannot be read, the row cached (expired or not)
@@ -51,9 +53,10 @@ struct redis_tables_health {
 
 class table_lookup {
  public:
-  // LIMIT_TABLES_REDIS_TTL. `reader`, `cache` and `health` may be null without Redis tables.
-  table_lookup(std::chrono::milliseconds ttl, limiter::table_reader* reader, redis_table_cache* cache,
-               redis_tables_health* health);
+  // LIMIT_TABLES_REDIS_TTL. `reader` and `health` may be null without Redis tables. `counts_rows`: this
+  // worker's cache keeps the tables' rows gauges (one worker's does: they all hold the same rows).
+  table_lookup(std::chrono::milliseconds ttl, limiter::table_reader* reader, redis_tables_health* health,
+               bool counts_rows = true, std::size_t max_rows = 1 << 20);
   table_lookup(const table_lookup&) = delete;
   table_lookup& operator=(const table_lookup&) = delete;
 
@@ -73,15 +76,25 @@ class table_lookup {
   // Reads the Redis rows of `items` into the cache, then calls `done` (on this thread, maybe at once).
   void fetch(std::span<const wanted> items, std::function<void()> done);
 
+  // Sends a row read here to the other workers' learn() (set once, before the workers run).
+  using share_row =
+      std::function<void(std::uint32_t table, std::string_view value, const redis_table_cache::cached&)>;
+  void set_share(share_row share) { share_ = std::move(share); }
+  // A row another worker read.
+  void learn(std::uint32_t table, std::string_view value, const redis_table_cache::cached& row);
+
  private:
   const table_counters* counters(std::uint32_t id) const;
+  stats::gauge* rows_gauge(std::uint32_t id) const;
   void answered(std::span<const wanted> items, const std::string* error,
                 std::vector<std::optional<std::string>>& fields);
 
   std::chrono::milliseconds ttl_;
   limiter::table_reader* reader_;
-  redis_table_cache* cache_;
   redis_tables_health* health_;
+  bool counts_rows_;
+  redis_table_cache cache_;
+  share_row share_;
   std::shared_ptr<const table_set> tables_;
 };
 

@@ -68,7 +68,7 @@ struct tables_fixture {
                           fake_reader* reader = nullptr,
                           std::chrono::milliseconds ttl = std::chrono::seconds{10})
       : f("", ls, ss),
-        lookup(ttl, reader, &cache, &health),
+        lookup(ttl, reader, &health),
         source((s.directory = dir.path.string(), s), [this](auto set) { lookup.set_tables(std::move(set)); },
                f.stats) {
     if (!csv.empty()) dir.write("plans.csv", csv);
@@ -97,7 +97,6 @@ struct tables_fixture {
   testing::temp_dir dir{"sluice-tables"};
   service_fixture f;
   svc::redis_tables_health health;
-  svc::redis_table_cache cache;
   svc::table_lookup lookup;
   svc::limit_tables_source source;
   std::vector<std::string> errors;
@@ -282,8 +281,7 @@ TEST_CASE("limit tables: Redis rows are read on first use, cached, and fall back
   reader.failing.reset();
 
   // A lookup whose TTL is short reads again: the row changed in Redis meanwhile is seen.
-  svc::redis_table_cache quick_cache;
-  svc::table_lookup quick(std::chrono::milliseconds{1}, &reader, &quick_cache, nullptr);
+  svc::table_lookup quick(std::chrono::milliseconds{1}, &reader, nullptr);
   quick.set_tables(std::make_shared<svc::table_set>(
       svc::table_set{{"plans"}, {nullptr}, {svc::table_counters::make(t.f.stats, "plans")}}));
   const cfg::table_ref ref{0, true};
@@ -305,9 +303,16 @@ TEST_CASE("limit tables: the workers share the Redis rows read; a full cache dro
   stats::store stats;
   auto set = std::make_shared<svc::table_set>(
       svc::table_set{{"plans"}, {nullptr}, {svc::table_counters::make(stats, "plans")}});
-  svc::redis_table_cache shared;
-  svc::table_lookup one(std::chrono::seconds{10}, &reader, &shared, nullptr);
-  svc::table_lookup two(std::chrono::seconds{10}, &reader, &shared, nullptr);
+  // Two workers: what one reads is sent to the other (in the server, by a post to each worker).
+  svc::table_lookup one(std::chrono::seconds{10}, &reader, nullptr, true);
+  svc::table_lookup two(std::chrono::seconds{10}, &reader, nullptr, false);
+  auto to = [](svc::table_lookup& other) {
+    return [&other](std::uint32_t table, std::string_view value, const svc::redis_table_cache::cached& row) {
+      other.learn(table, value, row);
+    };
+  };
+  one.set_share(to(two));
+  two.set_share(to(one));
   one.set_tables(set);
   two.set_tables(set);
   const cfg::table_ref ref{0, true};
@@ -316,21 +321,22 @@ TEST_CASE("limit tables: the workers share the Redis rows read; a full cache dro
   one.fetch(wanted, [] {});
   CHECK(two.find(ref, "acme").row->requests_per_unit == 5);  // read by the other worker
   CHECK(reader.reads == 1);
-  CHECK(stats.get_gauge("ratelimit.limit_tables.plans.rows").value() == 1);
+  CHECK(stats.get_gauge("ratelimit.limit_tables.plans.rows").value() == 1);  // counted by one worker
 
-  // Expired: one decision reads it again, the others keep the row meanwhile.
-  svc::table_lookup quick_one(std::chrono::milliseconds{1}, &reader, &shared, nullptr);
+  // Expired: one decision reads it again, the next ones keep the row meanwhile; the answer reaches both.
+  svc::table_lookup quick_one(std::chrono::milliseconds{1}, &reader, nullptr, false);
+  quick_one.set_share(to(two));
   quick_one.set_tables(set);
   reader.hash["plans/acme"] = "7";
-  REQUIRE(quick_one.find(ref, "fresh").fetch);
-  std::vector<svc::table_lookup::wanted> fresh{{ref, "fresh"}};
-  quick_one.fetch(fresh, [] {});  // (no such field: the rule's limit, cached for 1 ms)
+  REQUIRE(quick_one.find(ref, "acme").fetch);
+  quick_one.fetch(wanted, [] {});
+  CHECK(two.find(ref, "acme").row->requests_per_unit == 7);  // learnt from quick_one's read
   std::this_thread::sleep_for(std::chrono::milliseconds{5});
-  CHECK(quick_one.find(ref, "fresh").fetch);  // the first to see it expired reads it
-  CHECK_FALSE(two.find(ref, "fresh").fetch);  // the others do not, until the answer
-  CHECK_FALSE(two.find(ref, "fresh").row);
+  CHECK(quick_one.find(ref, "acme").fetch);        // the first to see it expired reads it
+  CHECK_FALSE(quick_one.find(ref, "acme").fetch);  // the next ones do not, until the answer
+  CHECK(quick_one.find(ref, "acme").row->requests_per_unit == 7);
 
-  svc::redis_table_cache small(16);  // one row a shard
+  svc::redis_table_cache small(16);
   auto* rows = &stats.get_gauge("small.rows");
   for (int i = 0; i < 200; ++i) small.put(0, "v" + std::to_string(i), {std::nullopt, 1'000}, rows, 10);
   CHECK(small.size() <= 16);
