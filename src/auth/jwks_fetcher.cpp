@@ -49,9 +49,8 @@ bool parse_https(std::string_view uri, https_target& out) {
 
 // Offline use only: a small local file read once per cache period, so the blocking read is acceptable.
 fetch_result read_local(std::string_view path) {
-  std::string error;
-  auto body = core::read_file(std::string(path), error);
-  if (!body) return {{}, core::cat("cannot open ", path, ": ", error)};
+  auto body = core::read_file(std::string(path));
+  if (!body) return {{}, core::cat("cannot open ", path, ": ", body.error())};
   if (body->size() > body_limit) return {{}, core::cat(path, " is larger than ", body_limit, " bytes")};
   return {std::move(*body), {}};
 }

@@ -61,11 +61,10 @@ asio::awaitable<profile_result> cpu_profile(std::chrono::seconds duration) {
   }
   co_await sleep_for(duration);
   ProfilerStop();
-  std::string ignored;
-  auto data = read_file(path, ignored);
+  auto data = read_file(path);
   std::remove(path);
   if (!data) co_return profile_result{std::nullopt, "the CPU profile could not be read back"};
-  co_return profile_result{std::move(data), {}};
+  co_return profile_result{std::move(*data), {}};
 }
 
 asio::awaitable<profile_result> heap_profile(std::chrono::seconds duration) {

@@ -8,25 +8,35 @@
 
 namespace sluice::core {
 
-std::optional<std::string> read_file(const std::string& path, std::string& error) {
+namespace {
+
+// (Both sides are strings: each is named.)
+using read_result = boost::system::result<std::string, std::string>;
+
+read_result failed(std::string why) {
+  return read_result(boost::system::in_place_error, std::move(why));
+}
+
+}  // namespace
+
+read_result read_file(const std::string& path) {
   // A directory opens, and reads as nothing: it would pass for an empty file.
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
-    error = std::strerror(EISDIR);
-    return std::nullopt;
+    return boost::system::result<std::string, std::string>(boost::system::in_place_error,
+                                                           std::strerror(EISDIR));
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    error = std::strerror(errno);
-    return std::nullopt;
+    return boost::system::result<std::string, std::string>(boost::system::in_place_error,
+                                                           std::strerror(errno));
   }
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) {
-    error = "read error";
-    return std::nullopt;
+    return failed("read error");
   }
-  return std::move(text).str();
+  return read_result(boost::system::in_place_value, std::move(text).str());
 }
 
 }  // namespace sluice::core

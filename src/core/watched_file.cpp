@@ -24,18 +24,21 @@ core::problem watched_file::reload() {
 
 core::problem watched_file::load(bool initial) {
   std::lock_guard lock(mutex_);
-  std::string error;
-  auto text = read_file(path_, error);
+  auto read = read_file(path_);
   std::error_code ec;
-  if (!text && !initial && on_gone_ && !std::filesystem::exists(path_, ec) && !ec) {
+  if (!read && !initial && on_gone_ && !std::filesystem::exists(path_, ec) && !ec) {
     if (!gone_) log_warn(path_, " was deleted: ", on_gone_());
     gone_ = true;
     applied_text_.clear();  // the same text back is news
     failed_.reset();
     return cat(path_, ": the file was deleted");
   }
+  // Kept with a failure: the same text failing again is not logged again.
+  std::optional<std::string> text;
+  if (read) text = std::move(*read);
+  std::string error;
   if (!text) {
-    error = cat("cannot read the file: ", error);
+    error = cat("cannot read the file: ", read.error());
   } else if (!initial && *text == applied_text_) {
     failed_.reset();      // back to what is applied: breaking it again is news
     return std::nullopt;  // another file of the directory changed

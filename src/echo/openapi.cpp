@@ -111,9 +111,8 @@ openapi_document parse_openapi(std::string_view yaml_text) {
 }
 
 openapi_document load_openapi_file(const std::string& file) {
-  std::string error;
-  auto text = core::read_file(file, error);
-  if (!text) throw openapi_error(core::cat(file, ": cannot read the file: ", error));
+  auto text = core::read_file(file);
+  if (!text) throw openapi_error(core::cat(file, ": cannot read the file: ", text.error()));
   try {
     return parse_openapi(*text);
   } catch (const openapi_error& e) {

@@ -13,9 +13,8 @@ namespace {
 std::string read_pem(const core::env_reader& env, const std::string& name) {
   const auto path = env.get_string(name, "");
   if (path.empty()) return {};
-  std::string error;
-  auto text = core::read_file(path, error);
-  if (!text) throw core::settings_error(core::cat("cannot read '", path, "' for ", name, ": ", error));
+  auto text = core::read_file(path);
+  if (!text) throw core::settings_error(core::cat("cannot read '", path, "' for ", name, ": ", text.error()));
   return std::move(*text);
 }
 
@@ -75,8 +74,8 @@ xds::client_settings read_xds_settings(const core::env_reader& env) {
   }
   if (auto ca = read_pem(env, "CONFIG_GRPC_XDS_SERVER_TLS_CACERT"); !ca.empty()) {
     // Upstream adds the CA to the system's pool; gRPC takes one list of roots, so the system's come first.
-    std::string ignored;
-    x.ca_pem = core::read_file("/etc/ssl/certs/ca-certificates.crt", ignored).value_or("") + "\n" + ca;
+    const auto system_roots = core::read_file("/etc/ssl/certs/ca-certificates.crt");
+    x.ca_pem = (system_roots ? *system_roots : std::string()) + "\n" + ca;
   }
   x.server_san = env.get_string("CONFIG_GRPC_XDS_SERVER_TLS_SAN", "");
   auto& b = x.backoff;

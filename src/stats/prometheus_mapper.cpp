@@ -101,10 +101,9 @@ prometheus_mapper prometheus_mapper::builtin(bool response_time_as_milliseconds)
 }
 
 prometheus_mapper prometheus_mapper::from_file(const std::string& path) {
-  std::string error;
-  auto text = core::read_file(path, error);
+  auto text = core::read_file(path);
   if (!text)
-    throw core::settings_error(core::cat("PROMETHEUS_MAPPER_YAML: cannot read '", path, "': ", error));
+    throw core::settings_error(core::cat("PROMETHEUS_MAPPER_YAML: cannot read '", path, "': ", text.error()));
   try {
     auto mapper = parse(*text);
     for (const auto& w : mapper.warnings()) core::log_warn("PROMETHEUS_MAPPER_YAML '", path, "': ", w);

@@ -28,9 +28,9 @@ constexpr const char* export_method = "/opentelemetry.proto.collector.trace.v1.T
 
 std::string read_pem(const std::string& file, std::string_view setting) {
   if (file.empty()) return {};
-  std::string error;
-  auto text = core::read_file(file, error);
-  if (!text) throw std::runtime_error(core::cat("invalid file '", file, "' for ", setting, ": ", error));
+  auto text = core::read_file(file);
+  if (!text)
+    throw std::runtime_error(core::cat("invalid file '", file, "' for ", setting, ": ", text.error()));
   return *text;
 }
 

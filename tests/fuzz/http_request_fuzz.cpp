@@ -90,10 +90,9 @@ descriptors:
 )";
 
 std::string etc_file(const char* name) {
-  std::string error;
-  auto text = core::read_file(std::string(SLUICE_ETC_DIR) + "/" + name, error);
+  auto text = core::read_file(std::string(SLUICE_ETC_DIR) + "/" + name);
   if (!text) {
-    std::fprintf(stderr, "http_request fuzzer: %s\n", error.c_str());
+    std::fprintf(stderr, "http_request fuzzer: %s\n", text.error().c_str());
     std::abort();
   }
   return *text;

@@ -72,9 +72,8 @@ std::string read_all(const certificate_options& o) {
   std::string all;
   for (const auto* file : {&o.cert_file, &o.key_file, &o.client_ca_file}) {
     if (file->empty()) continue;
-    std::string error;
-    auto data = core::read_file(*file, error);
-    const std::string& part = data ? *data : error;
+    auto data = core::read_file(*file);
+    const std::string& part = data ? *data : data.error();
     all += core::cat(data ? "ok " : "error ", part.size(), "\n", part);
   }
   return all;

@@ -89,13 +89,16 @@ asio::awaitable<control_outcome> control_everywhere(const worker_services& worke
                                                     service::control_action action, std::uint64_t used) {
   // A worker's error ends the call: the workers after it are not changed.
   bool failed = false;
-  auto outs =
-      co_await workers.on_each([&](service::rate_limit_service& s) -> asio::awaitable<control_outcome> {
-        if (failed) co_return control_outcome{};
-        auto out = co_await control_here(s, request, action, used);
-        failed = out.error.has_value();
-        co_return out;
-      });
+  auto outs = co_await workers.on_each([&](service::rate_limit_service& s,
+                                           unsigned worker) -> asio::awaitable<control_outcome> {
+    if (failed) co_return control_outcome{};
+    // The rule walk is the first worker's (the same rules on each); the others add their unsent hits.
+    const auto here =
+        worker > 0 && action == service::control_action::explain ? service::control_action::inspect : action;
+    auto out = co_await control_here(s, request, here, used);
+    failed = out.error.has_value();
+    co_return out;
+  });
   for (auto& out : outs) {
     if (out.error) co_return std::move(out);
   }

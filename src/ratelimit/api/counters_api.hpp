@@ -25,8 +25,8 @@ namespace sluice::ratelimit::api {
 using worker_services = core::worker_view<service::rate_limit_service>;
 
 // One call of service::rate_limit_service::control on each worker, in turn (throws core::workers_stopped at
-// a stop); the states are the first
-// worker's, with every other worker's unsent hits added (batched counting).
+// a stop); the states are the first worker's, with every other worker's unsent hits added (batched
+// counting). An explanation walks the rules on the first worker only; the others inspect.
 struct control_outcome {
   std::optional<service::service_error> error;
   std::vector<service::descriptor_state> states;

@@ -12,9 +12,8 @@ namespace sluice::ratelimit::client {
 namespace {
 
 std::string read_flag_file(std::string_view flag, const std::string& path) {
-  std::string error;
-  auto content = core::read_file(path, error);
-  if (!content) throw std::runtime_error(core::cat("-", flag, ": cannot read ", path, ": ", error));
+  auto content = core::read_file(path);
+  if (!content) throw std::runtime_error(core::cat("-", flag, ": cannot read ", path, ": ", content.error()));
   return std::move(*content);
 }
 
@@ -34,8 +33,7 @@ std::shared_ptr<grpc::Channel> open_channel(const client_options& o) {
   return grpc::CreateCustomChannel(target, grpc::SslCredentials(ssl), args);
 }
 
-std::optional<std::string> connect_failure(const grpc::Status& status, grpc::Channel& channel,
-                                           const client_options& o) {
+core::problem connect_failure(const grpc::Status& status, grpc::Channel& channel, const client_options& o) {
   if (channel.GetState(false) == GRPC_CHANNEL_READY) return std::nullopt;
   const std::string address = o.unix_socket.empty() ? o.dial_string : "unix:" + o.unix_socket;
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE)

@@ -6,8 +6,10 @@
 
 #include <memory>
 #include <optional>
+
 #include <string>
 
+#include "core/problem.hpp"
 #include "ratelimit/client/client_flags.hpp"
 
 namespace sluice::ratelimit::client {
@@ -17,7 +19,6 @@ std::shared_ptr<grpc::Channel> open_channel(const client_options& o);
 
 // "cannot connect to ADDRESS: REASON" (connect_error.hpp) when a call ended with `status` because `channel`
 // never reached the server; nothing when the server answered (its own UNAVAILABLE included).
-std::optional<std::string> connect_failure(const grpc::Status& status, grpc::Channel& channel,
-                                           const client_options& o);
+core::problem connect_failure(const grpc::Status& status, grpc::Channel& channel, const client_options& o);
 
 }  // namespace sluice::ratelimit::client

@@ -82,10 +82,9 @@ void escape_into(std::string& out, std::string_view s) {
 
 // The first token line of the file: what an operator's token file holds.
 std::optional<std::string> read_token(const std::string& path, std::string& problem) {
-  std::string error;
-  const auto text = core::read_file(path, error);
+  const auto text = core::read_file(path);
   if (!text) {
-    problem = core::cat(path, ": ", error);
+    problem = core::cat(path, ": ", text.error());
     return std::nullopt;
   }
   for (auto line : core::split(*text, '\n')) {

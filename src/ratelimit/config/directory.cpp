@@ -48,8 +48,7 @@ read_result read_rule_files(const std::string& directory, const std::string& nam
       continue;
     }
     if (!it->is_regular_file(ec)) continue;
-    std::string ignored;
-    auto content = core::read_file(path.string(), ignored);
+    auto content = core::read_file(path.string());
     if (!content) {
       result.error = core::cat("cannot read rule file ", path.string());
       return result;

@@ -60,6 +60,13 @@ std::string_view algorithm_name(algorithm a);
 // counts every hit reported, past the limit too (debt), because those hits were already spent.
 enum class accounting : std::uint8_t { admission, usage };
 
+// A limit's window in seconds: `multiplier` units; a concurrency limit's "window" is its lease (its unit may
+// be left out).
+inline std::int64_t window_seconds_of(algorithm a, unit u, std::uint32_t multiplier,
+                                      std::int64_t lease_seconds) {
+  return a == algorithm::concurrency ? lease_seconds : unit_seconds(u) * multiplier;
+}
+
 struct rate_limit {
   std::uint32_t requests_per_unit = 0;
   config::unit unit = unit::unknown;
@@ -86,9 +93,8 @@ struct rate_limit {
   std::string stats_suffix;  // "" when the descriptor has a single limit
   rule_stats stats;          // under the node's stats key (+ "." + stats_suffix); unset when unlimited
 
-  // A concurrency limit's "window" is its lease (its unit may be left out).
   std::int64_t window_seconds() const {
-    return algorithm == algorithm::concurrency ? lease_seconds : unit_seconds(unit) * unit_multiplier;
+    return window_seconds_of(algorithm, unit, unit_multiplier, lease_seconds);
   }
 };
 

@@ -52,8 +52,7 @@ struct applied_limit {
 
   // The window's length in seconds (a concurrency limit's: its lease).
   std::int64_t window_seconds() const {
-    if (algorithm == config::algorithm::concurrency) return lease_seconds;
-    return config::unit_seconds(unit) * unit_multiplier;
+    return config::window_seconds_of(algorithm, unit, unit_multiplier, lease_seconds);
   }
   // A GCRA bucket's size.
   std::uint64_t gcra_burst() const { return burst != 0 ? burst : requests_per_unit; }

@@ -50,11 +50,10 @@ bool limit_tables_source::load_file(table& t, const std::string& path, std::vect
   const auto signature = signature_of(path);
   if (!signature.empty() && signature == t.signature) return false;
   t.signature = signature;
-  std::string error;
   const auto started = std::chrono::steady_clock::now();
-  auto content = core::read_file(path, error);
+  auto content = core::read_file(path);
   try {
-    if (!content) throw config::table_error{0, core::cat("cannot be read: ", error)};
+    if (!content) throw config::table_error{0, core::cat("cannot be read: ", content.error())};
     auto parsed =
         std::make_shared<const config::limit_table>(config::limit_table::parse(*content, settings_.max_rows));
     const auto ms =

@@ -15,9 +15,9 @@ using namespace sluice;
 
 TEST_CASE("read_file: a directory is not read as an empty file") {
   testing::temp_dir dir("sluice-read-file");
-  std::string error;
-  CHECK_FALSE(core::read_file(dir.path.string(), error));
-  CHECK(error == "Is a directory");
+  const auto read = core::read_file(dir.path.string());
+  REQUIRE_FALSE(read);
+  CHECK(read.error() == "Is a directory");
   const std::string want = dir.path.string() + ": cannot read the file: Is a directory";
   CHECK_THROWS_WITH(core::watched_file(dir.path.string(), [](const std::string&) { return std::nullopt; }),
                     want.c_str());

@@ -110,13 +110,12 @@ snapshot_result write_snapshot(const memory_backend& backend, const std::string&
 restore_outcome restore_snapshot(memory_backend& backend, const std::string& path, std::int64_t now) {
   const auto start = std::chrono::steady_clock::now();
   restore_outcome out;
-  std::string error;
-  const auto bytes = core::read_file(path, error);
+  const auto bytes = core::read_file(path);
   if (!bytes) {
     if (::access(path.c_str(), F_OK) != 0 && errno == ENOENT) {
       out.missing = true;
     } else {
-      out.error = error;
+      out.error = bytes.error();
     }
     return out;
   }
