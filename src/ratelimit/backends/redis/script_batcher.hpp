@@ -59,9 +59,26 @@ class script_batcher {
   // request of its own.
   enum class route : std::uint8_t { script, with_script, own_request };
 
+  // What a call's request carries: the BITFIELDs first, in entry order, then the script's one call, then the
+  // PEXPIREs due.
+  struct layout {
+    std::vector<route> routes;                // each entry's
+    std::vector<std::size_t> expiring;        // how many PEXPIREs each BITFIELD group sends
+    std::size_t bitfields = 0;                // replies before the script's
+    bool scripted = false;                    // the script is called
+    std::vector<std::uint64_t> pexpire_keys;  // the PEXPIREs' keys' hashes
+  };
+
   void flush();
+  // How many ops of the call touch each key.
+  static std::unordered_map<std::string_view, std::size_t> key_uses(const call& c, bool whole);
   // Sends the call; `whole` (after NOSCRIPT): the script itself, and every group through it.
   void send(std::shared_ptr<call> c, bool whole);
+  // Encodes the call into `out` (but the groups that go as a request of their own, which it sends).
+  layout encode(const std::shared_ptr<call>& c, bool whole, sluice::redis::request& out);
+  // Hands each entry its replies, or the failure; a node that lost the script gets the call again, whole.
+  void answered(const std::shared_ptr<call>& c, bool whole, const layout& sent, boost::system::error_code ec,
+                std::vector<sluice::redis::value>& replies);
   // Sends the k-th group of `c` (one GCRA op) as its own BITFIELD request.
   void send_gcra(std::shared_ptr<call> c, std::size_t k);
   // PEXPIREs that failed, or may not have run: the keys' next decisions send them again.
