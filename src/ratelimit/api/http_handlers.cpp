@@ -6,7 +6,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <chrono>
 #include <memory>
-#include <mutex>
+#include <utility>
 
 #include "ratelimit/api/json_codec.hpp"
 #include "tracing/proto_text.hpp"
@@ -22,12 +22,12 @@ using decision = std::optional<service::service_error>;
 
 // Awaits a decision without suspending when the service completes inline (the memory backend); otherwise the
 // coroutine is resumed through its own executor, never from inside the service's call stack. The state lives
-// in the coroutine frame, which stays alive until the decision arrives.
+// in the coroutine frame, which stays alive until the decision arrives. A decision completes on this worker's
+// thread (its store connections run here): no lock.
 asio::awaitable<decision> decide(service::rate_limit_service& service, const service::rls_request& request,
                                  service::rls_response& response, const tracing::span& server) {
   struct pending {
     asio::any_io_executor executor;
-    std::mutex mutex;
     bool done = false;
     decision result;
     std::function<void()> resume;
@@ -37,27 +37,17 @@ asio::awaitable<decision> decide(service::rate_limit_service& service, const ser
   service.should_rate_limit(
       request, response,
       [&state](const service::service_error* error) {
-        std::function<void()> resume;
-        {
-          std::lock_guard lock(state.mutex);
-          if (error != nullptr) state.result = *error;
-          state.done = true;
-          resume = std::move(state.resume);
-        }
-        if (resume) asio::post(state.executor, std::move(resume));
+        if (error != nullptr) state.result = *error;
+        state.done = true;
+        if (state.resume) asio::post(state.executor, std::exchange(state.resume, nullptr));
       },
       &server);
-  {
-    std::lock_guard lock(state.mutex);
-    if (state.done) co_return std::move(state.result);
-  }
+  if (state.done) co_return std::move(state.result);
   co_return co_await asio::async_initiate<decltype(asio::use_awaitable), void(decision)>(
       [&state](auto handler) {
         auto shared = std::make_shared<decltype(handler)>(std::move(handler));
         auto resume = [shared, &state] { std::move (*shared)(std::move(state.result)); };
-        std::unique_lock lock(state.mutex);
         if (state.done) {
-          lock.unlock();
           asio::post(state.executor, std::move(resume));
         } else {
           state.resume = std::move(resume);

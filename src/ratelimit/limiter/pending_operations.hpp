@@ -1,10 +1,10 @@
 #pragma once
-// What a backend's decision waits for: its requests to the store, finished in any order and possibly on
-// other threads (a Redis Cluster's nodes). The first error wins; the last request to finish completes the
+// What a backend's decision waits for: its requests to the store, finished in any order. Every one of them
+// finishes on the decision's worker thread (a worker's Redis and memcached connections, cluster nodes
+// included, run on its io_context): no lock. The first error wins; the last request to finish completes the
 // decision.
 
-#include <atomic>
-#include <mutex>
+#include <cstddef>
 #include <optional>
 #include <string>
 
@@ -16,19 +16,15 @@ class pending_operations {
  public:
   explicit pending_operations(completion& done) : done_(done) {}
 
-  void add(std::size_t n = 1) { outstanding_.fetch_add(n, std::memory_order_relaxed); }
+  void add(std::size_t n = 1) { outstanding_ += n; }
   void fail(std::string message, bool refused = false) {
-    std::lock_guard lock(mutex_);
     if (!error_) error_ = backend_error{std::move(message), refused};
   }
-  bool failed() {
-    std::lock_guard lock(mutex_);
-    return error_.has_value();
-  }
+  bool failed() const { return error_.has_value(); }
   // One request finished. The last one completes the decision and returns true: the caller then frees what
   // the requests used.
   bool finish_one() {
-    if (outstanding_.fetch_sub(1, std::memory_order_acq_rel) != 1) return false;
+    if (--outstanding_ != 0) return false;
     if (error_) {
       backend_error e{std::move(*error_)};
       done_.complete(&e);
@@ -40,8 +36,7 @@ class pending_operations {
 
  private:
   completion& done_;
-  std::atomic<std::size_t> outstanding_{0};
-  std::mutex mutex_;
+  std::size_t outstanding_ = 0;
   std::optional<backend_error> error_;
 };
 

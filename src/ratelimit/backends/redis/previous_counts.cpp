@@ -27,7 +27,6 @@ std::optional<std::uint64_t> previous_counts::find(const limiter::counter_op& op
   if (sliding == nullptr || sliding->window_us <= 0 || !times_of(*sliding, op.now_us).previous_final)
     return std::nullopt;
   const std::uint64_t hash = counts_.hash(sliding->previous_key);
-  std::lock_guard lock(mutex_);
   // The entry's window is the op's previous one while it lasts (a later window has another key).
   const std::uint64_t* count = counts_.find(hash, op.now_us);
   return count != nullptr ? std::optional(*count) : std::nullopt;
@@ -39,12 +38,10 @@ void previous_counts::remember(const limiter::counter_op& op, std::uint64_t coun
   const auto times = times_of(*sliding, op.now_us);
   if (!times.previous_final) return;
   const std::uint64_t hash = counts_.hash(sliding->previous_key);
-  std::lock_guard lock(mutex_);
   counts_.put(hash, count, times.start_us + sliding->window_us, op.now_us);
 }
 
 std::size_t previous_counts::size() {
-  std::lock_guard lock(mutex_);
   return counts_.size();
 }
 

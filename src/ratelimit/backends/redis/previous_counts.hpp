@@ -5,11 +5,10 @@
 // previous one, its count is read from Redis once per worker and kept, so a sliding window's decision costs
 // Redis what a fixed window's does: INCRBY and EXPIRE, without the MGET. Keys are remembered by a 64-bit
 // hash, at most `capacity` of them (beyond that, the MGET is sent, as without this). One per store and
-// worker; safe from any thread.
+// worker, used on its thread only: no lock.
 
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <optional>
 
 #include "ratelimit/backends/redis/expiring_cache.hpp"
@@ -29,7 +28,6 @@ class previous_counts {
   std::size_t size();
 
  private:
-  std::mutex mutex_;
   expiring_cache<std::uint64_t> counts_;  // by the previous window's key, until that window stops being it
 };
 

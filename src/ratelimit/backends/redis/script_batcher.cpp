@@ -3,6 +3,7 @@
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
+#include <utility>
 
 #include "core/strings.hpp"
 #include "ratelimit/backends/redis/gcra_command.hpp"
@@ -14,25 +15,15 @@ namespace rd = sluice::redis;
 
 void script_batcher::add(const script_group& group, std::string_view routing_key, done_fn done) {
   const std::uint32_t slot = store_.one_key_per_request() ? rd::hash_slot(routing_key) : 0;
-  bool post = false;
-  {
-    std::lock_guard lock(mutex_);
-    auto& c = calls_[slot];
-    if (!c) c = std::make_shared<call>(call{std::string(routing_key), {}});
-    c->entries.push_back({group, std::move(done)});
-    post = !flush_posted_;
-    flush_posted_ = true;
-  }
-  if (post) boost::asio::post(ex_, [this] { flush(); });
+  auto& c = calls_[slot];
+  if (!c) c = std::make_shared<call>(call{std::string(routing_key), {}});
+  c->entries.push_back({group, std::move(done)});
+  if (!std::exchange(flush_posted_, true)) boost::asio::post(ex_, [this] { flush(); });
 }
 
 void script_batcher::flush() {
-  std::unordered_map<std::uint32_t, std::shared_ptr<call>> calls;
-  {
-    std::lock_guard lock(mutex_);
-    calls.swap(calls_);
-    flush_posted_ = false;
-  }
+  auto calls = std::exchange(calls_, {});
+  flush_posted_ = false;
   for (auto& [_, c] : calls) send(std::move(c), false);
 }
 

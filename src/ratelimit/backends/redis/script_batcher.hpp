@@ -12,7 +12,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -42,7 +41,7 @@ class script_batcher {
   script_batcher& operator=(const script_batcher&) = delete;
 
   // Queues a group; all of its keys hash to the slot of `routing_key`. The group's ops must stay valid until
-  // `done` is called. Any thread may call this.
+  // `done` is called. On the worker's thread, as everything here: no lock.
   void add(const script_group& group, std::string_view routing_key, done_fn done);
 
  private:
@@ -86,10 +85,9 @@ class script_batcher {
 
   boost::asio::any_io_executor ex_;
   sluice::redis::store& store_;
-  std::mutex mutex_;
   std::unordered_map<std::uint32_t, std::shared_ptr<call>> calls_;  // by slot (0 off a cluster)
   bool flush_posted_ = false;
-  gcra_expiry expiry_;  // used by send() off NOSCRIPT's path: on the worker's thread only
+  gcra_expiry expiry_;
 };
 
 }  // namespace sluice::ratelimit::backends::redis
