@@ -74,6 +74,12 @@ struct rig {
     o.now_us = clock.now_micros();
     return o;
   }
+  // Hits given back (negative hits_addend).
+  counter_op refund(std::string_view key, std::uint64_t hits, std::uint64_t limit) {
+    auto o = op(key, hits, limit);
+    o.refund = true;
+    return o;
+  }
   // Starts a decision; its results and completion are kept by the caller.
   void start(std::size_t w, std::span<const counter_op> ops, std::span<op_result> results, recorder& r,
              batch_mode mode = batch_mode::independent) {
@@ -262,14 +268,12 @@ TEST_CASE("two ops of one decision on one key: the second waits for the first's 
 TEST_CASE("negative hits given back in a batch go as the refund script, never below zero") {
   rig t;
   t.decide(0, t.op("k", 5, 100));
-  auto refund = t.op("k", 3, 100);
-  refund.refund = true;
+  auto refund = t.refund("k", 3, 100);
   CHECK(t.decide(0, refund).value == 2);
   t.flush_all();
   CHECK(requests_with(t.redis, "EVAL") == 1);
   CHECK(t.redis.value("k") == 2);
-  auto big = t.op("k", 10, 100);
-  big.refund = true;
+  auto big = t.refund("k", 10, 100);
   CHECK(t.decide(0, big).value == 0);
   t.flush_all();
   CHECK(t.redis.value("k") == 0);
@@ -283,8 +287,7 @@ TEST_CASE("a refund beyond a stale view takes back the other workers' hits that 
   t.flush_all();
   CHECK(t.redis.value("k") == 52);
   // Worker 0 has not seen worker 1's 50 (its view, 1, is fresh): 1 is given back there, 39 in Redis.
-  auto refund = t.op("k", 40, 1000);
-  refund.refund = true;
+  auto refund = t.refund("k", 40, 1000);
   CHECK(t.decide(0, refund).value == 0);
   CHECK(t.synced(0).unsent_hits() == 40);
   t.flush_all();
@@ -298,8 +301,7 @@ TEST_CASE("a refund beyond a stale view takes back the other workers' hits that 
 TEST_CASE("a refund beyond the view never takes back the worker's own hits, sent or not") {
   rig t;
   t.decide(0, t.op("k", 3, 100));
-  auto refund = t.op("k", 10, 100);
-  refund.refund = true;
+  auto refund = t.refund("k", 10, 100);
   CHECK(t.decide(0, refund).value == 0);
   CHECK(t.decide(0, t.op("k", 5, 100)).value == 5);
   t.flush_all();
@@ -308,8 +310,7 @@ TEST_CASE("a refund beyond the view never takes back the worker's own hits, sent
   t.redis.hold = true;
   t.decide(0, t.op("k", 4, 100));
   t.synced().flush();
-  auto again = t.op("k", 20, 100);
-  again.refund = true;
+  auto again = t.refund("k", 20, 100);
   CHECK(t.decide(0, again).value == 0);
   t.redis.hold = false;
   t.redis.answer_held();
@@ -324,8 +325,7 @@ TEST_CASE("a refund beyond the view that fails is sent again, once") {
   t.decide(0, t.op("k", 1, 1000));
   t.decide(1, t.op("k", 30, 1000));
   t.flush_all();
-  auto refund = t.op("k", 20, 1000);
-  refund.refund = true;
+  auto refund = t.refund("k", 20, 1000);
   CHECK(t.decide(0, refund).value == 0);
   t.redis.down = true;
   t.synced(0).flush();
