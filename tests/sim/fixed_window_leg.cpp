@@ -1,0 +1,86 @@
+// fixed_window on the memory store, several workers: tenants of one rule with a limit per window of a second
+// to an hour, steady, bursty and saturating arrivals of 1-3 hits. The model is upstream's counting: every hit
+// counts, and a request is admitted when its window's count with its hits stays within the limit. Checked at
+// every decision: the code and limit_remaining the model gives; per window, the hits admitted never exceed
+// the limit.
+#include <map>
+
+#include "sim.hpp"
+#include "world.hpp"
+
+namespace sluice::sim {
+
+namespace fixed_window_sim {
+
+struct shape {
+  std::uint32_t limit;
+  const char* unit;
+  std::int64_t window_s;
+  std::int64_t mean_gap_us;  // between a client's requests
+};
+
+run_result run(const run_params& p) {
+  random rng(p.seed);
+  const shape sh = rng.pick(std::vector<shape>{{10, "second", 1, 400 * ms},
+                                               {60, "minute", 60, 2 * second},
+                                               {500, "minute", 60, 300 * ms},
+                                               {1000, "hour", 3600, 20 * second}});
+  const int tenants = static_cast<int>(rng.between(1, 4));
+  const int clients = static_cast<int>(rng.between(2, 12));
+  const bool bursty = rng.chance(0.3);
+  const std::string yaml =
+      "domain: sim\ndescriptors:\n  - key: tenant\n    rate_limit: {unit: " + std::string(sh.unit) +
+      ", requests_per_unit: " + std::to_string(sh.limit) + "}\n";
+  world w(yaml, static_cast<int>(rng.between(2, 4)), p.variant);
+
+  checker check;
+  run_result out;
+  std::map<std::pair<int, std::int64_t>, std::uint64_t> counted, admitted;  // (tenant, window start) → hits
+  const std::int64_t end = start_us + static_cast<std::int64_t>(p.hours * static_cast<double>(hour));
+  std::int64_t now = start_us;
+  while (now < end && !check.failed()) {
+    // The next request of any client: exponential gaps, or a burst of several at once.
+    now += rng.between(0, 2 * sh.mean_gap_us / clients);
+    w.clock.set_micros(now);
+    const int burst = bursty && rng.chance(0.05) ? static_cast<int>(rng.between(2, 20)) : 1;
+    for (int b = 0; b < burst && !check.failed(); ++b) {
+      const int tenant = static_cast<int>(rng.between(0, tenants - 1));
+      const auto hits = static_cast<std::uint32_t>(rng.chance(0.2) ? rng.between(2, 3) : 1);
+      const auto request = make_request("sim", {{"tenant", "t" + std::to_string(tenant)}}, hits);
+      const auto response = w.decide(static_cast<int>(rng.between(0, w.workers() - 1)), request);
+      ++out.decisions;
+      const std::int64_t window = now / second / sh.window_s * sh.window_s;
+      auto& count = counted[{tenant, window}];
+      count += hits;
+      const bool ok = count <= sh.limit;
+      const auto& st = response.statuses(0);
+      check.expect(st.code() == (ok ? rls_response::OK : rls_response::OVER_LIMIT), now - start_us,
+                   "tenant t", tenant, ": the window's count is ", count, " of ", sh.limit,
+                   ", the store said ", ok ? "over the limit" : "OK");
+      check.expect(st.limit_remaining() == (ok ? sh.limit - count : 0), now - start_us, "limit_remaining ",
+                   st.limit_remaining(), " where the model has ", ok ? sh.limit - count : 0);
+      if (st.code() == rls_response::OK) {
+        auto& in = admitted[{tenant, window}];
+        in += hits;
+        check.expect(in <= sh.limit, now - start_us, "tenant t", tenant, ": ", in,
+                     " hits admitted in one window of ", sh.limit);
+      }
+    }
+    // Windows that ended are not looked at again.
+    const std::int64_t current = now / second / sh.window_s * sh.window_s;
+    std::erase_if(counted, [&](const auto& kv) { return kv.first.second < current; });
+    std::erase_if(admitted, [&](const auto& kv) { return kv.first.second < current; });
+  }
+  out.checks = check.checks();
+  out.virtual_hours = static_cast<double>(now - start_us) / static_cast<double>(hour);
+  out.failure = check.failure();
+  return out;
+}
+
+}  // namespace fixed_window_sim
+
+leg fixed_window_leg() {
+  return {"fixed_window memory", 3, fixed_window_sim::run, {"window off by one second"}};
+}
+
+}  // namespace sluice::sim

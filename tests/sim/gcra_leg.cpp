@@ -1,0 +1,93 @@
+// gcra on the memory store, several workers: tenants of one rule (a rate per second to per hour, a burst of 1
+// to the rate), steady, bursty and saturating arrivals of 1-3 hits. Checked at every decision, with T the
+// rule's own interval (the unit over requests_per_unit):
+// - the bound: in any interval [a, b], the hits admitted are at most burst + (b − a) / T;
+// - liveness: a request of no more than `burst` hits is admitted once burst × T has passed since the last
+//   admitted one (the bucket is empty by then).
+#include <map>
+
+#include "sim.hpp"
+#include "world.hpp"
+
+namespace sluice::sim {
+
+namespace gcra_sim {
+
+struct shape {
+  std::uint32_t rate;
+  const char* unit;
+  std::int64_t unit_s;
+  std::int64_t mean_gap_us;  // between a client's requests
+};
+
+struct bucket {
+  double prefix = 0;            // hits admitted so far
+  double least = 0;             // the least of (hits admitted before an admission − its time / T) so far
+  bool any = false;             // an admission was seen
+  std::int64_t last_admit = 0;  // when
+};
+
+run_result run(const run_params& p) {
+  random rng(p.seed);
+  const shape sh = rng.pick(std::vector<shape>{{10, "second", 1, 100 * ms},
+                                               {60, "minute", 60, 2 * second},
+                                               {600, "minute", 60, 50 * ms},
+                                               {100, "hour", 3600, 30 * second}});
+  const auto burst = static_cast<std::uint32_t>(rng.pick(std::vector<std::int64_t>{1, 3, sh.rate}));
+  const int tenants = static_cast<int>(rng.between(1, 4));
+  const int clients = static_cast<int>(rng.between(2, 12));
+  const bool bursty = rng.chance(0.3);
+  const std::string yaml =
+      "domain: sim\ndescriptors:\n  - key: tenant\n    rate_limit: {unit: " + std::string(sh.unit) +
+      ", requests_per_unit: " + std::to_string(sh.rate) +
+      ", algorithm: gcra, burst: " + std::to_string(burst) + "}\n";
+  world w(yaml, static_cast<int>(rng.between(2, 4)), p.variant);
+  const double interval_us = static_cast<double>(sh.unit_s * second) / sh.rate;  // T
+  // The code rounds T up to a whole microsecond: the bucket is empty burst × that after the last admission.
+  const auto empty_after = static_cast<std::int64_t>(burst) * ((sh.unit_s * second + sh.rate - 1) / sh.rate);
+
+  checker check;
+  run_result out;
+  std::map<int, bucket> buckets;
+  const std::int64_t end = start_us + static_cast<std::int64_t>(p.hours * static_cast<double>(hour));
+  std::int64_t now = start_us;
+  while (now < end && !check.failed()) {
+    now += rng.between(0, 2 * sh.mean_gap_us / clients);
+    w.clock.set_micros(now);
+    const int burst_size = bursty && rng.chance(0.05) ? static_cast<int>(rng.between(2, 20)) : 1;
+    for (int i = 0; i < burst_size && !check.failed(); ++i) {
+      const int tenant = static_cast<int>(rng.between(0, tenants - 1));
+      const auto hits = static_cast<std::uint32_t>(rng.chance(0.2) ? rng.between(2, 3) : 1);
+      const auto request = make_request("sim", {{"tenant", "t" + std::to_string(tenant)}}, hits);
+      const auto st = w.decide(static_cast<int>(rng.between(0, w.workers() - 1)), request).statuses(0);
+      ++out.decisions;
+      auto& b = buckets[tenant];
+      const bool admitted = st.code() == rls_response::OK;
+      const bool empty = !b.any || now - b.last_admit >= empty_after;
+      check.expect(admitted || !empty || hits > burst, now - start_us, "tenant t", tenant, ": ", hits,
+                   " hits refused on an empty bucket of ", burst);
+      if (!admitted) continue;
+      const double t = static_cast<double>(now - start_us) / interval_us;
+      b.least = b.any ? std::min(b.least, b.prefix - t) : b.prefix - t;
+      b.any = true;
+      b.prefix += hits;
+      b.last_admit = now;
+      // The hits admitted since the admission that set `least`, against what the bucket may let through.
+      check.expect(b.prefix - t - b.least <= burst + 1e-6, now - start_us, "tenant t", tenant, ": ",
+                   b.prefix - t - b.least, " hits admitted over an interval that allows ", burst,
+                   " + its length / T");
+    }
+  }
+  out.checks = check.checks();
+  out.virtual_hours = static_cast<double>(now - start_us) / static_cast<double>(hour);
+  out.failure = check.failure();
+  return out;
+}
+
+}  // namespace gcra_sim
+
+leg gcra_leg() {
+  return {"gcra memory", 1, gcra_sim::run, {"gcra bucket one deeper"}};
+}
+
+}  // namespace sluice::sim

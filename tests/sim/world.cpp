@@ -1,0 +1,104 @@
+#include "world.hpp"
+
+#include <stdexcept>
+
+#include "ratelimit/config/yaml_loader.hpp"
+
+namespace sluice::sim {
+
+bool variant_backend::changes_ops(const std::string& variant) {
+  return variant == "gcra bucket one deeper" || variant == "holder lease one second short";
+}
+
+std::vector<ratelimit::limiter::counter_op> variant_backend::changed(
+    std::span<const ratelimit::limiter::counter_op> ops) const {
+  std::vector<ratelimit::limiter::counter_op> out(ops.begin(), ops.end());
+  for (auto& op : out) {
+    if (auto* g = std::get_if<ratelimit::limiter::gcra_op>(&op.algorithm);
+        g && variant_ == "gcra bucket one deeper")
+      g->tolerance_us += g->emission_us;
+    if (auto* h = std::get_if<ratelimit::limiter::holder_op>(&op.algorithm);
+        h && variant_ == "holder lease one second short")
+      h->lease_us -= 1'000'000;
+  }
+  return out;
+}
+
+// The memory store completes inline: the changed ops need live only during the call.
+void variant_backend::increment(std::span<const ratelimit::limiter::counter_op> ops,
+                                std::span<ratelimit::limiter::op_result> results,
+                                ratelimit::limiter::completion& done, ratelimit::limiter::batch_mode mode) {
+  const auto mine = changed(ops);
+  real_.increment(mine, results, done, mode);
+}
+
+void variant_backend::get(std::span<const ratelimit::limiter::counter_op> ops,
+                          std::span<ratelimit::limiter::op_result> results,
+                          ratelimit::limiter::completion& done) {
+  const auto mine = changed(ops);
+  real_.get(mine, results, done);
+}
+
+void variant_backend::inspect(std::span<const ratelimit::limiter::counter_op> ops,
+                              std::span<ratelimit::limiter::op_result> results,
+                              ratelimit::limiter::completion& done) {
+  const auto mine = changed(ops);
+  real_.inspect(mine, results, done);
+}
+
+void variant_backend::overwrite(std::span<const ratelimit::limiter::counter_op> ops,
+                                ratelimit::limiter::completion& done) {
+  const auto mine = changed(ops);
+  real_.overwrite(mine, done);
+}
+
+world::world(const std::string& yaml, int workers, const std::string& variant)
+    : limiter_clock_(clock, variant == "window off by one second" ? 1'000'000 : 0), store_(clock, 1'000'000) {
+  if (variant_backend::changes_ops(variant)) variant_ = std::make_unique<variant_backend>(store_, variant);
+  ratelimit::limiter::backend& store =
+      variant_ ? static_cast<ratelimit::limiter::backend&>(*variant_) : store_;
+  std::vector<ratelimit::config::config_file> files{{"sim.yaml", yaml}};
+  auto loaded = ratelimit::config::load_rules(files, false, stats_);
+  if (loaded.rules == nullptr)
+    throw std::runtime_error("the simulation's rules do not load: " + loaded.error);
+  for (int w = 0; w < workers; ++w) {
+    ratelimit::limiter::settings ls;
+    ls.expiration_jitter_max_seconds = 0;  // (a replay must be exact)
+    limiters_.push_back(std::make_unique<ratelimit::limiter::limiter>(ls, limiter_clock_));
+    services_.push_back(std::make_unique<ratelimit::service::rate_limit_service>(
+        ratelimit::service::settings{}, *limiters_.back(), store, stats_));
+    services_.back()->set_rules(loaded.rules);
+  }
+}
+
+rls_response world::decide(int w, const rls_request& request) {
+  rls_response response;
+  bool called = false;
+  std::string error;
+  services_[static_cast<std::size_t>(w)]->should_rate_limit(request, response,
+                                                            [&](const ratelimit::service::service_error* e) {
+                                                              called = true;
+                                                              if (e != nullptr) error = e->message;
+                                                            });
+  if (!called) throw std::runtime_error("the memory store did not decide inline");
+  if (!error.empty()) throw std::runtime_error("the service refused a simulated request: " + error);
+  return response;
+}
+
+rls_request make_request(const std::string& domain,
+                         const std::vector<std::pair<std::string, std::string>>& entries, std::uint32_t hits,
+                         bool negative) {
+  rls_request r;
+  r.set_domain(domain);
+  auto* d = r.add_descriptors();
+  for (const auto& [k, v] : entries) {
+    auto* e = d->add_entries();
+    e->set_key(k);
+    e->set_value(v);
+  }
+  r.set_hits_addend(hits);
+  d->set_is_negative_hits(negative);
+  return r;
+}
+
+}  // namespace sluice::sim
