@@ -102,7 +102,7 @@ void synced_counters::decide(synced_counter& c, const limiter::counter_op& op, l
       // What Redis holds (or will, once the flush out now is in) of what this view counts.
       const auto seen = static_cast<std::uint64_t>(
           std::max<std::int64_t>(0, static_cast<std::int64_t>(c.base) + c.in_flight));
-      c.beyond_seen = c.beyond == 0 ? seen : std::min(c.beyond_seen, seen);
+      c.beyond_seen = c.beyond == 0 && c.beyond_in_flight == 0 ? seen : std::min(c.beyond_seen, seen);
       set_unsent(c, c.pending, c.in_flight, c.beyond + (op.increment - give), c.beyond_in_flight);
       mark_dirty(c);
     }
