@@ -1,9 +1,10 @@
 // concurrency on the memory store, several workers (README "Cap requests in flight"): clients acquire, hold
 // from milliseconds to minutes (LLM calls), and release; some releases are lost, some acquisitions are sent
 // twice, long holds renew, and behind Envoy every refused request still sends its release. Checked at every
-// decision: never more than the limit truly in flight (admitted and not yet ended); with holder_key, each
-// decision and limit_remaining exactly as the model's (a holder's lease ends exactly at acquisition or
-// renewal + lease, a release frees its holder's slots alone, a resend counts once).
+// decision: never more than the limit truly in flight (admitted and not yet ended), and without lost releases
+// no refusal below it; with holder_key, each decision and limit_remaining exactly as the model's (a holder's
+// lease ends exactly at acquisition or renewal + lease, a release frees its holder's slots alone, a resend
+// counts once).
 #include <map>
 #include <queue>
 
@@ -111,6 +112,11 @@ run_result run(const run_params& p) {
     const bool expected = model_count(now) + 1 <= sh.limit;
     const auto st = decide(id, false);
     const bool admitted = st.code() == rls_response::OK;
+    // Without an identity and with no release lost, the store holds no more slots than are truly in flight
+    // (holds stay within the lease): a refusal means the limit is truly reached.
+    if (!holder && lost == 0)
+      check.expect(admitted || in_flight + 1 > sh.limit, now - start_us, id, " refused with ", in_flight,
+                   " truly in flight of ", sh.limit);
     if (holder)
       check.expect(admitted == expected, now - start_us, id, ": the model ", expected ? "admits" : "refuses",
                    " with ", model.size(), " leases held of ", sh.limit, ", the store ",
