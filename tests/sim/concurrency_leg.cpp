@@ -145,10 +145,7 @@ run_result run(const run_params& p) {
         now + rng.between(std::min(sh.hold_min, hold_max), hold_max);
     next_step(e.client, now);
   }
-  out.checks = check.checks();
-  out.virtual_hours = static_cast<double>(now - start_us) / static_cast<double>(hour);
-  out.failure = check.failure();
-  return out;
+  return check.finish(out, now);
 }
 
 }  // namespace concurrency_sim

@@ -37,44 +37,28 @@ run_result run(const run_params& p) {
   run_result out;
   std::map<std::pair<int, std::int64_t>, std::uint64_t> counted, admitted;  // (tenant, window start) → hits
   const std::int64_t end = start_us + static_cast<std::int64_t>(p.hours * static_cast<double>(hour));
-  std::int64_t now = start_us;
-  while (now < end && !check.failed()) {
-    // The next request of any client: exponential gaps, or a burst of several at once.
-    now += rng.between(0, 2 * sh.mean_gap_us / clients);
-    w.clock.set_micros(now);
-    const int burst = bursty && rng.chance(0.05) ? static_cast<int>(rng.between(2, 20)) : 1;
-    for (int b = 0; b < burst && !check.failed(); ++b) {
-      const int tenant = static_cast<int>(rng.between(0, tenants - 1));
-      const auto hits = static_cast<std::uint32_t>(rng.chance(0.2) ? rng.between(2, 3) : 1);
-      const auto request = make_request("sim", {{"tenant", "t" + std::to_string(tenant)}}, hits);
-      const auto response = w.decide(static_cast<int>(rng.between(0, w.workers() - 1)), request);
-      ++out.decisions;
-      const std::int64_t window = now / second / sh.window_s * sh.window_s;
-      auto& count = counted[{tenant, window}];
-      count += hits;
-      const bool ok = count <= sh.limit;
-      const auto& st = response.statuses(0);
-      check.expect(st.code() == (ok ? rls_response::OK : rls_response::OVER_LIMIT), now - start_us,
-                   "tenant t", tenant, ": the window's count is ", count, " of ", sh.limit,
-                   ", the store said ", ok ? "over the limit" : "OK");
-      check.expect(st.limit_remaining() == (ok ? sh.limit - count : 0), now - start_us, "limit_remaining ",
-                   st.limit_remaining(), " where the model has ", ok ? sh.limit - count : 0);
-      if (st.code() == rls_response::OK) {
+  const auto now = run_arrivals(
+      w, rng, check, {sh.mean_gap_us, clients, tenants, bursty}, end, out,
+      [&](std::int64_t now, int tenant, std::uint32_t hits, const auto& st) {
+        // Windows that ended are not looked at again.
+        const std::int64_t window = now / second / sh.window_s * sh.window_s;
+        std::erase_if(counted, [&](const auto& kv) { return kv.first.second < window; });
+        std::erase_if(admitted, [&](const auto& kv) { return kv.first.second < window; });
+        auto& count = counted[{tenant, window}];
+        count += hits;
+        const bool ok = count <= sh.limit;
+        check.expect(st.code() == (ok ? rls_response::OK : rls_response::OVER_LIMIT), now - start_us,
+                     "tenant t", tenant, ": the window's count is ", count, " of ", sh.limit,
+                     ", the store said ", ok ? "over the limit" : "OK");
+        check.expect(st.limit_remaining() == (ok ? sh.limit - count : 0), now - start_us, "limit_remaining ",
+                     st.limit_remaining(), " where the model has ", ok ? sh.limit - count : 0);
+        if (st.code() != rls_response::OK) return;
         auto& in = admitted[{tenant, window}];
         in += hits;
         check.expect(in <= sh.limit, now - start_us, "tenant t", tenant, ": ", in,
                      " hits admitted in one window of ", sh.limit);
-      }
-    }
-    // Windows that ended are not looked at again.
-    const std::int64_t current = now / second / sh.window_s * sh.window_s;
-    std::erase_if(counted, [&](const auto& kv) { return kv.first.second < current; });
-    std::erase_if(admitted, [&](const auto& kv) { return kv.first.second < current; });
-  }
-  out.checks = check.checks();
-  out.virtual_hours = static_cast<double>(now - start_us) / static_cast<double>(hour);
-  out.failure = check.failure();
-  return out;
+      });
+  return check.finish(out, now);
 }
 
 }  // namespace fixed_window_sim

@@ -50,38 +50,27 @@ run_result run(const run_params& p) {
   run_result out;
   std::map<int, bucket> buckets;
   const std::int64_t end = start_us + static_cast<std::int64_t>(p.hours * static_cast<double>(hour));
-  std::int64_t now = start_us;
-  while (now < end && !check.failed()) {
-    now += rng.between(0, 2 * sh.mean_gap_us / clients);
-    w.clock.set_micros(now);
-    const int burst_size = bursty && rng.chance(0.05) ? static_cast<int>(rng.between(2, 20)) : 1;
-    for (int i = 0; i < burst_size && !check.failed(); ++i) {
-      const int tenant = static_cast<int>(rng.between(0, tenants - 1));
-      const auto hits = static_cast<std::uint32_t>(rng.chance(0.2) ? rng.between(2, 3) : 1);
-      const auto request = make_request("sim", {{"tenant", "t" + std::to_string(tenant)}}, hits);
-      const auto st = w.decide(static_cast<int>(rng.between(0, w.workers() - 1)), request).statuses(0);
-      ++out.decisions;
-      auto& b = buckets[tenant];
-      const bool admitted = st.code() == rls_response::OK;
-      const bool empty = !b.any || now - b.last_admit >= empty_after;
-      check.expect(admitted || !empty || hits > burst, now - start_us, "tenant t", tenant, ": ", hits,
-                   " hits refused on an empty bucket of ", burst);
-      if (!admitted) continue;
-      const double t = static_cast<double>(now - start_us) / interval_us;
-      b.least = b.any ? std::min(b.least, b.prefix - t) : b.prefix - t;
-      b.any = true;
-      b.prefix += hits;
-      b.last_admit = now;
-      // The hits admitted since the admission that set `least`, against what the bucket may let through.
-      check.expect(b.prefix - t - b.least <= burst + 1e-6, now - start_us, "tenant t", tenant, ": ",
-                   b.prefix - t - b.least, " hits admitted over an interval that allows ", burst,
-                   " + its length / T");
-    }
-  }
-  out.checks = check.checks();
-  out.virtual_hours = static_cast<double>(now - start_us) / static_cast<double>(hour);
-  out.failure = check.failure();
-  return out;
+  const auto now =
+      run_arrivals(w, rng, check, {sh.mean_gap_us, clients, tenants, bursty}, end, out,
+                   [&](std::int64_t now, int tenant, std::uint32_t hits, const auto& st) {
+                     auto& b = buckets[tenant];
+                     const bool admitted = st.code() == rls_response::OK;
+                     const bool empty = !b.any || now - b.last_admit >= empty_after;
+                     check.expect(admitted || !empty || hits > burst, now - start_us, "tenant t", tenant,
+                                  ": ", hits, " hits refused on an empty bucket of ", burst);
+                     if (!admitted) return;
+                     const double t = static_cast<double>(now - start_us) / interval_us;
+                     b.least = b.any ? std::min(b.least, b.prefix - t) : b.prefix - t;
+                     b.any = true;
+                     b.prefix += hits;
+                     b.last_admit = now;
+                     // The hits admitted since the admission that set `least`, against what the bucket may
+                     // let through.
+                     check.expect(b.prefix - t - b.least <= burst + 1e-6, now - start_us, "tenant t", tenant,
+                                  ": ", b.prefix - t - b.least,
+                                  " hits admitted over an interval that allows ", burst, " + its length / T");
+                   });
+  return check.finish(out, now);
 }
 
 }  // namespace gcra_sim

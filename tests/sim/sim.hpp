@@ -51,6 +51,12 @@ class random {
   std::mt19937_64 engine_;
 };
 
+constexpr std::int64_t ms = 1'000;
+constexpr std::int64_t second = 1'000'000;
+constexpr std::int64_t hour = 3600 * second;
+// Virtual time starts here (2027-01-15): far from the epoch, so windows of every unit are aligned as in use.
+constexpr std::int64_t start_us = 1'800'000'000 * second;
+
 // Records the first broken invariant; a leg stops at it.
 class checker {
  public:
@@ -65,6 +71,8 @@ class checker {
     return false;
   }
   bool failed() const { return failure_.has_value(); }
+  // What a leg ran, ended at virtual time `now_us` (decisions counted by the leg).
+  run_result finish(run_result out, std::int64_t now_us) const;
   std::uint64_t checks() const { return checks_; }
   const std::optional<std::string>& failure() const { return failure_; }
 
@@ -79,10 +87,11 @@ class checker {
   std::optional<std::string> failure_;
 };
 
-constexpr std::int64_t ms = 1'000;
-constexpr std::int64_t second = 1'000'000;
-constexpr std::int64_t hour = 3600 * second;
-// Virtual time starts here (2027-01-15): far from the epoch, so windows of every unit are aligned as in use.
-constexpr std::int64_t start_us = 1'800'000'000 * second;
+inline run_result checker::finish(run_result out, std::int64_t now_us) const {
+  out.checks = checks_;
+  out.virtual_hours = static_cast<double>(now_us - start_us) / static_cast<double>(hour);
+  out.failure = failure_;
+  return out;
+}
 
 }  // namespace sluice::sim

@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
+#include <future>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -92,6 +94,11 @@ std::string replay(const leg& l, std::uint64_t seed, double hours, const std::st
   return command;
 }
 
+std::string failure_text(const leg& l, std::uint64_t seed, double hours, const run_result& r) {
+  return "FAILED " + l.name + ", seed " + std::to_string(seed) + ": " + *r.failure +
+         "\n  replay: " + replay(l, seed, hours, "") + "\n";
+}
+
 run_result run_one(const leg& l, const run_params& p) {
   try {
     return l.run(p);
@@ -152,6 +159,38 @@ int self_check() {
   return failed == 0 ? 0 : 1;
 }
 
+struct leg_report {
+  std::string text;  // its failures, then its line
+  bool failed = false;
+};
+
+leg_report run_leg(const leg& l, std::uint64_t first, std::uint64_t last, double hours) {
+  leg_report report;
+  const auto started = std::chrono::steady_clock::now();
+  std::uint64_t decisions = 0, checks = 0, seeds = 0;
+  double virtual_hours = 0;
+  for (std::uint64_t seed = first; seed <= last; ++seed) {
+    const auto r = run_one(l, {seed, hours, ""});
+    ++seeds;
+    decisions += r.decisions;
+    checks += r.checks;
+    virtual_hours += r.virtual_hours;
+    if (r.failure) {
+      report.text += failure_text(l, seed, hours, r);
+      report.failed = true;
+    }
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "%s: %llu seeds, %.1f virtual hours, %llu decisions, %llu checks, %s (%.1f s)\n",
+                l.name.c_str(), static_cast<unsigned long long>(seeds), virtual_hours,
+                static_cast<unsigned long long>(decisions), static_cast<unsigned long long>(checks),
+                report.failed ? "FAILED" : "ok", wall);
+  report.text += line;
+  return report;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -162,49 +201,31 @@ int main(int argc, char** argv) {
   for (const auto& l : all_legs()) known = known || l.name == o.leg;
   if (!known) usage("no leg '" + o.leg + "'");
   int passed = 0, failed = 0;
-  auto report_failure = [&](const leg& l, std::uint64_t seed, double hours, const run_result& r) {
-    std::printf("FAILED %s, seed %llu: %s\n  replay: %s\n", l.name.c_str(),
-                static_cast<unsigned long long>(seed), r.failure->c_str(),
-                replay(l, seed, hours, "").c_str());
-  };
   // Seeds that once failed go first, every time.
   for (const auto& f : read_failed(o.failed_seeds)) {
     for (const auto& l : all_legs()) {
       if (l.name != f.leg || (!o.leg.empty() && o.leg != l.name) || o.seed) continue;
       const auto r = run_one(l, {f.seed, f.hours, ""});
       if (r.failure) {
-        report_failure(l, f.seed, f.hours, r);
+        std::fputs(failure_text(l, f.seed, f.hours, r).c_str(), stdout);
         ++failed;
       } else {
         ++passed;
       }
     }
   }
+  // The legs run side by side (each on a thread of its own: they share nothing); their lines print in order.
+  std::vector<std::future<leg_report>> reports;
   for (const auto& l : all_legs()) {
     if (!o.leg.empty() && o.leg != l.name) continue;
-    const double hours = o.hours.value_or(l.default_hours);
-    const std::uint64_t first = o.seed.value_or(1), last = o.seed.value_or(o.seeds);
-    const auto started = std::chrono::steady_clock::now();
-    std::uint64_t decisions = 0, checks = 0, seeds = 0, leg_failed = 0;
-    double virtual_hours = 0;
-    for (std::uint64_t seed = first; seed <= last; ++seed) {
-      const auto r = run_one(l, {seed, hours, ""});
-      ++seeds;
-      decisions += r.decisions;
-      checks += r.checks;
-      virtual_hours += r.virtual_hours;
-      if (r.failure) {
-        report_failure(l, seed, hours, r);
-        ++leg_failed;
-      }
-    }
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    std::printf("%s: %llu seeds, %.1f virtual hours, %llu decisions, %llu checks, %s (%.1f s)\n",
-                l.name.c_str(), static_cast<unsigned long long>(seeds), virtual_hours,
-                static_cast<unsigned long long>(decisions), static_cast<unsigned long long>(checks),
-                leg_failed == 0 ? "ok" : "FAILED", wall);
-    passed += leg_failed == 0 ? 1 : 0;
-    failed += leg_failed == 0 ? 0 : 1;
+    reports.push_back(std::async(std::launch::async, run_leg, std::cref(l), o.seed.value_or(1),
+                                 o.seed.value_or(o.seeds), o.hours.value_or(l.default_hours)));
+  }
+  for (auto& r : reports) {
+    const auto report = r.get();
+    std::fputs(report.text.c_str(), stdout);
+    passed += report.failed ? 0 : 1;
+    failed += report.failed ? 1 : 0;
   }
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;

@@ -12,6 +12,7 @@
 #include "ratelimit/backends/memory/memory_backend.hpp"
 #include "ratelimit/limiter/limiter.hpp"
 #include "ratelimit/service/service.hpp"
+#include "sim.hpp"
 #include "stats/store.hpp"
 
 namespace sluice::sim {
@@ -79,9 +80,44 @@ class world {
   std::vector<std::unique_ptr<ratelimit::service::rate_limit_service>> services_;
 };
 
+// Tenants' requests of 1-3 hits (domain "sim", descriptor [tenant]): uniform gaps averaging `mean_gap_us` per
+// client, and when `bursty` now and then a burst of 2-20 at once.
+struct arrivals {
+  std::int64_t mean_gap_us;
+  int clients;
+  int tenants;
+  bool bursty;
+};
+
+// Decides `a`'s requests on random workers until `end_us` or the first failure, calling
+// judge(now, tenant, hits, status) for each; counts them in out.decisions. The virtual time reached.
+template <typename Judge>
+std::int64_t run_arrivals(world& w, random& rng, const checker& check, const arrivals& a, std::int64_t end_us,
+                          run_result& out, Judge judge);
+
 // A request of one descriptor, its entries in order; `hits` is hits_addend (0: one).
 rls_request make_request(const std::string& domain,
                          const std::vector<std::pair<std::string, std::string>>& entries,
                          std::uint32_t hits = 0, bool negative = false);
+
+template <typename Judge>
+std::int64_t run_arrivals(world& w, random& rng, const checker& check, const arrivals& a, std::int64_t end_us,
+                          run_result& out, Judge judge) {
+  std::int64_t now = start_us;
+  while (now < end_us && !check.failed()) {
+    now += rng.between(0, 2 * a.mean_gap_us / a.clients);
+    w.clock.set_micros(now);
+    const int burst = a.bursty && rng.chance(0.05) ? static_cast<int>(rng.between(2, 20)) : 1;
+    for (int i = 0; i < burst && !check.failed(); ++i) {
+      const int tenant = static_cast<int>(rng.between(0, a.tenants - 1));
+      const auto hits = static_cast<std::uint32_t>(rng.chance(0.2) ? rng.between(2, 3) : 1);
+      const auto request = make_request("sim", {{"tenant", "t" + std::to_string(tenant)}}, hits);
+      const auto response = w.decide(static_cast<int>(rng.between(0, w.workers() - 1)), request);
+      ++out.decisions;
+      judge(now, tenant, hits, response.statuses(0));
+    }
+  }
+  return now;
+}
 
 }  // namespace sluice::sim
