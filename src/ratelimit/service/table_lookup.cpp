@@ -50,7 +50,8 @@ table_lookup::answer table_lookup::find(config::table_ref ref, std::string_view 
     if (reader_ == nullptr) return {};  // (nothing can be read: the rule's limit)
     const auto* held = cache_.get(ref.id, value);
     if (held == nullptr) return {std::nullopt, true};
-    // An expired row is read again by one decision; the others keep it until the answer (one HGET per TTL).
+    // An expired row is read again by one decision of this worker; its others keep it until the answer (one
+    // HGET per TTL and worker at most: the rows the others learnt expire at the same time).
     const std::int64_t now = now_us();
     if (held->expires_us <= now && cache_.claim_refresh(ref.id, value, now, now + retry_us))
       return {std::nullopt, true};

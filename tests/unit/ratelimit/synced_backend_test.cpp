@@ -320,6 +320,41 @@ TEST_CASE("a refund beyond the view never takes back the worker's own hits, sent
   CHECK(t.synced().unsent_hits() == 0);
 }
 
+TEST_CASE("a refund beyond the view while a flush is out counts that flush's hits as its own") {
+  rig t;
+  t.decide(0, t.op("k", 10, 1000));
+  CHECK(t.decide(0, t.refund("k", 15, 1000)).value == 0);
+  t.decide(0, t.op("k", 12, 1000));
+  t.redis.hold = true;
+  t.synced().flush();  // the first refund's 5 beyond the view, and +2
+  // Before the answer: the view (12) holds the flush's hits, which the script must not take again.
+  CHECK(t.decide(0, t.refund("k", 20, 1000)).value == 0);
+  t.decide(0, t.op("k", 20, 1000));
+  t.redis.hold = false;
+  t.redis.answer_held();
+  t.run();
+  t.flush_all();
+  CHECK(t.redis.value("k") == 20);  // as Redis alone: 10, 0, 12, 0, 20
+  CHECK(t.synced().unsent_hits() == 0);
+}
+
+TEST_CASE("a refund beyond the view, then the flush out fails: its hits come after the script") {
+  rig t;
+  t.decide(0, t.op("k", 10, 1000));
+  t.decide(0, t.refund("k", 4, 1000));
+  t.redis.hold = true;
+  t.synced().flush();  // -4, held
+  CHECK(t.decide(0, t.refund("k", 10, 1000)).value == 0);
+  t.decide(0, t.op("k", 8, 1000));
+  t.redis.hold = false;
+  t.redis.answer_held(true);  // failed before Redis applied it: -4 is unsent again
+  t.run();
+  t.clock.advance_micros(200'000);
+  t.flush_all();
+  CHECK(t.redis.value("k") == 8);  // as Redis alone: 10, 6, 0, 8
+  CHECK(t.synced().unsent_hits() == 0);
+}
+
 TEST_CASE("a refund beyond the view that fails is sent again, once") {
   rig t(2);
   t.decide(0, t.op("k", 1, 1000));

@@ -102,7 +102,7 @@ void synced_counters::decide(synced_counter& c, const limiter::counter_op& op, l
       // What Redis holds (or will, once the flush out now is in) of what this view counts.
       const auto seen = static_cast<std::uint64_t>(
           std::max<std::int64_t>(0, static_cast<std::int64_t>(c.base) + c.in_flight));
-      c.beyond_seen = c.beyond == 0 && c.beyond_in_flight == 0 ? seen : std::min(c.beyond_seen, seen);
+      c.beyond_seen = c.beyond == 0 ? seen : std::max(c.beyond_seen, seen);
       set_unsent(c, c.pending, c.in_flight, c.beyond + (op.increment - give), c.beyond_in_flight);
       mark_dirty(c);
     }
@@ -169,7 +169,9 @@ void synced_counters::add_applied(std::span<const limiter::counter_op> ops,
       return op.refund ? v - std::min(v, op.increment) : v + op.increment;
     };
     c.base = moved(c.base);
-    if (c.beyond != 0) c.beyond_seen = moved(c.beyond_seen);  // this worker's own, not others' to give back
+    // This worker's own, not others' to give back.
+    if (c.beyond != 0) c.beyond_seen = moved(c.beyond_seen);
+    if (c.beyond_in_flight != 0) c.beyond_in_flight_seen = moved(c.beyond_in_flight_seen);
   }
 }
 
@@ -200,6 +202,7 @@ void synced_counters::take_flush(std::vector<flush_item>& out) {
     c.dirty = false;
     if (c.pending == 0 && c.beyond == 0) continue;
     out.push_back({c.key, &c, c.pending, c.beyond, c.beyond_seen});
+    c.beyond_in_flight_seen = c.beyond_seen;
     set_unsent(c, 0, c.pending, 0, c.beyond);
     c.flushing = true;
   }
@@ -213,13 +216,26 @@ void synced_counters::flush_answered(synced_counter& c, std::uint64_t value, std
   c.read_at_us = now_us;
 }
 
+// A refund beyond the view given back while the flush was out counted its hits as in Redis: they are unsent
+// again, and will reach Redis after the refund's script.
+void synced_counters::unsend_seen(synced_counter& c) {
+  if (c.beyond == 0) return;
+  const std::int64_t seen = static_cast<std::int64_t>(c.beyond_seen) - c.in_flight;
+  c.beyond_seen = seen > 0 ? static_cast<std::uint64_t>(seen) : 0;
+}
+
 void synced_counters::flush_failed(synced_counter& c) {
+  unsend_seen(c);
+  if (c.beyond_in_flight != 0)
+    c.beyond_seen =
+        c.beyond == 0 ? c.beyond_in_flight_seen : std::max(c.beyond_seen, c.beyond_in_flight_seen);
   set_unsent(c, c.pending + c.in_flight, 0, c.beyond + c.beyond_in_flight, 0);
   c.flushing = false;
   if (c.pending != 0 || c.beyond != 0) mark_dirty(c);
 }
 
 void synced_counters::flush_refused(synced_counter& c) {
+  unsend_seen(c);  // (its hits never arrive)
   set_unsent(c, c.pending, 0, c.beyond, 0);
   c.flushing = false;
   c.read_at_us = 0;

@@ -28,11 +28,13 @@ struct synced_counter {
   std::int64_t in_flight = 0;  // hits (negative: given back) in a flush not answered yet
   std::int64_t pending = 0;    // hits since, not sent yet
   // Hits given back beyond the view (which can lag others' flushes): not sent yet, and in a flush not
-  // answered yet. Redis takes them from what it holds above `beyond_seen` (unseen_refund_script): the value
-  // this worker's view counted on there when it gave them back.
+  // answered yet. Redis takes them from what it holds above their `seen` (unseen_refund_script): the value
+  // this worker's view counted on there when it gave them back (of refunds merged, the highest: a later view
+  // gave back from more of the others' hits already; stricter, never looser).
   std::uint64_t beyond = 0;
-  std::uint64_t beyond_in_flight = 0;
   std::uint64_t beyond_seen = 0;
+  std::uint64_t beyond_in_flight = 0;
+  std::uint64_t beyond_in_flight_seen = 0;
   std::uint64_t previous = 0;     // sliding windows: the previous window's count, as last read
   std::int64_t read_at_us = 0;    // when Redis last answered for it (0: never)
   std::int64_t window_end = 0;    // Unix seconds: then it may go, once it holds nothing unsent
@@ -129,6 +131,7 @@ class synced_counters {
                   std::uint64_t beyond_in_flight);
   void count(synced_counter& c, std::int64_t hits);
   void mark_dirty(synced_counter& c);
+  void unsend_seen(synced_counter& c);
 
   std::size_t max_keys_;
   std::int64_t fresh_us_;
