@@ -12,52 +12,41 @@ namespace sluice::sim {
 
 namespace fixed_window_sim {
 
-struct shape {
-  std::uint32_t limit;
-  const char* unit;
-  std::int64_t window_s;
-  std::int64_t mean_gap_us;  // between a client's requests
-};
-
 run_result run(const run_params& p) {
   random rng(p.seed);
-  const shape sh = rng.pick(std::vector<shape>{{10, "second", 1, 400 * ms},
-                                               {60, "minute", 60, 2 * second},
-                                               {500, "minute", 60, 300 * ms},
-                                               {1000, "hour", 3600, 20 * second}});
-  const int tenants = static_cast<int>(rng.between(1, 4));
-  const int clients = static_cast<int>(rng.between(2, 12));
-  const bool bursty = rng.chance(0.3);
-  const std::string yaml =
-      "domain: sim\ndescriptors:\n  - key: tenant\n    rate_limit: {unit: " + std::string(sh.unit) +
-      ", requests_per_unit: " + std::to_string(sh.limit) + "}\n";
-  world w(yaml, static_cast<int>(rng.between(2, 4)), p.variant);
+  const rule_shape sh = rng.pick(std::vector<rule_shape>{{10, "second", 1, 400 * ms},
+                                                         {60, "minute", 60, 2 * second},
+                                                         {500, "minute", 60, 300 * ms},
+                                                         {1000, "hour", 3600, 20 * second}});
+  const arrivals traffic = draw_arrivals(rng, sh);
+  world w(tenant_rules(sh), static_cast<int>(rng.between(2, 4)), p.variant);
 
   checker check;
   run_result out;
   std::map<std::pair<int, std::int64_t>, std::uint64_t> counted, admitted;  // (tenant, window start) → hits
   const std::int64_t end = start_us + static_cast<std::int64_t>(p.hours * static_cast<double>(hour));
-  const auto now = run_arrivals(
-      w, rng, check, {sh.mean_gap_us, clients, tenants, bursty}, end, out,
-      [&](std::int64_t now, int tenant, std::uint32_t hits, const auto& st) {
-        // Windows that ended are not looked at again.
-        const std::int64_t window = now / second / sh.window_s * sh.window_s;
-        std::erase_if(counted, [&](const auto& kv) { return kv.first.second < window; });
-        std::erase_if(admitted, [&](const auto& kv) { return kv.first.second < window; });
-        auto& count = counted[{tenant, window}];
-        count += hits;
-        const bool ok = count <= sh.limit;
-        check.expect(st.code() == (ok ? rls_response::OK : rls_response::OVER_LIMIT), now - start_us,
-                     "tenant t", tenant, ": the window's count is ", count, " of ", sh.limit,
-                     ", the store said ", ok ? "over the limit" : "OK");
-        check.expect(st.limit_remaining() == (ok ? sh.limit - count : 0), now - start_us, "limit_remaining ",
-                     st.limit_remaining(), " where the model has ", ok ? sh.limit - count : 0);
-        if (st.code() != rls_response::OK) return;
-        auto& in = admitted[{tenant, window}];
-        in += hits;
-        check.expect(in <= sh.limit, now - start_us, "tenant t", tenant, ": ", in,
-                     " hits admitted in one window of ", sh.limit);
-      });
+  const auto now =
+      run_arrivals(w, rng, check, traffic, end, out,
+                   [&](std::int64_t now, int tenant, std::uint32_t hits, const auto& st) {
+                     // Windows that ended are not looked at again.
+                     const std::int64_t window = now / second / sh.unit_s * sh.unit_s;
+                     std::erase_if(counted, [&](const auto& kv) { return kv.first.second < window; });
+                     std::erase_if(admitted, [&](const auto& kv) { return kv.first.second < window; });
+                     auto& count = counted[{tenant, window}];
+                     count += hits;
+                     const bool ok = count <= sh.requests;
+                     check.expect(st.code() == (ok ? rls_response::OK : rls_response::OVER_LIMIT),
+                                  now - start_us, "tenant t", tenant, ": the window's count is ", count,
+                                  " of ", sh.requests, ", the store said ", ok ? "over the limit" : "OK");
+                     check.expect(st.limit_remaining() == (ok ? sh.requests - count : 0), now - start_us,
+                                  "limit_remaining ", st.limit_remaining(), " where the model has ",
+                                  ok ? sh.requests - count : 0);
+                     if (st.code() != rls_response::OK) return;
+                     auto& in = admitted[{tenant, window}];
+                     in += hits;
+                     check.expect(in <= sh.requests, now - start_us, "tenant t", tenant, ": ", in,
+                                  " hits admitted in one window of ", sh.requests);
+                   });
   return check.finish(out, now);
 }
 

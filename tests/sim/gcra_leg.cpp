@@ -13,13 +13,6 @@ namespace sluice::sim {
 
 namespace gcra_sim {
 
-struct shape {
-  std::uint32_t rate;
-  const char* unit;
-  std::int64_t unit_s;
-  std::int64_t mean_gap_us;  // between a client's requests
-};
-
 struct bucket {
   double prefix = 0;            // hits admitted so far
   double least = 0;             // the least of (hits admitted before an admission − its time / T) so far
@@ -29,29 +22,25 @@ struct bucket {
 
 run_result run(const run_params& p) {
   random rng(p.seed);
-  const shape sh = rng.pick(std::vector<shape>{{10, "second", 1, 100 * ms},
-                                               {60, "minute", 60, 2 * second},
-                                               {600, "minute", 60, 50 * ms},
-                                               {100, "hour", 3600, 30 * second}});
-  const auto burst = static_cast<std::uint32_t>(rng.pick(std::vector<std::int64_t>{1, 3, sh.rate}));
-  const int tenants = static_cast<int>(rng.between(1, 4));
-  const int clients = static_cast<int>(rng.between(2, 12));
-  const bool bursty = rng.chance(0.3);
-  const std::string yaml =
-      "domain: sim\ndescriptors:\n  - key: tenant\n    rate_limit: {unit: " + std::string(sh.unit) +
-      ", requests_per_unit: " + std::to_string(sh.rate) +
-      ", algorithm: gcra, burst: " + std::to_string(burst) + "}\n";
-  world w(yaml, static_cast<int>(rng.between(2, 4)), p.variant);
-  const double interval_us = static_cast<double>(sh.unit_s * second) / sh.rate;  // T
+  const rule_shape sh = rng.pick(std::vector<rule_shape>{{10, "second", 1, 100 * ms},
+                                                         {60, "minute", 60, 2 * second},
+                                                         {600, "minute", 60, 50 * ms},
+                                                         {100, "hour", 3600, 30 * second}});
+  const auto burst = static_cast<std::uint32_t>(rng.pick(std::vector<std::int64_t>{1, 3, sh.requests}));
+  const arrivals traffic = draw_arrivals(rng, sh);
+  world w(tenant_rules(sh, ", algorithm: gcra, burst: " + std::to_string(burst)),
+          static_cast<int>(rng.between(2, 4)), p.variant);
+  const double interval_us = static_cast<double>(sh.unit_s * second) / sh.requests;  // T
   // The code rounds T up to a whole microsecond: the bucket is empty burst × that after the last admission.
-  const auto empty_after = static_cast<std::int64_t>(burst) * ((sh.unit_s * second + sh.rate - 1) / sh.rate);
+  const auto empty_after =
+      static_cast<std::int64_t>(burst) * ((sh.unit_s * second + sh.requests - 1) / sh.requests);
 
   checker check;
   run_result out;
   std::map<int, bucket> buckets;
   const std::int64_t end = start_us + static_cast<std::int64_t>(p.hours * static_cast<double>(hour));
   const auto now =
-      run_arrivals(w, rng, check, {sh.mean_gap_us, clients, tenants, bursty}, end, out,
+      run_arrivals(w, rng, check, traffic, end, out,
                    [&](std::int64_t now, int tenant, std::uint32_t hits, const auto& st) {
                      auto& b = buckets[tenant];
                      const bool admitted = st.code() == rls_response::OK;

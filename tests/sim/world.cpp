@@ -85,6 +85,17 @@ rls_response world::decide(int w, const rls_request& request) {
   return response;
 }
 
+arrivals draw_arrivals(random& rng, const rule_shape& shape) {
+  const int tenants = static_cast<int>(rng.between(1, 4));
+  const int clients = static_cast<int>(rng.between(2, 12));
+  return {shape.mean_gap_us, clients, tenants, rng.chance(0.3)};
+}
+
+std::string tenant_rules(const rule_shape& shape, const std::string& options) {
+  return "domain: sim\ndescriptors:\n  - key: tenant\n    rate_limit: {unit: " + std::string(shape.unit) +
+         ", requests_per_unit: " + std::to_string(shape.requests) + options + "}\n";
+}
+
 rls_request make_request(const std::string& domain,
                          const std::vector<std::pair<std::string, std::string>>& entries, std::uint32_t hits,
                          bool negative) {

@@ -80,6 +80,15 @@ class world {
   std::vector<std::unique_ptr<ratelimit::service::rate_limit_service>> services_;
 };
 
+// A rule's rate and how busy its clients are: `requests` per `unit` (`unit_s` seconds), and the mean gap
+// between a client's requests.
+struct rule_shape {
+  std::uint32_t requests;
+  const char* unit;
+  std::int64_t unit_s;
+  std::int64_t mean_gap_us;
+};
+
 // Tenants' requests of 1-3 hits (domain "sim", descriptor [tenant]): uniform gaps averaging `mean_gap_us` per
 // client, and when `bursty` now and then a burst of 2-20 at once.
 struct arrivals {
@@ -88,6 +97,12 @@ struct arrivals {
   int tenants;
   bool bursty;
 };
+
+// A seed's arrivals for `shape`: 1-4 tenants, 2-12 clients, bursty three times in ten.
+arrivals draw_arrivals(random& rng, const rule_shape& shape);
+// The rule file of one limit per tenant (domain "sim", key tenant) at `shape`'s rate; `options` are added to
+// its rate_limit (", algorithm: gcra, ...").
+std::string tenant_rules(const rule_shape& shape, const std::string& options = "");
 
 // Decides `a`'s requests on random workers until `end_us` or the first failure, calling
 // judge(now, tenant, hits, status) for each; counts them in out.decisions. The virtual time reached.
