@@ -1,7 +1,6 @@
 // algorithm: concurrency on the memory backend against a fake clock: slots taken and given back, a refused
 // acquisition takes nothing, checks of 0 hits, leases that free lost slots (never early), releases from the
-// oldest slices, holders (holder_key), its stats, and what it refuses. tests/sim/ (scripts/sim) runs hours of
-// it.
+// oldest slices, holders (holder_key), its stats, and what it refuses. scripts/sim runs hours of it.
 #include <doctest/doctest.h>
 
 #include <string>
