@@ -22,7 +22,6 @@ namespace sluice::redis {
 namespace asio = boost::asio;
 using namespace asio::experimental::awaitable_operators;
 using boost::system::error_code;
-using clock_type = std::chrono::steady_clock;
 
 using core::use_tuple;
 
