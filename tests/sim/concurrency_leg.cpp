@@ -1,10 +1,10 @@
-// concurrency on the memory store, several workers (README "Cap requests in flight"): clients acquire, hold
-// from milliseconds to minutes (LLM calls), and release; some releases are lost, some acquisitions are sent
-// twice, long holds renew, and with holder_key every refused request still sends its release (as behind
-// Envoy). Checked at every decision: never more than the limit truly in flight (admitted and not yet ended),
-// and without lost releases no refusal below it; with holder_key, each decision and limit_remaining exactly
-// as the model's (a holder's lease ends exactly at acquisition or renewal + lease, a release frees its
-// holder's slots alone, a resend counts once).
+// concurrency on the memory store and on Redis, several workers (README "Cap requests in flight"): clients
+// acquire, hold from milliseconds to minutes (LLM calls), and release; some releases are lost, some
+// acquisitions are sent twice, long holds renew, and with holder_key every refused request still sends its
+// release (as behind Envoy). Checked at every decision: never more than the limit truly in flight (admitted
+// and not yet ended), and without lost releases no refusal below it; with holder_key, each decision and
+// limit_remaining exactly as the model's (a holder's lease ends exactly at acquisition or renewal + lease, a
+// release frees its holder's slots alone, a resend counts once).
 #include <map>
 #include <queue>
 
@@ -31,12 +31,17 @@ struct shape {
   std::int64_t hold_min, hold_max, idle_max;
 };
 
-run_result run(const run_params& p) {
+run_result run(const run_params& p, store_kind store) {
   random rng(p.seed);
-  const shape sh = rng.pick(std::vector<shape>{{20, 600, 80, 5 * second, 30 * second, 2 * second},
-                                               {3, 3, 12, 20 * ms, 20 * ms, 20 * ms},
-                                               {3, 3, 12, 20 * ms, 8 * second, 200 * ms},
-                                               {50, 60, 120, 100 * ms, 5 * 60 * second, 10 * second}});
+  // On Redis, leases of a minute or more (agreement_backend.hpp).
+  const shape sh = store == store_kind::redis
+                       ? rng.pick(std::vector<shape>{{20, 600, 80, 5 * second, 30 * second, 2 * second},
+                                                     {3, 60, 12, 20 * ms, 90 * second, 2 * second},
+                                                     {50, 60, 120, 100 * ms, 5 * 60 * second, 10 * second}})
+                       : rng.pick(std::vector<shape>{{20, 600, 80, 5 * second, 30 * second, 2 * second},
+                                                     {3, 3, 12, 20 * ms, 20 * ms, 20 * ms},
+                                                     {3, 3, 12, 20 * ms, 8 * second, 200 * ms},
+                                                     {50, 60, 120, 100 * ms, 5 * 60 * second, 10 * second}});
   const bool holder = rng.chance(0.5);
   const double lost = rng.pick(std::vector<double>{0, 0.01, 0.05});
   const double resend = holder ? rng.pick(std::vector<double>{0, 0.05, 0.1}) : 0;
@@ -49,8 +54,8 @@ run_result run(const run_params& p) {
                "        rate_limit: " +
                    limit + ", holder_key: request_id}\n"
              : "domain: ai\ndescriptors:\n  - key: tenant\n    rate_limit: " + limit + "}\n";
-  world w(yaml, static_cast<int>(rng.between(2, 4)), p.variant);
   checker check;
+  world w(yaml, static_cast<int>(rng.between(2, 4)), check, store, p.variant);
   run_result out;
   auto decide = [&](const std::string& id, bool release) {
     const auto request = holder ? make_request("ai", {{"tenant", "acme"}, {"request_id", id}}, 0, release)
@@ -151,7 +156,18 @@ run_result run(const run_params& p) {
 }  // namespace concurrency_sim
 
 leg concurrency_leg() {
-  return {"concurrency memory", 1, concurrency_sim::run, {"holder lease one second short"}};
+  return {"concurrency memory",
+          0.3,
+          [](const run_params& p) { return concurrency_sim::run(p, store_kind::memory); },
+          {"holder lease one second short", "newest-first release"}};
+}
+
+leg concurrency_redis_leg() {
+  return {"concurrency redis",
+          0.1,
+          [](const run_params& p) { return concurrency_sim::run(p, store_kind::redis); },
+          {},
+          20};
 }
 
 }  // namespace sluice::sim

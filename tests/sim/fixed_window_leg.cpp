@@ -1,8 +1,8 @@
-// fixed_window on the memory store, several workers: tenants of one rule with a limit per window of a second
-// to an hour, steady, bursty and saturating arrivals of 1-3 hits. The model is upstream's counting: every hit
-// counts, and a request is admitted when its window's count with its hits stays within the limit. Checked at
-// every decision: the code and limit_remaining the model gives; per window, the hits admitted never exceed
-// the limit.
+// fixed_window on the memory store and on Redis, several workers: tenants of one rule with a limit per window
+// of a second to an hour, steady, bursty and saturating arrivals of 1-3 hits. The model is upstream's
+// counting: every hit counts, and a request is admitted when its window's count with its hits stays within
+// the limit. Checked at every decision: the code and limit_remaining the model gives; per window, the hits
+// admitted never exceed the limit.
 #include <map>
 
 #include "sim.hpp"
@@ -12,16 +12,16 @@ namespace sluice::sim {
 
 namespace fixed_window_sim {
 
-run_result run(const run_params& p) {
+run_result run(const run_params& p, store_kind store) {
   random rng(p.seed);
   const rule_shape sh = rng.pick(std::vector<rule_shape>{{10, "second", 1, 400 * ms},
                                                          {60, "minute", 60, 2 * second},
                                                          {500, "minute", 60, 300 * ms},
                                                          {1000, "hour", 3600, 20 * second}});
   const arrivals traffic = draw_arrivals(rng, sh);
-  world w(tenant_rules(sh), static_cast<int>(rng.between(2, 4)), p.variant);
-
   checker check;
+  world w(tenant_rules(sh), static_cast<int>(rng.between(2, 4)), check, store, p.variant);
+
   run_result out;
   std::map<std::pair<int, std::int64_t>, std::uint64_t> counted, admitted;  // (tenant, window start) → hits
   const std::int64_t end = start_us + static_cast<std::int64_t>(p.hours * static_cast<double>(hour));
@@ -53,7 +53,18 @@ run_result run(const run_params& p) {
 }  // namespace fixed_window_sim
 
 leg fixed_window_leg() {
-  return {"fixed_window memory", 3, fixed_window_sim::run, {"window off by one second"}};
+  return {"fixed_window memory",
+          3,
+          [](const run_params& p) { return fixed_window_sim::run(p, store_kind::memory); },
+          {"window off by one second"}};
+}
+
+leg fixed_window_redis_leg() {
+  return {"fixed_window redis",
+          0.1,
+          [](const run_params& p) { return fixed_window_sim::run(p, store_kind::redis); },
+          {"window off by one second"},
+          20};
 }
 
 }  // namespace sluice::sim

@@ -1,6 +1,7 @@
-// gcra on the memory store, several workers: tenants of one rule (a rate per second to per hour, a burst of 1
-// to the rate), steady, bursty and saturating arrivals of 1-3 hits. Checked at every decision, with T the
-// rule's own interval (the unit over requests_per_unit):
+// gcra on the memory store and on Redis, several workers: tenants of one rule (a rate per second to per
+// hour, a burst of 1 to the rate; on Redis, buckets of half a minute or more: agreement_backend.hpp), steady,
+// bursty and saturating arrivals of 1-3 hits. Checked at every decision, with T the rule's own interval (the
+// unit over requests_per_unit):
 // - the bound: in any interval [a, b], the hits admitted are at most burst + (b − a) / T;
 // - liveness: a request of no more than `burst` hits is admitted once burst × T has passed since the last
 //   admitted one (the bucket is empty by then).
@@ -20,22 +21,27 @@ struct bucket {
   std::int64_t last_admit = 0;  // when
 };
 
-run_result run(const run_params& p) {
+run_result run(const run_params& p, store_kind store) {
   random rng(p.seed);
-  const rule_shape sh = rng.pick(std::vector<rule_shape>{{10, "second", 1, 100 * ms},
-                                                         {60, "minute", 60, 2 * second},
-                                                         {600, "minute", 60, 50 * ms},
-                                                         {100, "hour", 3600, 30 * second}});
-  const auto burst = static_cast<std::uint32_t>(rng.pick(std::vector<std::int64_t>{1, 3, sh.requests}));
+  const bool redis = store == store_kind::redis;
+  const rule_shape sh =
+      redis
+          ? rng.pick(std::vector<rule_shape>{{60, "minute", 60, 200 * ms}, {100, "hour", 3600, 30 * second}})
+          : rng.pick(std::vector<rule_shape>{{10, "second", 1, 100 * ms},
+                                             {60, "minute", 60, 2 * second},
+                                             {600, "minute", 60, 50 * ms},
+                                             {100, "hour", 3600, 30 * second}});
+  const auto burst = static_cast<std::uint32_t>(
+      redis && sh.unit_s == 60 ? sh.requests : rng.pick(std::vector<std::int64_t>{1, 3, sh.requests}));
   const arrivals traffic = draw_arrivals(rng, sh);
+  checker check;
   world w(tenant_rules(sh, ", algorithm: gcra, burst: " + std::to_string(burst)),
-          static_cast<int>(rng.between(2, 4)), p.variant);
+          static_cast<int>(rng.between(2, 4)), check, store, p.variant);
   const double interval_us = static_cast<double>(sh.unit_s * second) / sh.requests;  // T
   // The code rounds T up to a whole microsecond: the bucket is empty burst × that after the last admission.
   const auto empty_after =
       static_cast<std::int64_t>(burst) * ((sh.unit_s * second + sh.requests - 1) / sh.requests);
 
-  checker check;
   run_result out;
   std::map<int, bucket> buckets;
   const std::int64_t end = start_us + static_cast<std::int64_t>(p.hours * static_cast<double>(hour));
@@ -65,7 +71,14 @@ run_result run(const run_params& p) {
 }  // namespace gcra_sim
 
 leg gcra_leg() {
-  return {"gcra memory", 1, gcra_sim::run, {"gcra bucket one deeper"}};
+  return {"gcra memory",
+          0.3,
+          [](const run_params& p) { return gcra_sim::run(p, store_kind::memory); },
+          {"gcra bucket one deeper"}};
+}
+
+leg gcra_redis_leg() {
+  return {"gcra redis", 0.1, [](const run_params& p) { return gcra_sim::run(p, store_kind::redis); }, {}, 20};
 }
 
 }  // namespace sluice::sim

@@ -5,6 +5,7 @@
 //   --failed-seeds FILE                       seeds that once failed ("leg|seed|hours" a line): run first
 // One line per leg (seeds, virtual hours, decisions, invariant checks), a failure's replay command, and
 // "N passed, M failed" last; exits non-zero on any failure.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -21,11 +22,21 @@
 namespace sluice::sim {
 
 leg fixed_window_leg();
+leg fixed_window_redis_leg();
 leg concurrency_leg();
+leg concurrency_redis_leg();
 leg gcra_leg();
+leg gcra_redis_leg();
+leg sliding_window_leg();
+leg sliding_window_redis_leg();
+leg rlqs_leg();
+leg synced_leg();
 
 const std::vector<leg>& all_legs() {
-  static const std::vector<leg> legs{fixed_window_leg(), gcra_leg(), concurrency_leg()};
+  static const std::vector<leg> legs{fixed_window_leg(), sliding_window_leg(),     gcra_leg(),
+                                     concurrency_leg(),  fixed_window_redis_leg(), sliding_window_redis_leg(),
+                                     gcra_redis_leg(),   concurrency_redis_leg(),  rlqs_leg(),
+                                     synced_leg()};
   return legs;
 }
 
@@ -214,12 +225,17 @@ int main(int argc, char** argv) {
       }
     }
   }
+  // A leg of round trips runs its share of the seeds (leg::max_seeds), at least one.
+  auto last_seed = [&](const leg& l) -> std::uint64_t {
+    if (o.seed) return *o.seed;
+    return l.max_seeds == 0 ? o.seeds : std::max<std::uint64_t>(1, o.seeds * l.max_seeds / 200);
+  };
   // The legs run side by side (each on a thread of its own: they share nothing); their lines print in order.
   std::vector<std::future<leg_report>> reports;
   for (const auto& l : all_legs()) {
     if (!o.leg.empty() && o.leg != l.name) continue;
-    reports.push_back(std::async(std::launch::async, run_leg, std::cref(l), o.seed.value_or(1),
-                                 o.seed.value_or(o.seeds), o.hours.value_or(l.default_hours)));
+    reports.push_back(std::async(std::launch::async, run_leg, std::cref(l), o.seed.value_or(1), last_seed(l),
+                                 o.hours.value_or(l.default_hours)));
   }
   for (auto& r : reports) {
     const auto report = r.get();

@@ -7,7 +7,37 @@
 namespace sluice::sim {
 
 bool variant_backend::changes_ops(const std::string& variant) {
-  return variant == "gcra bucket one deeper" || variant == "holder lease one second short";
+  return variant == "gcra bucket one deeper" || variant == "holder lease one second short" ||
+         variant == "newest-first release";
+}
+
+namespace {
+
+struct newest_slice_first {
+  std::size_t operator()(const ratelimit::limiter::lease_slices& held) const { return held.size() - 1; }
+};
+
+}  // namespace
+
+bool variant_backend::leases_newest_first(std::span<const ratelimit::limiter::counter_op> ops,
+                                          std::span<ratelimit::limiter::op_result> results) {
+  if (variant_ != "newest-first release" || ops.empty()) return false;
+  for (const auto& op : ops)
+    if (op.as<ratelimit::limiter::lease_op>() == nullptr) return false;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const auto& op = ops[i];
+    const auto* l = op.as<ratelimit::limiter::lease_op>();
+    auto found = leases_.find(op.key);
+    if (found == leases_.end())
+      found = leases_.emplace(std::string(op.key), ratelimit::limiter::lease_slices{}).first;
+    const auto out = ratelimit::limiter::apply_lease_op(found->second, l->timing, op.now_us, op.increment,
+                                                        op.refund, l->limit, newest_slice_first{});
+    results[i].value = out.value;
+    results[i].before = out.before;
+    results[i].expired = out.expired;
+    results[i].oldest_end_us = out.oldest_end_us;
+  }
+  return true;
 }
 
 std::vector<ratelimit::limiter::counter_op> variant_backend::changed(
@@ -24,10 +54,13 @@ std::vector<ratelimit::limiter::counter_op> variant_backend::changed(
   return out;
 }
 
-// The memory store completes inline: the changed ops need live only during the call.
+// The memory store completes inline: the changed ops need live only during the call (the world gives no
+// Redis backend, which reads the ops until it is answered, a variant_backend).
 void variant_backend::increment(std::span<const ratelimit::limiter::counter_op> ops,
                                 std::span<ratelimit::limiter::op_result> results,
                                 ratelimit::limiter::completion& done, ratelimit::limiter::batch_mode mode) {
+  if (mode == ratelimit::limiter::batch_mode::independent && leases_newest_first(ops, results))
+    return done.complete(nullptr);
   const auto mine = changed(ops);
   real_.increment(mine, results, done, mode);
 }
@@ -52,21 +85,30 @@ void variant_backend::overwrite(std::span<const ratelimit::limiter::counter_op> 
   real_.overwrite(mine, done);
 }
 
-world::world(const std::string& yaml, int workers, const std::string& variant)
+world::world(const std::string& yaml, int workers, checker& check, store_kind store,
+             const std::string& variant)
     : limiter_clock_(clock, variant == "window off by one second" ? 1'000'000 : 0), store_(clock, 1'000'000) {
-  if (variant_backend::changes_ops(variant)) variant_ = std::make_unique<variant_backend>(store_, variant);
-  ratelimit::limiter::backend& store =
-      variant_ ? static_cast<ratelimit::limiter::backend&>(*variant_) : store_;
+  clock.set_micros(start_us);
+  if (store == store_kind::redis) {
+    if (variant_backend::changes_ops(variant))
+      throw std::runtime_error("variant '" + variant + "' changes ops, which only the memory store takes");
+    redis_ = std::make_unique<redis_stores>(workers, clock, check);
+  }
   std::vector<ratelimit::config::config_file> files{{"sim.yaml", yaml}};
   auto loaded = ratelimit::config::load_rules(files, false, stats_);
   if (loaded.rules == nullptr)
     throw std::runtime_error("the simulation's rules do not load: " + loaded.error);
   for (int w = 0; w < workers; ++w) {
+    ratelimit::limiter::backend* worker_store = redis_ ? &redis_->backend(w) : &store_;
+    if (variant_backend::changes_ops(variant))
+      worker_store =
+          variants_.emplace_back(std::make_unique<variant_backend>(*worker_store, variant, variant_leases_))
+              .get();
     ratelimit::limiter::settings ls;
     ls.expiration_jitter_max_seconds = 0;  // (a replay must be exact)
     limiters_.push_back(std::make_unique<ratelimit::limiter::limiter>(ls, limiter_clock_));
     services_.push_back(std::make_unique<ratelimit::service::rate_limit_service>(
-        ratelimit::service::settings{}, *limiters_.back(), store, stats_));
+        ratelimit::service::settings{}, *limiters_.back(), *worker_store, stats_));
     services_.back()->set_rules(loaded.rules);
   }
 }
@@ -80,6 +122,7 @@ rls_response world::decide(int w, const rls_request& request) {
                                                               called = true;
                                                               if (e != nullptr) error = e->message;
                                                             });
+  if (redis_) redis_->run_until([&] { return called; });
   if (!called) throw std::runtime_error("the memory store did not decide inline");
   if (!error.empty()) throw std::runtime_error("the service refused a simulated request: " + error);
   return response;

@@ -1,8 +1,11 @@
 #pragma once
 // What a leg runs its workload on: several instances' workers, each a rate limit service with its own
-// limiter, over one memory store (the memory backend decides inline: a decision is one call), under one
-// virtual clock. A variant may give the limiters a skewed clock.
+// limiter, over one store under one virtual clock: the memory store (it decides inline: a decision is one
+// call), or a real redis-server through each worker's Redis backend (redis_stores.hpp: a decision runs the
+// io_context until it is answered, and every op is checked against the memory store's arithmetic). A variant
+// may give the limiters a skewed clock.
 
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -10,8 +13,10 @@
 
 #include "core/clock.hpp"
 #include "ratelimit/backends/memory/memory_backend.hpp"
+#include "ratelimit/limiter/leases.hpp"
 #include "ratelimit/limiter/limiter.hpp"
 #include "ratelimit/service/service.hpp"
+#include "redis_stores.hpp"
 #include "sim.hpp"
 #include "stats/store.hpp"
 
@@ -36,9 +41,14 @@ class skewed_clock final : public core::clock {
 class variant_backend final : public ratelimit::limiter::backend {
  public:
   // "gcra bucket one deeper": a GCRA op's tolerance one interval longer; "holder lease one second short": a
-  // holder's lease a second shorter.
-  variant_backend(ratelimit::limiter::backend& real, std::string variant)
-      : real_(real), variant_(std::move(variant)) {}
+  // holder's lease a second shorter; "newest-first release": concurrency without holder_key whose releases
+  // take from the newest slices (the order in-flight limits once had), kept here with leases.hpp's arithmetic
+  // under that order.
+  // The newest-first leases, per key (one map for every worker's variant_backend).
+  using lease_map = std::map<std::string, ratelimit::limiter::lease_slices, std::less<>>;
+
+  variant_backend(ratelimit::limiter::backend& real, std::string variant, lease_map& leases)
+      : real_(real), variant_(std::move(variant)), leases_(leases) {}
   static bool changes_ops(const std::string& variant);
 
   void increment(std::span<const ratelimit::limiter::counter_op> ops,
@@ -55,16 +65,28 @@ class variant_backend final : public ratelimit::limiter::backend {
  private:
   std::vector<ratelimit::limiter::counter_op> changed(
       std::span<const ratelimit::limiter::counter_op> ops) const;
+  // Applies lease ops newest-first (true when it took the ops).
+  bool leases_newest_first(std::span<const ratelimit::limiter::counter_op> ops,
+                           std::span<ratelimit::limiter::op_result> results);
   ratelimit::limiter::backend& real_;
   std::string variant_;
+  lease_map& leases_;
 };
+
+enum class store_kind : std::uint8_t { memory, redis };
+
+inline const char* name_of(store_kind s) {
+  return s == store_kind::memory ? "memory" : "redis";
+}
 
 class world {
  public:
-  // `workers` services on one store, with the rules of `yaml`. `variant` (self-check): "window off by one
-  // second" gives the limiters a clock a second ahead; variant_backend's change the store's ops. Throws
-  // std::runtime_error when the rules do not load.
-  world(const std::string& yaml, int workers, const std::string& variant = "");
+  // `workers` services on one store, with the rules of `yaml`; `check` hears what the store kind checks
+  // itself (Redis: C++ and Lua agree). `variant` (self-check): "window off by one second" gives the limiters
+  // a clock a second ahead; variant_backend's change the store's ops. Throws std::runtime_error when the
+  // rules do not load or Redis cannot be started.
+  world(const std::string& yaml, int workers, checker& check, store_kind store = store_kind::memory,
+        const std::string& variant = "");
 
   core::fake_clock clock{0};
   int workers() const { return static_cast<int>(services_.size()); }
@@ -75,7 +97,9 @@ class world {
   stats::store stats_;
   skewed_clock limiter_clock_;
   ratelimit::backends::memory::memory_backend store_;
-  std::unique_ptr<variant_backend> variant_;  // null but for a variant that changes ops
+  std::unique_ptr<redis_stores> redis_;                     // store_kind::redis
+  std::vector<std::unique_ptr<variant_backend>> variants_;  // per worker, for a variant that changes ops
+  variant_backend::lease_map variant_leases_;
   std::vector<std::unique_ptr<ratelimit::limiter::limiter>> limiters_;
   std::vector<std::unique_ptr<ratelimit::service::rate_limit_service>> services_;
 };

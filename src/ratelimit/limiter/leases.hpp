@@ -19,6 +19,7 @@
 //   slot.
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -54,10 +55,18 @@ struct lease_outcome {
   bool admitted = true;
 };
 
+// Which held slice a release takes from next: the oldest, as above. A parameter of apply_lease_op so that the
+// simulator (tests/sim) can check that its invariants catch the other order; every store uses this one.
+struct oldest_slice_first {
+  std::size_t operator()(const lease_slices& /*held*/) const { return 0; }
+};
+
 // Applies an op of `hits` (given back when `release`) at `now_us` against `limit`; a check (0 hits) admits
 // when one more would fit. A refused acquisition takes nothing.
+template <typename ReleaseOrder = oldest_slice_first>
 inline lease_outcome apply_lease_op(lease_slices& held, const lease_timing& t, std::int64_t now_us,
-                                    std::uint64_t hits, bool release, std::uint64_t limit) {
+                                    std::uint64_t hits, bool release, std::uint64_t limit,
+                                    ReleaseOrder take_from = {}) {
   lease_outcome out;
   const std::int64_t now_slice = now_us / t.slice_us;
   while (!held.empty() && held.front().first < now_slice - t.slices) {
@@ -68,11 +77,11 @@ inline lease_outcome apply_lease_op(lease_slices& held, const lease_timing& t, s
   if (release) {
     std::uint64_t left = hits;
     while (left > 0 && !held.empty()) {
-      auto& oldest = held.front();
-      const std::uint64_t take = std::min(left, oldest.second);
-      oldest.second -= take;
+      const auto next = held.begin() + static_cast<std::ptrdiff_t>(take_from(held));
+      const std::uint64_t take = std::min(left, next->second);
+      next->second -= take;
       left -= take;
-      if (oldest.second == 0) held.erase(held.begin());
+      if (next->second == 0) held.erase(next);
     }
     out.value = out.before - (hits - left);
   } else {
