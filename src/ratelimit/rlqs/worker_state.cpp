@@ -157,11 +157,13 @@ void worker_state::publish_assigned(bucket_group& g) {
   g.assigned_published = per_window;
 }
 
-// Any decrease goes out (what clients hold must stay within the budget); an increase only past the threshold
-// (a changed token bucket starts again from max_tokens, so small gains are not worth a push).
+// Any decrease goes out (what clients hold must stay within the budget), of the refill or of the burst (a
+// share that falls by under a token may keep its refill but lose a token of burst); an increase only past the
+// threshold (a changed token bucket starts again from max_tokens, so small gains are not worth a push).
 bool worker_state::share_moved(const stream_bucket& b, const assignment& a) {
   if (b.sent_at_us == 0 || b.sent.what != a.what) return true;
-  return a.rate < b.sent.rate || a.rate - b.sent.rate > push_threshold * b.sent.rate;
+  if (a.rate < b.sent.rate || a.max_tokens < b.sent.max_tokens) return true;
+  return a.rate - b.sent.rate > push_threshold * b.sent.rate;
 }
 
 bool worker_state::resend_due(const stream_bucket& b, std::int64_t now) const {
