@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "ratelimit/backends/memory/snapshot_file.hpp"
 #include "ratelimit/config/yaml_loader.hpp"
 
 namespace sluice::sim {
@@ -87,7 +88,9 @@ void variant_backend::overwrite(std::span<const ratelimit::limiter::counter_op> 
 
 world::world(const std::string& yaml, int workers, checker& check, store_kind store,
              const std::string& variant)
-    : limiter_clock_(clock, variant == "window off by one second" ? 1'000'000 : 0), store_(clock, 1'000'000) {
+    : limiter_clock_(clock, variant == "window off by one second" ? 1'000'000 : 0),
+      variant_(variant),
+      store_(std::make_unique<ratelimit::backends::memory::memory_backend>(clock, 1'000'000)) {
   clock.set_micros(start_us);
   if (store == store_kind::redis) {
     if (variant_backend::changes_ops(variant))
@@ -98,19 +101,48 @@ world::world(const std::string& yaml, int workers, checker& check, store_kind st
   auto loaded = ratelimit::config::load_rules(files, false, stats_);
   if (loaded.rules == nullptr)
     throw std::runtime_error("the simulation's rules do not load: " + loaded.error);
-  for (int w = 0; w < workers; ++w) {
-    ratelimit::limiter::backend* worker_store = redis_ ? &redis_->backend(w) : &store_;
-    if (variant_backend::changes_ops(variant))
+  rules_ = loaded.rules;
+  start_services(static_cast<std::size_t>(workers));
+}
+
+void world::start_services(std::size_t workers) {
+  services_.clear();
+  limiters_.clear();
+  variants_.clear();
+  for (std::size_t w = 0; w < workers; ++w) {
+    ratelimit::limiter::backend* worker_store = redis_
+                                                    ? &redis_->backend(static_cast<int>(w))
+                                                    : static_cast<ratelimit::limiter::backend*>(store_.get());
+    if (variant_backend::changes_ops(variant_))
       worker_store =
-          variants_.emplace_back(std::make_unique<variant_backend>(*worker_store, variant, variant_leases_))
+          variants_.emplace_back(std::make_unique<variant_backend>(*worker_store, variant_, variant_leases_))
               .get();
     ratelimit::limiter::settings ls;
     ls.expiration_jitter_max_seconds = 0;  // (a replay must be exact)
     limiters_.push_back(std::make_unique<ratelimit::limiter::limiter>(ls, limiter_clock_));
     services_.push_back(std::make_unique<ratelimit::service::rate_limit_service>(
         ratelimit::service::settings{}, *limiters_.back(), *worker_store, stats_));
-    services_.back()->set_rules(loaded.rules);
+    services_.back()->set_rules(rules_);
   }
+}
+
+void world::write_snapshot(const std::string& path) const {
+  ratelimit::backends::memory::write_snapshot(*store_, path, clock.now_seconds());
+}
+
+void world::restart(const std::string& path) {
+  auto fresh = std::make_unique<ratelimit::backends::memory::memory_backend>(clock, 1'000'000);
+  // The known-wrong variant "restart that reads nothing back" starts empty, as a missing file would.
+  const bool forget = variant_ == "restart that reads nothing back";
+  const auto restored = ratelimit::backends::memory::restore_snapshot(*fresh, forget ? path + ".none" : path,
+                                                                      clock.now_seconds());
+  if (restored.error) throw std::runtime_error("the snapshot cannot be read back: " + *restored.error);
+  const auto workers = services_.size();
+  services_.clear();  // (before the store they decide on)
+  limiters_.clear();
+  variants_.clear();
+  store_ = std::move(fresh);
+  start_services(workers);
 }
 
 rls_response world::decide(int w, const rls_request& request) {

@@ -93,10 +93,21 @@ class world {
   // Decides on worker `w` at the clock's time; throws std::runtime_error when the service refuses it.
   rls_response decide(int w, const rls_request& request);
 
+  // MEMORY_SNAPSHOT_FILE (memory store): writes the store's counters to `path` at the clock's time.
+  void write_snapshot(const std::string& path) const;
+  // A restart: a new memory store, which reads `path` back as at start, and new limiters and services (the
+  // same rules). Throws std::runtime_error when the file cannot be read.
+  void restart(const std::string& path);
+
  private:
+  // `workers` services on the store, anew.
+  void start_services(std::size_t workers);
+
   stats::store stats_;
   skewed_clock limiter_clock_;
-  ratelimit::backends::memory::memory_backend store_;
+  std::string variant_;
+  std::shared_ptr<const ratelimit::config::rule_set> rules_;
+  std::unique_ptr<ratelimit::backends::memory::memory_backend> store_;
   std::unique_ptr<redis_stores> redis_;                     // store_kind::redis
   std::vector<std::unique_ptr<variant_backend>> variants_;  // per worker, for a variant that changes ops
   variant_backend::lease_map variant_leases_;
