@@ -1,5 +1,6 @@
 // fixed_window on the memory store and on Redis, several workers: tenants of one rule with a limit per window
-// of a second to an hour, steady, bursty and saturating arrivals of 1-3 hits. The model is upstream's
+// of a second to an hour, steady, bursty and saturating arrivals of 1-3 hits, and in half the seeds reloads
+// that change the limit (to half, the same or twice the rule's). The model is upstream's
 // counting: every hit counts, and a request is admitted when its window's count with its hits stays within
 // the limit. Checked at every decision: the code and limit_remaining the model gives; per window, the hits
 // admitted never exceed the limit.
@@ -19,34 +20,45 @@ run_result run(const run_params& p, store_kind store) {
                                                          {500, "minute", 60, 300 * ms},
                                                          {1000, "hour", 3600, 20 * second}});
   const arrivals traffic = draw_arrivals(rng, sh);
+  // Reloads that change the limit (to half, the same or twice the rule's): counters stay, so a window goes on
+  // from its count under the new limit.
+  const double reloads_per_hour = rng.pick(std::vector<double>{0, 0, 6, 120});
+  const double reload_chance = reloads_per_hour * static_cast<double>(traffic.mean_gap_us / traffic.clients) /
+                               static_cast<double>(hour);
+  std::uint64_t limit = sh.requests;
   checker check;
   world w(tenant_rules(sh), static_cast<int>(rng.between(2, 4)), check, store, p.variant);
 
   run_result out;
   std::map<std::pair<int, std::int64_t>, std::uint64_t> counted, admitted;  // (tenant, window start) → hits
   const std::int64_t end = start_us + static_cast<std::int64_t>(p.hours * static_cast<double>(hour));
-  const auto now =
-      run_arrivals(w, rng, check, traffic, end, out,
-                   [&](std::int64_t now, int tenant, std::uint32_t hits, const auto& st) {
-                     // Windows that ended are not looked at again.
-                     const std::int64_t window = now / second / sh.unit_s * sh.unit_s;
-                     std::erase_if(counted, [&](const auto& kv) { return kv.first.second < window; });
-                     std::erase_if(admitted, [&](const auto& kv) { return kv.first.second < window; });
-                     auto& count = counted[{tenant, window}];
-                     count += hits;
-                     const bool ok = count <= sh.requests;
-                     check.expect(st.code() == (ok ? rls_response::OK : rls_response::OVER_LIMIT),
-                                  now - start_us, "tenant t", tenant, ": the window's count is ", count,
-                                  " of ", sh.requests, ", the store said ", ok ? "over the limit" : "OK");
-                     check.expect(st.limit_remaining() == (ok ? sh.requests - count : 0), now - start_us,
-                                  "limit_remaining ", st.limit_remaining(), " where the model has ",
-                                  ok ? sh.requests - count : 0);
-                     if (st.code() != rls_response::OK) return;
-                     auto& in = admitted[{tenant, window}];
-                     in += hits;
-                     check.expect(in <= sh.requests, now - start_us, "tenant t", tenant, ": ", in,
-                                  " hits admitted in one window of ", sh.requests);
-                   });
+  const auto now = run_arrivals(
+      w, rng, check, traffic, end, out,
+      [&](std::int64_t now, int tenant, std::uint32_t hits, const auto& st) {
+        // Windows that ended are not looked at again.
+        const std::int64_t window = now / second / sh.unit_s * sh.unit_s;
+        std::erase_if(counted, [&](const auto& kv) { return kv.first.second < window; });
+        std::erase_if(admitted, [&](const auto& kv) { return kv.first.second < window; });
+        auto& count = counted[{tenant, window}];
+        count += hits;
+        const bool ok = count <= limit;
+        check.expect(st.code() == (ok ? rls_response::OK : rls_response::OVER_LIMIT), now - start_us,
+                     "tenant t", tenant, ": the window's count is ", count, " of ", limit,
+                     ", the store said ", ok ? "over the limit" : "OK");
+        check.expect(st.limit_remaining() == (ok ? limit - count : 0), now - start_us, "limit_remaining ",
+                     st.limit_remaining(), " where the model has ", ok ? limit - count : 0);
+        if (st.code() == rls_response::OK) {
+          auto& in = admitted[{tenant, window}];
+          in += hits;
+          check.expect(in <= limit, now - start_us, "tenant t", tenant, ": ", in,
+                       " hits admitted in one window of ", limit);
+        }
+        if (rng.chance(reload_chance)) {
+          limit = static_cast<std::uint64_t>(
+              rng.pick(std::vector<std::int64_t>{sh.requests / 2, sh.requests, 2 * sh.requests}));
+          w.reload(tenant_rules({static_cast<std::uint32_t>(limit), sh.unit, sh.unit_s, sh.mean_gap_us}));
+        }
+      });
   return check.finish(out, now);
 }
 

@@ -97,12 +97,21 @@ world::world(const std::string& yaml, int workers, checker& check, store_kind st
       throw std::runtime_error("variant '" + variant + "' changes ops, which only the memory store takes");
     redis_ = std::make_unique<redis_stores>(workers, clock, check);
   }
+  rules_ = load(yaml);
+  start_services(static_cast<std::size_t>(workers));
+}
+
+std::shared_ptr<const ratelimit::config::rule_set> world::load(const std::string& yaml) {
   std::vector<ratelimit::config::config_file> files{{"sim.yaml", yaml}};
   auto loaded = ratelimit::config::load_rules(files, false, stats_);
   if (loaded.rules == nullptr)
     throw std::runtime_error("the simulation's rules do not load: " + loaded.error);
-  rules_ = loaded.rules;
-  start_services(static_cast<std::size_t>(workers));
+  return loaded.rules;
+}
+
+void world::reload(const std::string& yaml) {
+  rules_ = load(yaml);
+  for (auto& s : services_) s->set_rules(rules_);
 }
 
 void world::start_services(std::size_t workers) {

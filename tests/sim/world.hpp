@@ -93,6 +93,9 @@ class world {
   // Decides on worker `w` at the clock's time; throws std::runtime_error when the service refuses it.
   rls_response decide(int w, const rls_request& request);
 
+  // A rules reload: every service takes the rules of `yaml` (counters stay). Throws std::runtime_error when
+  // they do not load.
+  void reload(const std::string& yaml);
   // MEMORY_SNAPSHOT_FILE (memory store): writes the store's counters to `path` at the clock's time.
   void write_snapshot(const std::string& path) const;
   // A restart: a new memory store, which reads `path` back as at start, and new limiters and services (the
@@ -100,6 +103,7 @@ class world {
   void restart(const std::string& path);
 
  private:
+  std::shared_ptr<const ratelimit::config::rule_set> load(const std::string& yaml);
   // `workers` services on the store, anew.
   void start_services(std::size_t workers);
 
