@@ -87,7 +87,7 @@ void variant_backend::overwrite(std::span<const ratelimit::limiter::counter_op> 
 }
 
 world::world(const std::string& yaml, int workers, checker& check, store_kind store,
-             const std::string& variant)
+             const std::string& variant, const std::string& tables_dir)
     : limiter_clock_(clock, variant == "window off by one second" ? 1'000'000 : 0),
       variant_(variant),
       store_(std::make_unique<ratelimit::backends::memory::memory_backend>(clock, 1'000'000)) {
@@ -97,13 +97,39 @@ world::world(const std::string& yaml, int workers, checker& check, store_kind st
       throw std::runtime_error("variant '" + variant + "' changes ops, which only the memory store takes");
     redis_ = std::make_unique<redis_stores>(workers, clock, check);
   }
+  if (!tables_dir.empty()) {
+    ratelimit::service::limit_tables_settings settings;
+    settings.directory = tables_dir;
+    tables_ = std::make_unique<ratelimit::service::limit_tables_source>(
+        settings,
+        [this](std::shared_ptr<const ratelimit::service::table_set> set) {
+          for (auto& l : lookups_) l->set_tables(set);
+        },
+        stats_);
+    for (int w = 0; w < workers; ++w)
+      lookups_.push_back(std::make_unique<ratelimit::service::table_lookup>(std::chrono::seconds(10), nullptr,
+                                                                            nullptr, w == 0));
+    reload_tables();
+  }
   rules_ = load(yaml);
   start_services(static_cast<std::size_t>(workers));
 }
 
+world::~world() = default;
+
+void world::reload_tables() {
+  // The known-wrong variant "table reload that keeps the old rows": a change that never reaches the workers.
+  if (variant_ == "table reload that keeps the old rows" && !lookups_.empty() && rules_ != nullptr) return;
+  const auto report = tables_->load();
+  if (!report.folder_read || !report.errors.empty())
+    throw std::runtime_error(
+        "the simulation's limit tables do not load: " +
+        (report.errors.empty() ? std::string("the folder cannot be read") : report.errors[0]));
+}
+
 std::shared_ptr<const ratelimit::config::rule_set> world::load(const std::string& yaml) {
   std::vector<ratelimit::config::config_file> files{{"sim.yaml", yaml}};
-  auto loaded = ratelimit::config::load_rules(files, false, stats_);
+  auto loaded = ratelimit::config::load_rules(files, false, stats_, true, tables_.get());
   if (loaded.rules == nullptr)
     throw std::runtime_error("the simulation's rules do not load: " + loaded.error);
   return loaded.rules;
@@ -132,6 +158,7 @@ void world::start_services(std::size_t workers) {
     services_.push_back(std::make_unique<ratelimit::service::rate_limit_service>(
         ratelimit::service::settings{}, *limiters_.back(), *worker_store, stats_));
     services_.back()->set_rules(rules_);
+    if (!lookups_.empty()) services_.back()->set_table_lookup(lookups_[w].get());
   }
 }
 

@@ -15,7 +15,9 @@
 #include "ratelimit/backends/memory/memory_backend.hpp"
 #include "ratelimit/limiter/leases.hpp"
 #include "ratelimit/limiter/limiter.hpp"
+#include "ratelimit/service/limit_tables_source.hpp"
 #include "ratelimit/service/service.hpp"
+#include "ratelimit/service/table_lookup.hpp"
 #include "redis_stores.hpp"
 #include "sim.hpp"
 #include "stats/store.hpp"
@@ -85,8 +87,10 @@ class world {
   // itself (Redis: C++ and Lua agree). `variant` (self-check): "window off by one second" gives the limiters
   // a clock a second ahead; variant_backend's change the store's ops. Throws std::runtime_error when the
   // rules do not load or Redis cannot be started.
+  // `tables_dir`: LIMIT_TABLES_DIR, loaded before the rules ("" for none).
   world(const std::string& yaml, int workers, checker& check, store_kind store = store_kind::memory,
-        const std::string& variant = "");
+        const std::string& variant = "", const std::string& tables_dir = "");
+  ~world();
 
   core::fake_clock clock{0};
   int workers() const { return static_cast<int>(services_.size()); }
@@ -96,6 +100,9 @@ class world {
   // A rules reload: every service takes the rules of `yaml` (counters stay). Throws std::runtime_error when
   // they do not load.
   void reload(const std::string& yaml);
+  // LIMIT_TABLES_DIR read again, as after a change in it: changed files are swapped in. Throws
+  // std::runtime_error naming a bad file.
+  void reload_tables();
   // MEMORY_SNAPSHOT_FILE (memory store): writes the store's counters to `path` at the clock's time.
   void write_snapshot(const std::string& path) const;
   // A restart: a new memory store, which reads `path` back as at start, and new limiters and services (the
@@ -115,6 +122,8 @@ class world {
   std::unique_ptr<redis_stores> redis_;                     // store_kind::redis
   std::vector<std::unique_ptr<variant_backend>> variants_;  // per worker, for a variant that changes ops
   variant_backend::lease_map variant_leases_;
+  std::unique_ptr<ratelimit::service::limit_tables_source> tables_;         // with a tables_dir
+  std::vector<std::unique_ptr<ratelimit::service::table_lookup>> lookups_;  // per worker, with tables_
   std::vector<std::unique_ptr<ratelimit::limiter::limiter>> limiters_;
   std::vector<std::unique_ptr<ratelimit::service::rate_limit_service>> services_;
 };
