@@ -1,28 +1,36 @@
 // Batched counting (REDIS_SYNC_INTERVAL) on a Redis in virtual time (virtual_redis.hpp): 1-3 instances of 1-3
-// workers, each a rate limit service over the real synced_backend over the real redis_backend, every worker's
-// timer tick (flush, sweep) called at its own phase every interval. Tenants of one rule each, limits per
-// second or minute that are reached (a little, or by far) or never are, requests of 1-3 hits, bursts, and
-// refunds (negative hits) of admitted hits through any worker; round trips of 0.2-5 ms, some requests slow
-// (past the interval, past REDIS_OP_TIMEOUT), and outages (refused, or hung until the timeout) during which
-// requests in flight may have been applied with their replies lost.
+// workers, each a rate limit service over the real synced_backend over the real redis_backend; every worker's
+// timer tick (flush, sweep) is called at its own phase every interval (10-100 ms). Tenants of one rule each,
+// limits per second or minute that are reached (a little, or by far) or never are, requests of 1-3 hits,
+// bursts, and refunds (negative hits) of admitted hits through any worker; round trips of 0.2-5 ms, some
+// requests slow (past the interval, past REDIS_OP_TIMEOUT), outages (refused, or hung until the timeout) in
+// which requests in flight may have been applied with their replies lost, and now and then a
+// REDIS_SYNC_MAX_KEYS of 1-3 counters a worker.
 //
 // The model is a per-window count per key: A, the hits admitted minus the hits given back (refunds only give
-// back hits admitted in the same window). Checked at every decision: no error (batched decisions go on from
-// the local counts); at every admission by worker w at time t, with D = 3 × max(interval, RTT) + 2 × RTT, RTT
-// the longest round trip of the requests sent in the last 2 × Dmax (Dmax: D with RTT = REDIS_OP_TIMEOUT; a
-// slower request fails), and O the hits the other workers (of every instance) decided on the key in that
-// window during (t - D, t], admitted or not:
-//   A ≤ L + O                (README, "How far over the limit a window can go": R × D with R the others'
-//   rate)
-// unless the window meets an outage: from a failure (or an outage's start) to 2 × Dmax after it (or after the
-// outage's end), the README's outage rule, each worker enforcing L on its own traffic:
-//   A ≤ workers × instances × L.
-// At the end, Redis up and every worker's unsent hits sent (then drained): nothing unsent, nothing dropped,
-// and each window never refused (no view over its limit: every hit counted) holds exactly A, plus the hits of
-// requests applied and told as failed (sent again: counted twice, README). Such a window is not held to it
-// when a refund was decided while another worker held hits of that key Redis had not applied (no view can
-// give those back: README, "a refund larger than the worker's view ... gives back the rest in Redis from
-// exactly those hits [flushed since it was read]"), or a refund script was applied twice.
+// back hits admitted in the same window; one counts from its arrival, as a read's answer decides its own op
+// before those that waited for it, which complete first). Checked at every decision: no error (batched
+// decisions go on from the local counts). At every admission by worker w at time t:
+//   A ≤ L + O     (README, "How far over the limit a window can go": L + R × (3 × interval + 2 × RTT))
+// where O is the hits the other workers (of every instance) decided on the key in the window during
+// (t - D, t], admitted or not, D = 3 × max(interval, RTT) + 2 × RTT (the README reads RTT for the interval
+// when the round trip is longer), and RTT the longest round trip (or REDIS_OP_TIMEOUT, for one that fails
+// then) of the requests sent in the last 2 × Dmax (Dmax: D at RTT = REDIS_OP_TIMEOUT). Unless the window
+// meets an outage, from any request's failure (or an outage's start) to 2 × Dmax after it (after the outage's
+// end): then the README's outage rule, each worker enforcing L on its own traffic:
+//   A - F ≤ workers × instances × L
+// where F is the hits admitted by workers whose table was full (REDIS_SYNC_MAX_KEYS: decided in Redis one by
+// one, or alone while it is down; the counter such a worker makes for the key once it has room starts without
+// them). At the end, Redis up and every worker's unsent hits sent (then drained): nothing unsent or lost at
+// the drain, and each window never refused (no view over its limit: every hit counted) holds in Redis exactly
+//   A - (hits decided alone, counted in dropped_hits) + (what requests applied and told as failed changed:
+//   sent again, they apply twice; README) + S
+// where S, the hits refund scripts were asked for and did not give back, is 0 unless a refund was decided
+// while another worker held hits of the key Redis had not applied (README: a refund beyond a worker's view
+// gives back "from exactly those hits" the others flushed since). Not held to it: a window where a refund
+// beyond a view (whose second application depends on the value) was applied twice. Note: a refund applied
+// twice gives back twice (looser), where the README says a lost reply counts hits twice, "stricter, never
+// looser".
 #include <boost/asio/io_context.hpp>
 #include <deque>
 #include <map>
@@ -97,11 +105,13 @@ struct window_model {
   std::int64_t admitted = 0;   // A: hits admitted minus hits given back
   std::int64_t refunding = 0;  // hits of refunds not decided yet
   std::uint64_t refused = 0;
-  std::int64_t alone = 0;     // hits decided with no counter while Redis was down, and dropped
-  std::int64_t twice = 0;     // hits of requests applied and told as failed
-  std::int64_t short_by = 0;  // hits refund scripts were asked to give back and did not
+  std::int64_t alone = 0;  // hits decided with no counter while Redis was down, and dropped
+  // F: hits admitted by a worker whose table may have been full (REDIS_SYNC_MAX_KEYS)
+  std::int64_t full = 0;
+  std::int64_t twice = 0;     // what requests applied and told as failed changed
+  std::int64_t short_by = 0;  // S: hits refund scripts were asked to give back and did not
   bool unsafe = false;        // a refund was decided while another worker held hits Redis had not applied
-  bool inexact = false;       // a refund script applied twice: not held to its count at the end
+  bool inexact = false;       // a refund beyond a view applied twice: not held to its count at the end
   std::vector<std::int64_t> decided, applied;  // per worker: hits counted minus given back, and in Redis
   struct hit {
     std::int64_t at;
@@ -175,6 +185,7 @@ class leg_run final : public redis_listener {
     int worker, tenant;
     std::uint32_t hits;
     bool refund;
+    bool full;  // the worker's table may have been full (keys() at its arrival)
     window_model* window;
   };
   void arrive(int tenant);
@@ -198,6 +209,7 @@ class leg_run final : public redis_listener {
   std::int64_t interval_us_ = 0, d_max_ = 0, end_ = 0;
   bool arriving_ = true;  // no more arrivals after the end
   double refund_share_ = 0;
+  std::size_t max_keys_ = rr::synced_backend::options{}.max_keys;
   std::vector<tenant_shape> tenants_;
   std::vector<std::vector<rls_request>> requests_;  // per tenant: 1-3 hits, then 1-3 negative hits
   std::unique_ptr<virtual_redis> redis_;
@@ -249,6 +261,7 @@ leg_run::leg_run(const run_params& p) : rng_(p.seed) {
   // not counted.)
   if (rng_.chance(0.25)) {
     o.max_keys = static_cast<std::size_t>(rng_.between(1, 3));
+    max_keys_ = o.max_keys;
     refund_share_ = 0;
   }
   const int count = static_cast<int>(rng_.between(1, 3));
@@ -321,14 +334,15 @@ void leg_run::decide(int w, int tenant, std::uint32_t hits, bool refund) {
     for (std::size_t x = 0; x < workers_.size(); ++x)
       if (static_cast<int>(x) != w && m.applied[x] < m.decided[x]) m.unsafe = true;
     if (static_cast<std::int64_t>(hits) > m.admitted) m.unsafe = true;
+    m.refunding += hits;
   }
-  if (refund) m.refunding += hits;
   const std::uint64_t id = next_decision_++;
   auto& d = deciding_[id];
   d.worker = w;
   d.tenant = tenant;
   d.hits = hits;
   d.refund = refund;
+  d.full = workers_[static_cast<std::size_t>(w)].synced.keys() >= max_keys_;
   d.window = &m;
   ++out_.decisions;
   const auto& request = requests_[static_cast<std::size_t>(tenant)][(refund ? 3 : 0) + hits - 1];
@@ -363,13 +377,14 @@ void leg_run::decided(std::uint64_t id, const ratelimit::service::service_error*
   }
   m.recent.push_back({now(), d.worker, d.hits});
   if (d.response.statuses(0).code() != rls_response::OK) {
+    // (Counted until the worker's view is over: not known here, and such windows are not summed.)
     ++m.refused;
-    m.decided[w] +=
-        d.hits;  // (counted until the view is over: not known here, and such windows are not summed)
+    m.decided[w] += d.hits;
     return;
   }
   m.admitted += d.hits;
   m.decided[w] += d.hits;
+  if (d.full) m.full += d.hits;
   admitted(d, m);
   // Now and then the request gives its hits (or some) back, through any worker, within its window.
   if (refund_share_ > 0 && rng_.chance(refund_share_)) {
@@ -392,9 +407,9 @@ void leg_run::admitted(const decision& d, window_model& m) {
   while (!m.recent.empty() && m.recent.front().at <= t - d_max_) m.recent.pop_front();
   if (spans_.meets(m.start_us, t)) {
     const std::uint64_t fleet = workers_.size() * m.limit;
-    check_.expect(a - m.alone <= static_cast<std::int64_t>(fleet), t - start_us, "tenant t", d.tenant, ": ",
-                  a - m.alone, " hits admitted (and ", m.alone,
-                  " decided alone) in a window that met an outage, over workers × limit = ", fleet);
+    check_.expect(a - m.full <= static_cast<std::int64_t>(fleet), t - start_us, "tenant t", d.tenant, ": ",
+                  a - m.full, " hits admitted (and ", m.full,
+                  " with the table full) in a window that met an outage, over workers × limit = ", fleet);
     return;
   }
   const std::int64_t rtt = trips_.at(t);

@@ -17,6 +17,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <queue>
 #include <string>
 #include <string_view>
@@ -159,6 +160,7 @@ class virtual_redis {
       auto& q = it->second;
       if (!q.apply_passed) q.never = true;
       q.cut = true;
+      if (kind == outage::refused) q.link->last_apply = q.link->last_reply = 0;  // (a new connection)
       if (kind == outage::refused && !q.done) {
         fail(q, redis::error::connection_lost);
         if (q.apply_passed) {

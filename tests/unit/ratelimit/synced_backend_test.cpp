@@ -178,6 +178,51 @@ TEST_CASE("one deciding alone decides exactly as Redis would (random hits, refun
   CHECK(t.redis.value("k") == exact);
 }
 
+TEST_CASE("a refund on a counter over its limit whose view is old is read from Redis, and leaves it over") {
+  // (The simulator's 'fixed_window synced' seeds 606 and 960: a refund brought an old view under, and the
+  // next requests were admitted from it, missing what the others had flushed since.)
+  rig t(2);
+  for (int i = 0; i < 11; ++i) t.decide(0, t.op("k", 1, 10));
+  t.flush_all();
+  CHECK(t.redis.value("k") == 11);
+  for (int i = 0; i < 5; ++i) t.decide(1, t.op("k", 1, 100));
+  t.flush_all();
+  CHECK(t.redis.value("k") == 16);
+  t.clock.advance_micros(100'000);                       // worker 0's view (11) is two intervals old
+  CHECK(t.decide(0, t.refund("k", 2, 10)).value == 14);  // from Redis's 16, not the view's 11
+  CHECK(t.redis.value("k") == 14);
+  // Still over: the next hit is refused from the view just read, and not counted.
+  const auto r = t.decide(0, t.op("k", 1, 10));
+  CHECK(r.value == 15);
+  t.flush_all();
+  CHECK(t.redis.value("k") == 14);
+}
+
+TEST_CASE("a flush's reply that brings a counter over its limit back under makes it read again when old") {
+  // (The simulator's 'fixed_window synced' seed 799: a counter still marked over, its view under the limit,
+  // admitted from a view hundreds of milliseconds old.)
+  rig t(2);
+  for (int i = 0; i < 8; ++i) t.decide(1, t.op("k", 1, 10));
+  t.flush_all();
+  CHECK(t.redis.value("k") == 8);
+  t.decide(0, t.op("k", 1, 10));                     // read: 9
+  t.decide(0, t.op("k", 1, 10));                     // 10
+  CHECK(t.decide(0, t.op("k", 1, 10)).value == 11);  // over (the hit that passed the limit counts)
+  t.decide(1, t.refund("k", 5, 10));                 // worker 1's own view: 3
+  t.synced(1).flush();
+  t.run();
+  CHECK(t.redis.value("k") == 4);
+  t.synced(0).flush();
+  t.run();
+  CHECK(t.redis.value("k") == 6);  // worker 0's reply: under its limit again
+  t.clock.advance_micros(100'000);
+  for (int i = 0; i < 4; ++i) t.decide(1, t.op("k", 1, 10));
+  t.flush_all();
+  CHECK(t.redis.value("k") == 10);
+  // Worker 0's view (6) is old: read again, so the hit is judged on Redis's 10, and refused.
+  CHECK(t.decide(0, t.op("k", 1, 10)).value == 11);
+}
+
 TEST_CASE("a key over its limit stops counting until its window ends: no more Redis traffic") {
   rig t;
   for (int i = 1; i <= 10; ++i) CHECK(t.decide(0, t.op("k", 1, 10)).value <= 10);

@@ -43,11 +43,13 @@ synced_counters::routed synced_counters::find(const limiter::counter_op& op, std
 
 // A stale view is read again when nothing of it is unsent or in Redis; a counter over its limit stays so
 // until its window ends (or a flush's reply brings it under), for ops whose limit is no higher than the one
-// it went over (a raised limit reads the counter again).
+// it went over (a raised limit reads the counter again). Not for a refund: the view of a counter over its
+// limit is not read again and can be old, and hits given back there would bring it under from that old view,
+// missing what the others counted since (so the refund is read, as a stale counter's op).
 bool synced_counters::decidable(const synced_counter& c, const limiter::counter_op& op, std::int64_t now_us,
                                 bool redis_failing) const {
   const bool fresh = now_us - c.read_at_us <= fresh_us_;
-  const bool known_over = c.over && op.limit() <= c.over_limit;
+  const bool known_over = c.over && !op.refund && op.limit() <= c.over_limit;
   // (Not read while it holds a refund beyond its view either: Redis would count the read's hits as
   // others', and give them back.)
   return fresh || known_over || c.flushing || c.pending != 0 || c.beyond != 0 || redis_failing;
@@ -134,8 +136,13 @@ void synced_counters::read_answered(synced_counter& c, const limiter::counter_op
     c.previous = r.previous;
     if (!limiter::applies(op, limiter::admits(op, r))) c.base -= std::min(c.base, op.increment);
   }
-  // Nothing of it is unsent or in flight: both wait while it is read.
-  c.over = !op.refund && op.kind() == limiter::op_kind::count && c.view() > op.limit();
+  // Nothing of it is unsent or in flight: both wait while it is read. A refund read (a counter over its limit
+  // whose view was old) leaves it over unless it is under now, as decide() does.
+  if (op.refund) {
+    if (c.view() <= op.limit()) c.over = false;
+    return;
+  }
+  c.over = op.kind() == limiter::op_kind::count && c.view() > op.limit();
   c.over_limit = op.limit();
 }
 
@@ -214,6 +221,9 @@ void synced_counters::flush_answered(synced_counter& c, std::uint64_t value, std
   c.base = value;
   c.flushing = false;
   c.read_at_us = now_us;
+  // Others' negative hits in the reply brought it back under: no longer known to be over, so its view is read
+  // again once it is old (a counter known over never is).
+  if (c.over && c.view() <= c.over_limit) c.over = false;
 }
 
 // A refund beyond the view given back while the flush was out counted its hits as in Redis: they are unsent
