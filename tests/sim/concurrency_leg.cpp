@@ -157,7 +157,7 @@ run_result run(const run_params& p, store_kind store) {
 
 leg concurrency_leg() {
   return {"concurrency memory",
-          0.3,
+          0.2,
           [](const run_params& p) { return concurrency_sim::run(p, store_kind::memory); },
           {"holder lease one second short", "newest-first release"}};
 }

@@ -72,7 +72,7 @@ run_result run(const run_params& p, store_kind store) {
 
 leg gcra_leg() {
   return {"gcra memory",
-          0.3,
+          0.2,
           [](const run_params& p) { return gcra_sim::run(p, store_kind::memory); },
           {"gcra bucket one deeper"}};
 }
