@@ -1,6 +1,7 @@
 // fixed_window on the memory store and on Redis, several workers: tenants of one rule with a limit per window
 // of a second to an hour, steady, bursty and saturating arrivals of 1-3 hits, and in half the seeds reloads
-// that change the limit (to half, the same or twice the rule's). The model is upstream's
+// that change the limit (to half, the same or twice the rule's), in a quarter count_only_admitted (a refused
+// request counts nothing). The model is upstream's
 // counting: every hit counts, and a request is admitted when its window's count with its hits stays within
 // the limit. Checked at every decision: the code and limit_remaining the model gives; per window, the hits
 // admitted never exceed the limit.
@@ -26,8 +27,11 @@ run_result run(const run_params& p, store_kind store) {
   const double reload_chance = reloads_per_hour * static_cast<double>(traffic.mean_gap_us / traffic.clients) /
                                static_cast<double>(hour);
   std::uint64_t limit = sh.requests;
+  // count_only_admitted (a seed in four): all or nothing, a refused request counts nothing (on Redis, the
+  // decide script's mode "a").
+  const std::string descriptor = rng.chance(0.25) ? "count_only_admitted: true" : "";
   checker check;
-  world w(tenant_rules(sh), static_cast<int>(rng.between(2, 4)), check, store, p.variant);
+  world w(tenant_rules(sh, "", descriptor), static_cast<int>(rng.between(2, 4)), check, store, p.variant);
 
   run_result out;
   std::map<std::pair<int, std::int64_t>, std::uint64_t> counted, admitted;  // (tenant, window start) → hits
@@ -40,8 +44,8 @@ run_result run(const run_params& p, store_kind store) {
         std::erase_if(counted, [&](const auto& kv) { return kv.first.second < window; });
         std::erase_if(admitted, [&](const auto& kv) { return kv.first.second < window; });
         auto& count = counted[{tenant, window}];
-        count += hits;
-        const bool ok = count <= limit;
+        const bool ok = count + hits <= limit;
+        if (ok || descriptor.empty()) count += hits;
         check.expect(st.code() == (ok ? rls_response::OK : rls_response::OVER_LIMIT), now - start_us,
                      "tenant t", tenant, ": the window's count is ", count, " of ", limit,
                      ", the store said ", ok ? "over the limit" : "OK");
@@ -56,7 +60,8 @@ run_result run(const run_params& p, store_kind store) {
         if (rng.chance(reload_chance)) {
           limit = static_cast<std::uint64_t>(
               rng.pick(std::vector<std::int64_t>{sh.requests / 2, sh.requests, 2 * sh.requests}));
-          w.reload(tenant_rules({static_cast<std::uint32_t>(limit), sh.unit, sh.unit_s, sh.mean_gap_us}));
+          w.reload(tenant_rules({static_cast<std::uint32_t>(limit), sh.unit, sh.unit_s, sh.mean_gap_us}, "",
+                                descriptor));
         }
       });
   return check.finish(out, now);

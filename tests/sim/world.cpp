@@ -202,8 +202,10 @@ arrivals draw_arrivals(random& rng, const rule_shape& shape) {
   return {shape.mean_gap_us, clients, tenants, rng.chance(0.3)};
 }
 
-std::string tenant_rules(const rule_shape& shape, const std::string& options) {
-  return "domain: sim\ndescriptors:\n  - key: tenant\n    rate_limit: {unit: " + std::string(shape.unit) +
+std::string tenant_rules(const rule_shape& shape, const std::string& options, const std::string& descriptor) {
+  return "domain: sim\ndescriptors:\n  - key: tenant\n" +
+         (descriptor.empty() ? "" : "    " + descriptor + "\n") +
+         "    rate_limit: {unit: " + std::string(shape.unit) +
          ", requests_per_unit: " + std::to_string(shape.requests) + options + "}\n";
 }
 

@@ -149,8 +149,9 @@ struct arrivals {
 // A seed's arrivals for `shape`: 1-4 tenants, 2-12 clients, bursty three times in ten.
 arrivals draw_arrivals(random& rng, const rule_shape& shape);
 // The rule file of one limit per tenant (domain "sim", key tenant) at `shape`'s rate; `options` are added to
-// its rate_limit (", algorithm: gcra, ...").
-std::string tenant_rules(const rule_shape& shape, const std::string& options = "");
+// its rate_limit (", algorithm: gcra, ..."), `descriptor` to the descriptor ("count_only_admitted: true").
+std::string tenant_rules(const rule_shape& shape, const std::string& options = "",
+                         const std::string& descriptor = "");
 
 // Decides `a`'s requests on random workers until `end_us` or the first failure, calling
 // judge(now, tenant, hits, status) for each; counts them in out.decisions. The virtual time reached.
