@@ -71,7 +71,7 @@ run_result run(const run_params& p, store_kind store) {
 
 leg fixed_window_leg() {
   return {"fixed_window memory",
-          1,
+          0.5,
           [](const run_params& p) { return fixed_window_sim::run(p, store_kind::memory); },
           {"window off by one second"}};
 }

@@ -123,7 +123,7 @@ run_result run(const run_params& p) {
 }  // namespace limit_table_sim
 
 leg limit_table_leg() {
-  return {"limit_table memory", 0.15, limit_table_sim::run, {"table reload that keeps the old rows"}};
+  return {"limit_table memory", 0.1, limit_table_sim::run, {"table reload that keeps the old rows"}};
 }
 
 }  // namespace sluice::sim

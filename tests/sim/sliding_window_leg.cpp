@@ -128,7 +128,7 @@ run_result run(const run_params& p, store_kind store) {
 
 leg sliding_window_leg() {
   return {"sliding_window memory",
-          0.5,
+          0.3,
           [](const run_params& p) { return sliding_window_sim::run(p, store_kind::memory); },
           {"window off by one second"}};
 }

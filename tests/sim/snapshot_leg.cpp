@@ -99,7 +99,7 @@ run_result run(const run_params& p) {
 }  // namespace snapshot_sim
 
 leg snapshot_leg() {
-  return {"snapshot memory", 0.25, snapshot_sim::run, {"restart that reads nothing back"}};
+  return {"snapshot memory", 0.15, snapshot_sim::run, {"restart that reads nothing back"}};
 }
 
 }  // namespace sluice::sim
