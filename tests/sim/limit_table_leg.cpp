@@ -6,13 +6,10 @@
 // (upstream's quirk, not the table's). The model: a tenant's limit is its row's in the table in force, else
 // the rule's; every hit counts (upstream), but for an unlimited tenant's, which go nowhere; a limit of 0
 // refuses every request. Checked at every decision: the code and limit_remaining the model gives.
-#include <unistd.h>
-
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
 
+#include "../support/temp_dir.hpp"
 #include "sim.hpp"
 #include "world.hpp"
 
@@ -25,35 +22,14 @@ struct row {
   bool unlimited = false;
 };
 
-// The seed's own LIMIT_TABLES_DIR.
-class table_folder {
- public:
-  table_folder() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "sluice-sim-tables-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("cannot make a folder for the tables");
-    dir_ = pattern;
-  }
-  ~table_folder() {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
-  const std::string& dir() const { return dir_; }
-  // plans.csv with `rows`, swapped in whole.
-  void write(const std::map<int, row>& rows) const {
-    const std::string next = dir_ + "/.plans.csv.next";
-    {
-      std::ofstream out(next);
-      out << "value,requests_per_unit\n";
-      for (const auto& [tenant, r] : rows)
-        out << "t" << tenant << "," << (r.unlimited ? std::string("unlimited") : std::to_string(r.limit))
-            << "\n";
-    }
-    std::filesystem::rename(next, dir_ + "/plans.csv");
-  }
-
- private:
-  std::string dir_;
-};
+// plans.csv with `rows`, swapped in whole (as a ConfigMap is).
+void write_table(const testing::temp_dir& dir, const std::map<int, row>& rows) {
+  std::string csv = "value,requests_per_unit\n";
+  for (const auto& [tenant, r] : rows)
+    csv += "t" + std::to_string(tenant) + "," +
+           (r.unlimited ? std::string("unlimited") : std::to_string(r.limit)) + "\n";
+  dir.write("plans.csv", csv);
+}
 
 std::map<int, row> draw_rows(random& rng, int tenants) {
   std::map<int, row> rows;
@@ -76,13 +52,13 @@ run_result run(const run_params& p) {
   const double changes_per_hour = rng.pick(std::vector<double>{6, 60, 600});
   const double change_chance = changes_per_hour * static_cast<double>(traffic.mean_gap_us / traffic.clients) /
                                static_cast<double>(hour);
-  const table_folder folder;
+  const testing::temp_dir folder("sluice-sim-tables");
   auto rows = draw_rows(rng, traffic.tenants);
-  folder.write(rows);
+  write_table(folder, rows);
   checker check;
   world w("domain: sim\ndescriptors:\n  - key: tenant\n    limits_from: plans\n    rate_limit: {unit: " +
               std::string(sh.unit) + ", requests_per_unit: " + std::to_string(sh.requests) + "}\n",
-          static_cast<int>(rng.between(2, 4)), check, store_kind::memory, p.variant, folder.dir());
+          static_cast<int>(rng.between(2, 4)), check, store_kind::memory, p.variant, folder.path.string());
 
   run_result out;
   std::map<std::pair<int, std::int64_t>, std::uint64_t> counted;  // (tenant, window start) → hits
@@ -112,7 +88,7 @@ run_result run(const run_params& p) {
         }
         if (rng.chance(change_chance)) {
           rows = draw_rows(rng, traffic.tenants);
-          folder.write(rows);
+          write_table(folder, rows);
           w.reload_tables();
           ++changes;
         }

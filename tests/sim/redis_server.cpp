@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <thread>
 
@@ -31,33 +33,36 @@ bool accepts(const std::string& path) {
 
 }  // namespace
 
-redis_server::redis_server() {
-  std::string pattern = (std::filesystem::temp_directory_path() / "sluice-sim-XXXXXX").string();
-  if (::mkdtemp(pattern.data()) == nullptr)
-    throw std::runtime_error("cannot make a directory for redis-server");
-  dir_ = pattern;
-  socket_ = dir_ + "/redis.sock";
-  const std::string log = dir_ + "/redis.log";
+redis_server::redis_server()
+    : dir_("sluice-sim-redis", std::filesystem::temp_directory_path().string()),
+      socket_((dir_.path / "redis.sock").string()) {
+  const std::string log = (dir_.path / "redis.log").string();
   pid_ = ::fork();
   if (pid_ < 0) throw std::runtime_error("cannot fork for redis-server");
   if (pid_ == 0) {
     ::execlp("redis-server", "redis-server", "--port", "0", "--unixsocket", socket_.c_str(), "--save", "",
-             "--appendonly", "no", "--dir", dir_.c_str(), "--logfile", log.c_str(), nullptr);
+             "--appendonly", "no", "--dir", dir_.path.c_str(), "--logfile", log.c_str(), nullptr);
     ::_exit(127);
   }
+  // (The folder goes with a failed start: its log is quoted.)
+  auto said = [&] {
+    std::ifstream in(log);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return text.empty() ? std::string("nothing in its log") : "its log: " + text.substr(0, 600);
+  };
   // Until it answers (a busy machine starts it slowly), or it exited.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (!accepts(socket_)) {
     int status = 0;
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
-      throw std::runtime_error(
-          "redis-server exited at start (is it installed? scripts/setup installs it); see " + log);
+      throw std::runtime_error("redis-server exited at start (is it installed? scripts/setup installs it); " +
+                               said());
     }
     if (std::chrono::steady_clock::now() > deadline) {
       ::kill(pid_, SIGKILL);
       ::waitpid(pid_, nullptr, 0);
-      throw std::runtime_error("redis-server did not answer on " + socket_ + " within 10 s; see " + log);
+      throw std::runtime_error("redis-server did not answer on " + socket_ + " within 10 s; " + said());
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
@@ -68,8 +73,6 @@ redis_server::~redis_server() {
     ::kill(pid_, SIGKILL);
     ::waitpid(pid_, nullptr, 0);
   }
-  std::error_code ignored;
-  std::filesystem::remove_all(dir_, ignored);
 }
 
 }  // namespace sluice::sim

@@ -7,6 +7,8 @@
 
 #include <string>
 
+#include "../support/temp_dir.hpp"
+
 namespace sluice::sim {
 
 class redis_server {
@@ -20,7 +22,7 @@ class redis_server {
   const std::string& socket_path() const { return socket_; }
 
  private:
-  std::string dir_;
+  testing::temp_dir dir_;
   std::string socket_;
   pid_t pid_ = -1;
 };

@@ -7,11 +7,10 @@
 // from its own counts after a graceful restart, and from those of the last write after a crash; checked at
 // every decision: the code and limit_remaining it gives. Nothing is admitted twice across a restart but the
 // hits a crash lost.
-#include <unistd.h>
-
 #include <filesystem>
 #include <map>
 
+#include "../support/temp_dir.hpp"
 #include "sim.hpp"
 #include "world.hpp"
 
@@ -20,27 +19,6 @@ namespace sluice::sim {
 namespace snapshot_sim {
 
 using counts = std::map<std::pair<int, std::int64_t>, std::uint64_t>;  // (tenant, window start) → hits
-
-// A folder of the seed's own for the file, in memory when the machine has /dev/shm (writes fsync).
-class scratch {
- public:
-  scratch() {
-    const std::filesystem::path base =
-        std::filesystem::is_directory("/dev/shm") ? "/dev/shm" : std::filesystem::temp_directory_path();
-    std::string pattern = (base / "sluice-sim-snapshot-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr)
-      throw std::runtime_error("cannot make a folder for the snapshot");
-    dir_ = pattern;
-  }
-  ~scratch() {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
-  std::string file() const { return dir_ + "/counters.bin"; }
-
- private:
-  std::string dir_;
-};
 
 run_result run(const run_params& p) {
   random rng(p.seed);
@@ -52,8 +30,10 @@ run_result run(const run_params& p) {
   const double crashes = rng.pick(std::vector<double>{0, 0.5, 1});
   checker check;
   world w(tenant_rules(sh), static_cast<int>(rng.between(2, 4)), check, store_kind::memory, p.variant);
-  const scratch folder;
-  const std::string file = folder.file();
+  // In memory when the machine has /dev/shm: the writes fsync.
+  const testing::temp_dir folder("sluice-sim-snapshot",
+                                 std::filesystem::is_directory("/dev/shm") ? "/dev/shm" : "/tmp");
+  const std::string file = (folder.path / "counters.bin").string();
 
   run_result out;
   counts model, written;

@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <boost/system/error_code.hpp>
-#include <charconv>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -23,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "../support/resp_commands.hpp"
 #include "core/clock.hpp"
 #include "ratelimit/backends/redis/counter_commands.hpp"
 #include "redis/error.hpp"
@@ -137,7 +137,7 @@ class virtual_redis {
     auto& q = flight_[id];
     q.link = &link;
     q.request = std::move(request);
-    q.commands = parse(q.request->payload);
+    q.commands = test::commands_of(q.request->payload);
     std::int64_t rtt = model_.rtt_us + rng_.between(0, model_.rtt_jitter_us);
     if (model_.slow > 0 && rng_.chance(model_.slow)) rtt *= rng_.between(5, 80);
     const std::int64_t apply = std::max(now + rtt / 2, link.last_apply);
@@ -174,7 +174,7 @@ class virtual_redis {
   void end_outage() { outage_ = outage::none; }
 
  private:
-  using command_list = std::vector<std::vector<std::string>>;
+  using command_list = test::command_list;
   struct change {
     std::string key;
     std::int64_t delta;
@@ -257,12 +257,13 @@ class virtual_redis {
     std::vector<redis::value> replies;
     for (const auto& c : cs) {
       if (c[0] == "INCRBY") {
-        const std::int64_t v = get(c[1]).value_or(0) + to_int(c[2]);
+        const std::int64_t v = get(c[1]).value_or(0) + test::to_int(c[2]);
         written[c[1]] = v;
-        if (commit) changes->push_back({c[1], to_int(c[2]), 0, false});
-        replies.push_back(integer(v));
+        if (commit) changes->push_back({c[1], test::to_int(c[2]), 0, false});
+        replies.push_back(test::integer(v));
       } else if (c[0] == "EXPIRE") {
-        replies.push_back(integer(get(c[1]) ? 1 : 0));  // (keys are kept: the leg reads them at the end)
+        replies.push_back(
+            test::integer(get(c[1]) ? 1 : 0));  // (keys are kept: the leg reads them at the end)
       } else if (c[0] == "PING") {
         redis::value pong;
         pong.type = redis::value::kind::simple_string;
@@ -272,15 +273,15 @@ class virtual_redis {
                  (c[1] == ratelimit::backends::redis::refund_script ||
                   (c[1] == ratelimit::backends::redis::unseen_refund_script && c.size() == 6))) {
         const auto v = get(c[3]);
-        const std::int64_t above = !v || *v < 0 ? 0 : c.size() == 6 ? *v - to_int(c[5]) : *v;
-        const std::int64_t give = std::max<std::int64_t>(0, std::min(above, to_int(c[4])));
-        if (commit) changes->push_back({c[3], -give, to_int(c[4]) - give, c.size() == 6});
+        const std::int64_t above = !v || *v < 0 ? 0 : c.size() == 6 ? *v - test::to_int(c[5]) : *v;
+        const std::int64_t give = std::max<std::int64_t>(0, std::min(above, test::to_int(c[4])));
+        if (commit) changes->push_back({c[3], -give, test::to_int(c[4]) - give, c.size() == 6});
         if (!v || *v < 0) {
-          replies.push_back(integer(0));
+          replies.push_back(test::integer(0));
           continue;
         }
         written[c[3]] = *v - give;
-        replies.push_back(integer(*v - give));
+        replies.push_back(test::integer(*v - give));
       } else {
         redis::value e;
         e.type = redis::value::kind::error;
@@ -291,38 +292,6 @@ class virtual_redis {
     if (commit)
       for (auto& [key, v] : written) data_[key] = v;
     return replies;
-  }
-
-  static command_list parse(const std::string& payload) {
-    command_list out;
-    std::size_t at = 0;
-    auto number = [&] {
-      const auto end = payload.find("\r\n", at);
-      std::size_t n = 0;
-      std::from_chars(payload.data() + at + 1, payload.data() + end, n);
-      at = end + 2;
-      return n;
-    };
-    while (at < payload.size()) {
-      auto& command = out.emplace_back();
-      for (std::size_t args = number(); args > 0; --args) {
-        const std::size_t len = number();
-        command.push_back(payload.substr(at, len));
-        at += len + 2;
-      }
-    }
-    return out;
-  }
-  static std::int64_t to_int(const std::string& s) {
-    std::int64_t n = 0;
-    std::from_chars(s.data(), s.data() + s.size(), n);
-    return n;
-  }
-  static redis::value integer(std::int64_t n) {
-    redis::value v;
-    v.type = redis::value::kind::integer;
-    v.integer = n;
-    return v;
   }
 
   timeline& events_;

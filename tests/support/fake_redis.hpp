@@ -4,13 +4,13 @@
 // test says (hold), or failing every request (down).
 
 #include <boost/system/errc.hpp>
-#include <charconv>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "redis/store.hpp"
+#include "resp_commands.hpp"
 
 namespace sluice::test {
 
@@ -33,7 +33,7 @@ class fake_redis final : public redis::store {
   void start(observer) override {}
   void stop() override {}
   void exec(std::shared_ptr<redis::pending_request> request, std::string_view) override {
-    requests.push_back(parse(request->payload));
+    requests.push_back(commands_of(request->payload));
     if (down) return request->done(make_error_code(boost::system::errc::connection_refused), {});
     if (hold) return held.push_back(std::move(request));
     answer(*request, requests.back());
@@ -53,13 +53,13 @@ class fake_redis final : public redis::store {
         if (applied) {
           auto done = std::move(r->done);
           r->done = [](boost::system::error_code, std::vector<redis::value>&&) {};
-          answer(*r, parse(r->payload));
+          answer(*r, commands_of(r->payload));
           done(make_error_code(boost::system::errc::connection_reset), {});
           continue;
         }
         r->done(make_error_code(boost::system::errc::connection_reset), {});
       } else {
-        answer(*r, parse(r->payload));
+        answer(*r, commands_of(r->payload));
       }
     }
   }
@@ -73,38 +73,6 @@ class fake_redis final : public redis::store {
   }
 
  private:
-  static std::vector<std::vector<std::string>> parse(const std::string& payload) {
-    std::vector<std::vector<std::string>> out;
-    std::size_t at = 0;
-    auto number = [&](char prefix) {
-      if (payload[at] != prefix) throw std::runtime_error("bad RESP");
-      const auto end = payload.find("\r\n", at);
-      std::size_t n = 0;
-      std::from_chars(payload.data() + at + 1, payload.data() + end, n);
-      at = end + 2;
-      return n;
-    };
-    while (at < payload.size()) {
-      auto& command = out.emplace_back();
-      for (std::size_t args = number('*'); args > 0; --args) {
-        const std::size_t len = number('$');
-        command.push_back(payload.substr(at, len));
-        at += len + 2;
-      }
-    }
-    return out;
-  }
-  static std::int64_t to_int(const std::string& s) {
-    std::int64_t n = 0;
-    std::from_chars(s.data(), s.data() + s.size(), n);
-    return n;
-  }
-  static redis::value integer(std::int64_t n) {
-    redis::value v;
-    v.type = redis::value::kind::integer;
-    v.integer = n;
-    return v;
-  }
   redis::value get(const std::string& key) const {
     redis::value v;
     auto it = data.find(key);

@@ -13,7 +13,7 @@
 #include <string>
 #include <system_error>
 
-#include "../temp_dir.hpp"
+#include "../../support/temp_dir.hpp"
 #include "auth/api_key_file.hpp"
 
 namespace {

@@ -23,7 +23,7 @@
 #include <system_error>
 
 #include "../../support/base64url.hpp"
-#include "../temp_dir.hpp"
+#include "../../support/temp_dir.hpp"
 #include "auth/jwt_verifier.hpp"
 #include "core/strings.hpp"
 

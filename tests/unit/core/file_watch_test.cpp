@@ -21,7 +21,7 @@
 #include <system_error>
 #include <thread>
 
-#include "../temp_dir.hpp"
+#include "../../support/temp_dir.hpp"
 
 namespace {
 

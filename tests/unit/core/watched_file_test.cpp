@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "../temp_dir.hpp"
+#include "../../support/temp_dir.hpp"
 #include "core/read_file.hpp"
 
 using namespace sluice;

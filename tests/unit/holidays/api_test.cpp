@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "../temp_dir.hpp"
+#include "../../support/temp_dir.hpp"
 #include "holidays/holidays_api.hpp"
 #include "holidays/settings.hpp"
 

@@ -9,7 +9,7 @@
 #include <chrono>
 #include <thread>
 
-#include "../temp_dir.hpp"
+#include "../../support/temp_dir.hpp"
 #include "ratelimit/config/yaml_loader.hpp"
 #include "ratelimit/service/limit_tables_source.hpp"
 #include "ratelimit/service/table_lookup.hpp"

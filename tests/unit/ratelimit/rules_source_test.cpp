@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <set>
 
-#include "../temp_dir.hpp"
+#include "../../support/temp_dir.hpp"
 
 namespace sluice {
 namespace {

@@ -1,5 +1,5 @@
 #pragma once
-// A private directory under /tmp for a unit test, removed with everything in it when the test ends.
+// A private directory (under /tmp, or `base`) for a test, removed with everything in it when the test ends.
 
 #include <stdlib.h>
 
@@ -14,8 +14,8 @@ namespace sluice::testing {
 struct temp_dir {
   std::filesystem::path path;
 
-  explicit temp_dir(const std::string& tag = "sluice") {
-    std::string pattern = "/tmp/" + tag + "-XXXXXX";
+  explicit temp_dir(const std::string& tag = "sluice", const std::string& base = "/tmp") {
+    std::string pattern = base + "/" + tag + "-XXXXXX";
     if (::mkdtemp(pattern.data()) == nullptr)
       throw std::system_error(errno, std::generic_category(), "mkdtemp");
     path = pattern;
