@@ -1,7 +1,9 @@
 // fixed_window on the memory store and on Redis, several workers: tenants of one rule with a limit per window
 // of a second to an hour, steady, bursty and saturating arrivals of 1-3 hits, and in half the seeds reloads
 // that change the limit (to half, the same or twice the rule's), in a quarter count_only_admitted (a refused
-// request counts nothing). The model is upstream's
+// request counts nothing); in another quarter accounting: usage, with refunds and checks of 0 hits, where
+// every window, as it ends, must hold in the store exactly the hits reported in it less those given back.
+// The model is upstream's
 // counting: every hit counts, and a request is admitted when its window's count with its hits stays within
 // the limit. Checked at every decision: the code and limit_remaining the model gives; per window, the hits
 // admitted never exceed the limit.
@@ -14,6 +16,65 @@ namespace sluice::sim {
 
 namespace fixed_window_sim {
 
+// accounting: usage: reports of 1-3 hits, now and then 5-40, refunds, and checks of 0 hits (judged as one).
+run_result run_usage(const run_params& p, store_kind store, random& rng, const rule_shape& sh,
+                     const arrivals& traffic) {
+  checker check;
+  world w(tenant_rules(sh, ", accounting: usage"), static_cast<int>(rng.between(2, 4)), check, store,
+          p.variant);
+  run_result out;
+  std::map<std::pair<int, std::int64_t>, std::uint64_t> counted;  // (tenant, window start) → hits
+  const std::int64_t end = start_us + static_cast<std::int64_t>(p.hours * static_cast<double>(hour));
+  std::int64_t now = start_us, window = 0;
+  // Every window that is ending holds in the store what was reported in it, less what was given back.
+  auto settle = [&](std::int64_t before) {
+    for (auto it = counted.begin(); it != counted.end();) {
+      if (it->first.second >= before) {
+        ++it;
+        continue;
+      }
+      const std::string key =
+          "sim_tenant_t" + std::to_string(it->first.first) + "_" + std::to_string(it->first.second);
+      const auto held = w.read_counter(key);
+      check.expect(held == it->second, now - start_us, key, " holds ", held, " where ", it->second,
+                   " were reported (less refunds)");
+      it = counted.erase(it);
+    }
+  };
+  while (now < end && !check.failed()) {
+    const std::int64_t next = now + rng.between(0, 2 * traffic.mean_gap_us / traffic.clients);
+    const std::int64_t start = next / second / sh.unit_s * sh.unit_s;
+    // Read while the clock is still in the window (the counter goes with it: its TTL is the window's).
+    if (start != window) settle(start);
+    window = start;
+    now = next;
+    w.clock.set_micros(now);
+    const int tenant = static_cast<int>(rng.between(0, traffic.tenants - 1));
+    const bool refund = rng.chance(0.05);
+    const bool is_check = !refund && rng.chance(0.1);
+    const auto hits = static_cast<std::uint32_t>(is_check           ? 0
+                                                 : rng.chance(0.05) ? rng.between(5, 40)
+                                                                    : rng.between(1, 3));
+    auto request = make_request("sim", {{"tenant", "t" + std::to_string(tenant)}}, 0, refund);
+    request.mutable_descriptors(0)->mutable_hits_addend()->set_value(hits);
+    const auto st = w.decide(static_cast<int>(rng.between(0, w.workers() - 1)), request).statuses(0);
+    ++out.decisions;
+    auto& count = counted[{tenant, start}];
+    if (refund) {
+      count -= std::min<std::uint64_t>(count, hits);
+      continue;
+    }
+    count += hits;
+    const bool ok = count + (is_check ? 1 : 0) <= sh.requests;
+    check.expect(st.code() == (ok ? rls_response::OK : rls_response::OVER_LIMIT), now - start_us, "tenant t",
+                 tenant, ": ", hits, " hits", is_check ? " (a check)" : "", " with the window at ", count,
+                 " of ", sh.requests, ": the store said ",
+                 st.code() == rls_response::OK ? "OK" : "over the limit");
+  }
+  settle(now / second / sh.unit_s * sh.unit_s + sh.unit_s);
+  return check.finish(out, now);
+}
+
 run_result run(const run_params& p, store_kind store) {
   random rng(p.seed);
   const rule_shape sh = rng.pick(std::vector<rule_shape>{{10, "second", 1, 400 * ms},
@@ -21,6 +82,7 @@ run_result run(const run_params& p, store_kind store) {
                                                          {500, "minute", 60, 300 * ms},
                                                          {1000, "hour", 3600, 20 * second}});
   const arrivals traffic = draw_arrivals(rng, sh);
+  if (rng.chance(0.25)) return run_usage(p, store, rng, sh, traffic);
   // Reloads that change the limit (to half, the same or twice the rule's): counters stay, so a window goes on
   // from its count under the new limit.
   const double reloads_per_hour = rng.pick(std::vector<double>{0, 0, 6, 120});

@@ -135,6 +135,22 @@ std::shared_ptr<const ratelimit::config::rule_set> world::load(const std::string
   return loaded.rules;
 }
 
+std::uint64_t world::read_counter(const std::string& key) {
+  ratelimit::limiter::counter_op op;
+  op.key = key;
+  op.now_us = clock.now_micros();
+  op.algorithm = ratelimit::limiter::fixed_window_op{};
+  ratelimit::limiter::op_result result;
+  struct done_flag final : ratelimit::limiter::completion {
+    bool called = false;
+    void complete(const ratelimit::limiter::backend_error*) noexcept override { called = true; }
+  } done;
+  ratelimit::limiter::backend& store = redis_ ? redis_->backend(0) : *store_;
+  store.get({&op, 1}, {&result, 1}, done);
+  if (redis_) redis_->run_until([&] { return done.called; });
+  return result.value;
+}
+
 void world::reload(const std::string& yaml) {
   rules_ = load(yaml);
   for (auto& s : services_) s->set_rules(rules_);

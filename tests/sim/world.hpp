@@ -97,6 +97,8 @@ class world {
   // Decides on worker `w` at the clock's time; throws std::runtime_error when the service refuses it.
   rls_response decide(int w, const rls_request& request);
 
+  // What the store holds in a fixed window's counter (GET; on Redis, checked against the memory store too).
+  std::uint64_t read_counter(const std::string& key);
   // A rules reload: every service takes the rules of `yaml` (counters stay). Throws std::runtime_error when
   // they do not load.
   void reload(const std::string& yaml);
