@@ -7,9 +7,10 @@
 // virtual horizon here (a key's window is in its name: a window that ended is never read again), the memory
 // store's clock stands still (it expires nothing either), and expiry is judged by virtual time alone: the
 // script and the arithmetic take `now` from each op. The TTLs that follow from an op's other fields (a GCRA
-// bucket's tolerance, a lease) are not changed: the Redis legs use limits whose keys live a minute of real
-// time or more, while a seed runs for seconds and its virtual time runs hundreds of times faster than real
-// time, so no key is expired by Redis's clock before virtual time has passed all it counts.
+// bucket's tolerance, a lease) are not changed: the Redis legs use limits whose keys live half a minute of
+// real time or more (GCRA buckets of 36 s and more, leases of a minute and more), while a seed runs for
+// seconds and its virtual time runs hundreds of times faster than real time, so no key is expired by Redis's
+// clock before virtual time has passed all it counts.
 
 #include <list>
 #include <memory>

@@ -161,8 +161,8 @@ int self_check() {
         }
       }
       if (caught) {
-        std::printf("caught %s in %s after %.1f virtual hours (seed %llu): %s\n", variant.c_str(),
-                    l.name.c_str(), hours, static_cast<unsigned long long>(*caught), why.c_str());
+        std::printf("caught %s after %.1f virtual hours (seed %llu), in %s: %s\n", variant.c_str(), hours,
+                    static_cast<unsigned long long>(*caught), l.name.c_str(), why.c_str());
         ++passed;
       } else {
         std::printf("MISSED %s in %s over %.1f virtual hours\n", variant.c_str(), l.name.c_str(), hours);
