@@ -25,9 +25,69 @@ struct report {
   bool operator>(const report& o) const { return at > o.at; }
 };
 
-struct tenant_model {
-  std::map<std::int64_t, std::uint64_t> counts;                 // window start (µs) → count
-  std::deque<std::pair<std::int64_t, std::uint64_t>> admitted;  // (when, hits) within the last window
+// The README's rule in integers, per tenant, and its bound.
+class sliding_model {
+ public:
+  sliding_model(std::uint64_t limit, std::int64_t window_us, bool usage, bool bounded, int tenants)
+      : L_(limit),
+        W_(window_us),
+        usage_(usage),
+        bounded_(bounded),
+        tenants_(static_cast<std::size_t>(tenants)) {}
+
+  // Checks the store's answer `st` to `hits` (a refund, or a check of 0) at `now`, and counts them.
+  void judge(checker& check, std::int64_t now, int tenant, std::uint32_t hits, bool refund, bool is_check,
+             const rls_response::DescriptorStatus& st) {
+    auto& m = tenants_[static_cast<std::size_t>(tenant)];
+    const std::int64_t start = now - now % W_;
+    std::erase_if(m.counts, [&](const auto& kv) { return kv.first < start - W_; });
+    auto& current = m.counts[start];
+    if (refund) {
+      current -= std::min<std::uint64_t>(current, hits);
+      return;
+    }
+    const auto found = m.counts.find(start - W_);
+    const std::uint64_t previous = found == m.counts.end() ? 0 : found->second;
+    const auto weighted = static_cast<std::uint64_t>(
+        (previous * static_cast<std::uint64_t>(W_ - (now - start)) + W_ - 1) / W_);  // ceil, in integers
+    const std::uint64_t judged = usage_ && is_check ? 1 : 0;
+    const bool admits = weighted + current + hits + judged <= L_;
+    if (admits || usage_) current += hits;
+    const std::uint64_t remaining = admits ? L_ - std::min(L_, current + weighted) : 0;
+    check.expect(st.code() == (admits ? rls_response::OK : rls_response::OVER_LIMIT), now - start_us,
+                 "tenant t", tenant, ": ", hits, " hits", is_check ? " (a check)" : "", " on ", current,
+                 " in this window and ", previous, " in the last (", weighted, " weighted) of ", L_,
+                 ": the model ", admits ? "admits" : "refuses");
+    check.expect(st.limit_remaining() == remaining, now - start_us, "tenant t", tenant, ": limit_remaining ",
+                 st.limit_remaining(), " where the model has ", remaining);
+    if (bounded_ && admits) check_bound(check, now, tenant, hits);
+  }
+
+ private:
+  struct tenant {
+    std::map<std::int64_t, std::uint64_t> counts;                 // window start (µs) → count
+    std::deque<std::pair<std::int64_t, std::uint64_t>> admitted;  // (when, hits) within the last window
+  };
+
+  // The README's bound over every interval that ends now and starts at an admission within the last W.
+  void check_bound(checker& check, std::int64_t now, int t, std::uint32_t hits) {
+    auto& m = tenants_[static_cast<std::size_t>(t)];
+    while (!m.admitted.empty() && m.admitted.front().first <= now - W_) m.admitted.pop_front();
+    m.admitted.emplace_back(now, hits);
+    std::uint64_t total = 0;
+    for (const auto& a : m.admitted) total += a.second;
+    for (const auto& [when, h] : m.admitted) {
+      const double allowed = static_cast<double>(L_) * (1 + static_cast<double>(now - when) / W_);
+      check.expect(static_cast<double>(total) <= allowed + 1e-9, now - start_us, "tenant t", t, ": ", total,
+                   " hits admitted over ", (now - when) / ms, " ms, more than L × (1 + d/W) = ", allowed);
+      total -= h;
+    }
+  }
+
+  std::uint64_t L_;
+  std::int64_t W_;
+  bool usage_, bounded_;
+  std::vector<tenant> tenants_;
 };
 
 run_result run(const run_params& p, store_kind store) {
@@ -47,51 +107,15 @@ run_result run(const run_params& p, store_kind store) {
   world w(tenant_rules(sh, std::string(", algorithm: sliding_window") + (usage ? ", accounting: usage" : "")),
           static_cast<int>(rng.between(2, 4)), check, store, p.variant);
   const std::int64_t W = sh.unit_s * second;
-  const std::uint64_t L = sh.requests;
-  const bool bounded = !usage && refunds == 0;
+  sliding_model model(sh.requests, W, usage, !usage && refunds == 0, traffic.tenants);
 
   run_result out;
-  std::vector<tenant_model> model(static_cast<std::size_t>(traffic.tenants));
   auto send = [&](std::int64_t now, int tenant, std::uint32_t hits, bool refund, bool is_check) {
     auto request = make_request("sim", {{"tenant", "t" + std::to_string(tenant)}}, 0, refund);
     request.mutable_descriptors(0)->mutable_hits_addend()->set_value(is_check ? 0 : hits);
     const auto st = w.decide(static_cast<int>(rng.between(0, w.workers() - 1)), request).statuses(0);
     ++out.decisions;
-    auto& m = model[static_cast<std::size_t>(tenant)];
-    const std::int64_t start = now - now % W;
-    std::erase_if(m.counts, [&](const auto& kv) { return kv.first < start - W; });
-    auto& current = m.counts[start];
-    if (refund) {
-      current -= std::min<std::uint64_t>(current, hits);
-      return;
-    }
-    const auto found = m.counts.find(start - W);
-    const std::uint64_t previous = found == m.counts.end() ? 0 : found->second;
-    const auto weighted = static_cast<std::uint64_t>(
-        (previous * static_cast<std::uint64_t>(W - (now - start)) + W - 1) / W);  // ceil, in integers
-    const std::uint64_t judged = usage && is_check ? 1 : 0;
-    const bool admits = weighted + current + hits + judged <= L;
-    if (admits || usage) current += hits;
-    const std::uint64_t remaining = admits ? L - std::min(L, current + weighted) : 0;
-    check.expect(st.code() == (admits ? rls_response::OK : rls_response::OVER_LIMIT), now - start_us,
-                 "tenant t", tenant, ": ", hits, " hits", is_check ? " (a check)" : "", " on ", current,
-                 " in this window and ", previous, " in the last (", weighted, " weighted) of ", L,
-                 ": the model ", admits ? "admits" : "refuses");
-    check.expect(st.limit_remaining() == remaining, now - start_us, "tenant t", tenant, ": limit_remaining ",
-                 st.limit_remaining(), " where the model has ", remaining);
-    if (!bounded || !admits) return;
-    // The README's bound over every interval that ends now and starts at an admission within the last W.
-    while (!m.admitted.empty() && m.admitted.front().first <= now - W) m.admitted.pop_front();
-    m.admitted.emplace_back(now, hits);
-    std::uint64_t total = 0;
-    for (const auto& a : m.admitted) total += a.second;
-    for (const auto& [when, h] : m.admitted) {
-      const double allowed = static_cast<double>(L) * (1 + static_cast<double>(now - when) / W);
-      check.expect(static_cast<double>(total) <= allowed + 1e-9, now - start_us, "tenant t", tenant, ": ",
-                   total, " hits admitted over ", (now - when) / ms,
-                   " ms, more than L × (1 + d/W) = ", allowed);
-      total -= h;
-    }
+    model.judge(check, now, tenant, hits, refund, is_check, st);
   };
 
   std::priority_queue<report, std::vector<report>, std::greater<>> late_reports;
