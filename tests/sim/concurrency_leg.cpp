@@ -67,7 +67,7 @@ run_result run(const run_params& p, store_kind store) {
   const std::int64_t lease = sh.lease_s * second;
   // Without an identity a hold cannot renew: it stays within the lease (a longer one frees its slot early).
   const std::int64_t hold_max = holder ? sh.hold_max : std::min(sh.hold_max, lease - ms);
-  const std::int64_t end = start_us + static_cast<std::int64_t>(p.hours * static_cast<double>(hour));
+  const std::int64_t end = end_of(p);
   std::priority_queue<event, std::vector<event>, std::greater<>> queue;
   for (int c = 0; c < sh.clients; ++c) queue.push({start_us + rng.between(0, sh.idle_max), c, step::start});
   std::vector<std::string> holding(static_cast<std::size_t>(sh.clients));  // the id a client holds, or ""

@@ -24,7 +24,7 @@ run_result run_usage(const run_params& p, store_kind store, random& rng, const r
           p.variant);
   run_result out;
   std::map<std::pair<int, std::int64_t>, std::uint64_t> counted;  // (tenant, window start) → hits
-  const std::int64_t end = start_us + static_cast<std::int64_t>(p.hours * static_cast<double>(hour));
+  const std::int64_t end = end_of(p);
   std::int64_t now = start_us, window = 0;
   // Every window that is ending holds in the store what was reported in it, less what was given back.
   auto settle = [&](std::int64_t before) {
@@ -96,16 +96,13 @@ run_result run(const run_params& p, store_kind store) {
   world w(tenant_rules(sh, "", descriptor), static_cast<int>(rng.between(2, 4)), check, store, p.variant);
 
   run_result out;
-  std::map<std::pair<int, std::int64_t>, std::uint64_t> counted, admitted;  // (tenant, window start) → hits
-  const std::int64_t end = start_us + static_cast<std::int64_t>(p.hours * static_cast<double>(hour));
+  window_counts counted(sh.unit_s), admitted(sh.unit_s);
   const auto now = run_arrivals(
-      w, rng, check, traffic, end, out,
+      w, rng, check, traffic, end_of(p), out,
       [&](std::int64_t now, int tenant, std::uint32_t hits, const auto& st) {
-        // Windows that ended are not looked at again.
-        const std::int64_t window = now / second / sh.unit_s * sh.unit_s;
-        std::erase_if(counted, [&](const auto& kv) { return kv.first.second < window; });
-        std::erase_if(admitted, [&](const auto& kv) { return kv.first.second < window; });
-        auto& count = counted[{tenant, window}];
+        const std::int64_t window = counted.move_to(now);
+        admitted.move_to(now);
+        auto& count = counted.at(tenant, window);
         const bool ok = count + hits <= limit;
         if (ok || descriptor.empty()) count += hits;
         check.expect(st.code() == (ok ? rls_response::OK : rls_response::OVER_LIMIT), now - start_us,
@@ -114,7 +111,7 @@ run_result run(const run_params& p, store_kind store) {
         check.expect(st.limit_remaining() == (ok ? limit - count : 0), now - start_us, "limit_remaining ",
                      st.limit_remaining(), " where the model has ", ok ? limit - count : 0);
         if (st.code() == rls_response::OK) {
-          auto& in = admitted[{tenant, window}];
+          auto& in = admitted.at(tenant, window);
           in += hits;
           check.expect(in <= limit, now - start_us, "tenant t", tenant, ": ", in,
                        " hits admitted in one window of ", limit);

@@ -66,7 +66,7 @@ run_result run(const run_params& p, store_kind store) {
   std::map<int, model_bucket> model;
   run_result out;
   std::map<int, bucket> buckets;
-  const std::int64_t end = start_us + static_cast<std::int64_t>(p.hours * static_cast<double>(hour));
+  const std::int64_t end = end_of(p);
   const auto now = run_arrivals(
       w, rng, check, traffic, end, out,
       [&](std::int64_t now, int tenant, std::uint32_t hits, const auto& st) {
@@ -107,7 +107,7 @@ run_result run_usage(const run_params& p, store_kind store, random& rng, const r
   const std::int64_t tolerance_us = burst * t_us;
   std::map<int, model_bucket> model;
   run_result out;
-  const std::int64_t end = start_us + static_cast<std::int64_t>(p.hours * static_cast<double>(hour));
+  const std::int64_t end = end_of(p);
   std::int64_t now = start_us;
   while (now < end && !check.failed()) {
     now += rng.between(0, 2 * traffic.mean_gap_us / traffic.clients);

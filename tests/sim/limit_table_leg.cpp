@@ -61,21 +61,19 @@ run_result run(const run_params& p) {
           static_cast<int>(rng.between(2, 4)), check, store_kind::memory, p.variant, folder.path.string());
 
   run_result out;
-  std::map<std::pair<int, std::int64_t>, std::uint64_t> counted;  // (tenant, window start) → hits
+  window_counts counted(sh.unit_s);
   std::uint64_t changes = 0;
-  const std::int64_t end = start_us + static_cast<std::int64_t>(p.hours * static_cast<double>(hour));
   const auto now = run_arrivals(
-      w, rng, check, traffic, end, out,
+      w, rng, check, traffic, end_of(p), out,
       [&](std::int64_t now, int tenant, std::uint32_t hits, const auto& st) {
-        const std::int64_t window = now / second / sh.unit_s * sh.unit_s;
-        std::erase_if(counted, [&](const auto& kv) { return kv.first.second < window; });
+        const std::int64_t window = counted.move_to(now);
         const auto listed = rows.find(tenant);
         const row r = listed != rows.end() ? listed->second : row{sh.requests, false};
         if (r.unlimited) {
           check.expect(st.code() == rls_response::OK, now - start_us, "tenant t", tenant,
                        " is unlimited in the table, the store refused it");
         } else {
-          auto& count = counted[{tenant, window}];
+          auto& count = counted.at(tenant, window);
           count += hits;
           const bool ok = count <= r.limit;
           check.expect(st.code() == (ok ? rls_response::OK : rls_response::OVER_LIMIT) &&

@@ -4,9 +4,11 @@
 // A run is fixed by its leg, seed, virtual hours and variant: the same parameters give the same lines.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sluice::sim {
@@ -58,6 +60,29 @@ constexpr std::int64_t second = 1'000'000;
 constexpr std::int64_t hour = 3600 * second;
 // Virtual time starts here (2027-01-15): far from the epoch, so windows of every unit are aligned as in use.
 constexpr std::int64_t start_us = 1'800'000'000 * second;
+
+// When a run of `p` ends: its hours of virtual time after start_us.
+inline std::int64_t end_of(const run_params& p) {
+  return start_us + static_cast<std::int64_t>(p.hours * static_cast<double>(hour));
+}
+
+// Hits per (tenant, window start), for fixed windows of `unit_s` seconds: the windows before the one a
+// decision falls in are dropped as time moves on (they are never looked at again).
+class window_counts {
+ public:
+  explicit window_counts(std::int64_t unit_s) : unit_s_(unit_s) {}
+  // The start (Unix seconds) of the window holding `now_us`; the windows before it are dropped.
+  std::int64_t move_to(std::int64_t now_us) {
+    const std::int64_t window = now_us / second / unit_s_ * unit_s_;
+    std::erase_if(counts_, [&](const auto& kv) { return kv.first.second < window; });
+    return window;
+  }
+  std::uint64_t& at(int tenant, std::int64_t window) { return counts_[{tenant, window}]; }
+
+ private:
+  std::int64_t unit_s_;
+  std::map<std::pair<int, std::int64_t>, std::uint64_t> counts_;
+};
 
 // Records the first broken invariant; a leg stops at it.
 class checker {

@@ -119,7 +119,7 @@ run_result run(const run_params& p, store_kind store) {
   };
 
   std::priority_queue<report, std::vector<report>, std::greater<>> late_reports;
-  const std::int64_t end = start_us + static_cast<std::int64_t>(p.hours * static_cast<double>(hour));
+  const std::int64_t end = end_of(p);
   std::int64_t now = start_us;
   while (now < end && !check.failed()) {
     now += rng.between(0, 2 * traffic.mean_gap_us / traffic.clients);

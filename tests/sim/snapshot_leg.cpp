@@ -8,7 +8,6 @@
 // every decision: the code and limit_remaining it gives. Nothing is admitted twice across a restart but the
 // hits a crash lost.
 #include <filesystem>
-#include <map>
 
 #include "../support/temp_dir.hpp"
 #include "sim.hpp"
@@ -17,8 +16,6 @@
 namespace sluice::sim {
 
 namespace snapshot_sim {
-
-using counts = std::map<std::pair<int, std::int64_t>, std::uint64_t>;  // (tenant, window start) → hits
 
 run_result run(const run_params& p) {
   random rng(p.seed);
@@ -36,16 +33,15 @@ run_result run(const run_params& p) {
   const std::string file = (folder.path / "counters.bin").string();
 
   run_result out;
-  counts model, written;
+  window_counts model(sh.unit_s), written(sh.unit_s);
   std::int64_t next_write = start_us + interval;
   std::uint64_t graceful = 0, crashed = 0;
-  const std::int64_t end = start_us + static_cast<std::int64_t>(p.hours * static_cast<double>(hour));
+  const std::int64_t end = end_of(p);
   const auto now = run_arrivals(
       w, rng, check, traffic, end, out,
       [&](std::int64_t now, int tenant, std::uint32_t hits, const auto& st) {
-        const std::int64_t window = now / second / sh.unit_s * sh.unit_s;
-        std::erase_if(model, [&](const auto& kv) { return kv.first.second < window; });
-        auto& count = model[{tenant, window}];
+        const std::int64_t window = model.move_to(now);
+        auto& count = model.at(tenant, window);
         count += hits;
         const bool ok = count <= sh.requests;
         check.expect(st.code() == (ok ? rls_response::OK : rls_response::OVER_LIMIT) &&

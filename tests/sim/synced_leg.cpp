@@ -273,7 +273,7 @@ leg_run::leg_run(const run_params& p) : rng_(p.seed) {
                             instances_.size() - 1, in.sync, in.limiter, in.stats, in.rules);
   }
 
-  end_ = start_us + static_cast<std::int64_t>(p.hours * static_cast<double>(hour));
+  end_ = end_of(p);
   // Outages end before the run does; what they kept is then sent.
   const int outages = static_cast<int>(rng_.pick(std::vector<std::int64_t>{0, 0, 1, 2, 3}));
   for (int i = 0; i < outages; ++i) {
