@@ -2,8 +2,9 @@
 // What a leg runs its workload on: several instances' workers, each a rate limit service with its own
 // limiter, over one store under one virtual clock: the memory store (it decides inline: a decision is one
 // call), or a real redis-server through each worker's Redis backend (redis_stores.hpp: a decision runs the
-// io_context until it is answered, and every op is checked against the memory store's arithmetic). A variant
-// may give the limiters a skewed clock.
+// io_context until it is answered, and every op is checked against the memory store's arithmetic). A world
+// can reload its rules, read its limit tables again (LIMIT_TABLES_DIR), and restart from a
+// MEMORY_SNAPSHOT_FILE. A known-wrong variant may give the limiters a skewed clock or change the store's ops.
 
 #include <map>
 #include <memory>
