@@ -95,6 +95,56 @@ std::vector<std::int64_t> focus_instants(const date::time_zone& zone) {
   return out;
 }
 
+// The model's window holding the instant `t` (Unix seconds), checked against the definition: the local
+// period changes exactly at its start and end (to the next one, or past a period a DST change jumped over).
+struct model_window {
+  std::int64_t period, start, end;
+};
+
+model_window window_at(const date::time_zone& zone, const unit_shape& u, std::int64_t t, checker& check,
+                       std::int64_t at, const std::string& where) {
+  const std::int64_t period = period_of(zone, u, t);
+  const model_window w{period, period_start(zone, u, period), period_start(zone, u, period + 1)};
+  check.expect(w.start <= t && t < w.end && period_of(zone, u, w.end - 1) == period &&
+                   period_of(zone, u, w.end) > period && period_of(zone, u, w.start) == period,
+               at, where, ": the model's window [", w.start, ", ", w.end, ") of ", t,
+               " is not where the local period changes");
+  return w;
+}
+
+// One request of one hit in window `w` at `now_us`: the model's verdict and what is left, counted in `c`
+// (a fixed window counts every hit, a sliding window what it admits, judged with the previous window weighed
+// by the share of this one still to come).
+struct expected {
+  bool admits;
+  std::uint64_t remaining, current, previous;
+};
+
+expected count_request(tenant_counts& c, const model_window& w, std::int64_t now_us, bool sliding,
+                       std::uint64_t limit) {
+  auto& current = c.by_period[w.period];
+  const auto found = c.by_period.find(w.period - 1);
+  const std::uint64_t previous = found == c.by_period.end() ? 0 : found->second;
+  const std::int64_t length = (w.end - w.start) * second;
+  const std::uint64_t weighted =
+      sliding ? (previous * static_cast<std::uint64_t>(w.end * second - now_us) + length - 1) / length : 0;
+  const bool admits = weighted + current + 1 <= limit;
+  if (admits || !sliding) ++current;
+  const expected out{admits, admits ? limit - std::min(limit, current + weighted) : 0, current, previous};
+  std::erase_if(c.by_period, [&](const auto& kv) { return kv.first < w.period - 1; });
+  return out;
+}
+
+// The next request's time: just before or after the window's end (to the microsecond), or a gap.
+std::int64_t next_instant(random& rng, std::int64_t now, std::int64_t window_end_s, std::int64_t end_us,
+                          std::int64_t mean_gap_us) {
+  const std::int64_t choice = rng.between(0, 9);
+  const bool end_in_run = window_end_s * second < end_us;
+  if (choice < 2 && end_in_run) return std::max(now, window_end_s * second - rng.between(0, 2 * second));
+  if (choice < 4 && end_in_run) return window_end_s * second + rng.between(0, 2 * second);
+  return now + rng.between(0, 2 * mean_gap_us);
+}
+
 run_result run(const run_params& p) {
   random rng(p.seed);
   const std::string zone_name = rng.pick(
@@ -125,49 +175,22 @@ run_result run(const run_params& p) {
   w.clock.set_micros(now);
   while (now < end_us && !check.failed()) {
     const std::int64_t t = now / second;
-    const std::int64_t period = period_of(*zone, u, t);
-    const std::int64_t start = period_start(*zone, u, period), end = period_start(*zone, u, period + 1);
-    // The model's own windows against the definition: the local period changes exactly at start and end (to
-    // the next one, or past a period a DST change jumped over).
-    check.expect(start <= t && t < end && period_of(*zone, u, end - 1) == period &&
-                     period_of(*zone, u, end) > period && period_of(*zone, u, start) == period,
-                 now - first_us, where, ": the model's window [", start, ", ", end, ") of ", t,
-                 " is not where the local period changes");
+    const auto win = window_at(*zone, u, t, check, now - first_us, where);
     const int tenant = static_cast<int>(rng.between(0, tenants - 1));
-    auto& by_period = counts[static_cast<std::size_t>(tenant)].by_period;
-    auto& current = by_period[period];
-    const auto found = by_period.find(period - 1);
-    const std::uint64_t previous = found == by_period.end() ? 0 : found->second;
-    const std::int64_t length = (end - start) * second;
-    const std::uint64_t weighted =
-        sliding ? (previous * static_cast<std::uint64_t>(end * second - now) + length - 1) / length : 0;
-    const bool admits = weighted + current + 1 <= limit;
-    if (admits || !sliding) ++current;
-    const std::uint64_t remaining = admits ? limit - std::min(limit, current + weighted) : 0;
+    const auto e = count_request(counts[static_cast<std::size_t>(tenant)], win, now, sliding, limit);
     const auto st = w.decide(static_cast<int>(rng.between(0, w.workers() - 1)),
                              make_request("sim", {{"tenant", "t" + std::to_string(tenant)}}))
                         .statuses(0);
     ++out.decisions;
-    check.expect(st.code() == (admits ? rls_response::OK : rls_response::OVER_LIMIT) &&
-                     st.limit_remaining() == remaining &&
-                     st.duration_until_reset().seconds() == std::max<std::int64_t>(1, end - t),
-                 now - first_us, where, ", tenant t", tenant, " at ", now, " us (window [", start, ", ", end,
-                 "), ", current, " counted, ", previous, " before): the model ",
-                 admits ? "admits" : "refuses", " with ", remaining, " left and ",
-                 std::max<std::int64_t>(1, end - t), " s to reset; the store ",
-                 st.code() == rls_response::OK ? "admits" : "refuses", " with ", st.limit_remaining(),
-                 " and ", st.duration_until_reset().seconds());
-    std::erase_if(by_period, [&](const auto& kv) { return kv.first < period - 1; });
-    // Next: just before or after the window's end (to the microsecond), or a gap.
-    const std::int64_t choice = rng.between(0, 9);
-    const bool end_in_run = end * second < end_us;
-    if (choice < 2 && end_in_run) {
-      now = std::max(now, end * second - rng.between(0, 2 * second));
-    } else if (choice < 4 && end_in_run) {
-      now = end * second + rng.between(0, 2 * second);
-    } else {
-      now += rng.between(0, 2 * mean_gap_us);
-    }
+    const std::int64_t reset = std::max<std::int64_t>(1, win.end - t);
+    check.expect(st.code() == (e.admits ? rls_response::OK : rls_response::OVER_LIMIT) &&
+                     st.limit_remaining() == e.remaining && st.duration_until_reset().seconds() == reset,
+                 now - first_us, where, ", tenant t", tenant, " at ", now, " us (window [", win.start, ", ",
+                 win.end, "), ", e.current, " counted, ", e.previous, " before): the model ",
+                 e.admits ? "admits" : "refuses", " with ", e.remaining, " left and ", reset,
+                 " s to reset; the store ", st.code() == rls_response::OK ? "admits" : "refuses", " with ",
+                 st.limit_remaining(), " and ", st.duration_until_reset().seconds());
+    now = next_instant(rng, now, win.end, end_us, mean_gap_us);
     w.clock.set_micros(now);
   }
   return check.finish(out, start_us + (now - first_us));
