@@ -19,11 +19,31 @@ namespace sluice::sim {
 
 namespace gcra_sim {
 
+// The admission form's bound and liveness, per tenant, for a bucket of `burst` and T = `interval_us`.
 struct bucket {
   double prefix = 0;            // hits admitted so far
   double least = 0;             // the least of (hits admitted before an admission − its time / T) so far
   bool any = false;             // an admission was seen
   std::int64_t last_admit = 0;  // when
+
+  // Checks the store's answer to `hits` at `now`: no refusal on an empty bucket (`empty_after` past the last
+  // admission), and the hits admitted since the admission that set `least` within what the bucket lets
+  // through.
+  void judge(checker& check, std::int64_t now, int tenant, std::uint32_t hits, bool admitted,
+             std::uint32_t burst, double interval_us, std::int64_t empty_after) {
+    const bool empty = !any || now - last_admit >= empty_after;
+    check.expect(admitted || !empty || hits > burst, now - start_us, "tenant t", tenant, ": ", hits,
+                 " hits refused on an empty bucket of ", burst);
+    if (!admitted) return;
+    const double t = static_cast<double>(now - start_us) / interval_us;
+    least = any ? std::min(least, prefix - t) : prefix - t;
+    any = true;
+    prefix += hits;
+    last_admit = now;
+    check.expect(prefix - t - least <= burst + 1e-6, now - start_us, "tenant t", tenant, ": ",
+                 prefix - t - least, " hits admitted over an interval that allows ", burst,
+                 " + its length / T");
+  }
 };
 
 // The model's arrival time for a tenant: what a request of `hits` (a check: 0) at `now` would leave, and
@@ -73,24 +93,10 @@ run_result run(const run_params& p, store_kind store) {
         auto& m = model[tenant];
         const bool admits = m.admits(now, hits, t_us, burst * t_us);
         if (admits) m.tat = std::max(m.tat, now) + hits * t_us;
-        auto& b = buckets[tenant];
         const bool admitted = st.code() == rls_response::OK;
         check.expect(admitted == admits, now - start_us, "tenant t", tenant, ": ", hits, " hits, the model ",
                      admits ? "admits" : "refuses", ", the store ", admitted ? "admitted" : "refused");
-        const bool empty = !b.any || now - b.last_admit >= empty_after;
-        check.expect(admitted || !empty || hits > burst, now - start_us, "tenant t", tenant, ": ", hits,
-                     " hits refused on an empty bucket of ", burst);
-        if (!admitted) return;
-        const double t = static_cast<double>(now - start_us) / interval_us;
-        b.least = b.any ? std::min(b.least, b.prefix - t) : b.prefix - t;
-        b.any = true;
-        b.prefix += hits;
-        b.last_admit = now;
-        // The hits admitted since the admission that set `least`, against what the bucket may
-        // let through.
-        check.expect(b.prefix - t - b.least <= burst + 1e-6, now - start_us, "tenant t", tenant, ": ",
-                     b.prefix - t - b.least, " hits admitted over an interval that allows ", burst,
-                     " + its length / T");
+        buckets[tenant].judge(check, now, tenant, hits, admitted, burst, interval_us, empty_after);
       });
   return check.finish(out, now);
 }
