@@ -178,9 +178,8 @@ run_result run(const run_params& p) {
     const auto win = window_at(*zone, u, t, check, now - first_us, where);
     const int tenant = static_cast<int>(rng.between(0, tenants - 1));
     const auto e = count_request(counts[static_cast<std::size_t>(tenant)], win, now, sliding, limit);
-    const auto st = w.decide(static_cast<int>(rng.between(0, w.workers() - 1)),
-                             make_request("sim", {{"tenant", "t" + std::to_string(tenant)}}))
-                        .statuses(0);
+    const auto st =
+        w.decide_anywhere(rng, make_request("sim", {{"tenant", "t" + std::to_string(tenant)}})).statuses(0);
     ++out.decisions;
     const std::int64_t reset = std::max<std::int64_t>(1, win.end - t);
     check.expect(st.code() == (e.admits ? rls_response::OK : rls_response::OVER_LIMIT) &&

@@ -61,7 +61,7 @@ run_result run(const run_params& p, store_kind store) {
     const auto request = holder ? make_request("ai", {{"tenant", "acme"}, {"request_id", id}}, 0, release)
                                 : make_request("ai", {{"tenant", "acme"}}, 0, release);
     ++out.decisions;
-    return w.decide(static_cast<int>(rng.between(0, w.workers() - 1)), request).statuses(0);
+    return w.decide_anywhere(rng, request).statuses(0);
   };
 
   const std::int64_t lease = sh.lease_s * second;

@@ -124,9 +124,7 @@ run_result run_usage(const run_params& p, store_kind store, random& rng, const r
     const auto hits = static_cast<std::uint32_t>(is_check          ? 0
                                                  : rng.chance(big) ? rng.between(5, 40)
                                                                    : rng.between(1, 3));
-    auto request = make_request("sim", {{"tenant", "t" + std::to_string(tenant)}}, 0, refund);
-    request.mutable_descriptors(0)->mutable_hits_addend()->set_value(hits);
-    const auto st = w.decide(static_cast<int>(rng.between(0, w.workers() - 1)), request).statuses(0);
+    const auto st = w.decide_anywhere(rng, tenant_report(tenant, hits, refund)).statuses(0);
     ++out.decisions;
     auto& m = model[tenant];
     const std::int64_t tat = std::max(m.tat, now);

@@ -111,9 +111,7 @@ run_result run(const run_params& p, store_kind store) {
 
   run_result out;
   auto send = [&](std::int64_t now, int tenant, std::uint32_t hits, bool refund, bool is_check) {
-    auto request = make_request("sim", {{"tenant", "t" + std::to_string(tenant)}}, 0, refund);
-    request.mutable_descriptors(0)->mutable_hits_addend()->set_value(is_check ? 0 : hits);
-    const auto st = w.decide(static_cast<int>(rng.between(0, w.workers() - 1)), request).statuses(0);
+    const auto st = w.decide_anywhere(rng, tenant_report(tenant, is_check ? 0 : hits, refund)).statuses(0);
     ++out.decisions;
     model.judge(check, now, tenant, hits, refund, is_check, st);
   };

@@ -225,6 +225,12 @@ std::string tenant_rules(const rule_shape& shape, const std::string& options, co
          ", requests_per_unit: " + std::to_string(shape.requests) + options + "}\n";
 }
 
+rls_request tenant_report(int tenant, std::uint32_t hits, bool refund) {
+  auto request = make_request("sim", {{"tenant", "t" + std::to_string(tenant)}}, 0, refund);
+  request.mutable_descriptors(0)->mutable_hits_addend()->set_value(hits);
+  return request;
+}
+
 rls_request make_request(const std::string& domain,
                          const std::vector<std::pair<std::string, std::string>>& entries, std::uint32_t hits,
                          bool negative) {

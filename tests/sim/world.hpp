@@ -97,6 +97,10 @@ class world {
   int workers() const { return static_cast<int>(services_.size()); }
   // Decides on worker `w` at the clock's time; throws std::runtime_error when the service refuses it.
   rls_response decide(int w, const rls_request& request);
+  // Decides on a worker the seed picks.
+  rls_response decide_anywhere(random& rng, const rls_request& request) {
+    return decide(static_cast<int>(rng.between(0, workers() - 1)), request);
+  }
 
   // What the store holds in a fixed window's counter (GET; on Redis, checked against the memory store too).
   std::uint64_t read_counter(const std::string& key);
@@ -158,6 +162,10 @@ std::string tenant_rules(const rule_shape& shape, const std::string& options = "
 
 // Decides `a`'s requests on random workers until `end_us` or the first failure, calling
 // judge(now, tenant, hits, status) for each; counts them in out.decisions. The virtual time reached.
+// A report of tenant `tenant` (domain "sim", descriptor [tenant]) with the descriptor's own hits_addend, so
+// that 0 is a check (usage: judged as one hit); negative hits when `refund`.
+rls_request tenant_report(int tenant, std::uint32_t hits, bool refund);
+
 template <typename Judge>
 std::int64_t run_arrivals(world& w, random& rng, const checker& check, const arrivals& a, std::int64_t end_us,
                           run_result& out, Judge judge);
@@ -179,7 +187,7 @@ std::int64_t run_arrivals(world& w, random& rng, const checker& check, const arr
       const int tenant = static_cast<int>(rng.between(0, a.tenants - 1));
       const auto hits = static_cast<std::uint32_t>(rng.chance(0.2) ? rng.between(2, 3) : 1);
       const auto request = make_request("sim", {{"tenant", "t" + std::to_string(tenant)}}, hits);
-      const auto response = w.decide(static_cast<int>(rng.between(0, w.workers() - 1)), request);
+      const auto response = w.decide_anywhere(rng, request);
       ++out.decisions;
       judge(now, tenant, hits, response.statuses(0));
     }
