@@ -7,7 +7,6 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <csignal>
@@ -26,6 +25,7 @@
 #include "core/health.hpp"
 #include "core/log.hpp"
 #include "core/open_files.hpp"
+#include "core/stop_signals.hpp"
 #include "core/strings.hpp"
 #include "core/version.hpp"
 #include "core/workers.hpp"
@@ -104,17 +104,6 @@ void wait_for_workers(core::worker_pool& workers) {
   workers.stop();
 }
 
-// SIGTERM and SIGINT stay pending (blocked here, and so in every thread started from here) until their
-// handler exists: one that came during start-up killed the process without a clean exit.
-sigset_t block_stop_signals() {
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  return stop_signals;
-}
-
 void log_start(std::size_t workers, const core::open_file_limit& open_files, const process_settings& proc) {
   core::log_info("Starting ", workers, " workers (IO_THREADS)");
   if (open_files.now != open_files.before)
@@ -146,7 +135,7 @@ void start_serving(core::per_worker<worker_apis>& apis, ratelimit::rlqs::demand_
 
 // What the start-up made before the services: the settings, the control loop, the workers, stats and health.
 struct process_parts {
-  const sigset_t& stop_signals;
+  core::stop_signals& stop_signals;
   process_settings& proc;
   asio::io_context& control;
   tracing_holder& tracing;
@@ -181,7 +170,6 @@ struct services {
 int run_until_stopped(process_parts& p, services& s, control_listeners& listeners, int& exit_code,
                       std::function<void()>& shutdown) {
   auto work = asio::make_work_guard(p.control);
-  asio::signal_set signals(p.control, SIGTERM, SIGINT);
   shutdown_plan plan{p.control,
                      p.workers,
                      p.health,
@@ -197,19 +185,18 @@ int run_until_stopped(process_parts& p, services& s, control_listeners& listener
                      *s.demand,
                      p.tracing,
                      [&] {
-                       signals.cancel();
+                       p.stop_signals.unwatch();
                        work.reset();
                      },
                      p.proc.shutdown_grace};
   shutdown = [&plan] { plan.begin(); };
-  signals.async_wait([&](const boost::system::error_code& ec, int signo) {
-    if (ec) return;
+  p.stop_signals.watch(p.control.get_executor(), [&](int signo) {
     core::log_warn("Received signal ", signo == SIGTERM ? "terminated" : "interrupt",
                    ", initiating shutdown");
     shutdown();
   });
-  pthread_sigmask(SIG_UNBLOCK, &p.stop_signals, nullptr);  // this thread runs `control`: the handler's
   p.control.run();
+  p.stop_signals.unwatch();  // (already, unless the loop ended otherwise): nothing is posted to it now
   wait_for_workers(p.workers);
   core::log_warn("Shutdown complete");
   return exit_code;
@@ -269,7 +256,8 @@ int serve(process_parts& p) {
 }
 
 int run_server() {
-  const auto stop_signals = block_stop_signals();
+  // First of all: every thread started from here on has SIGTERM and SIGINT blocked.
+  core::stop_signals stop_signals;
   core::env_reader env;
   const auto open_files = core::raise_open_file_limit();
   auto proc = read_process_settings(env, open_files.now);

@@ -1,9 +1,5 @@
 #include "rules_setup.hpp"
 
-#include <pthread.h>
-
-#include <boost/asio/signal_set.hpp>
-
 #include "core/log.hpp"
 
 namespace sluice {
@@ -25,16 +21,13 @@ bool load_initial_files(ratelimit::service::rules_source& rules, const ratelimit
 // Without FORCE_START_WITHOUT_INITIAL_CONFIG, start-up waits for the first xDS response whose rules load (the
 // control loop runs meanwhile: it applies them). false when SIGTERM or SIGINT came first.
 bool wait_for_xds_rules(asio::io_context& control, const ratelimit::service::rules_source& rules,
-                        const ratelimit::module_settings& rl, const sigset_t& stop_signals) {
+                        const ratelimit::module_settings& rl, core::stop_signals& stop_signals) {
   if (rl.force_start_without_initial_config) return true;
-  asio::signal_set signals(control, SIGTERM, SIGINT);
   bool interrupted = false;
-  signals.async_wait([&](const boost::system::error_code& ec, int) { interrupted = !ec; });
-  pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);
+  stop_signals.watch(control.get_executor(), [&](int) { interrupted = true; });
   while (!interrupted && !rules.loaded(ratelimit::service::rule_origin::xds)) control.run_one();
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  signals.cancel();
-  control.poll();  // the cancelled wait's handler, which refers to this frame
+  stop_signals.unwatch();
+  control.poll();  // a signal's call posted meanwhile, which refers to this frame
   if (interrupted) core::log_warn("Stopped while waiting for the first rules from the xDS Management Server");
   return !interrupted;
 }
@@ -60,7 +53,7 @@ std::unique_ptr<ratelimit::xds::client> start_xds(const ratelimit::module_settin
 
 std::optional<int> load_first_rules(ratelimit::service::rules_source& rules,
                                     const ratelimit::module_settings& rl, ratelimit::xds::client* xds,
-                                    asio::io_context& control, const sigset_t& stop_signals) {
+                                    asio::io_context& control, core::stop_signals& stop_signals) {
   using ratelimit::service::rule_origin;
   core::log_info("Waiting for initial ratelimit config update event");
   if (rl.rules.from_files) {

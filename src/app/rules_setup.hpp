@@ -3,12 +3,11 @@
 // xDS client (CONFIG_TYPE=GRPC_XDS_SOTW), or both — and the first loads Sluice waits for before opening its
 // ports.
 
-#include <signal.h>
-
 #include <boost/asio/io_context.hpp>
 #include <memory>
 #include <optional>
 
+#include "core/stop_signals.hpp"
 #include "ratelimit/service/limit_tables_source.hpp"
 #include "ratelimit/service/rules_source.hpp"
 #include "ratelimit/settings.hpp"
@@ -23,11 +22,11 @@ std::unique_ptr<ratelimit::xds::client> start_xds(const ratelimit::module_settin
 
 // The first rules of each source CONFIG_TYPE lists: the files loaded, then (with `xds`) the first xDS
 // response whose rules load, waited for while the control loop runs and the files are watched (SIGTERM or
-// SIGINT, blocked in `stop_signals` otherwise, end the wait). -> the exit code when Sluice must not start: 1
+// SIGINT, from `stop_signals`, end the wait). -> the exit code when Sluice must not start: 1
 // when the files did not load (and FORCE_START_WITHOUT_INITIAL_CONFIG is off), 0 when a signal came first.
 std::optional<int> load_first_rules(ratelimit::service::rules_source& rules,
                                     const ratelimit::module_settings& rl, ratelimit::xds::client* xds,
-                                    boost::asio::io_context& control, const sigset_t& stop_signals);
+                                    boost::asio::io_context& control, core::stop_signals& stop_signals);
 
 // LIMIT_TABLES_*: the table files loaded (a bad one is logged; rules naming it will not load) and `rules`
 // loaded against the tables. false when LIMIT_TABLES_DIR cannot be read: Sluice must not start.

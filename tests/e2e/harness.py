@@ -204,6 +204,16 @@ SANITIZER_MARKERS = ('ERROR: AddressSanitizer', 'ERROR: LeakSanitizer', 'WARNING
                      'runtime error:')
 
 
+def thread_stacks(pid):
+    """Every thread's stack of a running process, by gdb (a hang's only witness before its kill)."""
+    try:
+        out = subprocess.run(['gdb', '-batch', '-nx', '-p', str(pid), '-ex', 'thread apply all bt 30'],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+        return out.stdout.decode(errors='replace')
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return 'no stacks: %s' % e
+
+
 def sanitizer_report(log):
     """The first sanitizer report in a server's log (a sanitizer build: scripts/sanitize), or ''."""
     starts = [i for i in (log.find(m) for m in SANITIZER_MARKERS) if i >= 0]
@@ -738,12 +748,13 @@ class Sluice:
                 self.proc.wait(self.stop_deadline() if timeout is None else timeout)
             except subprocess.TimeoutExpired:
                 killed = True
+                stacks = thread_stacks(self.proc.pid)
         self.returncode = reap(self.proc, 0)
         self.proc = None
         if killed:
             raise AssertionError('sluice did not stop within %.0fs of SIGTERM and was killed with SIGKILL: it must '
-                                 'stop cleanly on SIGTERM; %s' % (self.stop_deadline() if timeout is None else timeout,
-                                                                    self.log_tail()))
+                                 'stop cleanly on SIGTERM; %s\nits threads before the kill:\n%s'
+                                 % (self.stop_deadline() if timeout is None else timeout, self.log_tail(), stacks))
         return self.returncode
 
     def close(self):
