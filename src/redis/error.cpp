@@ -38,4 +38,8 @@ const boost::system::error_category& category() {
   return instance;
 }
 
+bool may_have_run(boost::system::error_code ec) {
+  return !(ec == error::not_connected || ec == error::connect_timeout || ec == error::auth_failed);
+}
+
 }  // namespace sluice::redis

@@ -22,6 +22,10 @@ inline boost::system::error_code make_error_code(error e) {
   return {static_cast<int>(e), category()};
 }
 
+// Whether Redis may have run a request that failed with `ec`: only one that was never written (there was no
+// connection to write it to) certainly did not; any other failure may have come after Redis ran it.
+bool may_have_run(boost::system::error_code ec);
+
 }  // namespace sluice::redis
 
 namespace boost::system {

@@ -6,8 +6,8 @@
 // after Redis applied them), drains. Checked: every decision completes exactly once; once Redis is up and
 // everything is flushed, nothing is left unsent. With the first byte even, one worker decides alone with room
 // for every key, and then each decision must be exactly what Redis itself would have answered (upstream's
-// counting with its local over-limit cache), outages and lost requests included (not lost replies: those
-// count twice). With several workers and the second bit of the first byte set, no limit is reached, and each
+// counting with its local over-limit cache), outages and requests never written included (not a connection
+// lost before a reply: its hits may count twice, its refunds are not sent again). With several workers and the second bit of the first byte set, no limit is reached, and each
 // key must end with its hits minus what was given back, as long as nothing forced an order on it: no refund
 // found another worker's hits unsent (no view can see those) or larger than the key's count, and no hit was
 // dropped or counted twice. A refund larger than a worker's stale view must still take back the others' hits
@@ -189,9 +189,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       case 6:
         redis.hold = b % 2 == 0;
         if (b % 4 == 1) {
-          const bool fail = b % 8 == 5, applied = fail && b % 16 == 13;
-          lost_replies = lost_replies || (applied && !redis.held.empty());
-          redis.answer_held(fail, applied);
+          using end = test::fake_redis::held_end;
+          const auto how = b % 8 != 5     ? end::answered
+                           : b % 16 == 5  ? end::never_written
+                           : b % 32 == 13 ? end::lost_before_run
+                                          : end::lost_after_run;
+          // (Redis may have run them: hits are sent again, refunds not; so counts are not exact.)
+          lost_replies = lost_replies || (how >= end::lost_before_run && !redis.held.empty());
+          redis.answer_held(how);
         }
         break;
       case 7:

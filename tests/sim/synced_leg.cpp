@@ -23,14 +23,13 @@
 // one, or alone while it is down; the counter such a worker makes for the key once it has room starts without
 // them). At the end, Redis up and every worker's unsent hits sent (then drained): nothing unsent or lost at
 // the drain, and each window never refused (no view over its limit: every hit counted) holds in Redis exactly
-//   A - (hits decided alone, counted in dropped_hits) + (what requests applied and told as failed changed:
-//   sent again, they apply twice; README) + S
+//   A - (hits decided alone, counted in dropped_hits) + (hits that requests applied and told as failed
+//   counted: sent again, they count twice; README) + (hits that refunds told as failed and never applied were
+//   to give back: not sent again, they are never given back; README) + S
 // where S, the hits refund scripts were asked for and did not give back, is 0 unless a refund was decided
 // while another worker held hits of the key Redis had not applied (README: a refund beyond a worker's view
 // gives back "from exactly those hits" the others flushed since). Not held to it: a window where a refund
-// beyond a view (whose second application depends on the value) was applied twice. Note: a refund applied
-// twice gives back twice (looser), where the README says a lost reply counts hits twice, "stricter, never
-// looser".
+// beyond a view (which gives back depending on the value) was lost.
 #include <boost/asio/io_context.hpp>
 #include <deque>
 #include <map>
@@ -108,10 +107,11 @@ struct window_model {
   std::int64_t alone = 0;  // hits decided with no counter while Redis was down, and dropped
   // F: hits admitted by a worker whose table may have been full (REDIS_SYNC_MAX_KEYS)
   std::int64_t full = 0;
-  std::int64_t twice = 0;     // what requests applied and told as failed changed
+  std::int64_t twice = 0;     // hits that requests applied and told as failed counted
+  std::int64_t lost = 0;      // hits that refunds told as failed and never applied were to give back
   std::int64_t short_by = 0;  // S: hits refund scripts were asked to give back and did not
   bool unsafe = false;        // a refund was decided while another worker held hits Redis had not applied
-  bool inexact = false;       // a refund beyond a view applied twice: not held to its count at the end
+  bool inexact = false;       // a refund beyond a view was lost: not held to its count at the end
   std::vector<std::int64_t> decided, applied;  // per worker: hits counted minus given back, and in Redis
   struct hit {
     std::int64_t at;
@@ -170,10 +170,15 @@ class leg_run final : public redis_listener {
     it->second->applied[static_cast<std::size_t>(w)] += delta;
     it->second->short_by += short_by;
   }
-  void applied_twice(std::string_view key, std::int64_t delta, bool beyond) override {
+  void applied_twice(std::string_view key, std::int64_t hits) override {
     auto it = by_key_.find(key);
     if (it == by_key_.end()) return;
-    it->second->twice += delta;
+    it->second->twice += hits;
+  }
+  void refund_lost(std::string_view key, std::int64_t hits, bool beyond) override {
+    auto it = by_key_.find(key);
+    if (it == by_key_.end()) return;
+    it->second->lost += hits;
     if (beyond) it->second->inexact = true;
   }
   void round_trip(std::int64_t sent, std::int64_t rtt) override { trips_.add(sent, rtt); }
@@ -451,9 +456,9 @@ run_result leg_run::run() {
     const std::string key = "sim_tenant_t" + std::to_string(at.first) + "_" + std::to_string(at.second);
     const std::int64_t in_redis = redis_->value(key);
     const std::int64_t excused = m.unsafe ? m.short_by : 0;
-    check_.expect(in_redis == m.admitted - m.alone + m.twice + excused, t, key, " holds ", in_redis,
+    check_.expect(in_redis == m.admitted - m.alone + m.twice + m.lost + excused, t, key, " holds ", in_redis,
                   " where the model has ", m.admitted, " admitted (hits minus refunds) - ", m.alone,
-                  " dropped + ", m.twice, " applied twice + ", excused,
+                  " dropped + ", m.twice, " applied twice + ", m.lost, " of refunds lost + ", excused,
                   " not given back by refunds racing others' flushes");
   }
   return check_.finish(out_, std::min(now(), end_));

@@ -68,10 +68,13 @@ class redis_listener {
   // A request of `worker`'s changed `key` by `delta` (INCRBY, or what a refund script gave back); a refund
   // script gave back `short_by` hits less than it was asked to.
   virtual void applied(int worker, std::string_view key, std::int64_t delta, std::int64_t short_by) = 0;
-  // A request applied and told as failed changed `key` by `delta`: sent again, it applies twice. `beyond`:
-  // the change of a refund beyond a view (unseen_refund_script), whose second application depends on the
-  // value.
-  virtual void applied_twice(std::string_view key, std::int64_t delta, bool beyond) = 0;
+  // A request applied and told as failed added `hits` to `key`: sent again, they apply twice (what it gave
+  // back is not sent again).
+  virtual void applied_twice(std::string_view key, std::int64_t hits) = 0;
+  // A request told as failed and never applied asked to give back `hits` of `key`, which are not sent again
+  // (hits it counted are). `beyond`: a refund beyond a view (unseen_refund_script), which gives back
+  // depending on the value.
+  virtual void refund_lost(std::string_view key, std::int64_t hits, bool beyond) = 0;
   // A request sent at `sent` will be answered `rtt` later, or fail then (REDIS_OP_TIMEOUT).
   virtual void round_trip(std::int64_t sent, std::int64_t rtt) = 0;
   // A request failed now.
@@ -179,7 +182,7 @@ class virtual_redis {
     std::string key;
     std::int64_t delta;
     std::int64_t short_by;  // a refund script's: asked minus given back
-    bool beyond;            // unseen_refund_script's
+    bool refund;            // a refund script's
   };
   struct in_flight {
     virtual_link* link = nullptr;
@@ -206,6 +209,8 @@ class virtual_redis {
       for (const auto& c : q.changes) listener_.applied(q.link->worker(), c.key, c.delta, c.short_by);
       q.applied = true;
       if (q.done) told_failed(q);  // it timed out first
+    } else if (q.done) {
+      refunds_lost(q);  // it timed out first, and never applies
     }
     if (q.done) flight_.erase(it);
   }
@@ -231,13 +236,26 @@ class virtual_redis {
   void fail(in_flight& q, redis::error e) {
     q.done = true;
     listener_.failed();
-    if (q.applied) told_failed(q);
+    if (q.applied) {
+      told_failed(q);
+    } else if (q.apply_passed) {
+      refunds_lost(q);  // (otherwise apply_one tells whether it applies late)
+    }
     if (q.request->done) q.request->done(redis::make_error_code(e), {});
   }
 
-  // The request was applied and its sender told it failed: what it changed will be sent again.
+  // The request was applied and its sender told it failed: the hits it counted will be sent again.
   void told_failed(const in_flight& q) {
-    for (const auto& c : q.changes) listener_.applied_twice(c.key, c.delta, c.beyond);
+    for (const auto& c : q.changes)
+      if (!c.refund) listener_.applied_twice(c.key, c.delta);
+  }
+  // The request was told failed and never applied: what it asked to give back is not sent again.
+  void refunds_lost(const in_flight& q) {
+    for (const auto& c : q.commands) {
+      if (c[0] != "EVAL" || c.size() < 5) continue;
+      listener_.refund_lost(c[3], test::to_int(c[4]),
+                            c[1] == ratelimit::backends::redis::unseen_refund_script);
+    }
   }
 
   static bool has_incrby(const command_list& cs) {
@@ -275,7 +293,7 @@ class virtual_redis {
         const auto v = get(c[3]);
         const std::int64_t above = !v || *v < 0 ? 0 : c.size() == 6 ? *v - test::to_int(c[5]) : *v;
         const std::int64_t give = std::max<std::int64_t>(0, std::min(above, test::to_int(c[4])));
-        if (commit) changes->push_back({c[3], -give, test::to_int(c[4]) - give, c.size() == 6});
+        if (commit) changes->push_back({c[3], -give, test::to_int(c[4]) - give, true});
         if (!v || *v < 0) {
           replies.push_back(test::integer(0));
           continue;

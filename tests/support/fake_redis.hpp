@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "redis/error.hpp"
 #include "redis/store.hpp"
 #include "resp_commands.hpp"
 
@@ -34,7 +35,7 @@ class fake_redis final : public redis::store {
   void stop() override {}
   void exec(std::shared_ptr<redis::pending_request> request, std::string_view) override {
     requests.push_back(commands_of(request->payload));
-    if (down) return request->done(make_error_code(boost::system::errc::connection_refused), {});
+    if (down) return request->done(make_error_code(redis::error::not_connected), {});
     if (hold) return held.push_back(std::move(request));
     answer(*request, requests.back());
   }
@@ -44,23 +45,24 @@ class fake_redis final : public redis::store {
   std::string last_error() const override { return {}; }
   redis::connection_stats stats() const override { return {}; }
 
-  // Answers the held requests in order, or fails them: before they are applied, or after (a reply lost).
-  void answer_held(bool fail = false, bool applied = false) {
+  // How held requests end: answered; failed unwritten (no connection: Redis never ran them); or failed with
+  // the connection lost before their replies, Redis having run them or not (the client cannot tell which).
+  enum class held_end { answered, never_written, lost_before_run, lost_after_run };
+  // Ends the held requests in order.
+  void answer_held(held_end how = held_end::answered) {
     auto list = std::move(held);
     held.clear();
     for (auto& r : list) {
-      if (fail) {
-        if (applied) {
-          auto done = std::move(r->done);
-          r->done = [](boost::system::error_code, std::vector<redis::value>&&) {};
-          answer(*r, commands_of(r->payload));
-          done(make_error_code(boost::system::errc::connection_reset), {});
-          continue;
-        }
-        r->done(make_error_code(boost::system::errc::connection_reset), {});
-      } else {
+      if (how == held_end::answered) {
         answer(*r, commands_of(r->payload));
+        continue;
       }
+      auto done = std::move(r->done);
+      r->done = [](boost::system::error_code, std::vector<redis::value>&&) {};
+      if (how == held_end::lost_after_run) answer(*r, commands_of(r->payload));
+      done(make_error_code(how == held_end::never_written ? redis::error::not_connected
+                                                          : redis::error::connection_lost),
+           {});
     }
   }
   std::int64_t value(std::string_view key) const {

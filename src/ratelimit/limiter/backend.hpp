@@ -41,6 +41,9 @@ struct backend_error {
   // The store answered that it will never take this op (a key that holds something else than a counter):
   // trying again cannot help, unlike a store that cannot be reached.
   bool refused = false;
+  // The store may have applied the ops before the failure (a reply lost, an error reply to one of several):
+  // false only when it certainly did not (the request was never sent).
+  bool maybe_applied = true;
 };
 
 class completion {

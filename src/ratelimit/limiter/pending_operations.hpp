@@ -17,8 +17,8 @@ class pending_operations {
   explicit pending_operations(completion& done) : done_(done) {}
 
   void add(std::size_t n = 1) { outstanding_ += n; }
-  void fail(std::string message, bool refused = false) {
-    if (!error_) error_ = backend_error{std::move(message), refused};
+  void fail(std::string message, bool refused = false, bool maybe_applied = true) {
+    if (!error_) error_ = backend_error{std::move(message), refused, maybe_applied};
   }
   bool failed() const { return error_.has_value(); }
   // One request finished. The last one completes the decision and returns true: the caller then frees what

@@ -23,6 +23,7 @@ using ratelimit::limiter::batch_mode;
 using ratelimit::limiter::counter_op;
 using ratelimit::limiter::op_kind;
 using ratelimit::limiter::op_result;
+using held_end = test::fake_redis::held_end;
 
 namespace {
 
@@ -392,7 +393,7 @@ TEST_CASE("a refund beyond the view, then the flush out fails: its hits come aft
   CHECK(t.decide(0, t.refund("k", 10, 1000)).value == 0);
   t.decide(0, t.op("k", 8, 1000));
   t.redis.hold = false;
-  t.redis.answer_held(true);  // failed before Redis applied it: -4 is unsent again
+  t.redis.answer_held(held_end::never_written);  // Redis never ran it: -4 is unsent again
   t.run();
   t.clock.advance_micros(200'000);
   t.flush_all();
@@ -416,6 +417,80 @@ TEST_CASE("a refund beyond the view that fails is sent again, once") {
   t.flush_all();
   CHECK(t.redis.value("k") == 11);
   CHECK(t.synced(0).unsent_hits() == 0);
+}
+
+// A reply lost: Redis may have run the flush or not, and the worker cannot tell. Hits are sent again (at
+// least once: stricter); hits given back are not (at most once: never looser).
+TEST_CASE("a refund whose reply is lost after Redis ran it is not sent again: given back once") {
+  rig t;
+  t.decide(0, t.op("k", 10, 100));
+  t.flush_all();
+  t.decide(0, t.refund("k", 4, 100));
+  t.redis.hold = true;
+  t.flush_all();
+  t.redis.answer_held(held_end::lost_after_run);
+  t.run();
+  t.redis.hold = false;
+  t.clock.advance_micros(200'000);
+  t.flush_all();
+  CHECK(t.redis.value("k") == 6);
+  CHECK(t.synced().unsent_hits() == 0);
+  // The view kept the 4 as not given back (stricter) until Redis is read again.
+  CHECK(t.decide(0, t.op("k", 1, 100)).value == 7);
+}
+
+TEST_CASE("a refund whose reply is lost before Redis ran it is not given back (stricter)") {
+  rig t;
+  t.decide(0, t.op("k", 10, 100));
+  t.flush_all();
+  t.decide(0, t.refund("k", 4, 100));
+  t.redis.hold = true;
+  t.flush_all();
+  t.redis.answer_held(held_end::lost_before_run);
+  t.run();
+  t.redis.hold = false;
+  t.clock.advance_micros(200'000);
+  t.flush_all();
+  CHECK(t.redis.value("k") == 10);
+  CHECK(t.synced().unsent_hits() == 0);
+  CHECK(std::ranges::count_if(t.redis.requests, [](const auto& request) {
+          return std::ranges::any_of(request, [](const auto& c) { return c[0] == "EVAL"; });
+        }) == 1);  // sent once, never again
+}
+
+TEST_CASE("a refund beyond the view whose reply is lost is not sent again either") {
+  rig t(2);
+  t.decide(0, t.op("k", 1, 1000));
+  t.decide(1, t.op("k", 30, 1000));
+  t.flush_all();
+  CHECK(t.decide(0, t.refund("k", 20, 1000)).value == 0);  // 1 from the view, 19 beyond it
+  t.redis.hold = true;
+  t.synced(0).flush();
+  t.redis.answer_held(held_end::lost_after_run);
+  t.run();
+  t.redis.hold = false;
+  t.clock.advance_micros(200'000);
+  t.flush_all();
+  CHECK(t.redis.value("k") == 11);  // 31 - 20, once
+  CHECK(t.synced(0).unsent_hits() == 0);
+}
+
+TEST_CASE("hits and a refund on other keys in one lost flush: the hits are sent again, the refund not") {
+  rig t;
+  t.decide(0, t.op("a", 5, 100));
+  t.decide(0, t.op("b", 5, 100));
+  t.flush_all();
+  t.decide(0, t.op("a", 3, 100));
+  t.decide(0, t.refund("b", 2, 100));
+  t.redis.hold = true;
+  t.flush_all();
+  t.redis.answer_held(held_end::lost_after_run);
+  t.run();
+  t.redis.hold = false;
+  t.clock.advance_micros(200'000);
+  t.flush_all();
+  CHECK(t.redis.value("a") == 11);  // 8, and the lost 3 again (stricter)
+  CHECK(t.redis.value("b") == 3);   // given back once
 }
 
 TEST_CASE("sliding windows count only what they admit") {
@@ -555,7 +630,7 @@ TEST_CASE("a reply lost after Redis applied the flush: the hits count twice (at 
   t.decide(0, t.op("k", 4, 100));
   t.redis.hold = true;
   t.flush_all();
-  t.redis.answer_held(true, true);
+  t.redis.answer_held(held_end::lost_after_run);
   t.run();
   t.redis.hold = false;
   t.flush_all();
@@ -610,8 +685,8 @@ TEST_CASE("a flush request lost before Redis applied it is sent again") {
   t.decide(0, t.op("k", 4, 100));
   t.redis.hold = true;
   t.flush_all();
-  t.decide(0, t.op("k", 2, 100));  // while the flush is in flight
-  t.redis.answer_held(true);       // the connection broke before the reply
+  t.decide(0, t.op("k", 2, 100));                  // while the flush is in flight
+  t.redis.answer_held(held_end::lost_before_run);  // the connection broke before Redis ran it
   t.run();
   t.redis.hold = false;
   t.flush_all();

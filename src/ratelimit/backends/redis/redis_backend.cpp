@@ -156,7 +156,7 @@ void batch::on_script(std::size_t which, const std::string* error, const script_
 void batch::on_pipeline(std::size_t which, boost::system::error_code ec,
                         const std::vector<rd::value>& replies) {
   auto& p = parts[which];
-  if (ec) return pending.fail(p.store->store.describe(ec));
+  if (ec) return pending.fail(p.store->store.describe(ec), false, rd::may_have_run(ec));
   std::size_t next = 0;
   const rd::value* previous = nullptr;  // MGET's reply, after the counters'
   std::size_t previous_next = 0;

@@ -270,7 +270,7 @@ void synced_backend::on_exact(exact_call& call, const limiter::backend_error* er
       if (outage) out = {};  // nothing read: the increment decides (GCRA: the decision fails, below)
     } else if (call.fallback && outage) {
       if (c != nullptr) {
-        counters_.read_failed(*c, op, out);
+        counters_.read_failed(*c, op, out, error->maybe_applied);
       } else {
         decide_alone(op, out);
       }

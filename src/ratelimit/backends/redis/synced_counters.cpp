@@ -146,8 +146,15 @@ void synced_counters::read_answered(synced_counter& c, const limiter::counter_op
   c.over_limit = op.limit();
 }
 
-void synced_counters::read_failed(synced_counter& c, const limiter::counter_op& op, limiter::op_result& out) {
+void synced_counters::read_failed(synced_counter& c, const limiter::counter_op& op, limiter::op_result& out,
+                                  bool maybe_applied) {
   c.reading = false;
+  if (op.refund && maybe_applied) {
+    out.before = c.view();
+    out.previous = c.previous;
+    out.value = out.before - std::min(out.before, op.increment);
+    return;
+  }
   decide(c, op, out);
 }
 
@@ -234,12 +241,17 @@ void synced_counters::unsend_seen(synced_counter& c) {
   c.beyond_seen = seen > 0 ? static_cast<std::uint64_t>(seen) : 0;
 }
 
-void synced_counters::flush_failed(synced_counter& c) {
-  unsend_seen(c);
-  if (c.beyond_in_flight != 0)
+void synced_counters::flush_failed(synced_counter& c, bool maybe_run) {
+  const bool refund_run = maybe_run && c.in_flight < 0;
+  // A refund beyond the view while the flush was out counted on the flush's hits as in Redis: hits sent
+  // again are not, until after its script. (A refund not sent again: as Redis may hold it, or the hits it
+  // did not take, which the beyond refund may take instead: never more than both asked.)
+  if (!refund_run) unsend_seen(c);
+  const std::uint64_t beyond_again = maybe_run ? 0 : c.beyond_in_flight;
+  if (beyond_again != 0)
     c.beyond_seen =
         c.beyond == 0 ? c.beyond_in_flight_seen : std::max(c.beyond_seen, c.beyond_in_flight_seen);
-  set_unsent(c, c.pending + c.in_flight, 0, c.beyond + c.beyond_in_flight, 0);
+  set_unsent(c, c.pending + (refund_run ? 0 : c.in_flight), 0, c.beyond + beyond_again, 0);
   c.flushing = false;
   if (c.pending != 0 || c.beyond != 0) mark_dirty(c);
 }

@@ -82,8 +82,11 @@ class synced_counters {
   // The op sent for route::read was applied by Redis with result `r`.
   void read_answered(synced_counter& c, const limiter::counter_op& op, const limiter::op_result& r,
                      std::int64_t now_us);
-  // It failed: the op is decided from what the counter holds (nothing, for a new one).
-  void read_failed(synced_counter& c, const limiter::counter_op& op, limiter::op_result& out);
+  // It failed: the op is decided from what the counter holds (nothing, for a new one); its hits are counted
+  // there (should Redis have applied it, twice: stricter). A refund Redis may have applied (`maybe_applied`)
+  // is not counted: given back twice would be looser.
+  void read_failed(synced_counter& c, const limiter::counter_op& op, limiter::op_result& out,
+                   bool maybe_applied);
   // Redis refused it for good: the op failed, and the next op of the counter is read again.
   void read_refused(synced_counter& c);
   // An all-or-nothing (or evaluate-only) batch was answered by Redis: the hits it counted on counters held
@@ -103,8 +106,10 @@ class synced_counters {
   void take_flush(std::vector<flush_item>& out);
   // Redis answered a flush with the counter's value.
   void flush_answered(synced_counter& c, std::uint64_t value, std::int64_t now_us);
-  // The flush failed: its hits are unsent again (sent with the next flush).
-  void flush_failed(synced_counter& c);
+  // The flush failed: its hits are unsent again (sent with the next flush: should Redis have run it, they
+  // count twice, stricter). When Redis may have run it (`maybe_run`), what it gave back is not sent again:
+  // given back twice would be looser; not given back at all, should it not have run, is stricter.
+  void flush_failed(synced_counter& c, bool maybe_run);
   // The flush's hits can never be sent (Redis refused the key): they are given up, and the counter is read
   // again before its next decision.
   void flush_refused(synced_counter& c);

@@ -8,6 +8,7 @@
 #include "core/strings.hpp"
 #include "ratelimit/backends/redis/counter_commands.hpp"
 #include "ratelimit/backends/redis/synced_backend.hpp"
+#include "redis/error.hpp"
 
 namespace sluice::ratelimit::backends::redis {
 
@@ -104,7 +105,7 @@ void synced_backend::on_flush(rd::store& store, const std::vector<synced_counter
   --flushes_in_flight_;
   if (ec) {
     stats_.flush_errors.inc();
-    for (const auto& item : items) counters_.flush_failed(*item.counter);
+    for (const auto& item : items) counters_.flush_failed(*item.counter, rd::may_have_run(ec));
     redis_failed(store, store.describe(ec));
   } else {
     const std::int64_t now = clock_.now_micros();
@@ -120,7 +121,7 @@ void synced_backend::on_flush(rd::store& store, const std::vector<synced_counter
           beyond != nullptr && (beyond->is_error() || counted == nullptr) ? *beyond : *counted;
       auto value = counter_value(reply);
       if (reply.is_error() && !refuses_for_good(reply.text)) {
-        counters_.flush_failed(*item.counter);  // not applied: sent again
+        counters_.flush_failed(*item.counter, false);  // not applied: sent again
         not_now = reply.text;
       } else if (reply.is_error() || !value) {
         refused(item, reply.is_error() ? reply.text : "its value is not a counter");
