@@ -1,14 +1,16 @@
-// rlqs on the memory backend (one replica: the in-process demand exchange), 1-4 workers sharing 1-3 buckets'
-// budgets (README "gRPC: envoy.service.rate_limit_quota.v3.RateLimitQuotaService"). Clients are Envoys, a
-// quota stream each on a random worker, with no, steady, saturating and (churning epochs) bursty demand per
-// bucket, drawn again every 1-8 minutes; they join and leave. The simulator plays Envoy: a bucket's first
-// request reports it at once, then every reporting interval (1-10 s) a report carries every bucket it has
-// with the interval's requests, allowed + denied (the true demand, so the server measures it exactly); it
-// holds what it is sent (an assignment lives for its TTL, an abandon drops the bucket). The real code is
-// driven without a connection: each worker's worker_state (its plan every 500 ms of virtual time), real
-// quota_streams fed serialized reports on calls with no session, the in-process exchange, the demand meters
-// and fair_share. What a stream sends is read from its buckets' `sent` (what add_action serializes), through
-// to_proto, as Envoy reads it.
+// rlqs memory: one replica (the in-process demand exchange) of 1-4 workers sharing 1-3 buckets' budgets
+// (README "gRPC: envoy.service.rate_limit_quota.v3.RateLimitQuotaService"). rlqs replicas: 2-3 replicas of
+// 1-4 workers each, sharing demand through the real rlqs_exchange (every second at its own phase) over a
+// Redis in virtual time (hash_redis.hpp, round trips of 0.2-5 ms). Clients are Envoys, a quota stream each on
+// a random worker of any replica, with no, steady, saturating and (churning epochs) bursty demand per bucket,
+// drawn again every 1-8 minutes; they join and leave. The simulator plays Envoy: a bucket's first request
+// reports it at once, then every reporting interval (1-10 s) a report carries every bucket it has with the
+// interval's requests, allowed + denied (the true demand, so the server measures it exactly); it holds what
+// it is sent (an assignment lives for its TTL, an abandon drops the bucket). The real code is driven without
+// a connection: each worker's worker_state (its plan every 500 ms of virtual time), real quota_streams fed
+// serialized reports on calls with no session, the in-process exchange, the demand meters and fair_share.
+// What a stream sends is read from its buckets' `sent` (what add_action serializes), through to_proto, as
+// Envoy reads it.
 //
 // Fair, the model (rlqs_model.hpp): a client's need is its true demand × 1.1, at least 5% of the budget split
 // over the bucket's clients (README); its fair share is min(need, L), L being the level at which the shares
@@ -17,13 +19,15 @@
 //
 // Checked at every plan (a new client's first answer is a change):
 // - the budget: once every worker has planned from the same inputs (two plan periods after a measured
-//   demand or a bucket's clients last changed), what the clients hold a rule window (max_tokens + the refill
-//   of a window) adds up to at most the budget, plus one request per client whose share is under 100 a
-//   window (README "The bound"). Before that a new client's share and a rise may overlap the cuts they cause;
-//   that is by design and not checked;
-// - convergence: 4 reporting intervals + 2 plan periods after a bucket's demands or clients last changed,
-//   every client holds its fair share within 10%; 1 plan period + 2/3 of the TTL later (the re-send of a rise
-//   under the push threshold), exactly, but for the rounding to whole tokens (or requests per unit);
+//   demand or a bucket's clients last changed; with replicas, two exchange periods, two round trips and a
+//   plan period more: another replica's demand is written at its round and read at ours after it), what the
+//   clients hold a rule window (max_tokens + the refill of a window) adds up to at most the budget, plus one
+//   request per client whose share is under 100 a window (README "The bound"). Before that a new client's
+//   share and a rise may overlap the cuts they cause; that is by design and not checked;
+// - convergence: 4 reporting intervals + 2 plan periods (+ the replicas' lag) after a bucket's demands or
+//   clients last changed, every client holds its fair share within 10%; 1 plan period + 2/3 of the TTL later
+//   (the re-send of a rise under the push threshold), exactly, but for the rounding to whole tokens (or
+//   requests per unit);
 // - every assignment has the configured TTL and none a client holds has expired; a bucket is abandoned at
 //   the first plan at least RLQS_BUCKET_IDLE_TIMEOUT after its last report with requests, not before.
 #include <algorithm>
@@ -35,7 +39,9 @@
 #include <queue>
 #include <stdexcept>
 
+#include "hash_redis.hpp"
 #include "net/grpc/call.hpp"
+#include "ratelimit/backends/redis/rlqs_exchange.hpp"
 #include "ratelimit/config/yaml_loader.hpp"
 #include "ratelimit/rlqs/demand_exchange.hpp"
 #include "ratelimit/rlqs/quota_stream.hpp"
@@ -53,6 +59,8 @@ namespace rq = ratelimit::rlqs;
 namespace pb = envoy::service::rate_limit_quota::v3;
 
 constexpr std::size_t max_buckets = 3;
+// rlqs_exchange's period, as the Redis backend makes it.
+constexpr std::int64_t exchange_period_us = 1'000'000;
 
 // The exchange of "fair share that ignores one client" (the simulator's, not sluice's): what worker 0
 // publishes loses its first client of every bucket, so the other workers plan without it.
@@ -105,13 +113,13 @@ struct bucket_state {
   std::vector<double> fair;     // per window, by client (0: not one of its clients)
 };
 
-enum class step : std::uint8_t { plan, report, epoch, toggle, join, leave };
+enum class step : std::uint8_t { plan, report, epoch, toggle, join, leave, sync, call };
 
 struct event {
   std::int64_t at;
   std::uint64_t seq;  // ties in the order scheduled
   step what;
-  int who;  // the worker, or the client
+  int who;  // the worker, the client or the replica
   int bucket;
   std::uint64_t token;  // a client's generation, or a bursty bucket's toggles
   bool operator>(const event& o) const { return at != o.at ? at > o.at : seq > o.seq; }
@@ -119,7 +127,8 @@ struct event {
 
 class simulation {
  public:
-  explicit simulation(const run_params& p);
+  // `replicas`: 2-3 replicas sharing demand through Redis (rlqs_exchange), else one (in process).
+  simulation(const run_params& p, bool replicas);
   run_result run();
 
  private:
@@ -161,8 +170,11 @@ class simulation {
   core::fake_clock clock_;
   stats::store stats_;
   boost::asio::io_context io_;  // never run: the simulator plans
-  std::unique_ptr<rq::demand_exchange> exchange_;
-  std::vector<std::shared_ptr<rq::worker_state>> workers_;
+  hash_redis redis_;
+  std::int64_t rtt_us_ = 0;
+  std::vector<std::unique_ptr<rq::demand_exchange>> exchanges_;  // a replica's
+  std::vector<std::shared_ptr<rq::worker_state>> workers_;       // every replica's, in turn
+  std::map<std::uint64_t, std::function<void()>> calls_;         // Redis's answers to come (step::call)
   net::grpc::method_table methods_;
   net::grpc::call_limits limits_{.max_unsent_bytes = SIZE_MAX};  // a call with no session keeps what it sends
   // Envoy's side.
@@ -174,14 +186,19 @@ class simulation {
   std::string bytes_;
 };
 
-simulation::simulation(const run_params& p) : p_(p), rng_(p.seed) {
+simulation::simulation(const run_params& p, bool replicas) : p_(p), rng_(p.seed) {
   settings_.assignment_ttl = std::chrono::seconds(rng_.pick(std::vector<std::int64_t>{2, 5, 15, 15, 30}));
   settings_.bucket_idle_timeout = std::chrono::seconds(rng_.pick(std::vector<std::int64_t>{30, 60, 300}));
   if (rng_.chance(0.2)) settings_.strategy = rq::strategy::requests_per_time_unit;
   report_us_ = rng_.pick(std::vector<std::int64_t>{1, 2, 5, 5, 10}) * second;
   const std::int64_t plan_us = std::chrono::microseconds(settings_.plan_period).count();
-  consistent_us_ = 2 * plan_us;
-  near_us_ = 4 * report_us_ + 2 * plan_us;
+  const std::int64_t replica_count = replicas ? rng_.between(2, 3) : 1;
+  rtt_us_ = rng_.between(200, 5000);
+  // Another replica's demand: published at a plan, written at its replica's next round, read at the next
+  // round of ours after that (two periods and two round trips), planned from at our next plan.
+  const std::int64_t shared_us = replicas ? 2 * exchange_period_us + 2 * rtt_us_ + plan_us : 0;
+  consistent_us_ = 2 * plan_us + shared_us;
+  near_us_ = 4 * report_us_ + 2 * plan_us + shared_us;
   exact_us_ = near_us_ + plan_us + std::chrono::microseconds(settings_.assignment_ttl).count() * 2 / 3;
 
   const std::vector<budget_shape> all{{100, "second", 1, 1}, {10, "second", 1, 1},   {6000, "minute", 60, 1},
@@ -203,18 +220,32 @@ simulation::simulation(const run_params& p) : p_(p), rng_(p.seed) {
   if (!rules) throw std::runtime_error("the rules do not load:\n" + yaml);
 
   clock_.set_micros(start_us);
-  const auto workers = static_cast<std::size_t>(rng_.pick(std::vector<std::int64_t>{1, 2, 2, 3, 3, 4}));
-  if (p.variant == "fair share that ignores one client") {
-    exchange_ = std::make_unique<ignoring_exchange>(workers);
-  } else {
-    exchange_ = std::make_unique<rq::in_process_exchange>(workers);
-  }
-  for (std::size_t w = 0; w < workers; ++w) {
-    workers_.push_back(
-        std::make_shared<rq::worker_state>(settings_, w, *exchange_, clock_, stats_, io_.get_executor()));
-    workers_.back()->rules = rules;
-    // Each worker's timer has a phase of its own.
-    schedule(start_us + rng_.between(1, plan_us / ms) * ms, step::plan, static_cast<int>(w));
+  for (std::int64_t r = 0; r < replica_count; ++r) {
+    const auto workers = static_cast<std::size_t>(rng_.pick(std::vector<std::int64_t>{1, 2, 2, 3, 3, 4}));
+    auto& exchange = exchanges_.emplace_back();
+    if (p.variant == "fair share that ignores one client") {
+      exchange = std::make_unique<ignoring_exchange>(workers);
+    } else if (replicas) {
+      auto link = std::make_unique<hash_link>(redis_, [this](std::function<void()> f) {
+        calls_.emplace(++seq_, std::move(f));
+        schedule(now_ + rtt_us_, step::call, 0, 0, seq_);
+      });
+      exchange = std::make_unique<ratelimit::backends::redis::rlqs_exchange>(
+          workers, std::move(link), "", io_.get_executor(),
+          std::chrono::milliseconds(exchange_period_us / ms), clock_, "replica" + std::to_string(r));
+      // Each replica's timer has a phase of its own.
+      schedule(start_us + rng_.between(1, exchange_period_us / ms) * ms, step::sync, static_cast<int>(r));
+    } else {
+      exchange = std::make_unique<rq::in_process_exchange>(workers);
+    }
+    for (std::size_t w = 0; w < workers; ++w) {
+      workers_.push_back(
+          std::make_shared<rq::worker_state>(settings_, w, *exchange, clock_, stats_, io_.get_executor()));
+      workers_.back()->rules = rules;
+      // Each worker's timer has a phase of its own.
+      schedule(start_us + rng_.between(1, plan_us / ms) * ms, step::plan,
+               static_cast<int>(workers_.size() - 1));
+    }
   }
   clients_.resize(static_cast<std::size_t>(rng_.between(2, 16)));
   for (auto& c : clients_) c.buckets.resize(shapes_.size());
@@ -510,7 +541,8 @@ run_result simulation::run() {
     if (e.at > end) break;
     now_ = e.at;
     clock_.set_micros(now_);
-    auto& cl = clients_[static_cast<std::size_t>(e.what == step::plan ? 0 : e.who)];
+    const bool of_client = e.what != step::plan && e.what != step::sync && e.what != step::call;
+    auto& cl = clients_[static_cast<std::size_t>(of_client ? e.who : 0)];
     switch (e.what) {
       case step::plan:
         plan(e.who);
@@ -541,6 +573,17 @@ run_result simulation::run() {
       case step::leave:
         leave(e.who);
         break;
+      case step::sync:
+        static_cast<ratelimit::backends::redis::rlqs_exchange&>(*exchanges_[static_cast<std::size_t>(e.who)])
+            .sync();
+        schedule(now_ + exchange_period_us, step::sync, e.who);
+        break;
+      case step::call: {
+        auto f = std::move(calls_.at(e.token));
+        calls_.erase(e.token);
+        f();
+        break;
+      }
     }
   }
   return check_.finish(out_, now_);
@@ -550,8 +593,14 @@ run_result simulation::run() {
 
 // 1.5 virtual hours a seed: 8-13 s for the CI run's 200 seeds (2 cores, idle to busy).
 leg rlqs_leg() {
-  const auto run = [](const run_params& p) { return rlqs_sim::simulation(p).run(); };
+  const auto run = [](const run_params& p) { return rlqs_sim::simulation(p, false).run(); };
   return {"rlqs memory", 1.5, run, {"fair share that ignores one client"}};
+}
+
+// 0.75 virtual hours a seed (2-3 replicas of 1-4 workers plan every 500 ms): 13 s for 200 seeds.
+leg rlqs_replicas_leg() {
+  const auto run = [](const run_params& p) { return rlqs_sim::simulation(p, true).run(); };
+  return {"rlqs replicas", 0.75, run, {}};
 }
 
 }  // namespace sluice::sim

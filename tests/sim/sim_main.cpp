@@ -33,13 +33,23 @@ leg calendar_leg();
 leg snapshot_leg();
 leg limit_table_leg();
 leg rlqs_leg();
+leg rlqs_replicas_leg();
 leg synced_leg();
 
 const std::vector<leg>& all_legs() {
-  static const std::vector<leg> legs{fixed_window_leg(), sliding_window_leg(),     gcra_leg(),
-                                     concurrency_leg(),  fixed_window_redis_leg(), sliding_window_redis_leg(),
-                                     gcra_redis_leg(),   concurrency_redis_leg(),  rlqs_leg(),
-                                     synced_leg(),       calendar_leg(),           snapshot_leg(),
+  static const std::vector<leg> legs{fixed_window_leg(),
+                                     sliding_window_leg(),
+                                     gcra_leg(),
+                                     concurrency_leg(),
+                                     fixed_window_redis_leg(),
+                                     sliding_window_redis_leg(),
+                                     gcra_redis_leg(),
+                                     concurrency_redis_leg(),
+                                     rlqs_leg(),
+                                     rlqs_replicas_leg(),
+                                     synced_leg(),
+                                     calendar_leg(),
+                                     snapshot_leg(),
                                      limit_table_leg()};
   return legs;
 }

@@ -56,6 +56,7 @@ redis_module::redis_module(const redis_settings& settings, const start_context& 
     : module(context.workers.size()),
       settings_(settings),
       control_(context.control),
+      clock_(context.clock),
       workers_(context.workers),
       startup_timer_(context.control) {
   start_stores(context);
@@ -181,7 +182,7 @@ void redis_module::retry_down_stores() {
 // One connection of its own, on the control thread: a few commands per bucket per second.
 std::unique_ptr<rlqs::demand_exchange> redis_module::demand_exchange(const std::string& key_prefix) {
   return std::make_unique<rlqs_exchange>(worker_count_, make_store(settings_.main, control_, 1), key_prefix,
-                                         control_.get_executor(), std::chrono::seconds(1));
+                                         control_.get_executor(), std::chrono::seconds(1), clock_);
 }
 
 void redis_module::drain(std::function<void()> then) {

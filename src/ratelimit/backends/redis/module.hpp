@@ -52,6 +52,7 @@ class redis_module final : public module {
 
   redis_settings settings_;
   boost::asio::io_context& control_;
+  const core::clock& clock_;  // the RLQS exchange dates its fields by it
   // Before the workers' backends, which count into it: destroyed after them.
   std::unique_ptr<sync_stats> sync_stats_;  // REDIS_SYNC_INTERVAL > 0
   core::per_worker<worker> workers_;

@@ -16,12 +16,6 @@ namespace rd = sluice::redis;
 
 namespace {
 
-std::int64_t unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 std::string make_replica_id() {
   char host[256] = {};
   gethostname(host, sizeof host - 1);
@@ -44,13 +38,16 @@ struct rlqs_exchange::round {
 };
 
 rlqs_exchange::rlqs_exchange(std::size_t workers, std::unique_ptr<rd::store> store, std::string key_prefix,
-                             boost::asio::any_io_executor control, std::chrono::milliseconds period)
+                             boost::asio::any_io_executor control, std::chrono::milliseconds period,
+                             const core::clock& clock, std::string replica)
     : local_(workers),
       store_(std::move(store)),
       prefix_(std::move(key_prefix)),
-      replica_(make_replica_id()),
+      replica_(replica.empty() ? make_replica_id() : std::move(replica)),
       period_(period),
-      timer_(std::move(control)) {}
+      clock_(clock),
+      timer_(std::move(control)),
+      last_success_ms_(unix_ms()) {}
 
 rlqs_exchange::~rlqs_exchange() = default;
 

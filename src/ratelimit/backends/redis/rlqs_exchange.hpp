@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/clock.hpp"
 #include "ratelimit/rlqs/demand_exchange.hpp"
 #include "redis/resp.hpp"
 #include "redis/store.hpp"
@@ -28,12 +29,18 @@ namespace sluice::ratelimit::backends::redis {
 
 class rlqs_exchange final : public rlqs::demand_exchange {
  public:
+  // `clock` dates the fields (Unix time); `replica`: this replica's field name (by default host, pid and a
+  // random part).
   rlqs_exchange(std::size_t workers, std::unique_ptr<sluice::redis::store> store, std::string key_prefix,
-                boost::asio::any_io_executor control, std::chrono::milliseconds period);
+                boost::asio::any_io_executor control, std::chrono::milliseconds period,
+                const core::clock& clock, std::string replica = {});
   ~rlqs_exchange() override;
 
+  // Runs sync() every period on the control executor.
   void start() override;
   void stop() override;
+  // One round now: this replica's demand written, the others' read (the simulator calls it in virtual time).
+  void sync();
 
   void publish(std::size_t worker, rlqs::demand_map needs) override {
     local_.publish(worker, std::move(needs));
@@ -54,7 +61,7 @@ class rlqs_exchange final : public rlqs::demand_exchange {
     sluice::redis::request request;
   };
   void schedule();
-  void sync();
+  std::int64_t unix_ms() const { return clock_.now_micros() / 1000; }
   std::vector<outgoing> requests_for(const rlqs::demand_map& mine, std::int64_t now_ms);
   void send(std::vector<outgoing> requests, const std::shared_ptr<round>& r);
   void on_reply(round& r, const std::string& bucket, boost::system::error_code ec,
@@ -67,6 +74,7 @@ class rlqs_exchange final : public rlqs::demand_exchange {
   std::string prefix_;
   std::string replica_;  // this process's field name: host, pid and a random part
   std::chrono::milliseconds period_;
+  const core::clock& clock_;
   boost::asio::steady_timer timer_;
   mutable std::mutex mutex_;
   rlqs::demand_map remote_;                                 // the other replicas' demands, per bucket
