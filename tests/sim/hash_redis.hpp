@@ -1,8 +1,9 @@
 #pragma once
 // The Redis the RLQS replicas share their demand through, in virtual time: the hash commands rlqs_exchange
 // sends (HSET, PEXPIRE, HGETALL, HDEL), each request applied and answered a round trip after it was sent,
-// in the order sent. Keys never expire: the exchange judges its fields by the dates they carry, and a run
-// is shorter than the TTL it sets only in virtual time.
+// in the order sent, unless Redis is `down` then (the request fails, not applied). Keys never expire: the
+// exchange judges its fields by the dates they carry, and a run is shorter than the TTL it sets only in
+// virtual time.
 
 #include <deque>
 #include <functional>
@@ -11,6 +12,7 @@
 #include <string>
 
 #include "../support/resp_commands.hpp"
+#include "redis/error.hpp"
 #include "redis/store.hpp"
 
 namespace sluice::sim::rlqs_sim {
@@ -19,6 +21,7 @@ class hash_redis {
  public:
   using hash = std::map<std::string, std::string, std::less<>>;
   std::map<std::string, hash, std::less<>> keys;
+  bool down = false;  // an outage: every request fails
 
   // Runs a request's commands: their replies.
   std::vector<redis::value> run(const test::command_list& commands) {
@@ -65,12 +68,16 @@ class hash_link final : public redis::store {
   void stop() override {}
   void exec(std::shared_ptr<redis::pending_request> request, std::string_view) override {
     later_([this, request] {
+      if (server_.down) {
+        if (request->done) request->done(redis::make_error_code(redis::error::connection_lost), {});
+        return;
+      }
       auto replies = server_.run(test::commands_of(request->payload));
       if (request->done) request->done({}, std::move(replies));
     });
   }
   bool one_key_per_request() const override { return false; }
-  bool up() const override { return true; }
+  bool up() const override { return !server_.down; }
   std::string describe(boost::system::error_code ec) const override { return ec.message(); }
   std::string last_error() const override { return {}; }
   redis::connection_stats stats() const override { return {}; }

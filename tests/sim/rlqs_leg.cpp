@@ -113,7 +113,7 @@ struct bucket_state {
   std::vector<double> fair;     // per window, by client (0: not one of its clients)
 };
 
-enum class step : std::uint8_t { plan, report, epoch, toggle, join, leave, sync, call };
+enum class step : std::uint8_t { plan, report, epoch, toggle, join, leave, sync, call, outage };
 
 struct event {
   std::int64_t at;
@@ -148,7 +148,9 @@ class simulation {
   void change(std::size_t b, bool inputs);
   const rq::stream_bucket* on_server(const client& cl, std::size_t b) const;
   const std::vector<double>& model(std::size_t b);
+  void outage(bool starts);
   void check_budget(std::size_t b);
+  void check_replica_budgets(std::size_t b);
   void check_convergence(std::size_t b);
   void check_held();
 
@@ -161,9 +163,10 @@ class simulation {
   // The seed's settings and rules.
   rq::settings settings_;
   std::int64_t report_us_;
-  std::int64_t consistent_us_;  // 2 plan periods: every worker has planned from the same inputs
-  std::int64_t near_us_;        // 4 reporting intervals + 2 plan periods: every share within 10%
-  std::int64_t exact_us_;       // 1 plan period + 2/3 of the TTL more: every share as fair
+  std::int64_t consistent_us_;          // 2 plan periods: every worker has planned from the same inputs
+  std::int64_t replica_consistent_us_;  // every worker of a replica has (2 plan periods)
+  std::int64_t near_us_;                // 4 reporting intervals + 2 plan periods: every share within 10%
+  std::int64_t exact_us_;               // 1 plan period + 2/3 of the TTL more: every share as fair
   std::vector<budget_shape> shapes_;
   std::vector<std::string> canonical_;  // each bucket's key, as the workers name its group
   // The real code.
@@ -174,7 +177,11 @@ class simulation {
   std::int64_t rtt_us_ = 0;
   std::vector<std::unique_ptr<rq::demand_exchange>> exchanges_;  // a replica's
   std::vector<std::shared_ptr<rq::worker_state>> workers_;       // every replica's, in turn
-  std::map<std::uint64_t, std::function<void()>> calls_;         // Redis's answers to come (step::call)
+  std::vector<std::size_t> replica_of_;                          // by worker
+  std::int64_t outage_start_ = 0;                                // the last outage's
+  std::vector<std::int64_t>
+      switched_at_;  // by replica: when it went to 1/N of the budgets (0: it plans whole)
+  std::map<std::uint64_t, std::function<void()>> calls_;  // Redis's answers to come (step::call)
   net::grpc::method_table methods_;
   net::grpc::call_limits limits_{.max_unsent_bytes = SIZE_MAX};  // a call with no session keeps what it sends
   // Envoy's side.
@@ -198,6 +205,7 @@ simulation::simulation(const run_params& p, bool replicas) : p_(p), rng_(p.seed)
   // round of ours after that (two periods and two round trips), planned from at our next plan.
   const std::int64_t shared_us = replicas ? 2 * exchange_period_us + 2 * rtt_us_ + plan_us : 0;
   consistent_us_ = 2 * plan_us + shared_us;
+  replica_consistent_us_ = 2 * plan_us;
   near_us_ = 4 * report_us_ + 2 * plan_us + shared_us;
   exact_us_ = near_us_ + plan_us + std::chrono::microseconds(settings_.assignment_ttl).count() * 2 / 3;
 
@@ -239,6 +247,7 @@ simulation::simulation(const run_params& p, bool replicas) : p_(p), rng_(p.seed)
       exchange = std::make_unique<rq::in_process_exchange>(workers);
     }
     for (std::size_t w = 0; w < workers; ++w) {
+      replica_of_.push_back(static_cast<std::size_t>(r));
       workers_.push_back(
           std::make_shared<rq::worker_state>(settings_, w, *exchange, clock_, stats_, io_.get_executor()));
       workers_.back()->rules = rules;
@@ -247,6 +256,9 @@ simulation::simulation(const run_params& p, bool replicas) : p_(p), rng_(p.seed)
                static_cast<int>(workers_.size() - 1));
     }
   }
+  switched_at_.resize(exchanges_.size());
+  // Redis outages in half the seeds: the replicas plan with 1/N of each budget.
+  if (replicas && rng_.chance(0.5)) schedule(start_us + rng_.between(60, 1800) * second, step::outage, 1);
   clients_.resize(static_cast<std::size_t>(rng_.between(2, 16)));
   for (auto& c : clients_) c.buckets.resize(shapes_.size());
 }
@@ -489,7 +501,43 @@ const std::vector<double>& simulation::model(std::size_t b) {
   return st.fair;
 }
 
+// Redis goes away for 2-60 s, or comes back (the next outage 1-30 minutes later). Either way the plans'
+// inputs change: each replica switches to 1/N of the budget 3 periods into an outage, and back to the fleet's
+// demand once the replicas have written and read it again.
+void simulation::outage(bool starts) {
+  redis_.down = starts;
+  if (starts) outage_start_ = now_;
+  for (std::size_t b = 0; b < shapes_.size(); ++b) change(b, true);
+  schedule(now_ + (starts ? rng_.between(2, 60) : rng_.between(60, 1800)) * second, step::outage,
+           starts ? 0 : 1);
+}
+
+// In an outage, each replica that switched to its fraction of the budget (README: 1/N, N the replicas it saw
+// last; 3 exchange periods after its last round that was answered, or had nothing to share) two plan periods
+// ago or more: its clients hold at most that fraction.
+void simulation::check_replica_budgets(std::size_t b) {
+  if (now_ - buckets_[b].inputs_changed <= replica_consistent_us_) return;
+  std::vector<double> held(exchanges_.size());
+  std::vector<int> small(exchanges_.size());
+  for (const auto& cl : clients_) {
+    const auto& cb = cl.buckets[b];
+    if (!cl.alive || !cb.active) continue;
+    const auto r = replica_of_[static_cast<std::size_t>(cl.worker)];
+    held[r] += cb.held.per_window;
+    small[r] += cb.held.small ? 1 : 0;
+  }
+  for (std::size_t r = 0; r < exchanges_.size(); ++r) {
+    if (switched_at_[r] == 0 || now_ - switched_at_[r] <= replica_consistent_us_) continue;
+    const double fraction = exchanges_[r]->budget_fraction();
+    check_.expect(held[r] <= shapes_[b].requests * fraction + small[r] + 1e-6, now_ - start_us, "bucket b", b,
+                  ": replica ", r, "'s clients hold ", held[r], " a window of ", fraction, " of a budget of ",
+                  shapes_[b].requests, " (+", small[r], " for small shares), ", (now_ - outage_start_) / ms,
+                  " ms into an outage");
+  }
+}
+
 void simulation::check_budget(std::size_t b) {
+  if (redis_.down) return check_replica_budgets(b);
   const auto& st = buckets_[b];
   if (now_ - st.inputs_changed <= consistent_us_) return;
   double held = 0;
@@ -508,7 +556,7 @@ void simulation::check_budget(std::size_t b) {
 
 void simulation::check_convergence(std::size_t b) {
   const std::int64_t since = now_ - buckets_[b].changed;
-  if (since < near_us_) return;
+  if (since < near_us_ || redis_.down) return;  // (in an outage each replica shares its part among its own)
   const auto& fair = model(b);
   const double rounding = settings_.strategy == rq::strategy::token_bucket ? 1 : shapes_[b].multiplier;
   const double tolerance = since < exact_us_ ? 0.1 : 1e-6;
@@ -541,7 +589,8 @@ run_result simulation::run() {
     if (e.at > end) break;
     now_ = e.at;
     clock_.set_micros(now_);
-    const bool of_client = e.what != step::plan && e.what != step::sync && e.what != step::call;
+    const bool of_client =
+        e.what != step::plan && e.what != step::sync && e.what != step::call && e.what != step::outage;
     auto& cl = clients_[static_cast<std::size_t>(of_client ? e.who : 0)];
     switch (e.what) {
       case step::plan:
@@ -573,10 +622,16 @@ run_result simulation::run() {
       case step::leave:
         leave(e.who);
         break;
-      case step::sync:
-        static_cast<ratelimit::backends::redis::rlqs_exchange&>(*exchanges_[static_cast<std::size_t>(e.who)])
-            .sync();
+      case step::sync: {
+        const auto r = static_cast<std::size_t>(e.who);
+        static_cast<ratelimit::backends::redis::rlqs_exchange&>(*exchanges_[r]).sync();
+        const bool whole = exchanges_[r]->budget_fraction() == 1;
+        if (whole || switched_at_[r] == 0) switched_at_[r] = whole ? 0 : now_;
         schedule(now_ + exchange_period_us, step::sync, e.who);
+        break;
+      }
+      case step::outage:
+        outage(e.who == 1);
         break;
       case step::call: {
         auto f = std::move(calls_.at(e.token));
