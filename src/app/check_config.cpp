@@ -104,10 +104,10 @@ int check_config(std::span<const std::string_view> args) {
   ratelimit::service::limit_tables_settings tables;
   try {
     const core::env_reader env;
-    o.merge = env.get_bool("MERGE_DOMAIN_CONFIG", false);
-    o.tables_dir = env.get_string("LIMIT_TABLES_DIR", "");
-    o.tables_redis = env.get_bool("LIMIT_TABLES_REDIS", false);
-    tables.max_rows = env.get_uint("LIMIT_TABLES_MAX_ROWS", tables.max_rows, 1, 1'000'000'000);
+    o.merge = env.get_bool(ratelimit::merge_domain_config_setting());
+    o.tables_dir = env.get_string(ratelimit::limit_tables_dir_setting());
+    o.tables_redis = env.get_bool(ratelimit::limit_tables_redis_setting());
+    tables.max_rows = env.get_uint(ratelimit::limit_tables_max_rows_setting(), 1, 1'000'000'000);
   } catch (const core::settings_error& e) {
     std::cerr << "sluice check-config: " << e.what() << "\n";
     return 2;

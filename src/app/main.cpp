@@ -43,6 +43,7 @@
 #include "ratelimit/settings.hpp"
 #include "ratelimit/xds/client.hpp"
 #include "rules_setup.hpp"
+#include "settings_registry.hpp"
 #include "shared_apis.hpp"
 #include "shutdown_plan.hpp"
 #include "stats/prometheus_setup.hpp"
@@ -73,6 +74,9 @@ constexpr std::string_view usage = R"(
                                 sluice client's flags and -debug_addr; nothing is counted)
   sluice rlqs-client [flags]    a small quota data plane: report buckets, print the actions received
                                 (sluice rlqs-client -help lists the flags)
+  sluice settings [--format text|markdown]
+                                every environment setting, its default and meaning (markdown: the
+                                reference page, docs/reference/settings.md)
   sluice --help | --version
 )";
 
@@ -278,6 +282,7 @@ int run_server() {
   google::protobuf::SetLogHandler(protobuf_log);
   log_start(workers.size(), open_files, proc);
   for (const auto& w : rl.warnings) core::log_warn(w);
+  for (const auto& w : unknown_setting_warnings(env)) core::log_warn(w);
   stats::store stats(stats_settings.max_dynamic_series);
   // Checked before anything starts: a bad mapping file or PROMETHEUS_ADDR exits 1 at once.
   auto prometheus = stats::make_prometheus_exporter(stats_settings, stats);
@@ -310,7 +315,9 @@ int main(int argc, char** argv) {
       {"client", ratelimit::client::run_client},
       {"counters", ratelimit::client::run_counters},
       {"explain", ratelimit::client::run_explain},
-      {"rlqs-client", ratelimit::client::run_rlqs_client}};
+      {"rlqs-client", ratelimit::client::run_rlqs_client},
+      {"settings",
+       [](std::span<const std::string_view> args) { return print_settings(args, std::cout, std::cerr); }}};
   for (const auto& [name, run] : subcommands) {
     if (command == name) return run(std::vector<std::string_view>(argv + 2, argv + argc));
   }

@@ -34,5 +34,7 @@ struct process_settings {
 
 // `open_file_limit`: RLIMIT_NOFILE as raised at start-up; MAX_CONNECTIONS must stay below it.
 process_settings read_process_settings(const core::env_reader& env, std::uint64_t open_file_limit);
+// Their declarations (core/setting.hpp), LOG_LEVEL's included.
+std::span<const core::setting> process_settings_list();
 
 }  // namespace sluice

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/problem.hpp"
+#include "core/setting.hpp"
 #include "core/watched_file.hpp"
 
 namespace sluice::auth {
@@ -67,5 +68,9 @@ class api_key_store {
 // The store of API_KEYS_FILE, shared by the echo and holidays APIs (null when the setting is empty); a bad
 // file throws core::settings_error "API_KEYS_FILE: <file>: <error>".
 std::unique_ptr<api_key_store> open_api_keys(const std::string& file);
+// API_KEYS_FILE's declaration: the echo and holidays APIs read it.
+inline constexpr core::setting api_keys_file_setting{
+    "API_KEYS_FILE", "path", "",
+    "the API key file of the echo and holidays APIs; required when they need keys; reloaded when it changes"};
 
 }  // namespace sluice::auth

@@ -4,6 +4,9 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <stdexcept>
+
+#include <unistd.h>
 
 #include "core/strings.hpp"
 
@@ -14,14 +17,90 @@ env_reader::env_reader()
         const char* v = std::getenv(name.c_str());
         if (v == nullptr) return std::nullopt;
         return std::string(v);
+      }),
+      names_([] {
+        std::vector<std::string> out;
+        for (char** e = environ; *e != nullptr; ++e) {
+          const std::string_view entry(*e);
+          out.emplace_back(entry.substr(0, entry.find('=')));
+        }
+        return out;
       }) {}
 
 env_reader::env_reader(std::map<std::string, std::string> values)
-    : lookup_([values = std::move(values)](const std::string& name) -> std::optional<std::string> {
+    : lookup_([values](const std::string& name) -> std::optional<std::string> {
         auto it = values.find(name);
         if (it == values.end()) return std::nullopt;
         return it->second;
+      }),
+      names_([values] {
+        std::vector<std::string> out;
+        for (const auto& [name, value] : values) out.push_back(name);
+        return out;
       }) {}
+
+std::vector<std::string> env_reader::names() const {
+  return names_();
+}
+
+namespace {
+
+// A declaration's default, which the code relies on: one that does not parse is a bug.
+[[noreturn]] void bad_default(const setting& s) {
+  throw std::logic_error(cat("the declared default '", s.default_value, "' of ", s.name, " does not parse"));
+}
+
+}  // namespace
+
+std::string env_reader::get_string(const setting& s) const {
+  return get_string(std::string(s.name), s.computed_default() ? "" : s.default_value);
+}
+
+bool env_reader::get_bool(const setting& s) const {
+  const auto def = parse_go_bool(s.default_value);
+  if (!def) bad_default(s);
+  return get_bool(std::string(s.name), *def);
+}
+
+bool env_reader::get_bool(const setting& s, bool computed) const {
+  if (!s.computed_default()) bad_default(s);
+  return get_bool(std::string(s.name), computed);
+}
+
+std::uint64_t env_reader::get_uint(const setting& s, std::uint64_t min, std::uint64_t max) const {
+  std::uint64_t def = 0;
+  if (!parse_unsigned(s.default_value, def)) bad_default(s);
+  return get_uint(std::string(s.name), def, min, max);
+}
+
+std::uint64_t env_reader::get_uint(const setting& s, std::uint64_t computed, std::uint64_t min,
+                                   std::uint64_t max) const {
+  if (!s.computed_default()) bad_default(s);
+  return get_uint(std::string(s.name), computed, min, max);
+}
+
+double env_reader::get_double(const setting& s, double min, double max) const {
+  char* end = nullptr;
+  const std::string text(s.default_value);
+  const double def = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size()) bad_default(s);
+  return get_double(std::string(s.name), def, min, max);
+}
+
+std::chrono::nanoseconds env_reader::get_duration(const setting& s) const {
+  const auto def = parse_go_duration(s.default_value);
+  if (!def) bad_default(s);
+  return get_duration(std::string(s.name), *def);
+}
+
+std::vector<std::pair<std::string, std::string>> env_reader::get_map(const setting& s) const {
+  return get_map(std::string(s.name));
+}
+
+std::string env_reader::get_choice(const setting& s, std::initializer_list<std::string_view> allowed,
+                                   bool case_insensitive) const {
+  return get_choice(std::string(s.name), s.default_value, allowed, case_insensitive);
+}
 
 std::optional<std::string> env_reader::raw(const std::string& name) const {
   auto v = lookup_(name);

@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/setting.hpp"
+
 namespace sluice::core {
 
 class settings_error : public std::runtime_error {
@@ -45,9 +47,28 @@ class env_reader {
   std::string get_choice(const std::string& name, std::string_view def,
                          std::initializer_list<std::string_view> allowed, bool case_insensitive) const;
 
+  // The same through a declaration (core/setting.hpp): its name, and its default (parsed from the
+  // declaration, unless computed at start-up: then given here).
+  std::string get_string(const setting& s) const;
+  bool get_bool(const setting& s) const;
+  bool get_bool(const setting& s, bool computed) const;
+  std::uint64_t get_uint(const setting& s, std::uint64_t min, std::uint64_t max) const;
+  std::uint64_t get_uint(const setting& s, std::uint64_t computed, std::uint64_t min,
+                         std::uint64_t max) const;
+  double get_double(const setting& s, double min, double max) const;
+  std::chrono::nanoseconds get_duration(const setting& s) const;
+  std::vector<std::pair<std::string, std::string>> get_map(const setting& s) const;
+  std::string get_choice(const setting& s, std::initializer_list<std::string_view> allowed,
+                         bool case_insensitive) const;
+  // Whether the variable is set (to anything, even empty).
+  bool is_set(const setting& s) const { return lookup_(std::string(s.name)).has_value(); }
+  // Every variable of the environment, by name (the start-up check of unknown names).
+  std::vector<std::string> names() const;
+
  private:
   std::optional<std::string> raw(const std::string& name) const;
   lookup_fn lookup_;
+  std::function<std::vector<std::string>()> names_;
 };
 
 // A comma-separated setting's parts, in order, empty ones dropped.

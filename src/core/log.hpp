@@ -8,12 +8,17 @@
 
 #include "core/strings.hpp"
 
+#include "core/setting.hpp"
+
 namespace sluice::core {
 
 enum class log_level { panic = 0, fatal, error, warn, info, debug, trace };
 
 // logrus level names, case-insensitive ("warn" and "warning" are the same level).
 std::optional<log_level> parse_log_level(std::string_view s);
+// LOG_LEVEL's declaration: the process and the stdout stats sink read it.
+inline constexpr setting log_level_setting{"LOG_LEVEL", "panic|fatal|error|warn|info|debug|trace", "warn",
+                                           "the least severe log lines written (any case)"};
 
 namespace detail {
 extern std::atomic<int> current_log_level;

@@ -8,20 +8,22 @@
 
 namespace sluice::core {
 
-tls_client_config read_tls_client_files(const env_reader& env, const std::string& prefix, bool enabled) {
+tls_client_config read_tls_client_files(const env_reader& env, const tls_client_settings& names,
+                                        bool enabled) {
   tls_client_config tls;
   tls.enabled = enabled;
-  tls.ca_file = env.get_string(prefix + "CACERT", "");
-  tls.cert_file = env.get_string(prefix + "CLIENT_CERT", "");
-  tls.key_file = env.get_string(prefix + "CLIENT_KEY", "");
-  tls.skip_hostname_verification = env.get_bool(prefix + "SKIP_HOSTNAME_VERIFICATION", false);
+  tls.ca_file = env.get_string(names.ca_file);
+  tls.cert_file = env.get_string(names.cert_file);
+  tls.key_file = env.get_string(names.key_file);
+  tls.skip_hostname_verification = env.get_bool(names.skip_hostname_verification);
   if (!enabled) return tls;
   if (tls.cert_file.empty() != tls.key_file.empty())
-    throw settings_error(cat(prefix, "CLIENT_CERT and ", prefix, "CLIENT_KEY must be set together"));
-  for (auto [name, file] :
-       {std::pair{"CACERT", &tls.ca_file}, {"CLIENT_CERT", &tls.cert_file}, {"CLIENT_KEY", &tls.key_file}}) {
+    throw settings_error(cat(names.cert_file.name, " and ", names.key_file.name, " must be set together"));
+  for (auto [s, file] : {std::pair{&names.ca_file, &tls.ca_file},
+                         {&names.cert_file, &tls.cert_file},
+                         {&names.key_file, &tls.key_file}}) {
     if (!file->empty() && !std::filesystem::is_regular_file(*file))
-      throw settings_error(cat("invalid value '", *file, "' for ", prefix, name, ": no such file"));
+      throw settings_error(cat("invalid value '", *file, "' for ", s->name, ": no such file"));
   }
   return tls;
 }

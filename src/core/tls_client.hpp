@@ -21,9 +21,17 @@ struct tls_client_config {
   bool skip_hostname_verification = false;
 };
 
-// <prefix>CACERT, <prefix>CLIENT_CERT, <prefix>CLIENT_KEY and <prefix>SKIP_HOSTNAME_VERIFICATION: the
-// certificate and key set together, and every file named existing (else core::settings_error).
-tls_client_config read_tls_client_files(const env_reader& env, const std::string& prefix, bool enabled);
+// The settings that name a client's TLS files, declared by the module that reads them (REDIS_TLS_*,
+// MEMCACHE_TLS_*).
+struct tls_client_settings {
+  const setting& ca_file;
+  const setting& cert_file;
+  const setting& key_file;
+  const setting& skip_hostname_verification;
+};
+// The certificate and key set together, and every file named existing (else core::settings_error).
+tls_client_config read_tls_client_files(const env_reader& env, const tls_client_settings& names,
+                                        bool enabled);
 
 // The settings that name each file, for error messages (e.g. REDIS_TLS_CACERT).
 struct tls_client_setting_names {

@@ -23,6 +23,8 @@ struct settings {
 
 // nullopt when the echo API is off.
 std::optional<settings> read_settings(const core::env_reader& env);
+// Their declarations (core/setting.hpp); API_KEYS_FILE is auth's.
+std::span<const core::setting> echo_settings();
 
 auth::jwt_options jwt_options_for(const settings& s);
 

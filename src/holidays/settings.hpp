@@ -17,5 +17,7 @@ struct settings {
 
 // nullopt when HOLIDAYS_ENABLED=false.
 std::optional<settings> read_settings(const core::env_reader& env);
+// Their declarations (core/setting.hpp); API_KEYS_FILE is auth's.
+std::span<const core::setting> holidays_settings();
 
 }  // namespace sluice::holidays

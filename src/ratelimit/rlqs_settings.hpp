@@ -8,5 +8,7 @@
 namespace sluice::ratelimit {
 
 rlqs::settings read_rlqs_settings(const core::env_reader& env);
+// Their declarations (core/setting.hpp).
+std::span<const core::setting> rlqs_settings();
 
 }  // namespace sluice::ratelimit

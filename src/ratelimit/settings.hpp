@@ -36,5 +36,12 @@ struct module_settings {
 };
 
 module_settings read_module_settings(const core::env_reader& env);
+// Their declarations (core/setting.hpp); RLQS_* and xDS's are rlqs_settings() and xds_settings().
+std::span<const core::setting> module_settings_list();
+// Those `sluice check-config` reads as the server does.
+const core::setting& merge_domain_config_setting();
+const core::setting& limit_tables_dir_setting();
+const core::setting& limit_tables_redis_setting();
+const core::setting& limit_tables_max_rows_setting();
 
 }  // namespace sluice::ratelimit

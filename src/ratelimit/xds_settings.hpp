@@ -8,5 +8,7 @@
 namespace sluice::ratelimit {
 
 xds::client_settings read_xds_settings(const core::env_reader& env);
+// Their declarations (core/setting.hpp).
+std::span<const core::setting> xds_settings();
 
 }  // namespace sluice::ratelimit

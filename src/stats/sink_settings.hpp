@@ -48,5 +48,7 @@ struct sink_settings {
 // Throws core::settings_error naming the variable (and the mogrifier) on a bad value, and upstream's
 // "unable to use more than one stats sink at the same time" when USE_DOG_STATSD is combined with another.
 sink_settings read_sink_settings(const core::env_reader& env);
+// Their declarations (core/setting.hpp); DOG_STATSD_MOGRIFIER_<NAME>_* are read by the names listed.
+std::span<const core::setting> sink_settings_list();
 
 }  // namespace sluice::stats

@@ -61,6 +61,8 @@ struct settings {
 // variable and upstream's TRACING_* say the same thing, the OpenTelemetry one wins when it is set: platforms
 // set TRACING_* for every install, a user sets OTEL_* to override them (README "Tracing").
 settings read_settings(const core::env_reader& env);
+// Their declarations (core/setting.hpp), OTEL_EXPORTER_OTLP_TRACES_* listed one by one.
+std::vector<core::setting> tracing_settings();
 
 // A random (version 4) UUID, lower-case: "xxxxxxxx-xxxx-4xxx-[89ab]xxx-xxxxxxxxxxxx".
 std::string random_uuid_v4();

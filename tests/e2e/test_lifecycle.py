@@ -127,6 +127,52 @@ class CommandLine(unittest.TestCase):
                 self.assertNotIn('all rate limit configs ok', r.stdout)
 
 
+class SettingsRegistry(unittest.TestCase):
+    """Every setting declared once (issue 51): `sluice settings`, the reference page made from it, and the
+    start-up warning about a variable that is one or two edits from a setting's name."""
+
+    def test_settings_prints_every_setting_a_line_with_its_default_and_meaning(self):
+        r = harness.run_sluice(['settings'])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.splitlines()
+        names = [ln.split()[0] for ln in lines]
+        self.assertEqual(len(names), len(set(names)), 'a setting listed twice')
+        for name, default in [('BACKEND_TYPE', 'redis'), ('REDIS_URL', '/var/run/nutcracker/ratelimit.sock'),
+                              ('REDIS_PERSECOND_URL', '/var/run/nutcracker/ratelimitpersecond.sock'),
+                              ('MEMCACHE_TLS_CACERT', '(empty)'), ('SHUTDOWN_GRACE_PERIOD', '10s'),
+                              ('IO_THREADS', '(the CPUs this process may use)'), ('RLQS_ASSIGNMENT_TTL', '15s'),
+                              ('OTEL_EXPORTER_OTLP_TIMEOUT', '10000'),
+                              ('OTEL_EXPORTER_OTLP_TRACES_TIMEOUT', "(the general one's)")]:
+            line = lines[names.index(name)]
+            self.assertTrue(line.split(None, 1)[1].startswith(default), line)
+            self.assertGreater(len(line.split(default, 1)[1].strip()), 5, line)  # and a meaning
+
+    def test_the_reference_page_is_what_settings_prints(self):
+        r = harness.run_sluice(['settings', '--format', 'markdown'])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(harness.REPO, 'docs', 'reference', 'settings.md')) as f:
+            self.assertEqual(f.read(), r.stdout, 'docs/reference/settings.md is out of date: run '
+                             'build/sluice settings --format markdown > docs/reference/settings.md')
+
+    def test_an_unknown_format_fails(self):
+        r = harness.run_sluice(['settings', '--format', 'xml'])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("unknown format 'xml' (text or markdown)", r.stderr)
+
+    def test_a_typo_is_warned_about_naming_the_setting_and_kubernetes_variables_are_not(self):
+        s = Sluice(rules={'life.yaml': RULES},
+                   env={'BACKEND_TYP': 'redis', 'REDIS_SOKET_TYPE': 'tcp', 'GLOBAL_SHADOW_MODE': 'true',
+                        'REDIS_PORT': 'tcp://10.0.0.7:6379', 'RATELIMIT_SERVICE_HOST': '10.0.0.8',
+                        'REDIS_PORT_6379_TCP': 'tcp://10.0.0.7:6379', 'HOSTNAME': 'pod-1', 'MY_OWN_THING': 'x'})
+        self.addCleanup(s.close)
+        log = s.log()
+        self.assertIn('BACKEND_TYP is not a setting: did you mean BACKEND_TYPE? (it is ignored)', log)
+        self.assertIn('REDIS_SOKET_TYPE is not a setting: did you mean REDIS_SOCKET_TYPE?', log)
+        self.assertIn('GLOBAL_SHADOW_MODE (SHADOW_MODE', log)
+        for quiet in ('REDIS_PORT ', 'RATELIMIT_SERVICE_HOST', 'REDIS_PORT_6379_TCP', 'HOSTNAME', 'MY_OWN_THING'):
+            self.assertNotIn(quiet, log)
+
+
 class Running(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

@@ -17,7 +17,36 @@ bool is_host_port(std::string_view text) {
   return std::ranges::all_of(text.substr(colon + 1), [](unsigned char c) { return std::isdigit(c) != 0; });
 }
 
+constexpr core::setting host_port_setting{
+    "MEMCACHE_HOST_PORT", "list", "",
+    "the memcached nodes, host:port,host:port,...; a key's node as upstream's client chooses it"};
+constexpr core::setting srv{"MEMCACHE_SRV", "text", "",
+                            "instead of a list: a DNS SRV name whose targets are the nodes"};
+constexpr core::setting srv_refresh{"MEMCACHE_SRV_REFRESH", "duration", "0",
+                                    "look the SRV name up again this often; 0: once"};
+constexpr core::setting srv_dns_server{
+    "MEMCACHE_SRV_DNS_SERVER", "text", "",
+    "the DNS server for MEMCACHE_SRV, ip or ip:port; empty: /etc/resolv.conf's"};
+constexpr core::setting max_idle_conns{
+    "MEMCACHE_MAX_IDLE_CONNS", "whole number", "2",
+    "pipelined connections per node, shared out among the workers; 0 means 2"};
+constexpr core::setting tls{"MEMCACHE_TLS", "bool", "false", "connect to the nodes with TLS"};
+constexpr core::setting tls_ca{"MEMCACHE_TLS_CACERT", "path", "",
+                               "CA file that signs the nodes' certificates; empty: the system's CAs"};
+constexpr core::setting tls_cert{"MEMCACHE_TLS_CLIENT_CERT", "path", "",
+                                 "client certificate for mutual TLS, with MEMCACHE_TLS_CLIENT_KEY"};
+constexpr core::setting tls_key{"MEMCACHE_TLS_CLIENT_KEY", "path", "", "the client certificate's key"};
+constexpr core::setting tls_skip{"MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION", "bool", "false",
+                                 "verify the certificate chain but not the name"};
+constexpr core::setting all[]{host_port_setting, srv,     srv_refresh, srv_dns_server,
+                              max_idle_conns,    tls,     tls_ca,      tls_cert,
+                              tls_key,           tls_skip};
+
 }  // namespace
+
+std::span<const core::setting> memcache_backend_settings() {
+  return all;
+}
 
 memcache_settings read_memcache_settings(const core::env_reader& env, bool count_only_admitted) {
   if (count_only_admitted) {
@@ -26,9 +55,9 @@ memcache_settings read_memcache_settings(const core::env_reader& env, bool count
         "change several counters in one step (use redis or memory)");
   }
   memcache_settings m;
-  const auto host_port = env.get_string("MEMCACHE_HOST_PORT", "");
+  const auto host_port = env.get_string(host_port_setting);
   m.host_port = core::split_list(host_port);
-  m.srv = env.get_string("MEMCACHE_SRV", "");
+  m.srv = env.get_string(srv);
   if (!m.srv.empty() && !m.host_port.empty()) {
     throw core::settings_error("Both MEMCACHE_HOST_PORT and MEMCACHE_SRV are set");
   }
@@ -43,17 +72,17 @@ memcache_settings read_memcache_settings(const core::env_reader& env, bool count
           core::cat("invalid value '", host_port, "' for MEMCACHE_HOST_PORT: '", node, "' is not host:port"));
     }
   }
-  m.srv_refresh = core::to_ms(env.get_duration("MEMCACHE_SRV_REFRESH", std::chrono::nanoseconds{0}));
-  m.srv_dns_server = env.get_string("MEMCACHE_SRV_DNS_SERVER", "");
+  m.srv_refresh = core::to_ms(env.get_duration(srv_refresh));
+  m.srv_dns_server = env.get_string(srv_dns_server);
   if (!m.srv_dns_server.empty() && !sluice::memcache::valid_dns_server(m.srv_dns_server)) {
     throw core::settings_error(
         core::cat("invalid value '", m.srv_dns_server,
                   "' for MEMCACHE_SRV_DNS_SERVER: expected an IPv4 address, with a port or not"));
   }
   // gomemcache takes 0 for its default, 2.
-  m.max_idle_conns = env.get_uint("MEMCACHE_MAX_IDLE_CONNS", 2, 0, 1024);
+  m.max_idle_conns = env.get_uint(max_idle_conns, 0, 1024);
   if (m.max_idle_conns == 0) m.max_idle_conns = 2;
-  m.tls = core::read_tls_client_files(env, "MEMCACHE_TLS_", env.get_bool("MEMCACHE_TLS", false));
+  m.tls = core::read_tls_client_files(env, {tls_ca, tls_cert, tls_key, tls_skip}, env.get_bool(tls));
   return m;
 }
 

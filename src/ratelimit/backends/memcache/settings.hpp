@@ -23,5 +23,7 @@ struct memcache_settings {
 
 // `count_only_admitted`: COUNT_ONLY_ADMITTED, which memcached cannot offer.
 memcache_settings read_memcache_settings(const core::env_reader& env, bool count_only_admitted);
+// Their declarations (core/setting.hpp).
+std::span<const core::setting> memcache_backend_settings();
 
 }  // namespace sluice::ratelimit::backends::memcache

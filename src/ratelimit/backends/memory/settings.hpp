@@ -18,6 +18,8 @@ struct memory_settings {
 };
 
 memory_settings read_memory_settings(const core::env_reader& env);
+// Their declarations (core/setting.hpp).
+std::span<const core::setting> memory_backend_settings();
 // With another BACKEND_TYPE: refuses the settings that would do nothing there.
 void refuse_memory_settings(const core::env_reader& env, std::string_view backend_type);
 

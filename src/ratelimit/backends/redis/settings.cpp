@@ -11,6 +11,66 @@ namespace sluice::ratelimit::backends::redis {
 
 namespace {
 
+using core::setting;
+// REDIS_<...>, and as REDIS_PERSECOND_<...> for the per-second store.
+constexpr setting store_settings[]{
+    {"REDIS_TYPE", "single|sentinel|cluster", "single", "the Redis deployment (any case)"},
+    {"REDIS_SOCKET_TYPE", "tcp|unix", "unix", "how REDIS_URL is reached"},
+    {"REDIS_URL", "text", "/var/run/nutcracker/ratelimit.sock",
+     "single: host:port, a socket path or redis[s]://[user:password@]host:port[/db]; sentinel: master name, "
+     "then sentinels; cluster: nodes"},
+    {"REDIS_POOL_SIZE", "whole number", "10", "pipelined connections (per node on a cluster)"},
+    {"REDIS_AUTH", "text", "", "password, or user:password for an ACL user"},
+    {"REDIS_AUTH_FILE", "path", "", "a file holding REDIS_AUTH's value, for a secret that rotates"},
+    {"REDIS_SENTINEL_AUTH", "text", "", "password or user:password for the sentinels"},
+    {"REDIS_SENTINEL_AUTH_FILE", "path", "", "a file holding REDIS_SENTINEL_AUTH's value"},
+    {"REDIS_TLS", "bool", "(false; true for a rediss:// URL)",
+     "connect with TLS (needs REDIS_SOCKET_TYPE=tcp)"},
+    {"REDIS_PIPELINE_WINDOW", "duration", "0", "wait this long before each write to gather commands"},
+    {"REDIS_PIPELINE_LIMIT", "whole number", "0", "at most this many requests per write; 0: no limit"},
+    {"REDIS_CLUSTER_PIPELINE_PARALLELISM", "whole number", "1", "accepted and checked, no effect"},
+    {"REDIS_POOL_ON_EMPTY_BEHAVIOR", "text", "WAIT",
+     "accepted and checked (CREATE and ERROR refused), no effect"},
+    {"REDIS_TIMEOUT", "duration", "10s", "connect timeout (TCP connect, AUTH and PING)"},
+};
+constexpr setting op_timeout{"REDIS_OP_TIMEOUT", "duration", "250ms",
+                             "a decision whose Redis reply takes longer fails with UNAVAILABLE / 503"};
+constexpr setting use_per_second{
+    "REDIS_PERSECOND", "bool", "false",
+    "send the counters of per-second limits to a second Redis (REDIS_PERSECOND_*)"};
+constexpr setting health_check_active{"REDIS_HEALTH_CHECK_ACTIVE_CONNECTION", "bool", "false",
+                                      "healthy only while a connection to each Redis is up"};
+constexpr setting startup_max_elapsed{"REDIS_STARTUP_MAX_ELAPSED_TIME", "duration", "0",
+                                      "exit 1 when no connection is made within this time; 0: wait forever"};
+constexpr setting startup_initial{"REDIS_STARTUP_INITIAL_INTERVAL", "duration", "1s",
+                                  "the first wait between connection attempts at start-up"};
+constexpr setting startup_max_interval{"REDIS_STARTUP_MAX_INTERVAL", "duration", "30s",
+                                       "the longest wait between connection attempts at start-up"};
+constexpr setting sync_interval_setting{
+    "REDIS_SYNC_INTERVAL", "duration", "0",
+    "batched counting: each worker decides locally and sends its hits this often "
+    "(1ms to 10s); 0: every hit with its decision"};
+constexpr setting sync_max_keys_setting{
+    "REDIS_SYNC_MAX_KEYS", "whole number", "1000000",
+    "with REDIS_SYNC_INTERVAL: the most counters an instance holds locally"};
+constexpr setting tls_files[]{
+    {"REDIS_TLS_CACERT", "path", "", "CA file that signs the server's certificate; empty: the system's CAs"},
+    {"REDIS_TLS_CLIENT_CERT", "path", "", "client certificate for mutual TLS, with REDIS_TLS_CLIENT_KEY"},
+    {"REDIS_TLS_CLIENT_KEY", "path", "", "the client certificate's key"},
+    {"REDIS_TLS_SKIP_HOSTNAME_VERIFICATION", "bool", "false",
+     "verify the certificate chain but not the name"},
+};
+constexpr setting other_settings[]{
+    op_timeout,      use_per_second,       health_check_active,   startup_max_elapsed,
+    startup_initial, startup_max_interval, sync_interval_setting, sync_max_keys_setting};
+
+const core::setting_family& stores() {
+  static const core::setting_family family(
+      store_settings, "REDIS_",
+      {{"REDIS_PERSECOND_", "per-second store: ", {{"URL", "/var/run/nutcracker/ratelimitpersecond.sock"}}}});
+  return family;
+}
+
 // "password" or "user:password" (split at the first ':'), as upstream's REDIS_AUTH.
 void split_auth(const std::string& auth, std::string& username, std::string& password) {
   if (auto colon = auth.find(':'); colon != std::string::npos) {
@@ -23,15 +83,18 @@ void split_auth(const std::string& auth, std::string& username, std::string& pas
 
 // `<name>_FILE` (a secret that rotates: redis/credentials.hpp) in place of `<name>`, never with it.
 std::shared_ptr<sluice::redis::credential_file> read_auth_file(const core::env_reader& env,
+                                                               const std::string& prefix,
                                                                const std::string& name) {
-  const auto path = env.get_string(name + "_FILE", "");
+  const auto& file = stores().at(prefix, name + "_FILE");
+  const auto path = env.get_string(file);
   if (path.empty()) return nullptr;
-  if (!env.get_string(name, "").empty())
-    throw core::settings_error(core::cat(name, " and ", name, "_FILE are exclusive: set one of them"));
+  if (!env.get_string(stores().at(prefix, name)).empty())
+    throw core::settings_error(
+        core::cat(prefix, name, " and ", file.name, " are exclusive: set one of them"));
   try {
-    return std::make_shared<sluice::redis::credential_file>(path, name + "_FILE");
+    return std::make_shared<sluice::redis::credential_file>(path, std::string(file.name));
   } catch (const std::runtime_error& e) {
-    throw core::settings_error(core::cat(name, "_FILE: ", e.what()));
+    throw core::settings_error(core::cat(file.name, ": ", e.what()));
   }
 }
 
@@ -76,7 +139,7 @@ std::string masked(std::string_view urls) {
 // upstream, any value it does not know, is accepted.
 void check_pool_on_empty(const core::env_reader& env, const std::string& prefix) {
   const auto name = prefix + "POOL_ON_EMPTY_BEHAVIOR";
-  const auto value = env.get_string(name, "WAIT");
+  const auto value = env.get_string(stores().at(prefix, "POOL_ON_EMPTY_BEHAVIOR"));
   std::string upper = value;
   std::ranges::transform(upper, upper.begin(),
                          [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
@@ -89,16 +152,18 @@ void check_pool_on_empty(const core::env_reader& env, const std::string& prefix)
 }
 
 // REDIS_<...> or REDIS_PERSECOND_<...>: upstream's names and defaults (reference §1.7).
-redis_store_settings read_redis_store(const core::env_reader& env, const std::string& prefix,
-                                      std::string_view default_url) {
+redis_store_settings read_redis_store(const core::env_reader& env, const std::string& prefix) {
   redis_store_settings s;
   auto& c = s.connection;
-  auto type = env.get_choice(prefix + "TYPE", "single", {"single", "sentinel", "cluster"}, true);
-  auto socket_type = env.get_choice(prefix + "SOCKET_TYPE", "unix", {"tcp", "unix"}, true);
+  const auto at = [&prefix](std::string_view suffix) -> const setting& {
+    return stores().at(prefix, suffix);
+  };
+  auto type = env.get_choice(at("TYPE"), {"single", "sentinel", "cluster"}, true);
+  auto socket_type = env.get_choice(at("SOCKET_TYPE"), {"tcp", "unix"}, true);
   c.unix_socket =
       socket_type == "unix" && type == "single";  // sentinels, masters and clusters are always TCP
   // URLs are reduced to host:port here, so no credential in them reaches a log line or an error message.
-  const std::string raw_url = env.get_string(prefix + "URL", default_url);
+  const std::string raw_url = env.get_string(at("URL"));
   std::string url_auth;
   bool url_tls = false;
   c.address.clear();
@@ -122,8 +187,8 @@ redis_store_settings read_redis_store(const core::env_reader& env, const std::st
     auto& sentinel = c.sentinel.emplace();
     sentinel.master_name = parts.front();
     sentinel.sentinels.assign(parts.begin() + 1, parts.end());
-    split_auth(env.get_string(prefix + "SENTINEL_AUTH", ""), sentinel.username, sentinel.password);
-    sentinel.auth_file = read_auth_file(env, prefix + "SENTINEL_AUTH");
+    split_auth(env.get_string(at("SENTINEL_AUTH")), sentinel.username, sentinel.password);
+    sentinel.auth_file = read_auth_file(env, prefix, "SENTINEL_AUTH");
   } else if (type == "cluster") {
     s.cluster_seeds = core::split_list(c.address);
     if (s.cluster_seeds.empty() || std::ranges::any_of(s.cluster_seeds, [](const auto& n) {
@@ -136,26 +201,28 @@ redis_store_settings read_redis_store(const core::env_reader& env, const std::st
     throw core::settings_error(core::cat("invalid value '", masked(raw_url), "' for ", prefix,
                                          "URL: expected host:port (", prefix, "SOCKET_TYPE is tcp)"));
   }
-  s.pool_size = env.get_uint(prefix + "POOL_SIZE", s.pool_size, 1, 1024);
+  s.pool_size = env.get_uint(at("POOL_SIZE"), 1, 1024);
   // REDIS_AUTH wins over credentials in the URL.
-  split_auth(env.get_string(prefix + "AUTH", url_auth), c.username, c.password);
-  c.auth_file = read_auth_file(env, prefix + "AUTH");
+  auto auth = env.get_string(at("AUTH"));
+  split_auth(auth.empty() ? url_auth : auth, c.username, c.password);
+  c.auth_file = read_auth_file(env, prefix, "AUTH");
   // The TLS files are shared by both stores, as upstream's REDIS_TLS_* are.
-  c.tls = core::read_tls_client_files(env, "REDIS_TLS_", env.get_bool(prefix + "TLS", url_tls));
+  c.tls = core::read_tls_client_files(env, {tls_files[0], tls_files[1], tls_files[2], tls_files[3]},
+                                      env.get_bool(at("TLS"), url_tls));
   if (c.tls.enabled && c.unix_socket) {
     throw core::settings_error(core::cat(prefix, "TLS=true needs ", prefix, "SOCKET_TYPE=tcp"));
   }
-  c.write_window = std::chrono::duration_cast<std::chrono::microseconds>(
-      env.get_duration(prefix + "PIPELINE_WINDOW", std::chrono::nanoseconds{0}));
-  c.write_limit = env.get_uint(prefix + "PIPELINE_LIMIT", 0, 0, 1'000'000);
+  c.write_window =
+      std::chrono::duration_cast<std::chrono::microseconds>(env.get_duration(at("PIPELINE_WINDOW")));
+  c.write_limit = env.get_uint(at("PIPELINE_LIMIT"), 0, 1'000'000);
   // Accepted and checked (upstream panics below 0); a cluster always sends the keys of different nodes in
   // parallel, as upstream's 0 does (see README).
-  env.get_uint(prefix + "CLUSTER_PIPELINE_PARALLELISM", 1, 0, 1'000'000);
+  env.get_uint(at("CLUSTER_PIPELINE_PARALLELISM"), 0, 1'000'000);
   check_pool_on_empty(env, prefix);
-  c.connect_timeout = core::to_ms(env.get_duration(prefix + "TIMEOUT", std::chrono::seconds{10}));
-  c.request_timeout = core::to_ms(env.get_duration("REDIS_OP_TIMEOUT", std::chrono::milliseconds{250}));
+  c.connect_timeout = core::to_ms(env.get_duration(at("TIMEOUT")));
+  c.request_timeout = core::to_ms(env.get_duration(op_timeout));
   if (c.request_timeout.count() <= 0) {
-    throw core::settings_error(core::cat("invalid value '", env.get_string("REDIS_OP_TIMEOUT", ""),
+    throw core::settings_error(core::cat("invalid value '", env.get_string(op_timeout),
                                          "' for REDIS_OP_TIMEOUT: expected a duration of at least 1ms"));
   }
   return s;
@@ -163,32 +230,37 @@ redis_store_settings read_redis_store(const core::env_reader& env, const std::st
 
 }  // namespace
 
+std::vector<core::setting> redis_backend_settings() {
+  std::vector<core::setting> out(stores().all().begin(), stores().all().end());
+  out.insert(out.end(), std::begin(other_settings), std::end(other_settings));
+  out.insert(out.end(), std::begin(tls_files), std::end(tls_files));
+  return out;
+}
+
 redis_settings read_redis_settings(const core::env_reader& env, bool limit_tables, bool count_only_admitted) {
   redis_settings r;
-  r.main = read_redis_store(env, "REDIS_", "/var/run/nutcracker/ratelimit.sock");
-  if (env.get_bool("REDIS_PERSECOND", false)) {
-    r.per_second = read_redis_store(env, "REDIS_PERSECOND_", "/var/run/nutcracker/ratelimitpersecond.sock");
+  r.main = read_redis_store(env, "REDIS_");
+  if (env.get_bool(use_per_second)) {
+    r.per_second = read_redis_store(env, "REDIS_PERSECOND_");
   }
-  r.health_check_active_connection = env.get_bool("REDIS_HEALTH_CHECK_ACTIVE_CONNECTION", false);
-  r.startup_max_elapsed =
-      core::to_ms(env.get_duration("REDIS_STARTUP_MAX_ELAPSED_TIME", std::chrono::nanoseconds{0}));
+  r.health_check_active_connection = env.get_bool(health_check_active);
+  r.startup_max_elapsed = core::to_ms(env.get_duration(startup_max_elapsed));
   // Upstream's backoff until the first connection; after one is lost, Sluice's own short one (see README).
-  auto startup_min = core::to_ms(env.get_duration("REDIS_STARTUP_INITIAL_INTERVAL", std::chrono::seconds{1}));
-  auto startup_max = core::to_ms(env.get_duration("REDIS_STARTUP_MAX_INTERVAL", std::chrono::seconds{30}));
+  auto startup_min = core::to_ms(env.get_duration(startup_initial));
+  auto startup_max = core::to_ms(env.get_duration(startup_max_interval));
   if (startup_min.count() <= 0)
-    throw core::settings_error(core::cat("invalid value '",
-                                         env.get_string("REDIS_STARTUP_INITIAL_INTERVAL", ""),
+    throw core::settings_error(core::cat("invalid value '", env.get_string(startup_initial),
                                          "' for REDIS_STARTUP_INITIAL_INTERVAL: expected at least 1ms"));
   startup_max = std::max(startup_max, startup_min);
-  const auto sync = env.get_duration("REDIS_SYNC_INTERVAL", std::chrono::nanoseconds{0});
+  const auto sync = env.get_duration(sync_interval_setting);
   if (sync.count() > 0 && (sync < std::chrono::milliseconds{1} || sync > std::chrono::seconds{10})) {
     throw core::settings_error(
-        core::cat("invalid value '", env.get_string("REDIS_SYNC_INTERVAL", ""),
+        core::cat("invalid value '", env.get_string(sync_interval_setting),
                   "' for REDIS_SYNC_INTERVAL: expected 0 or a duration from 1ms to 10s "
                   "(the overshoot grows with it; see README)"));
   }
   r.sync_interval = core::to_ms(sync);
-  r.sync_max_keys = env.get_uint("REDIS_SYNC_MAX_KEYS", r.sync_max_keys, 1024, 1'000'000'000);
+  r.sync_max_keys = env.get_uint(sync_max_keys_setting, 1024, 1'000'000'000);
   for (auto* store : {&r.main, r.per_second ? &*r.per_second : nullptr}) {
     if (store == nullptr) continue;
     store->connection.startup_min = startup_min;
@@ -205,7 +277,7 @@ redis_settings read_redis_settings(const core::env_reader& env, bool limit_table
 }
 
 void refuse_redis_settings(const core::env_reader& env, std::string_view backend_type) {
-  if (env.get_duration("REDIS_SYNC_INTERVAL", {}).count() > 0) {
+  if (env.get_duration(sync_interval_setting).count() > 0) {
     throw core::settings_error(
         core::cat("REDIS_SYNC_INTERVAL applies to BACKEND_TYPE=redis only (BACKEND_TYPE is ", backend_type,
                   "): unset it"));

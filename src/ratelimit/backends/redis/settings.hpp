@@ -35,6 +35,8 @@ struct redis_settings {
 
 // `limit_tables`: LIMIT_TABLES_REDIS; `count_only_admitted`: COUNT_ONLY_ADMITTED (not with batching).
 redis_settings read_redis_settings(const core::env_reader& env, bool limit_tables, bool count_only_admitted);
+// Their declarations (core/setting.hpp), REDIS_PERSECOND_* listed one by one.
+std::vector<core::setting> redis_backend_settings();
 // With another BACKEND_TYPE: refuses the settings that would do nothing there.
 void refuse_redis_settings(const core::env_reader& env, std::string_view backend_type);
 
