@@ -7,11 +7,11 @@
 // everything is flushed, nothing is left unsent. With the first byte even, one worker decides alone with room
 // for every key, and then each decision must be exactly what Redis itself would have answered (upstream's
 // counting with its local over-limit cache), outages and requests never written included (not a connection
-// lost before a reply: its hits may count twice, its refunds are not sent again). With several workers and the second bit of the first byte set, no limit is reached, and each
-// key must end with its hits minus what was given back, as long as nothing forced an order on it: no refund
-// found another worker's hits unsent (no view can see those) or larger than the key's count, and no hit was
-// dropped or counted twice. A refund larger than a worker's stale view must still take back the others' hits
-// that reached Redis.
+// lost before a reply: its hits may count twice, its refunds are not sent again). With several workers and
+// the second bit of the first byte set, no limit is reached, and each key must end with its hits minus what
+// was given back, as long as nothing forced an order on it: no refund found another worker's hits unsent (no
+// view can see those) or larger than the key's count, and no hit was dropped or counted twice. A refund
+// larger than a worker's stale view must still take back the others' hits that reached Redis.
 //
 // Build and run: scripts/fuzz synced_counters [seconds]
 
