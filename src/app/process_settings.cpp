@@ -156,7 +156,7 @@ process_settings read_process_settings(const core::env_reader& env, std::uint64_
                   "' for LOG_LEVEL: expected panic, fatal, error, warn, info, debug or trace"));
   }
   s.log_level = *level;
-  s.log_json = env.get_choice(log_format, {"text", "json"}, true) == "json";
+  s.log_json = env.get_choice(log_format, true) == "json";
   s.io_threads = static_cast<unsigned>(env.get_uint(io_threads, core::usable_cpus(), 1, 1024));
   read_http(env, s.http);
   read_grpc(env, s.grpc);

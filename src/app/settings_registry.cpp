@@ -1,7 +1,6 @@
 #include "settings_registry.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <ostream>
 
 #include "auth/api_key_store.hpp"
@@ -50,7 +49,6 @@ bool is_upstream_only(std::string_view name, const upstream_only& u) {
 // Variables Kubernetes makes for every service: never Sluice's settings.
 bool kubernetes_injected(std::string_view name, std::string_view value) {
   return name.ends_with("_SERVICE_HOST") || name.ends_with("_SERVICE_PORT") ||
-         name.find("_SERVICE_PORT_") != std::string_view::npos ||
          name.find("_PORT_") != std::string_view::npos ||
          (name.ends_with("_PORT") && value.find("://") != std::string_view::npos);
 }
@@ -67,15 +65,13 @@ std::vector<std::string> declaration_errors() {
       if (s.default_value.empty() || s.computed_default()) continue;
       const auto& d = s.default_value;
       std::uint64_t whole = 0;
-      char* end = nullptr;
-      const std::string text(d);
-      const bool ok =
-          s.kind == "bool"           ? core::parse_go_bool(d).has_value()
-          : s.kind == "duration"     ? core::parse_go_duration(d).has_value()
-          : s.kind == "whole number" ? core::parse_unsigned(d, whole)
-          : s.kind == "number"       ? (std::strtod(text.c_str(), &end), end == text.c_str() + text.size())
-          : s.kind.find('|') != std::string_view::npos ? std::ranges::count(core::split(s.kind, '|'), d) == 1
-                                                       : true;
+      const bool ok = s.kind == "bool"           ? core::parse_go_bool(d).has_value()
+                      : s.kind == "duration"     ? core::parse_go_duration(d).has_value()
+                      : s.kind == "whole number" ? core::parse_unsigned(d, whole)
+                      : s.kind == "number"       ? core::parse_number(d).has_value()
+                      : s.kind.find('|') != std::string_view::npos
+                          ? std::ranges::count(core::split(s.kind, '|'), d) == 1
+                          : true;
       if (!ok) errors.push_back(core::cat(s.name, ": the default '", d, "' is not a ", s.kind));
     }
   }

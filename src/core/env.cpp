@@ -80,11 +80,9 @@ std::uint64_t env_reader::get_uint(const setting& s, std::uint64_t computed, std
 }
 
 double env_reader::get_double(const setting& s, double min, double max) const {
-  char* end = nullptr;
-  const std::string text(s.default_value);
-  const double def = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size()) bad_default(s);
-  return get_double(std::string(s.name), def, min, max);
+  const auto def = parse_number(s.default_value);
+  if (!def) bad_default(s);
+  return get_double(std::string(s.name), *def, min, max);
 }
 
 std::chrono::nanoseconds env_reader::get_duration(const setting& s) const {
@@ -97,9 +95,8 @@ std::vector<std::pair<std::string, std::string>> env_reader::get_map(const setti
   return get_map(std::string(s.name));
 }
 
-std::string env_reader::get_choice(const setting& s, std::initializer_list<std::string_view> allowed,
-                                   bool case_insensitive) const {
-  return get_choice(std::string(s.name), s.default_value, allowed, case_insensitive);
+std::string env_reader::get_choice(const setting& s, bool case_insensitive) const {
+  return choose(std::string(s.name), s.default_value, split(s.kind, '|'), case_insensitive);
 }
 
 std::optional<std::string> env_reader::raw(const std::string& name) const {
@@ -154,13 +151,12 @@ std::uint64_t env_reader::get_uint(const std::string& name, std::uint64_t def, s
 double env_reader::get_double(const std::string& name, double def, double min, double max) const {
   auto v = raw(name);
   if (!v) return def;
-  char* end = nullptr;
-  double out = std::strtod(v->c_str(), &end);
-  if (end != v->c_str() + v->size() || !std::isfinite(out) || out < min || out > max) {
+  const auto out = parse_number(*v);
+  if (!out || *out < min || *out > max) {
     throw settings_error(
         cat("invalid value '", *v, "' for ", name, ": expected a number from ", min, " to ", max));
   }
-  return out;
+  return *out;
 }
 
 std::chrono::nanoseconds env_reader::get_duration(const std::string& name,
@@ -178,6 +174,11 @@ std::chrono::nanoseconds env_reader::get_duration(const std::string& name,
 std::string env_reader::get_choice(const std::string& name, std::string_view def,
                                    std::initializer_list<std::string_view> allowed,
                                    bool case_insensitive) const {
+  return choose(name, def, allowed, case_insensitive);
+}
+
+std::string env_reader::choose(const std::string& name, std::string_view def,
+                               std::span<const std::string_view> allowed, bool case_insensitive) const {
   auto v = raw(name);
   if (!v) return std::string(def);
   std::string probe = case_insensitive ? ascii_lower(*v) : *v;
@@ -187,6 +188,14 @@ std::string env_reader::get_choice(const std::string& name, std::string_view def
   std::string list;
   for (auto a : allowed) list += cat(list.empty() ? "" : ", ", a);
   throw settings_error(cat("invalid value '", *v, "' for ", name, ": expected one of ", list));
+}
+
+std::optional<double> parse_number(std::string_view s) {
+  const std::string text(s);
+  char* end = nullptr;
+  const double out = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(out)) return std::nullopt;
+  return out;
 }
 
 std::optional<bool> parse_go_bool(std::string_view s) {

@@ -8,6 +8,7 @@
 #include <initializer_list>
 #include <map>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -58,8 +59,8 @@ class env_reader {
   double get_double(const setting& s, double min, double max) const;
   std::chrono::nanoseconds get_duration(const setting& s) const;
   std::vector<std::pair<std::string, std::string>> get_map(const setting& s) const;
-  std::string get_choice(const setting& s, std::initializer_list<std::string_view> allowed,
-                         bool case_insensitive) const;
+  // One of the words of its kind ("a|b|c").
+  std::string get_choice(const setting& s, bool case_insensitive) const;
   // Whether the variable is set (to anything, even empty).
   bool is_set(const setting& s) const { return lookup_(std::string(s.name)).has_value(); }
   // Every variable of the environment, by name (the start-up check of unknown names).
@@ -67,6 +68,8 @@ class env_reader {
 
  private:
   std::optional<std::string> raw(const std::string& name) const;
+  std::string choose(const std::string& name, std::string_view def, std::span<const std::string_view> allowed,
+                     bool case_insensitive) const;
   lookup_fn lookup_;
   std::function<std::vector<std::string>()> names_;
 };
@@ -80,6 +83,8 @@ inline std::chrono::milliseconds to_ms(std::chrono::nanoseconds d) {
 
 // Exposed for tests and for other parsers of the same formats.
 std::optional<bool> parse_go_bool(std::string_view s);
+// A whole string as a finite number (strtod's forms).
+std::optional<double> parse_number(std::string_view s);
 std::optional<std::chrono::nanoseconds> parse_go_duration(std::string_view s);
 // As Go's time.Duration.String(): "5s", "1m30s", "1h0m0s", "1.5ms", "0s".
 std::string format_go_duration(std::chrono::nanoseconds d);

@@ -50,7 +50,7 @@ std::span<const core::setting> rlqs_settings() {
 rlqs::settings read_rlqs_settings(const core::env_reader& env) {
   using namespace rlqs_env;
   rlqs::settings s;
-  const auto strategy = env.get_choice(strategy_setting, {"token_bucket", "requests_per_time_unit"}, true);
+  const auto strategy = env.get_choice(strategy_setting, true);
   s.strategy =
       strategy == "token_bucket" ? rlqs::strategy::token_bucket : rlqs::strategy::requests_per_time_unit;
   s.assignment_ttl = whole_seconds(env, assignment_ttl, std::chrono::seconds(2));

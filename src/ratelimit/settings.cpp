@@ -213,10 +213,10 @@ const core::setting& limit_tables_max_rows_setting() {
 module_settings read_module_settings(const core::env_reader& env) {
   module_settings s;
   read_rule_sources(env, s);
-  s.backend_type = env.get_choice(rl_env::backend_type, {"redis", "memcache", "memory"}, false);
+  s.backend_type = env.get_choice(rl_env::backend_type, false);
   s.force_start_without_initial_config = env.get_bool(rl_env::force_start);
   s.top_descriptors_capacity = env.get_uint(rl_env::top_capacity, 0, 16'384);
-  s.top_descriptors_hash_values = env.get_choice(rl_env::top_values, {"show", "hash"}, false) == "hash";
+  s.top_descriptors_hash_values = env.get_choice(rl_env::top_values, false) == "hash";
   read_limit_tables(env, s);
 
   auto& layout = s.rules.layout;
@@ -243,7 +243,7 @@ module_settings read_module_settings(const core::env_reader& env) {
                                             rl_env::request_remaining_header, rl_env::request_reset_header);
   svc.response_dynamic_metadata = env.get_bool(rl_env::dynamic_metadata);
   svc.limited_by_metadata = env.get_bool(rl_env::limited_by);
-  svc.ietf_headers = env.get_choice(rl_env::headers_format, {"default", "ietf"}, false) == "ietf";
+  svc.ietf_headers = env.get_choice(rl_env::headers_format, false) == "ietf";
   if (svc.ietf_headers && !svc.response_headers_enabled) {
     s.warnings.emplace_back(
         "LIMIT_RESPONSE_HEADERS_FORMAT=ietf has no effect without LIMIT_RESPONSE_HEADERS_ENABLED=true: no "

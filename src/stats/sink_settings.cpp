@@ -119,7 +119,7 @@ sink_settings read_sink_settings(const core::env_reader& env) {
   s.statsd_host = env.get_string(statsd_host);
   s.statsd_port = static_cast<std::uint16_t>(env.get_uint(statsd_port, 1, 65535));
   // Go network names; the 4/6 variants are accepted for compatibility, the address family follows the host.
-  auto protocol = env.get_choice(statsd_protocol, {"tcp", "tcp4", "tcp6", "udp", "udp4", "udp6"}, false);
+  auto protocol = env.get_choice(statsd_protocol, false);
   s.statsd_udp = protocol.starts_with("udp");
   // Upstream reads the mogrifiers only for the DogStatsD sink.
   if (s.kind == sink_kind::dogstatsd) s.mogrifiers = read_mogrifiers(env);

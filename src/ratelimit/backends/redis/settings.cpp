@@ -138,14 +138,14 @@ std::string masked(std::string_view urls) {
 // either; Sluice's pipelined connections never run out, so a request always waits its turn. WAIT, and, as
 // upstream, any value it does not know, is accepted.
 void check_pool_on_empty(const core::env_reader& env, const std::string& prefix) {
-  const auto name = prefix + "POOL_ON_EMPTY_BEHAVIOR";
-  const auto value = env.get_string(stores().at(prefix, "POOL_ON_EMPTY_BEHAVIOR"));
+  const auto& declared = stores().at(prefix, "POOL_ON_EMPTY_BEHAVIOR");
+  const auto value = env.get_string(declared);
   std::string upper = value;
   std::ranges::transform(upper, upper.begin(),
                          [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
   if (upper == "CREATE" || upper == "ERROR") {
     throw core::settings_error(
-        core::cat("invalid value '", value, "' for ", name,
+        core::cat("invalid value '", value, "' for ", declared.name,
                   ": only WAIT is supported (Redis connections are pipelined and never "
                   "run out: a request waits for its turn)"));
   }
@@ -158,8 +158,8 @@ redis_store_settings read_redis_store(const core::env_reader& env, const std::st
   const auto at = [&prefix](std::string_view suffix) -> const setting& {
     return stores().at(prefix, suffix);
   };
-  auto type = env.get_choice(at("TYPE"), {"single", "sentinel", "cluster"}, true);
-  auto socket_type = env.get_choice(at("SOCKET_TYPE"), {"tcp", "unix"}, true);
+  auto type = env.get_choice(at("TYPE"), true);
+  auto socket_type = env.get_choice(at("SOCKET_TYPE"), true);
   c.unix_socket =
       socket_type == "unix" && type == "single";  // sentinels, masters and clusters are always TCP
   // URLs are reduced to host:port here, so no credential in them reaches a log line or an error message.
