@@ -60,7 +60,8 @@ namespace {
 
 // After check-config's synopsis (check_config.hpp).
 constexpr std::string_view usage_head = R"(Usage:
-  sluice                        start the server (configured by environment variables; see README.md)
+  sluice                        start the server (configured by environment variables; see
+                                docs/reference/settings.md)
   )";
 constexpr std::string_view usage = R"(
                                 validate the rate limit rule files in DIR and exit (--strict: fail on

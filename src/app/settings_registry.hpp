@@ -16,6 +16,9 @@ namespace sluice {
 struct settings_section {
   std::string_view title;
   std::vector<core::setting> settings;
+  // The documentation pages that explain these settings at length, as Markdown links relative to
+  // docs/reference/ (the reference page links to them; tests/docs checks that they exist).
+  std::string_view details;
 };
 
 const std::vector<settings_section>& settings_registry();

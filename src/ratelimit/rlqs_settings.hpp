@@ -1,5 +1,5 @@
 #pragma once
-// RLQS_* (README "Rate Limit Quota Service"): read once; anything invalid throws core::settings_error naming
+// RLQS_* (docs/guides/rlqs.md#settings-rlqs_): read once; anything invalid throws core::settings_error naming
 // the variable.
 
 #include "core/env.hpp"

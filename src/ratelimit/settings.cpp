@@ -170,7 +170,7 @@ void read_rule_sources(const core::env_reader& env, module_settings& s) {
   if (xds) s.xds = read_xds_settings(env);
 }
 
-// LIMIT_TABLES_*: the per-tenant limit tables (README "Per-tenant limits").
+// LIMIT_TABLES_*: the per-tenant limit tables (docs/guides/tenant-tables.md).
 void read_limit_tables(const core::env_reader& env, module_settings& s) {
   auto& t = s.tables;
   t.directory = env.get_string(rl_env::tables_dir);

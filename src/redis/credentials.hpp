@@ -1,10 +1,11 @@
 #pragma once
-// REDIS_AUTH_FILE, REDIS_SENTINEL_AUTH_FILE, REDIS_PERSECOND_AUTH_FILE (README "Operating Sluice"): a Redis
-// secret that rotates. The file holds a password or `user:password` (split at the first ':', as REDIS_AUTH);
-// surrounding whitespace and a final newline are dropped. It is read at start, re-read when it changes
-// (core::watched_file) and when Redis refuses it (WRONGPASS, NOAUTH): every new connection authenticates with
-// what it holds then, so a rotation needs no restart and a connection killed after one comes back with the
-// new secret. The secret is never logged: errors name the file, never its content.
+// REDIS_AUTH_FILE, REDIS_SENTINEL_AUTH_FILE, REDIS_PERSECOND_AUTH_FILE
+// (docs/guides/replicas.md#rotating-redis-credentials): a Redis secret that rotates. The file holds a
+// password or `user:password` (split at the first ':', as REDIS_AUTH); surrounding whitespace and a final
+// newline are dropped. It is read at start, re-read when it changes (core::watched_file) and when Redis
+// refuses it (WRONGPASS, NOAUTH): every new connection authenticates with what it holds then, so a rotation
+// needs no restart and a connection killed after one comes back with the new secret. The secret is never
+// logged: errors name the file, never its content.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <memory>

@@ -1,5 +1,5 @@
 #pragma once
-// The bounded top-N of descriptors (README "Top throttled descriptors"): over the last minute, the
+// The bounded top-N of descriptors (docs/guides/observe/dashboard.md): over the last minute, the
 // descriptors with the most hits and with the most over-limit answers. Each worker counts into its own
 // `top_recorder`, on its own thread: no lock and no shared write on the decision path. A reader copies each
 // worker's lists on that worker's thread (`snapshot`) and merges the copies (`merge_top`).

@@ -59,7 +59,7 @@ struct settings {
 
 // Nothing but TRACING_ENABLED (and OTEL_SDK_DISABLED) is read while tracing is off. Where an OpenTelemetry
 // variable and upstream's TRACING_* say the same thing, the OpenTelemetry one wins when it is set: platforms
-// set TRACING_* for every install, a user sets OTEL_* to override them (README "Tracing").
+// set TRACING_* for every install, a user sets OTEL_* to override them (docs/guides/observe/tracing.md).
 settings read_settings(const core::env_reader& env);
 // Their declarations (core/setting.hpp), OTEL_EXPORTER_OTLP_TRACES_* listed one by one.
 std::vector<core::setting> tracing_settings();

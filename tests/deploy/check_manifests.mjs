@@ -1,17 +1,17 @@
 #!/usr/bin/env node
 // Checks the Kubernetes manifests under deploy/kubernetes/ (Node.js 20+, ES module).
 //
-//   node tests/deploy/check_manifests.mjs [--manifests DIR] [--readme FILE] [--dockerfile FILE] [--sluice BIN]
+//   node tests/deploy/check_manifests.mjs [--manifests DIR] [--settings FILE] [--dockerfile FILE] [--sluice BIN]
 //
-// Defaults are the repository's: deploy/kubernetes, README.md, Dockerfile, build/sluice. tests/deploy/run.sh
+// Defaults are the repository's: deploy/kubernetes, docs/reference/settings.md, Dockerfile, build/sluice. tests/deploy/run.sh
 // installs the npm packages first (kubernetes-models, yaml) and runs this script.
 //
 // 1. Every *.yaml file parses (as Kubernetes parses it: YAML 1.1 booleans, duplicate keys refused), and every
 //    object is valid against the Kubernetes API schemas of kubernetes-models, with unknown fields refused (as
 //    `kubectl apply --validate=strict`). A kind this script has no model for is a failure, so nothing escapes.
 //    kustomization.yaml files are not API objects: their `resources` must exist instead.
-// 2. Every Sluice container (image `…/sluice…`) agrees with the image and README.md: command = the Dockerfile's
-//    ENTRYPOINT; container ports = the ports its env makes Sluice listen on; every env name is a setting README.md
+// 2. Every Sluice container (image `…/sluice…`) agrees with the image and the settings page: command = the Dockerfile's
+//    ENTRYPOINT; container ports = the ports its env makes Sluice listen on; every env name is a setting docs/reference/settings.md
 //    documents (`NAME`); probes are httpGet /healthcheck on the HTTP port; non-root, read-only root file system,
 //    all capabilities dropped, no privilege escalation; the rules ConfigMap is mounted read-only at
 //    RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY and holds YAML rule files with a `domain` (loaded by
@@ -36,9 +36,9 @@ const repo = path.resolve(here, "..", "..");
 // ---------------------------------------------------------------------------------------------------------------
 // Arguments and npm packages
 
-const usage = `usage: node check_manifests.mjs [--manifests DIR] [--readme FILE] [--dockerfile FILE] [--sluice BIN]
+const usage = `usage: node check_manifests.mjs [--manifests DIR] [--settings FILE] [--dockerfile FILE] [--sluice BIN]
   --manifests DIR    the manifests (default: ${path.join(repo, "deploy", "kubernetes")})
-  --readme FILE      README.md listing the settings (default: ${path.join(repo, "README.md")})
+  --settings FILE    the settings reference, every setting (default: ${path.join(repo, "docs/reference/settings.md")})
   --dockerfile FILE  the image's Dockerfile (default: ${path.join(repo, "Dockerfile")})
   --sluice BIN       run \`BIN check-config\` on the rules ConfigMaps (default: ${path.join(repo, "build", "sluice")}
                      when it exists; --sluice "" skips it)
@@ -49,7 +49,7 @@ try {
   opts = parseArgs({
     options: {
       manifests: { type: "string", default: path.join(repo, "deploy", "kubernetes") },
-      readme: { type: "string", default: path.join(repo, "README.md") },
+      settings: { type: "string", default: path.join(repo, "docs", "reference", "settings.md") },
       dockerfile: { type: "string", default: path.join(repo, "Dockerfile") },
       sluice: { type: "string" },
       help: { type: "boolean", short: "h" },
@@ -65,7 +65,7 @@ if (opts.help) {
   process.exit(0);
 }
 const manifestsDir = path.resolve(opts.manifests);
-const readmePath = path.resolve(opts.readme);
+const settingsPath = path.resolve(opts.settings);
 // A path relative to the repository when inside it, else absolute.
 const display = (p) => (path.relative(repo, p).startsWith("..") ? p : path.relative(repo, p));
 const dockerfilePath = path.resolve(opts.dockerfile);
@@ -169,7 +169,8 @@ function where(o, fieldPath = []) {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// README.md: the documented setting names and the defaults that matter here.
+// docs/reference/settings.md (made by `sluice settings --format markdown`): the setting names and the defaults
+// that matter here.
 
 const UPSTREAM_DEFAULTS = {
   HOST: "0.0.0.0",
@@ -189,31 +190,31 @@ const UPSTREAM_DEFAULTS = {
   MERGE_DOMAIN_CONFIG: "false",
 };
 
-group("readme");
-let readme = "";
+group("settings");
+let settingsPage = "";
 const documented = new Set();
 const defaults = { ...UPSTREAM_DEFAULTS };
 try {
-  readme = fs.readFileSync(readmePath, "utf8");
-  for (const m of readme.matchAll(/`([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*)`/g)) documented.add(m[1]);
-  const fromReadme = [];
+  settingsPage = fs.readFileSync(settingsPath, "utf8");
+  for (const m of settingsPage.matchAll(/`([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*)`/g)) documented.add(m[1]);
+  const fromPage = [];
   for (const name of Object.keys(UPSTREAM_DEFAULTS)) {
-    // | `NAME` | `value` | …   or   | `NAME` | (empty) | …
-    const row = readme.match(new RegExp(`^\\|\\s*\`${name}\`\\s*\\|\\s*(?:\`([^\`]*)\`|\\(empty\\))\\s*\\|`, "m"));
+    // | `NAME` | takes | `value` | …   or   | `NAME` | takes | (empty) | …
+    const row = settingsPage.match(new RegExp(`^\\|\\s*\`${name}\`\\s*\\|[^|]*\\|\\s*(?:\`([^\`]*)\`|\\(empty\\))\\s*\\|`, "m"));
     if (row) {
       defaults[name] = row[1] ?? "";
-      fromReadme.push(name);
+      fromPage.push(name);
     }
   }
-  check(documented.size > 0, display(readmePath), "no `SETTING_NAME` found in it");
-  const missing = Object.keys(UPSTREAM_DEFAULTS).filter((n) => !fromReadme.includes(n));
+  check(documented.size > 0, display(settingsPath), "no `SETTING_NAME` found in it");
+  const missing = Object.keys(UPSTREAM_DEFAULTS).filter((n) => !fromPage.includes(n));
   note(
-    `${documented.size} \`NAMES\` in ${display(readmePath)}; defaults ` +
+    `${documented.size} \`NAMES\` in ${display(settingsPath)}; defaults ` +
       ["PORT", "GRPC_PORT", "DEBUG_PORT", "PROMETHEUS_ADDR"].map((n) => `${n}=${defaults[n]}`).join(" ") +
-      (missing.length ? ` (upstream's for ${missing.join(", ")}: no table row in README)` : " (from README's tables)"),
+      (missing.length ? ` (upstream's for ${missing.join(", ")}: no table row)` : " (from its table)"),
   );
 } catch (e) {
-  fail(readmePath, `cannot read README: ${e.message}`);
+  fail(settingsPath, `cannot read the settings page: ${e.message}`);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -526,9 +527,9 @@ for (const s of sluiceContainers) {
     const at = where(w, [...cPath, "env", j]);
     check(!names.has(e.name), at, `${e.name} is set twice`);
     names.add(e.name);
-    check(documented.has(e.name), at, `${e.name} is not a setting README.md documents (no \`${e.name}\` in it): misspelled?`);
+    check(documented.has(e.name), at, `${e.name} is not a setting docs/reference/settings.md lists (no \`${e.name}\` in it): misspelled?`);
   });
-  check(!c.envFrom, where(w, [...cPath, "envFrom"]), "envFrom: list the settings in env, so that their names can be checked against README.md");
+  check(!c.envFrom, where(w, [...cPath, "envFrom"]), "envFrom: list the settings in env, so that their names can be checked against the settings page");
   // Values that must parse, as Sluice parses them at start-up.
   for (const name of ["PORT", "GRPC_PORT", "DEBUG_PORT"]) {
     const v = s.envOf(name);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks the Kubernetes manifests in deploy/kubernetes/: installs the npm packages the checker needs (once, and
-# again whenever package-lock.json changes), runs check_manifests.mjs on the repository's manifests, README.md and
+# again whenever package-lock.json changes), runs check_manifests.mjs on the repository's manifests, docs/reference/settings.md and
 # Dockerfile, then selftest.mjs (broken copies in a temporary directory must each be caught).
 #
 #   tests/deploy/run.sh [--no-selftest]
@@ -67,7 +67,7 @@ fi
 export SLUICE_NPM_DIR=$npm_dir
 status=0
 node "$here/check_manifests.mjs" \
-  --manifests "$repo/deploy/kubernetes" --readme "$repo/README.md" --dockerfile "$repo/Dockerfile" || status=$?
+  --manifests "$repo/deploy/kubernetes" --settings "$repo/docs/reference/settings.md" --dockerfile "$repo/Dockerfile" || status=$?
 if ((selftest)); then
   node "$here/selftest.mjs" || status=$?
 fi

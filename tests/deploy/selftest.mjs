@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Proves that check_manifests.mjs can fail: copies deploy/kubernetes, README.md and the Dockerfile into a temporary
+// Proves that check_manifests.mjs can fail: copies deploy/kubernetes, docs/reference/settings.md and the Dockerfile into a temporary
 // directory, breaks the copy in one way at a time, and expects check_manifests.mjs to exit 1 with a message that
 // names the problem. The unbroken copy must pass. Nothing in the repository is touched.
 //
@@ -18,14 +18,14 @@ const repo = path.resolve(here, "..", "..");
 const verbose = process.argv.includes("-v");
 const sluiceBin = path.join(repo, "build", "sluice");
 
-// Each case: files to change (path relative to the temporary root: kubernetes/…, README.md, Dockerfile) as
+// Each case: files to change (path relative to the temporary root: kubernetes/…, settings.md, Dockerfile) as
 // [from, to] replacements (the first occurrence, or every one with `all`), files to add or delete, and the text
 // the checker's output must contain.
 const cases = [
   { name: "wrong container port", edit: { "kubernetes/memory/deployment.yaml": [["containerPort: 8081", "containerPort: 8082"]] },
     expect: "containerPort 8082 is none of the ports Sluice listens on" },
   { name: "misspelled env name", edit: { "kubernetes/memory/deployment.yaml": [["- name: LOG_FORMAT", "- name: LOG_FROMAT"]] },
-    expect: "LOG_FROMAT is not a setting README.md documents" },
+    expect: "LOG_FROMAT is not a setting docs/reference/settings.md lists" },
   { name: "schema error (replicas: \"x\")", edit: { "kubernetes/memory/deployment.yaml": [[/replicas: 1\b.*/, 'replicas: "x"']] },
     expect: "spec.replicas: schema: must be integer" },
   { name: "unknown field (a misspelled probe)", edit: { "kubernetes/redis/deployment.yaml": [["readinessProbe:", "readinesProbe:"]] },
@@ -41,8 +41,8 @@ const cases = [
   { name: "command differs from ENTRYPOINT", edit: { Dockerfile: [['ENTRYPOINT ["/bin/ratelimit"]', 'ENTRYPOINT ["/bin/sluice"]']] },
     expect: "differs from the Dockerfile's ENTRYPOINT" },
   { name: "Dockerfile missing", remove: ["Dockerfile"], expect: "Dockerfile not found" },
-  { name: "setting not in README", edit: { "README.md": [["`MEMORY_MAX_COUNTERS`", "MEMORY_MAX_COUNTERS", "all"]] },
-    expect: "MEMORY_MAX_COUNTERS is not a setting README.md documents" },
+  { name: "setting not on the settings page", edit: { "settings.md": [["`MEMORY_MAX_COUNTERS`", "MEMORY_MAX_COUNTERS", "all"]] },
+    expect: "MEMORY_MAX_COUNTERS is not a setting docs/reference/settings.md lists" },
   { name: "writable root file system", edit: { "kubernetes/memory/deployment.yaml": [["readOnlyRootFilesystem: true", "readOnlyRootFilesystem: false"]] },
     expect: "readOnlyRootFilesystem must be true" },
   { name: "capabilities not dropped", edit: { "kubernetes/redis/deployment.yaml": [["drop: [ALL]", "drop: [NET_RAW]"]] },
@@ -98,13 +98,13 @@ function layOut(dir) {
   fs.rmSync(dir, { recursive: true, force: true });
   fs.mkdirSync(dir, { recursive: true });
   copy(path.join(repo, "deploy", "kubernetes"), path.join(dir, "kubernetes"));
-  copy(path.join(repo, "README.md"), path.join(dir, "README.md"));
+  copy(path.join(repo, "docs", "reference", "settings.md"), path.join(dir, "settings.md"));
   if (fs.existsSync(path.join(repo, "Dockerfile"))) copy(path.join(repo, "Dockerfile"), path.join(dir, "Dockerfile"));
   else fs.writeFileSync(path.join(dir, "Dockerfile"), STAND_IN_DOCKERFILE);
 }
 function runChecker(dir, extra = []) {
   const r = spawnSync(process.execPath, [path.join(here, "check_manifests.mjs"),
-    "--manifests", path.join(dir, "kubernetes"), "--readme", path.join(dir, "README.md"),
+    "--manifests", path.join(dir, "kubernetes"), "--settings", path.join(dir, "settings.md"),
     "--dockerfile", path.join(dir, "Dockerfile"), ...extra], { encoding: "utf8", env: process.env });
   return { status: r.status, out: `${r.stdout}${r.stderr}` };
 }

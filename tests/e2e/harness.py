@@ -148,7 +148,7 @@ def base_env():
     for k in ('LANG', 'LC_ALL', 'TZ'):
         if k in os.environ:
             env[k] = os.environ[k]
-    # A sanitizer build (README, Development) reports through these: keep them.
+    # A sanitizer build (docs/development.md) reports through these: keep them.
     env.update({k: v for k, v in os.environ.items() if k.split('_')[0] in ('ASAN', 'UBSAN', 'LSAN', 'TSAN')})
     return env
 

@@ -1,4 +1,4 @@
-"""Test data planes for the Rate Limit Quota Service, behaving as the real clients do (see the README's RLQS section):
+"""Test data planes for the Rate Limit Quota Service, behaving as the real clients do (see docs/guides/rlqs.md):
 
 - flavor 'envoy': Envoy's rate_limit_quota filter (its global client). One stream per domain, opened by the first
   request of a bucket; `domain` in every message; a new bucket is allowed (no_assignment_behavior ALLOW_ALL) and

@@ -129,7 +129,8 @@ class BackendCase:
         return int(v) if v is not None else absent
 
     def stored_arrival_time(self, key):
-        """A GCRA key's arrival time in µs (BITFIELD's u52 at offset 12, as README shows it); None on memory."""
+        """A GCRA key's arrival time in µs (BITFIELD's u52 at offset 12, as
+        docs/reference/keys.md#keys-backends-clocks shows it); None on memory."""
         if self.backend == 'redis':
             node = servers['redis']
         elif self.backend == 'cluster':

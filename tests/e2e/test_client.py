@@ -29,14 +29,14 @@ descriptors:
 """
 
 OK, OVER_LIMIT, ERROR = 0, 1, 2
-README = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'README.md')
+CLI_PAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'docs', 'reference', 'cli.md')
 
 
-def readme_flags():
-    """{flag name: default} from README's `sluice client` table; a default not in backquotes counts as ''."""
-    with open(README, encoding='utf-8') as f:
+def documented_flags():
+    """{flag name: default} from docs/reference/cli.md's `sluice client` table; a default not in backquotes counts as ''."""
+    with open(CLI_PAGE, encoding='utf-8') as f:
         text = f.read()
-    table = text.split('### `sluice client`', 1)[1].split('```', 1)[0]
+    table = text.split('## `sluice client`', 1)[1].split('```', 1)[0]
     flags = {}
     for row in re.findall(r'^\| (`-.*?) \| (.*?) \|', table, re.M):
         default = re.fullmatch(r'`([^`]*)`', row[1])
@@ -129,14 +129,14 @@ class Plain(unittest.TestCase):
         self.assertEqual(status, OK)
         self.assertIn('Exit status: 0 OK, 1 OVER_LIMIT, 2 error.', out)
 
-    def test_help_dump_and_readme_agree(self):
-        """-help, the flag dump and README's table list the same flags; the dump's defaults are the table's."""
-        readme = readme_flags()
+    def test_help_dump_and_docs_agree(self):
+        """-help, the flag dump and the CLI page's table list the same flags; the dump's defaults are the table's."""
+        documented = documented_flags()
         _, help_text, _ = run_client('-help')
-        self.assertEqual(sorted(re.findall(r'^  -(\S+)', help_text, re.M)), sorted(readme))
+        self.assertEqual(sorted(re.findall(r'^  -(\S+)', help_text, re.M)), sorted(documented))
         _, out, _ = run_client()  # every flag at its default; the dump comes before the call (which fails)
         dump = dict(re.findall(r'^Flag: --(\S+?)="(.*)"$', out, re.M))
-        self.assertEqual(dump, readme)
+        self.assertEqual(dump, documented)
 
 
 class Subcommands(unittest.TestCase):

@@ -353,7 +353,7 @@ class LibraryQueries(CountersCase):
         self.assertEqual(status, 200, body)
         self.assertEqual((body['entries'], self.only_limit(body)['used']), (['user=' + u], 2))
 
-        # Values the README's form and a whole-escaped descriptor cannot carry: ',' and '=' (only entry= can).
+        # Values the documented form and a whole-escaped descriptor cannot carry: ',' and '=' (only entry= can).
         for value in (unique('a,b'), unique('k') + '==', unique('x, y=z+w')):
             with self.subTest(value=value):
                 self.hit(s, 'user', value, 3)
@@ -374,7 +374,8 @@ class LibraryQueries(CountersCase):
         status, _, body = self.get(s, query)
         self.assertEqual(status, 400, body)
         self.assertIn('descriptor and entry cannot be combined', body['message'])
-        # The README's form is unchanged: split at the raw ',' and '=', then each part decoded ('+' stays '+').
+        # The documented form (docs/guides/operate.md#counters-look-at-reset-set) is unchanged: split at the raw ','
+        # and '=', then each part decoded ('+' stays '+').
         plus = unique('p+q')
         self.hit(s, 'user', plus, 1)
         status, _, body = self.get(s, 'domain=ops&descriptor=user=' + plus)

@@ -1,10 +1,10 @@
-"""The top descriptors and the live dashboard on the debug listener (issue 31; README "Top throttled descriptors
-and the live dashboard"): GET /top (exact counts while few descriptors, Space-Saving's error bound under a flood,
-what is not counted, the cut of long values, n), TOP_DESCRIPTORS_CAPACITY, GET /dashboard/data, and the page
-itself in headless Chromium (tests/e2e/browser.py) against a loaded server: live figures, keyboard, escaping,
-no external resources.
+"""The top descriptors and the live dashboard on the debug listener (issue 31; docs/guides/observe/dashboard.md):
+GET /top (exact counts while few descriptors, Space-Saving's error bound under a flood, what is not counted, the
+cut of long values, n), TOP_DESCRIPTORS_CAPACITY, GET /dashboard/data, and the page itself in headless Chromium
+(tests/e2e/browser.py) against a loaded server: live figures, keyboard, escaping, no external resources.
 
-Set SLUICE_DASHBOARD_SCREENSHOT=<path.png> to save a 1366x900 screenshot of the loaded page (the README's).
+Set SLUICE_DASHBOARD_SCREENSHOT=<path.png> to save a 1366x900 screenshot of the loaded page (docs/dashboard.png, in
+docs/guides/observe/dashboard.md).
 """
 
 import json
@@ -313,7 +313,7 @@ class TopSettings(unittest.TestCase):
         self.assertIn("invalid value 'mask' for TOP_DESCRIPTORS_VALUES: expected one of show, hash", log)
 
     def test_bad_capacity_stops_start_up(self):
-        with open(os.path.join(harness.REPO, 'README.md')) as f:  # the settings table: "a whole number up to N"
+        with open(os.path.join(harness.REPO, 'docs', 'reference', 'metrics.md')) as f:  # its table: "... up to N"
             most = int(re.search(r'^\| `TOP_DESCRIPTORS_CAPACITY` \|.* up to (\d+) \|$', f.read(), re.M).group(1))
         for value in ('abc', '70000', str(most + 1), '-1', '1.5'):
             with self.subTest(value=value):

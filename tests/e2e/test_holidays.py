@@ -382,7 +382,7 @@ class Ics(Checks):
         self.assertEqual(sum(1 for line in unfolded if line.startswith('SUMMARY')), len(with_date) - 1)
         uids = [uid for uid, _, _, _ in events]
         self.assertEqual(len(set(uids)), len(uids), uids)
-        # README: <yyyymmdd>-<slug of the name>, -2, -3... for a repeat, `holiday` without a name
+        # docs/holidays.md: <yyyymmdd>-<slug of the name>, -2, -3... for a repeat, `holiday` without a name
         self.assertEqual(uids[6:9], ['20300107-holiday@holidays.sluice', '20300108-new-years-day@holidays.sluice',
                                      '20300108-new-years-day-2@holidays.sluice'])
         ends = {s: e for _, s, _, e in events}

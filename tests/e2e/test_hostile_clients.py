@@ -1,7 +1,7 @@
-"""Hostile HTTP/1.1 clients and a crowd of idle connections (issue 12): slowloris, a 100 MB body, 1 MB of
-headers, pipelined garbage, 10,000 idle connections. Throughout, a watchdog asks for a decision every 100 ms on
-a connection made before and on a new HTTP connection: each must be answered within 1 s. Afterwards every
-listener accepts and RSS stays under the bounds the README gives."""
+"""Hostile HTTP/1.1 clients and a crowd of idle connections (issue 12): slowloris, a 100 MB body, 1 MB of headers,
+pipelined garbage, 10,000 idle connections. Throughout, a watchdog asks for a decision every 100 ms on a connection
+made before and on a new HTTP connection: each must be answered within 1 s. Afterwards every listener accepts and
+RSS stays under the bounds docs/concepts/server.md#hostile-and-careless-clients gives."""
 
 import resource
 import socket

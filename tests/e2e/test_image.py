@@ -1,7 +1,7 @@
-"""The container image under podman, run as each downstream runs envoyproxy/ratelimit's (issue 28; the facts are
-in README, Deploy): Istio's sample (a ConfigMap at /data/ratelimit/config, reloaded as the kubelet updates it),
-Envoy Gateway's Deployment (its whole env list, no /data, rules over xDS with mutual TLS, gRPC over TLS from
-/certs and the certificate replaced in place, Prometheus on :19001 with its mapper file, its probes) and
+"""The container image under podman, run as each downstream runs envoyproxy/ratelimit's (issue 28; the facts are in
+the pages under docs/start/): Istio's sample (a ConfigMap at /data/ratelimit/config, reloaded as the kubelet
+updates it), Envoy Gateway's Deployment (its whole env list, no /data, rules over xDS with mutual TLS, gRPC over
+TLS from /certs and the certificate replaced in place, Prometheus on :19001 with its mapper file, its probes) and
 Contour's example (Redis as a sidecar on localhost). Every container runs as UID 65534 on a read-only root with
 all capabilities dropped and no-new-privileges, in a pod of its own (a network namespace, as in Kubernetes) with
 its default ports published on free loopback ports. The image is built with `scripts/image --from-build`."""

@@ -237,8 +237,9 @@ class SharedCounters(unittest.TestCase):
 
     def test_every_hit_reaches_redis_once_in_few_commands(self):
         interval = 0.1
-        # Exact totals: a flush slower than REDIS_OP_TIMEOUT is sent again and may count twice (at least once, README),
-        # which a sanitizer run on a busy machine can reach at 250 ms; the outage tests cover that path.
+        # Exact totals: a flush slower than REDIS_OP_TIMEOUT is sent again and may count twice (at least once,
+        # docs/concepts/batched-counting.md), which a sanitizer run on a busy machine can reach at 250 ms; the outage
+        # tests cover that path.
         a = start(self, sync_env(self.redis, REDIS_OP_TIMEOUT=EXACT_OP_TIMEOUT))
         b = start(self, sync_env(self.redis, REDIS_OP_TIMEOUT=EXACT_OP_TIMEOUT))
         values = ['x%d' % i for i in range(4)]

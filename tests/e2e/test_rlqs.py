@@ -138,7 +138,7 @@ class Memory(unittest.TestCase):
         self.assertLessEqual(tb.max_tokens + tb.tokens_per_fill.value * 60 / tb.fill_interval.seconds, 6000)
         self.assertGreater(tb.tokens_per_fill.value * 60 / tb.fill_interval.seconds, 0.9 * 6000)
         # 50 per second, one client: a share under 100 a window keeps its whole refill with a burst of one token
-        # (the README's one request over, per window).
+        # (the one request over, per window, of docs/guides/rlqs.md#the-protocol).
         nested = p.last_action({'app': 'shop', 'path': '/api'})[3].token_bucket
         self.assertEqual(nested.max_tokens, 1)
         self.assertEqual(nested.max_tokens + nested.tokens_per_fill.value / nested.fill_interval.seconds, 50 + 1)
@@ -261,9 +261,9 @@ class SkewedDemand(unittest.TestCase):
             # The light clients (8/s) are below an equal share (20/s): they get their need, nearly nothing denied.
             for i in range(1, 5):
                 self.assertLessEqual(denied[i], 0.05 * (admitted[i] + denied[i]), (admitted, denied))
-            # The heavy one gets the rest; the fleet admits the budget over the 10 s and no more than the
-            # README's bound: each client's bucket full at the start, and each assignment that changed its token
-            # bucket during the run starting full again (max_tokens more each).
+            # The heavy one gets the rest; the fleet admits the budget over the 10 s and no more than the bound of
+            # docs/guides/rlqs.md#the-protocol: each client's bucket full at the start, and each assignment that
+            # changed its token bucket during the run starting full again (max_tokens more each).
             bursts = sum(bursts_in(p, t0, t1) for p in planes)
             self.assertLessEqual(sum(admitted), BUDGET * 10 + bursts, (admitted, denied, bursts))
             self.assertGreaterEqual(sum(admitted), 0.85 * BUDGET * 10, (admitted, denied))
@@ -375,7 +375,7 @@ class Reload(unittest.TestCase):
 
 
 class RlqsClient(unittest.TestCase):
-    """`sluice rlqs-client`, the small data plane of the README."""
+    """`sluice rlqs-client`, the small data plane of docs/reference/cli.md#sluice-rlqs-client."""
 
     def test_reports_and_prints_every_action(self):
         with Sluice(rules={'quota.yaml': RULES}) as sluice:

@@ -1,9 +1,9 @@
-"""Rules from a rule directory and an xDS server at once (CONFIG_TYPE=FILE,GRPC_XDS_SOTW; issue 32; README "Rules
-from files and xDS at once"): the union served over gRPC and /json, each source reloading on its own, a domain both
-give (the xDS update NACKed naming it, the file change refused, the rules in force kept; the refused side coming in
-once the other gives the domain up; merged with MERGE_DOMAIN_CONFIG=true), /rlconfig's sources, health over the
-union, and each source failing on its own (a bad file, a bad xDS response, the xDS server gone, start-up without
-one of them or with a conflict, SIGTERM while waiting)."""
+"""Rules from a rule directory and an xDS server at once (CONFIG_TYPE=FILE,GRPC_XDS_SOTW; issue 32;
+docs/concepts/rule-sources.md#rules-from-files-and-xds-at-once): the union served over gRPC and /json, each source
+reloading on its own, a domain both give (the xDS update NACKed naming it, the file change refused, the rules in
+force kept; the refused side coming in once the other gives the domain up; merged with MERGE_DOMAIN_CONFIG=true),
+/rlconfig's sources, health over the union, and each source failing on its own (a bad file, a bad xDS response, the
+xDS server gone, start-up without one of them or with a conflict, SIGTERM while waiting)."""
 
 import time
 import unittest

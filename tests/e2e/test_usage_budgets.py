@@ -218,11 +218,12 @@ class RedisTest(BackendCase, AllOrNothing, unittest.TestCase):
 
 
 class RedisSyncTest(BackendCase, AllOrNothing, unittest.TestCase):
-    """Each worker decides from its view, at most two intervals and a round trip old (README, Batched counting).
-    A flush whose reply comes after REDIS_OP_TIMEOUT is sent again, and counts twice if Redis had applied it (the
-    README's "at least once"). On a loaded machine a reply took over the default 250 ms: a report's hits then
-    arrived again after the count had settled (1 in 6 runs beside a CPU hog; forced with 2 ms, every run). These
-    tests check that every hit counts exactly once when no reply is lost, so they give replies 5 s."""
+    """Each worker decides from its view, at most two intervals and a round trip old
+    (docs/concepts/batched-counting.md). A flush whose reply comes after REDIS_OP_TIMEOUT is sent again, and counts
+    twice if Redis had applied it (the "at least once" of docs/concepts/batched-counting.md). On a loaded machine a
+    reply took over the default 250 ms: a report's hits then arrived again after the count had settled (1 in 6 runs
+    beside a CPU hog; forced with 2 ms, every run). These tests check that every hit counts exactly once when no reply
+    is lost, so they give replies 5 s."""
     backend = 'redis'
     env = {'REDIS_SYNC_INTERVAL': '50ms', 'REDIS_OP_TIMEOUT': '5s'}
     batched = True

@@ -1,7 +1,7 @@
-"""value_regex rules (issue 32; README "Regular expressions on values"): precedence at one level (exact, wildcard,
-patterns in file order, key alone), whole-value matching, nesting, per-value counters, stats and /rlconfig by
-pattern, a bad pattern refused by a reload (the last good rules stay), over gRPC and /json on the memory backend
-and on a real Redis (whose keys are upstream's, with the request's value)."""
+"""value_regex rules (issue 32; docs/concepts/rules.md#regular-expressions-on-values-value_regex): precedence at
+one level (exact, wildcard, patterns in file order, key alone), whole-value matching, nesting, per-value counters,
+stats and /rlconfig by pattern, a bad pattern refused by a reload (the last good rules stay), over gRPC and /json
+on the memory backend and on a real Redis (whose keys are upstream's, with the request's value)."""
 
 import os
 import unittest

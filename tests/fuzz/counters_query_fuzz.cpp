@@ -1,10 +1,10 @@
 // libFuzzer: the counters API's query (ratelimit/api/counters_query.hpp). The input is used twice: as a
 // request target (no crash; a parsed query has a domain and 1-64 entries with non-empty keys), and split at
 // 0xFF bytes into a domain and entries (k\xFEv) that the harness encodes into targets three ways: the
-// README's descriptor form (each part percent-encoded), repeated entry= parameters and a descriptor escaped
-// whole (each as Python's urlencode writes it: '+' for a space). Each comes back exactly where the form can
-// carry it (entry=: no '=' in a key; the whole descriptor: no ',' anywhere either); descriptor and entry
-// together are refused.
+// documented descriptor form (docs/guides/operate.md#counters-look-at-reset-set; each part percent-encoded),
+// repeated entry= parameters and a descriptor escaped whole (each as Python's urlencode writes it: '+' for a
+// space). Each comes back exactly where the form can carry it (entry=: no '=' in a key; the whole descriptor:
+// no ',' anywhere either); descriptor and entry together are refused.
 //
 // Build and run: scripts/fuzz counters_query [seconds]
 

@@ -1,10 +1,10 @@
-// concurrency on the memory store and on Redis, several workers (README "Cap requests in flight"): clients
-// acquire, hold from milliseconds to minutes (LLM calls), and release; some releases are lost, some
-// acquisitions are sent twice, long holds renew, and with holder_key every refused request still sends its
-// release (as behind Envoy). Checked at every decision: never more than the limit truly in flight (admitted
-// and not yet ended), and without lost releases no refusal below it; with holder_key, each decision and
-// limit_remaining exactly as the model's (a holder's lease ends exactly at acquisition or renewal + lease, a
-// release frees its holder's slots alone, a resend counts once).
+// concurrency on the memory store and on Redis, several workers (docs/guides/in-flight.md): clients acquire,
+// hold from milliseconds to minutes (LLM calls), and release; some releases are lost, some acquisitions are
+// sent twice, long holds renew, and with holder_key every refused request still sends its release (as behind
+// Envoy). Checked at every decision: never more than the limit truly in flight (admitted and not yet ended),
+// and without lost releases no refusal below it; with holder_key, each decision and limit_remaining exactly
+// as the model's (a holder's lease ends exactly at acquisition or renewal + lease, a release frees its
+// holder's slots alone, a resend counts once).
 #include <map>
 #include <queue>
 

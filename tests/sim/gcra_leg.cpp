@@ -8,8 +8,9 @@
 //   passed since the last admitted one).
 // - accounting: usage: reports of 1-3 hits and now and then 5-40 (debt: the arrival time runs past now +
 //   burst·T), refunds (the arrival time moved back, never before now) and checks of 0 hits (judged as one).
-//   Checked at every decision: the model's verdict, which holds the README's rule for debt (the next hit fits
-//   once now ≥ arrival time + T − burst·T).
+//   Checked at every decision: the model's verdict, which holds the rule for debt in
+//   docs/guides/llm-tokens.md#reported-usage-always-counts-accounting-usage (the next hit fits once now ≥
+//   arrival time + T − burst·T).
 #include <map>
 
 #include "sim.hpp"

@@ -1,29 +1,30 @@
 // rlqs memory: one replica (the in-process demand exchange) of 1-4 workers sharing 1-3 buckets' budgets
-// (README "gRPC: envoy.service.rate_limit_quota.v3.RateLimitQuotaService"). rlqs replicas: 2-3 replicas of
-// 1-4 workers each, sharing demand through the real rlqs_exchange (every second at its own phase) over a
-// Redis in virtual time (hash_redis.hpp, round trips of 0.2-5 ms). Clients are Envoys, a quota stream each on
-// a random worker of any replica, with no, steady, saturating and (churning epochs) bursty demand per bucket,
-// drawn again every 1-8 minutes; they join and leave. The simulator plays Envoy: a bucket's first request
-// reports it at once, then every reporting interval (1-10 s) a report carries every bucket it has with the
-// interval's requests, allowed + denied (the true demand, so the server measures it exactly); it holds what
-// it is sent (an assignment lives for its TTL, an abandon drops the bucket). The real code is driven without
-// a connection: each worker's worker_state (its plan every 500 ms of virtual time), real quota_streams fed
-// serialized reports on calls with no session, the in-process exchange, the demand meters and fair_share.
-// What a stream sends is read from its buckets' `sent` (what add_action serializes), through to_proto, as
-// Envoy reads it.
+// (docs/guides/rlqs.md). rlqs replicas: 2-3 replicas of 1-4 workers each, sharing demand through the real
+// rlqs_exchange (every second at its own phase) over a Redis in virtual time (hash_redis.hpp, round trips of
+// 0.2-5 ms). Clients are Envoys, a quota stream each on a random worker of any replica, with no, steady,
+// saturating and (churning epochs) bursty demand per bucket, drawn again every 1-8 minutes; they join and
+// leave. The simulator plays Envoy: a bucket's first request reports it at once, then every reporting
+// interval (1-10 s) a report carries every bucket it has with the interval's requests, allowed + denied (the
+// true demand, so the server measures it exactly); it holds what it is sent (an assignment lives for its TTL,
+// an abandon drops the bucket). The real code is driven without a connection: each worker's worker_state (its
+// plan every 500 ms of virtual time), real quota_streams fed serialized reports on calls with no session, the
+// in-process exchange, the demand meters and fair_share. What a stream sends is read from its buckets' `sent`
+// (what add_action serializes), through to_proto, as Envoy reads it.
 //
 // Fair, the model (rlqs_model.hpp): a client's need is its true demand × 1.1, at least 5% of the budget split
-// over the bucket's clients (README); its fair share is min(need, L), L being the level at which the shares
-// add up to the budget, or, when all needs fit, its need plus an equal part of what is left. The clients are
-// those with the bucket (an abandoned bucket leaves; an idle one stays, needing its floor).
+// over the bucket's clients (docs/guides/rlqs.md#the-protocol); its fair share is min(need, L), L being the
+// level at which the shares add up to the budget, or, when all needs fit, its need plus an equal part of what
+// is left. The clients are those with the bucket (an abandoned bucket leaves; an idle one stays, needing its
+// floor).
 //
 // Checked at every plan (a new client's first answer is a change):
-// - the budget: once every worker has planned from the same inputs (two plan periods after a measured
-//   demand or a bucket's clients last changed; with replicas, two exchange periods, two round trips and a
-//   plan period more: another replica's demand is written at its round and read at ours after it), what the
+// - the budget: once every worker has planned from the same inputs (two plan periods after a measured demand
+//   or a bucket's clients last changed; with replicas, two exchange periods, two round trips and a plan
+//   period more: another replica's demand is written at its round and read at ours after it), what the
 //   clients hold a rule window (max_tokens + the refill of a window) adds up to at most the budget, plus one
-//   request per client whose share is under 100 a window (README "The bound"). Before that a new client's
-//   share and a rise may overlap the cuts they cause; that is by design and not checked;
+//   request per client whose share is under 100 a window ("The bound" in docs/guides/rlqs.md#the-protocol).
+//   Before that a new client's share and a rise may overlap the cuts they cause; that is by design and not
+//   checked;
 // - convergence: 4 reporting intervals + 2 plan periods (+ the replicas' lag) after a bucket's demands or
 //   clients last changed, every client holds its fair share within 10%; 1 plan period + 2/3 of the TTL later
 //   (the re-send of a rise under the push threshold), exactly, but for the rounding to whole tokens (or
@@ -512,9 +513,9 @@ void simulation::outage(bool starts) {
            starts ? 0 : 1);
 }
 
-// In an outage, each replica that switched to its fraction of the budget (README: 1/N, N the replicas it saw
-// last; 3 exchange periods after its last round that was answered, or had nothing to share) two plan periods
-// ago or more: its clients hold at most that fraction.
+// In an outage, each replica that switched to its fraction of the budget (docs/guides/rlqs.md#the-protocol:
+// 1/N, N the replicas it saw last; 3 exchange periods after its last round that was answered, or had nothing
+// to share) two plan periods ago or more: its clients hold at most that fraction.
 void simulation::check_replica_budgets(std::size_t b) {
   if (now_ - buckets_[b].inputs_changed <= replica_consistent_us_) return;
   std::vector<double> held(exchanges_.size());

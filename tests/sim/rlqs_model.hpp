@@ -23,10 +23,10 @@ struct budget_shape {
   double rate() const { return static_cast<double>(requests) / static_cast<double>(window_s()); }
 };
 
-// Fair shares (requests per second) of `budget` for clients of these true demands (README "Shares are max-min
-// fair"): a client's need is its demand × 1.1, at least 5% of the budget split over the clients; it gets
-// min(need, L), L being the level at which the shares add up to the budget (found by bisection), or, when
-// all needs fit, its need plus an equal part of what is left.
+// Fair shares (requests per second) of `budget` for clients of these true demands ("Shares are max-min fair"
+// in docs/guides/rlqs.md#the-protocol): a client's need is its demand × 1.1, at least 5% of the budget split
+// over the clients; it gets min(need, L), L being the level at which the shares add up to the budget (found
+// by bisection), or, when all needs fit, its need plus an equal part of what is left.
 inline std::vector<double> fair_shares(const std::vector<double>& demands, double budget) {
   std::vector<double> shares;
   const double floor = budget * 0.05 / static_cast<double>(demands.size());

@@ -1,4 +1,4 @@
-// scripts/sim: the deterministic simulator's command line (README, "Development").
+// scripts/sim: the deterministic simulator's command line (docs/development.md).
 //   sluice_sim [--seeds N] [--hours H]        every leg, seeds 1..N (default 200), H virtual hours a seed
 //   sluice_sim --seed S [--hours H] [--leg L]  one seed (a replay)
 //   sluice_sim --self-check                   the known-wrong variants: each must be caught

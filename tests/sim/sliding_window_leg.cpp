@@ -1,12 +1,12 @@
 // sliding_window on the memory store and on Redis, several workers: tenants of one rule (10 a second to 50 an
 // hour), with `accounting: admission` or `usage`. Besides requests of 1-3 hits: negative hits (refunds),
 // checks of 0 hits (usage), and reports that are repeated (sent twice), lost (never sent) or late (sent up to
-// a window and a half after they were made, so often into a later window). The model is the README's rule in
-// integers: a request of h hits at `now` is admitted when ceil(previous × (W − elapsed) / W) + current + h
-// (+1 for a check under usage) ≤ L; admission counts what it admits, usage every hit reported; a refund takes
-// from the current window, never below 0. Checked at every decision: the code and limit_remaining the model
-// gives; and with admission and no refunds, the README's bound: in any interval [a, b] of length d ≤ W, at
-// most L × (1 + d/W) hits admitted.
+// a window and a half after they were made, so often into a later window). The model is the rule in
+// docs/concepts/algorithms.md in integers: a request of h hits at `now` is admitted when
+// ceil(previous × (W − elapsed) / W) + current + h (+1 for a check under usage) ≤ L; admission counts what it
+// admits, usage every hit reported; a refund takes from the current window, never below 0. Checked at every
+// decision: the code and limit_remaining the model gives; and with admission and no refunds, the bound in
+// docs/concepts/algorithms.md: in any interval [a, b] of length d ≤ W, at most L × (1 + d/W) hits admitted.
 #include <deque>
 #include <map>
 #include <queue>
@@ -25,7 +25,7 @@ struct report {
   bool operator>(const report& o) const { return at > o.at; }
 };
 
-// The README's rule in integers, per tenant, and its bound.
+// The rule of docs/concepts/algorithms.md in integers, per tenant, and its bound.
 class sliding_model {
  public:
   sliding_model(std::uint64_t limit, std::int64_t window_us, bool usage, bool bounded, int tenants)
@@ -69,7 +69,8 @@ class sliding_model {
     std::deque<std::pair<std::int64_t, std::uint64_t>> admitted;  // (when, hits) within the last window
   };
 
-  // The README's bound over every interval that ends now and starts at an admission within the last W.
+  // The bound of docs/concepts/algorithms.md over every interval that ends now and starts at an admission
+  // within the last W.
   void check_bound(checker& check, std::int64_t now, int t, std::uint32_t hits) {
     auto& m = tenants_[static_cast<std::size_t>(t)];
     while (!m.admitted.empty() && m.admitted.front().first <= now - W_) m.admitted.pop_front();

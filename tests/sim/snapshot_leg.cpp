@@ -2,11 +2,12 @@
 // second to an hour). Every MEMORY_SNAPSHOT_INTERVAL of virtual time (5 s to 5 min) the counters are written,
 // as the module's timer writes them; now and then the process restarts: after SIGTERM (one more write, then
 // the new process reads it back) or after a crash (kill -9: the new one reads the last periodic write, or
-// starts empty when there is none). The model keeps its counts as of each write. README: after SIGTERM the
-// counts continue exactly; after a crash at most the hits since the last write are lost. So the model goes on
-// from its own counts after a graceful restart, and from those of the last write after a crash; checked at
-// every decision: the code and limit_remaining it gives. Nothing is admitted twice across a restart but the
-// hits a crash lost.
+// starts empty when there is none). The model keeps its counts as of each write.
+// docs/concepts/backends.md#counters-that-survive-a-restart-memory_snapshot_file: after SIGTERM the counts
+// continue exactly; after a crash at most the hits since the last write are lost. So the model goes on from
+// its own counts after a graceful restart, and from those of the last write after a crash; checked at every
+// decision: the code and limit_remaining it gives. Nothing is admitted twice across a restart but the hits a
+// crash lost.
 #include <filesystem>
 
 #include "../support/temp_dir.hpp"

@@ -11,25 +11,28 @@
 // back hits admitted in the same window; one counts from its arrival, as a read's answer decides its own op
 // before those that waited for it, which complete first). Checked at every decision: no error (batched
 // decisions go on from the local counts). At every admission by worker w at time t:
-//   A ≤ L + O     (README, "How far over the limit a window can go": L + R × (3 × interval + 2 × RTT))
+//   A ≤ L + O     (docs/concepts/batched-counting.md, "How far over the limit a window can go":
+//                  L + R × (3 × interval + 2 × RTT))
 // where O is the hits the other workers (of every instance) decided on the key in the window during
-// (t - D, t], admitted or not, D = 3 × max(interval, RTT) + 2 × RTT (the README reads RTT for the interval
-// when the round trip is longer), and RTT the longest round trip (or REDIS_OP_TIMEOUT, for one that fails
-// then) of the requests sent in the last 2 × Dmax (Dmax: D at RTT = REDIS_OP_TIMEOUT). Unless the window
-// meets an outage, from any request's failure (or an outage's start) to 2 × Dmax after it (after the outage's
-// end): then the README's outage rule, each worker enforcing L on its own traffic:
+// (t - D, t], admitted or not, D = 3 × max(interval, RTT) + 2 × RTT (docs/concepts/batched-counting.md reads
+// RTT for the interval when the round trip is longer), and RTT the longest round trip (or REDIS_OP_TIMEOUT,
+// for one that fails then) of the requests sent in the last 2 × Dmax (Dmax: D at RTT = REDIS_OP_TIMEOUT).
+// Unless the window meets an outage, from any request's failure (or an outage's start) to 2 × Dmax after it
+// (after the outage's end): then the outage rule of docs/concepts/batched-counting.md, each worker enforcing
+// L on its own traffic:
 //   A - F ≤ workers × instances × L
 // where F is the hits admitted by workers whose table was full (REDIS_SYNC_MAX_KEYS: decided in Redis one by
 // one, or alone while it is down; the counter such a worker makes for the key once it has room starts without
 // them). At the end, Redis up and every worker's unsent hits sent (then drained): nothing unsent or lost at
 // the drain, and each window never refused (no view over its limit: every hit counted) holds in Redis exactly
 //   A - (hits decided alone, counted in dropped_hits) + (hits that requests applied and told as failed
-//   counted: sent again, they count twice; README) + (hits that refunds told as failed and never applied were
-//   to give back: not sent again, they are never given back; README) + S
+//   counted: sent again, they count twice; docs/concepts/batched-counting.md) + (hits that refunds told as
+//   failed and never applied were to give back: not sent again, they are never given back;
+//   docs/concepts/batched-counting.md) + S
 // where S, the hits refund scripts were asked for and did not give back, is 0 unless a refund was decided
-// while another worker held hits of the key Redis had not applied (README: a refund beyond a worker's view
-// gives back "from exactly those hits" the others flushed since). Not held to it: a window where a refund
-// beyond a view (which gives back depending on the value) was lost.
+// while another worker held hits of the key Redis had not applied (docs/concepts/batched-counting.md: a
+// refund beyond a worker's view gives back "from exactly those hits" the others flushed since). Not held to
+// it: a window where a refund beyond a view (which gives back depending on the value) was lost.
 #include <boost/asio/io_context.hpp>
 #include <deque>
 #include <map>

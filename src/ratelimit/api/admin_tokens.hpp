@@ -1,5 +1,5 @@
 #pragma once
-// ADMIN_TOKEN_FILE: the bearer tokens that may change counters (README "Operating Sluice"). One token per
+// ADMIN_TOKEN_FILE: the bearer tokens that may change counters (docs/guides/operate.md). One token per
 // line, so that an old and a new one are both valid during a rotation; blank lines and lines starting with
 // '#' are skipped. The file is re-read when it changes (core::watched_file): a file with no token, or with
 // a token too short to be a secret, is refused and the tokens loaded before stay; a file deleted revokes

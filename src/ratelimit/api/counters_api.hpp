@@ -1,10 +1,10 @@
 #pragma once
-// The counters API on the debug listener (README "Operating Sluice"): GET /counters reads what a
-// descriptor's limits have counted; DELETE resets them; PUT ...&used=N sets them. Reads follow the debug
-// listener's exposure; a change needs a token of ADMIN_TOKEN_FILE, is logged at warning level (descriptor,
-// old and new values, the token's line) and counted in ratelimit.admin.changes. Each call runs on every
-// worker in turn (its rules, its local over-limit cache, its batched counters' unsent hits) and answers the
-// state all of them leave.
+// The counters API on the debug listener (docs/guides/operate.md#counters-look-at-reset-set): GET /counters
+// reads what a descriptor's limits have counted; DELETE resets them; PUT ...&used=N sets them. Reads follow
+// the debug listener's exposure; a change needs a token of ADMIN_TOKEN_FILE, is logged at warning level
+// (descriptor, old and new values, the token's line) and counted in ratelimit.admin.changes. Each call runs
+// on every worker in turn (its rules, its local over-limit cache, its batched counters' unsent hits) and
+// answers the state all of them leave.
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/json/object.hpp>

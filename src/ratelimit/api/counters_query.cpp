@@ -38,8 +38,9 @@ bool is_token_name(std::string_view name) {
   return false;
 }
 
-// `descriptor=`'s value into `out`. With a raw '=' it is the README's form (split, then each part
-// percent-decoded); without one, a client library escaped the whole value: decoded first, then read alike.
+// `descriptor=`'s value into `out`. With a raw '=' it is the documented form
+// (docs/guides/operate.md#counters-look-at-reset-set: split, then each part percent-decoded); without one, a
+// client library escaped the whole value: decoded first, then read alike.
 core::problem read_descriptor(std::string_view raw, entry_list& out) {
   if (raw.empty()) return std::string("descriptor must not be empty: give it as k1=v1,k2=v2");
   const bool escaped_whole = raw.find('=') == std::string_view::npos;

@@ -1,12 +1,11 @@
 #pragma once
-// The counters API's query (README "Operating Sluice"): `?domain=D&<entries>[&used=N]`, the entries in one of
-// two forms, never both:
-// - `descriptor=k1=v1,k2=v2`, the README's form. A value with a raw '=' is split at ',' and then at each
+// The counters API's query (docs/guides/operate.md#counters-look-at-reset-set):
+// `?domain=D&<entries>[&used=N]`, the entries in one of two forms, never both:
+// - `descriptor=k1=v1,k2=v2`, the documented form. A value with a raw '=' is split at ',' and then at each
 //   part's first '=' before the parts are percent-decoded, so a key or value holding ',' or '=' is sent
-//   escaped
-//   (%2C, %3D); '+' stays a plus sign. A value without a raw '=' is what client libraries send (Python's
-//   urlencode, Go's url.Values, JavaScript's URLSearchParams escape the whole value): it is decoded whole
-//   first and then read the same way, so ',' separates entries there.
+//   escaped (%2C, %3D); '+' stays a plus sign. A value without a raw '=' is what client libraries send
+//   (Python's urlencode, Go's url.Values, JavaScript's URLSearchParams escape the whole value): it is decoded
+//   whole first and then read the same way, so ',' separates entries there.
 // - `entry=k=v`, repeated, one per entry in order: decoded whole as application/x-www-form-urlencoded ('%XX',
 //   '+' as a space, as Go's url.ParseQuery), then split at the first '='. Any value can be named this way.
 // `domain` and the parameters' names are decoded as form values too. Every other parameter is refused by

@@ -1,6 +1,6 @@
 #pragma once
-// The operator's view on the debug listener (README "The live dashboard"): /top's JSON, the /dashboard page
-// (a self-contained HTML file compiled in) and the JSON it polls, /dashboard/data. Built on the control
+// The operator's view on the debug listener (docs/guides/observe/dashboard.md): /top's JSON, the /dashboard
+// page (a self-contained HTML file compiled in) and the JSON it polls, /dashboard/data. Built on the control
 // thread from copies: the series history, the rules snapshot, the reload list, the health components and the
 // workers' top lists merged.
 

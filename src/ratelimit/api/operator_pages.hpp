@@ -1,6 +1,6 @@
 #pragma once
-// The debug listener's pages that read the workers' top lists — /top, /dashboard and /dashboard/data (README
-// "Top throttled descriptors", "The live dashboard"). The top lists are copied on each worker's own thread
+// The debug listener's pages that read the workers' top lists — /top, /dashboard and /dashboard/data
+// (docs/guides/observe/dashboard.md). The top lists are copied on each worker's own thread
 // (per_worker::on_each) and merged here, on the control thread; the series history is sampled on the control
 // thread once a second from the first /dashboard/data on.
 

@@ -1,6 +1,6 @@
 #pragma once
-// `sluice counters get|reset|set`: the counters API (README "Operating Sluice") from a shell. Prints the
-// answer's JSON and exits 0, or prints what went wrong and exits 2.
+// `sluice counters get|reset|set`: the counters API (docs/guides/operate.md#counters-look-at-reset-set) from
+// a shell. Prints the answer's JSON and exits 0, or prints what went wrong and exits 2.
 
 #include <chrono>
 #include <cstdint>

@@ -1,6 +1,7 @@
 #pragma once
-// `sluice explain`: POST /explain on the debug listener (README "Operating Sluice") for the request that
-// `sluice client`'s flags describe, plus -debug_addr. Prints the answer's JSON and exits 0, or 2 on error.
+// `sluice explain`: POST /explain on the debug listener
+// (docs/guides/operate.md#explain-why-was-this-request-limited) for the request that `sluice client`'s flags
+// describe, plus -debug_addr. Prints the answer's JSON and exits 0, or 2 on error.
 
 #include <span>
 #include <string_view>

@@ -1,9 +1,9 @@
 #pragma once
-// Calendar windows (`time_zone` on a limit, README "Calendar windows"): a window is a span of a zone's local
-// calendar — its hour, day, week (from Monday), month or year, or `unit_multiplier` of them counted from the
-// local epoch (1970-01-01; months from January 1970, so 3 months are quarters from January) — and holds
-// exactly the instants whose local time falls in it. At a DST change a day has 23 or 25 hours, and a local
-// hour that repeats (clocks going back) is one window of two hours. Zone data comes from the system's
+// Calendar windows (`time_zone` on a limit, docs/guides/monthly-plans.md): a window is a span of a zone's
+// local calendar — its hour, day, week (from Monday), month or year, or `unit_multiplier` of them counted
+// from the local epoch (1970-01-01; months from January 1970, so 3 months are quarters from January) — and
+// holds exactly the instants whose local time falls in it. At a DST change a day has 23 or 25 hours, and a
+// local hour that repeats (clocks going back) is one window of two hours. Zone data comes from the system's
 // zoneinfo files (tzdata; the image carries them) through Howard Hinnant's date library, which applies the
 // transitions those files list: Debian's run to 2037, after which a zone keeps the offset it had then.
 

@@ -1,8 +1,9 @@
 #pragma once
-// The rule keys Sluice adds to upstream's (README "Beyond upstream"): per limit `algorithm`,
-// `unit_multiplier`, `burst`, `accounting`, `time_zone`, `lease` and `holder_key`; per descriptor
-// `rate_limits` (several limits), `near_limit_ratio` and `count_only_admitted`. Every one is optional and its
-// default is upstream's behaviour. Errors are thrown as config_error with the message check-config prints.
+// The rule keys Sluice adds to upstream's (docs/reference/rules.md#the-keys-sluice-adds): per limit
+// `algorithm`, `unit_multiplier`, `burst`, `accounting`, `time_zone`, `lease` and `holder_key`; per
+// descriptor `rate_limits` (several limits), `near_limit_ratio` and `count_only_admitted`. Every one is
+// optional and its default is upstream's behaviour. Errors are thrown as config_error with the message
+// check-config prints.
 
 #include <span>
 #include <string>

@@ -1,5 +1,5 @@
 #pragma once
-// A limit table (README "Per-tenant limits"): per descriptor value, the limit that replaces its rule's
+// A limit table (docs/guides/tenant-tables.md): per descriptor value, the limit that replaces its rule's
 // `rate_limit`. Parsed from CSV (LIMIT_TABLES_DIR/<table>.csv) or from one Redis hash field at a time, and
 // immutable once built: a reload builds a new table and swaps it in, so lookups never lock.
 //

@@ -1,7 +1,8 @@
 #pragma once
-// "Why was this request limited?" (POST /explain, README "Operating Sluice"): the walk rule_set::get_limit
-// makes for one request descriptor, level by level, with how each level matched, where and why it stopped,
-// and the nearest rules that did not match with the reason for each.
+// "Why was this request limited?" (POST /explain,
+// docs/guides/operate.md#explain-why-was-this-request-limited): the walk rule_set::get_limit makes for one
+// request descriptor, level by level, with how each level matched, where and why it stopped, and the nearest
+// rules that did not match with the reason for each.
 
 #include <cstddef>
 #include <span>

@@ -50,13 +50,13 @@ struct rule_stats {
   static rule_stats make_bounded(stats::store& store, std::string_view domain, std::string_view stats_key);
 };
 
-// How a limit counts (README "Beyond upstream"). fixed_window is upstream's and the default; concurrency
+// How a limit counts (docs/concepts/algorithms.md). fixed_window is upstream's and the default; concurrency
 // limits what is in flight (limiter/leases.hpp).
 enum class algorithm : std::uint8_t { fixed_window, sliding_window, gcra, concurrency };
 
 std::string_view algorithm_name(algorithm a);
 
-// What a limit counts (README "Budgets for AI and SaaS traffic"). admission is today's and the default; usage
+// What a limit counts (docs/guides/llm-tokens.md). admission is today's and the default; usage
 // counts every hit reported, past the limit too (debt), because those hits were already spent.
 enum class accounting : std::uint8_t { admission, usage };
 

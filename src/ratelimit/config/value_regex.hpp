@@ -1,7 +1,7 @@
 #pragma once
-// `value_regex` rules (README "Regular expressions on values"): the patterns of one key's value_regex rules
-// at one level, compiled together into one RE2 set, so that a value is tried against all of them in one
-// linear-time pass however many there are. A pattern must match the whole value.
+// `value_regex` rules (docs/concepts/rules.md#regular-expressions-on-values-value_regex): the patterns of one
+// key's value_regex rules at one level, compiled together into one RE2 set, so that a value is tried against
+// all of them in one linear-time pass however many there are. A pattern must match the whole value.
 
 #include <memory>
 #include <span>

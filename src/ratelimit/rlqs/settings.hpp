@@ -1,5 +1,5 @@
 #pragma once
-// The quota service's settings (README "Rate Limit Quota Service"), read once by ratelimit/settings.cpp.
+// The quota service's settings (docs/guides/rlqs.md#settings-rlqs_), read once by ratelimit/settings.cpp.
 
 #include <chrono>
 #include <cstddef>

@@ -28,7 +28,7 @@ struct group_plan {
 };
 
 // One client's view of one bucket.
-// One per (stream, bucket): kept small, a client may report thousands of buckets (README: about 130 bytes).
+// One per (stream, bucket): kept small, a client may report thousands of buckets (about 130 bytes).
 struct stream_bucket {
   bucket_group* group = nullptr;  // alive while it has members (worker_state::plan erases empty groups only)
   demand_meter demand;

@@ -1,5 +1,5 @@
 #pragma once
-// Operator control of a request's counters (README "Operating Sluice"): what each descriptor's limits hold
+// Operator control of a request's counters (docs/guides/operate.md): what each descriptor's limits hold
 // now, or leaving them at a given count — resolved as a decision would resolve them (rules, overrides,
 // `replaces`, limit tables, time zones), with nothing counted and no stat changed.
 

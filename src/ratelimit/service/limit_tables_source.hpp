@@ -1,5 +1,5 @@
 #pragma once
-// Where the limit tables come from (README "Per-tenant limits") and how the workers get them: the files
+// Where the limit tables come from (docs/guides/tenant-tables.md) and how the workers get them: the files
 // <table>.csv of LIMIT_TABLES_DIR, loaded at start-up and again after each burst of changes
 // (core::file_watch, as the rules), and (LIMIT_TABLES_REDIS) any other name a rule gives, as a Redis hash
 // each worker reads (table_lookup). A changed file is parsed into a new table and swapped in whole; a bad one

@@ -68,7 +68,7 @@ class rate_limit_service {
 
   // Tracing on this worker: the decision's spans go under the caller's span. Null (the default): none.
   void set_tracer(tracing::tracer* tracer) { tracer_ = tracer; }
-  // The worker's top descriptors (README "Top throttled descriptors"), counted after each decision. Null (the
+  // The worker's top descriptors (docs/guides/observe/dashboard.md), counted after each decision. Null (the
   // default): none.
   void set_top_recorder(stats::top_recorder* top) { top_ = top; }
   // The worker's limit tables (`limits_from`). Null (the default): a rule's table is never read (its own

@@ -1,5 +1,5 @@
 #pragma once
-// One worker's view of the limit tables (README "Per-tenant limits"): the file tables as last published (a
+// One worker's view of the limit tables (docs/guides/tenant-tables.md): the file tables as last published (a
 // reload publishes a new table_set, swapped in between two decisions: a file table's lookup takes no lock),
 // and the Redis tables' rows in this worker's own cache, read on its connections. A row read is sent to the
 // other workers too (share), so a value is read once for all of them and every worker holds the same rows:

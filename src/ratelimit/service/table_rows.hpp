@@ -1,5 +1,5 @@
 #pragma once
-// A limit table's row in place of its rule's `rate_limit` (README "Per-tenant limits"): the row's
+// A limit table's row in place of its rule's `rate_limit` (docs/guides/tenant-tables.md): the row's
 // requests_per_unit (0 refuses every request; `unlimited` is unlimited) and, when it names one, its unit.
 // Everything else is the rule's: algorithm, accounting, shadow mode, stats, name.
 

@@ -1,6 +1,6 @@
-// Per-tenant limits (README "Per-tenant limits"): limits_from at load, the table files' source (reloads, bad
-// files, stats, /rlconfig), decisions with a table's rows (file and Redis tables, the latter through a fake
-// reader), the local over-limit cache with raised limits, LIMITED_BY_METADATA and the IETF headers.
+// Per-tenant limits (docs/guides/tenant-tables.md): limits_from at load, the table files' source (reloads,
+// bad files, stats, /rlconfig), decisions with a table's rows (file and Redis tables, the latter through a
+// fake reader), the local over-limit cache with raised limits, LIMITED_BY_METADATA and the IETF headers.
 
 #include <doctest/doctest.h>
 

@@ -383,8 +383,7 @@ TEST_CASE("rate limit settings: REDIS_SYNC_INTERVAL") {
   const auto range = [](const std::string& value) {
     return "invalid value '" + value +
            "' for REDIS_SYNC_INTERVAL: expected 0 or a duration from 1ms to 10s (the overshoot grows with "
-           "it; "
-           "see README)";
+           "it; see docs/concepts/batched-counting.md)";
   };
   CHECK_THROWS_WITH_AS(read({{"REDIS_SYNC_INTERVAL", "11s"}}), range("11s").c_str(), core::settings_error);
   CHECK_THROWS_WITH_AS(read({{"REDIS_SYNC_INTERVAL", "500us"}}), range("500us").c_str(),

@@ -871,8 +871,8 @@ TEST_CASE("a drain sends everything unsent and then calls back; Redis down: it c
 
 TEST_CASE("several deciders admit at most the limit plus what the others counted since the views' reads") {
   // Three workers take turns on one key, a turn every 4 ms; each flushes every 12 turns (its interval, 48 ms,
-  // within the 50 ms freshness). The README's bound with no round trip: the others' hits in 3 intervals, at
-  // 2 hits per 3 turns: 2/3 × 36 = 24.
+  // within the 50 ms freshness). The bound in docs/concepts/batched-counting.md with no round trip: the
+  // others' hits in 3 intervals, at 2 hits per 3 turns: 2/3 × 36 = 24.
   rig t(3);
   const std::uint64_t limit = 100;
   int admitted = 0;

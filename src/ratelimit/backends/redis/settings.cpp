@@ -216,7 +216,7 @@ redis_store_settings read_redis_store(const core::env_reader& env, const std::st
       std::chrono::duration_cast<std::chrono::microseconds>(env.get_duration(at("PIPELINE_WINDOW")));
   c.write_limit = env.get_uint(at("PIPELINE_LIMIT"), 0, 1'000'000);
   // Accepted and checked (upstream panics below 0); a cluster always sends the keys of different nodes in
-  // parallel, as upstream's 0 does (see README).
+  // parallel, as upstream's 0 does (see docs/concepts/backends.md#redis-backend).
   env.get_uint(at("CLUSTER_PIPELINE_PARALLELISM"), 0, 1'000'000);
   check_pool_on_empty(env, prefix);
   c.connect_timeout = core::to_ms(env.get_duration(at("TIMEOUT")));
@@ -245,7 +245,8 @@ redis_settings read_redis_settings(const core::env_reader& env, bool limit_table
   }
   r.health_check_active_connection = env.get_bool(health_check_active);
   r.startup_max_elapsed = core::to_ms(env.get_duration(startup_max_elapsed));
-  // Upstream's backoff until the first connection; after one is lost, Sluice's own short one (see README).
+  // Upstream's backoff until the first connection; after one is lost, Sluice's own short one (see
+  // docs/concepts/backends.md#redis-backend).
   auto startup_min = core::to_ms(env.get_duration(startup_initial));
   auto startup_max = core::to_ms(env.get_duration(startup_max_interval));
   if (startup_min.count() <= 0)
@@ -257,7 +258,7 @@ redis_settings read_redis_settings(const core::env_reader& env, bool limit_table
     throw core::settings_error(
         core::cat("invalid value '", env.get_string(sync_interval_setting),
                   "' for REDIS_SYNC_INTERVAL: expected 0 or a duration from 1ms to 10s "
-                  "(the overshoot grows with it; see README)"));
+                  "(the overshoot grows with it; see docs/concepts/batched-counting.md)"));
   }
   r.sync_interval = core::to_ms(sync);
   r.sync_max_keys = env.get_uint(sync_max_keys_setting, 1024, 1'000'000'000);

@@ -5,9 +5,9 @@
 //
 // A counter is read from Redis (its first op goes there, as without batching) before it is decided locally,
 // and read again when Redis has not answered for it for an interval and it holds nothing unsent: so a view
-// decided from is at most two intervals and a round trip old (README, "Batched counting"). A counter over its
-// limit stops counting until its window ends (upstream's local over-limit cache): no more Redis traffic for
-// it.
+// decided from is at most two intervals and a round trip old (docs/concepts/batched-counting.md). A counter
+// over its limit stops counting until its window ends (upstream's local over-limit cache): no more Redis
+// traffic for it.
 
 #include <cstdint>
 #include <map>

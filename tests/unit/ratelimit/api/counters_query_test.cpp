@@ -59,7 +59,8 @@ TEST_CASE("counters query: a descriptor escaped whole, as client libraries send 
   CHECK(q.entries[0] == std::pair<std::string, std::string>("customer", "acme"));
   CHECK(q.entries[1] == std::pair<std::string, std::string>("plan", "gold tier+"));
   CHECK(q.entries[2] == std::pair<std::string, std::string>("math", "1=1"));
-  // The README's form (a raw '=') is split first, and its '+' stays a plus sign, as before.
+  // The documented form (docs/guides/operate.md#counters-look-at-reset-set; a raw '=') is split first, and
+  // its '+' stays a plus sign, as before.
   q = ok("/counters?domain=ops&descriptor=k=a+b,k2=c%2Cd%3De");
   CHECK(q.entries[0] == std::pair<std::string, std::string>("k", "a+b"));
   CHECK(q.entries[1] == std::pair<std::string, std::string>("k2", "c,d=e"));

@@ -306,7 +306,8 @@ TEST_CASE("the gauges count open streams and their buckets") {
 }
 
 TEST_CASE("while shares are steady, the assignments in effect add up to at most the budget") {
-  // README: "the fleet's clients together admit at most the budget per window while shares are steady".
+  // docs/guides/rlqs.md#the-protocol, "The bound": "the fleet's clients together admit at most the budget per
+  // window while shares are steady".
   // big: 6000 per minute (100/s). Ten saturated clients, then an eleventh.
   quota_fixture f;
   const bucket big{{"big", "x"}};
