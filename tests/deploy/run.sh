@@ -23,10 +23,8 @@ for arg in "$@"; do
 done
 
 die() { echo "run.sh: $*" >&2; exit 2; }
-command -v node >/dev/null || die "node not found: install Node.js 18 or later (scripts/setup)"
-command -v npm >/dev/null || die "npm not found: install npm"
-node_major=$(node -p 'process.versions.node.split(".")[0]')
-((node_major >= 18)) || die "Node.js $(node --version) is too old: 18 or later is needed"
+# shellcheck source=../support/npm_packages.sh
+source "$here/../support/npm_packages.sh"
 
 # Where the packages live: $npm_dir is a node_modules directory inside the npm project directory $project.
 npm_dir=${SLUICE_NPM_DIR:-$here/node_modules}
@@ -47,22 +45,7 @@ if [[ $project != "$here" ]]; then
   cp "$here/package.json" "$here/package-lock.json" "$project/"
 fi
 
-# Install when the packages are missing or were installed from another package-lock.json.
-stamp=$npm_dir/.sluice-package-lock.sha256
-want=$(sha256sum "$here/package-lock.json" | cut -d' ' -f1)
-if [[ ! -f $stamp || $(cat "$stamp") != "$want" ]]; then
-  echo "run.sh: installing the npm packages into $npm_dir (npm ci)"
-  log=$(mktemp)
-  start=$SECONDS
-  if ! (cd "$project" && npm ci --no-audit --no-fund --loglevel=error >"$log" 2>&1); then
-    cat "$log" >&2
-    rm -f "$log"
-    die "npm ci failed in $project"
-  fi
-  rm -f "$log"
-  echo "$want" >"$stamp"
-  echo "run.sh: installed in $((SECONDS - start)) s"
-fi
+npm_packages_ready "$project" "$here/package-lock.json"
 
 export SLUICE_NPM_DIR=$npm_dir
 status=0

@@ -6,7 +6,7 @@
 #   tests/docs/envoy/run.sh [--no-selftest] [FILE.md...]
 #
 # A snippet is checked when a marker precedes its ```yaml block: <!-- envoy: full.proto.Message --> (or
-# Message[] for a list); see check_envoy_snippets.mjs. Needs Node.js 20+ and npm. Exit status: 0 when all passed.
+# Message[] for a list); see check_envoy_snippets.mjs. Needs Node.js 18+ and npm. Exit status: 0 when all passed.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -22,26 +22,9 @@ for arg in "$@"; do
   esac
 done
 
-die() { echo "run.sh: $*" >&2; exit 2; }
-command -v node >/dev/null || die "node not found: install Node.js 20 or later (scripts/setup)"
-command -v npm >/dev/null || die "npm not found: install npm"
-node_major=$(node -p 'process.versions.node.split(".")[0]')
-((node_major >= 20)) || die "Node.js $(node --version) is too old: 20 or later is needed"
-
-# Install when the packages are missing or were installed from another package-lock.json.
-stamp=$here/node_modules/.sluice-package-lock.sha256
-want=$(sha256sum "$here/package-lock.json" | cut -d' ' -f1)
-if [[ ! -f $stamp || $(cat "$stamp") != "$want" ]]; then
-  echo "run.sh: installing the npm packages into $here/node_modules (npm ci)"
-  log=$(mktemp)
-  if ! (cd "$here" && npm ci --no-audit --no-fund --loglevel=error >"$log" 2>&1); then
-    cat "$log" >&2
-    rm -f "$log"
-    die "npm ci failed in $here"
-  fi
-  rm -f "$log"
-  echo "$want" >"$stamp"
-fi
+# shellcheck source=../../support/npm_packages.sh
+source "$here/../../support/npm_packages.sh"
+npm_packages_ready "$here" "$here/package-lock.json"
 
 if ((${#files[@]} == 0)); then
   # From the repository, so that the messages name README.md and docs/... as a reader knows them.
