@@ -8,6 +8,12 @@
    line by line, `…` standing for any text; a command must exit 0. A command ending in `&` starts a server: its
    output goes to a log, and the next command waits until its HTTP port answers /healthcheck. The pages' ports
    (8080, 8081, 6070) become free ports of this run, given to the server as PORT, GRPC_PORT and DEBUG_PORT.
+   A page may have a server of its own, which the reader starts as the page says (`scripts/run`, say): a
+   `<!-- test: server [NAME=value...] -->` line starts build/sluice before the next runnable block, on the memory
+   backend with the settings given (`{repo}` in a value is the repository) and the page's rule files: each ```yaml block right after a
+   `<!-- test: rules -->` line. A rule block after the server started restarts it before the next block.
+   Such a block never starts in the last 5 s of a minute, so that its requests share their windows; and the
+   seconds a page shows until a window ends (`durationUntilReset`, `reset_seconds`) match any whole number.
 2. YAML examples. Every ```yaml block must parse. One that is a rule file (a mapping with `domain` and `descriptors`) is loaded by
    `sluice check-config --limit-tables-redis`, which must print "all rate limit configs ok"; a block right after a
    `<!-- test: bad-rules -->` line must be refused instead.
@@ -31,12 +37,13 @@ import urllib.request
 
 import yaml
 
-MARK = re.compile(r"^<!-- test: ([\w-]+) -->\s*$")
+MARK = re.compile(r"^<!-- test: ([\w-]+)((?: [^ ]+)*) -->\s*$")
 PORTS = {"8080": "PORT", "8081": "GRPC_PORT", "6070": "DEBUG_PORT"}
 
 
-def blocks(text):
-    """(line, language, marker or None, body lines) of each fenced block."""
+def blocks(text, standalone=False):
+    """(line, language, marker or None, body lines) of each fenced block; with `standalone`, also each marker
+    that stands alone (`server`), as (line, None, marker, its arguments)."""
     lines = text.split("\n")
     marker = None
     i = 0
@@ -44,6 +51,10 @@ def blocks(text):
         m = MARK.match(lines[i])
         if m:
             marker = m.group(1)
+            if marker == "server":
+                if standalone:
+                    yield i + 1, None, marker, m.group(2).split()
+                marker = None
         fence = re.match(r"^```(\w*)\s*$", lines[i])
         if fence:
             start = i
@@ -83,11 +94,16 @@ def transcript(body):
     return steps
 
 
+# A page shows the seconds to a window's end as they were when it was written; any whole number matches them.
+RESET = re.compile(r'(?<="durationUntilReset":")\d+(?=s")|(?<="reset_seconds":)\d+')
+
+
 def matches(expected, actual):
     if len(expected) != len(actual):
         return False
     for e, a in zip(expected, actual):
-        pattern = "^" + ".*".join(re.escape(part) for part in e.rstrip().split("…")) + "$"
+        parts = [RESET.sub("\0", re.escape(part)) for part in e.rstrip().split("…")]
+        pattern = "^" + ".*".join(p.replace("\0", r"\d+") for p in parts) + "$"
         if not re.match(pattern, a.rstrip()):
             return False
     return True
@@ -104,11 +120,14 @@ class Shell:
 
     server_wait = 30  # seconds for a server to answer /healthcheck
 
-    def __init__(self, build_dir, folder):
+    def __init__(self, build_dir, folder, repo):
         self.ports = {name: str(free_port()) for name in PORTS.values()}
         env = dict(os.environ, HOST="127.0.0.1", GRPC_HOST="127.0.0.1", DEBUG_HOST="127.0.0.1", **self.ports)
         os.symlink(build_dir, os.path.join(folder, "build"))
         self.folder = folder
+        self.repo = str(repo)
+        self.bash_env = env
+        self.page_server = None
         self.bash = subprocess.Popen(["bash", "--noprofile", "--norc"], cwd=folder, env=env, text=True,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      start_new_session=True)
@@ -150,7 +169,27 @@ class Shell:
         return "".join(pathlib.Path(self.folder, f"server{k}.log").read_text(errors="replace")
                        for k in range(1, self.servers + 1) if pathlib.Path(self.folder, f"server{k}.log").exists())
 
+    def start_page_server(self, settings):
+        """(Re)starts the page's own server: the memory backend, the page's rule blocks, and `settings`."""
+        self.stop_page_server()
+        env = dict(self.bash_env, BACKEND_TYPE="memory", USE_STATSD="false", RUNTIME_ROOT=f"{self.folder}/rules",
+                   RUNTIME_WATCH_ROOT="false")
+        env.update(s.replace("{repo}", self.repo).split("=", 1) for s in settings)
+        os.makedirs(f"{self.folder}/rules/config", exist_ok=True)
+        self.servers += 1
+        with open(f"{self.folder}/server{self.servers}.log", "w") as log:
+            self.page_server = subprocess.Popen([f"{self.folder}/build/sluice"], cwd=self.folder, env=env,
+                                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+        return self.wait_healthy()
+
+    def stop_page_server(self):
+        if self.page_server:
+            self.page_server.terminate()
+            self.page_server.wait(timeout=30)
+            self.page_server = None
+
     def close(self):
+        self.stop_page_server()
         try:
             os.killpg(self.bash.pid, 15)
         except ProcessLookupError:
@@ -158,16 +197,35 @@ class Shell:
         self.bash.wait(timeout=30)
 
 
-def run_page(page, shown, build_dir, failures):
-    runs = [(line, body) for line, lang, marker, body in blocks(page.read_text(encoding="utf-8"))
-            if marker == "run" and lang in ("sh", "bash", "console")]
-    if not runs:
+def run_page(page, shown, build_dir, repo, failures):
+    steps = [(line, lang, marker, body) for line, lang, marker, body in
+             blocks(page.read_text(encoding="utf-8"), standalone=True) if marker in ("run", "rules", "server")]
+    if not any(marker == "run" for _, _, marker, _ in steps):
         return 0
     count = 0
     with tempfile.TemporaryDirectory() as folder:
-        shell = Shell(build_dir, folder)
+        shell = Shell(build_dir, folder, repo)
+        settings, restart, rule_files = None, False, 0
         try:
-            for line, body in runs:
+            for line, lang, marker, body in steps:
+                if marker == "server":
+                    settings, restart = body, True
+                    continue
+                if marker == "rules":
+                    rule_files += 1
+                    os.makedirs(f"{folder}/rules/config", exist_ok=True)
+                    pathlib.Path(f"{folder}/rules/config/{rule_files:02}.yaml").write_text("\n".join(body) + "\n")
+                    restart = settings is not None
+                    continue
+                if settings is not None and time.time() % 60 > 55:
+                    # The page's windows are a minute or a multiple of one: its requests must not straddle a
+                    # window's end, which would split their counts.
+                    time.sleep(60.2 - time.time() % 60)
+                if restart:
+                    restart = False
+                    if shell.start_page_server(settings) != 0:
+                        failures.append(f"{shown}:{line}: the page's server did not start:\n{shell.server_logs()}")
+                        return count
                 for command, expected in transcript(body):
                     count += 1
                     status, out = shell.run(command)
@@ -243,7 +301,7 @@ def check(repo, build_dir, named=()):
     known = known_settings(os.path.join(build_dir, "sluice"))
     for page in pages(repo, named):
         shown = str(page.relative_to(repo)) if page.is_relative_to(repo) else str(page)
-        commands += run_page(page, shown, build_dir, failures)
+        commands += run_page(page, shown, build_dir, repo, failures)
         rules += check_yaml(page, shown, os.path.join(build_dir, "sluice"), failures)
         if page.name != "settings.md":
             settings += check_settings_tables(page, shown, known, failures)
@@ -260,9 +318,25 @@ def self_test(build_dir):
         "not YAML": "```yaml\na: [1\n```\n",
         "a setting that does not exist": "| Setting | Default |\n|---|---|\n| `BACKEND_TYP` | `redis` |\n",
         "a server that never answers": "<!-- test: run -->\n```sh\n$ sleep 60 &\n```\n",
+        "another number beside the reset time": "<!-- test: run -->\n```sh\n"
+                                                 "$ echo '{\"left\":2,\"durationUntilReset\":\"9s\"}'\n"
+                                                 "{\"left\":1,\"durationUntilReset\":\"51s\"}\n```\n",
+        "a page server that cannot start": "<!-- test: server GRPC_PORT=abc -->\n<!-- test: run -->\n```sh\n$ true\n```\n",
+        "a page server without the rule": "<!-- test: server -->\n<!-- test: run -->\n```sh\n"
+                                          "$ curl -sf localhost:8080/json -d '{\"domain\":\"d\",\"descriptors\":[]}'\n```\n",
     }
+    # A page server with its rule file, started by the first runnable block and restarted by a later rule file.
+    with_server = ("<!-- test: server LOG_LEVEL=info -->\n\n<!-- test: rules -->\n```yaml\ndomain: d\ndescriptors:\n"
+                   "  - {key: k, rate_limit: {unit: minute, requests_per_unit: 1}}\n```\n\n<!-- test: run -->\n```sh\n"
+                   "$ D='{\"domain\":\"d\",\"descriptors\":[{\"entries\":[{\"key\":\"k\",\"value\":\"v\"}]}]}'\n"
+                   "$ curl -s localhost:8080/json -d \"$D\"; echo; curl -s localhost:8080/json -d \"$D\"\n"
+                   '{"overallCode":"OK",…}\n{"overallCode":"OVER_LIMIT",…}\n```\n\n<!-- test: rules -->\n```yaml\n'
+                   "domain: e\ndescriptors: [{key: k}]\n```\n\n<!-- test: run -->\n```sh\n"
+                   "$ curl -s localhost:8080/json -d \"$D\"\n"
+                   '{"overallCode":"OK",…}\n```\n')
     good = ("<!-- test: run -->\n```sh\n$ X=$(echo hi) && cat > f <<'EOF'\nline 1\nEOF\n$ cat f; echo \"$X\" \\\n"
-            "  there\nline 1\nhi there\n```\n\n<!-- test: run -->\n```sh\n$ echo \"$X at :8080\"\nhi at …\n```\n"
+            "  there\nline 1\nhi there\n```\n\n<!-- test: run -->\n```sh\n$ echo \"$X at :8080\"\nhi at …\n"
+            "$ echo '{\"durationUntilReset\":\"9s\"}'\n{\"durationUntilReset\":\"51s\"}\n```\n"
             "```yaml\ndomain: d\ndescriptors: [{key: k, rate_limit: {unit: minute, requests_per_unit: 1}}]\n```\n")
     problems = []
     Shell.server_wait = 2  # the sample server never answers
@@ -271,8 +345,9 @@ def self_test(build_dir):
             page = pathlib.Path(folder, "page.md")
             page.write_text(text)
             return check(pathlib.Path(folder), build_dir, [page])[3]
-        if run(good):
-            problems.append(f"a good page fails: {run(good)}")
+        for name, page in (("a good page", good), ("a good page with a server", with_server)):
+            if run(page):
+                problems.append(f"{name} fails: {run(page)}")
         if not run("<!-- test: run -->\n```sh\n$ echo :8080\n:8080\n```\n"):
             problems.append("the page's port 8080 was not replaced by a free port")
         for name, text in samples.items():
@@ -280,7 +355,7 @@ def self_test(build_dir):
                 problems.append(f"{name}: not caught")
     for p in problems:
         print("self-test:", p, file=sys.stderr)
-    print(f"self-test: {len(samples) + 2 - len(problems)} of {len(samples) + 2} cases as expected")
+    print(f"self-test: {len(samples) + 3 - len(problems)} of {len(samples) + 3} cases as expected")
     return 1 if problems else 0
 
 

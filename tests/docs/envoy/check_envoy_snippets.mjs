@@ -217,7 +217,7 @@ export function findSnippets(text, file, errors) {
       errors.push(`${file}:${pending.line}: the envoy marker is not followed by a \`\`\`yaml block`);
       pending = null;
     }
-    if (/<!--\s*envoy\s*:/.test(line)) {
+    if (/^\s*<!--\s*envoy\s*:/.test(line)) {  // a marker starts its line; one quoted in prose is not
       const m = line.match(/^\s*<!--\s*envoy:\s*([A-Za-z_][\w.]*)(\[\])?\s*-->\s*$/);
       if (m) pending = { type: m[1], list: !!m[2], line: i + 1 };
       else errors.push(`${file}:${i + 1}: malformed envoy marker (expected <!-- envoy: full.proto.Message --> or ...[] -->)`);
