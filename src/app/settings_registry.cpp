@@ -217,10 +217,15 @@ std::vector<std::string> unknown_setting_warnings(const core::env_reader& env) {
       continue;
     }
     // Sluice's, by its first word (REDIS_, LIMIT_, OTEL_, ...): a variable of another program is not warned
-    // about.
-    const auto first_word = [](std::string_view n) { return n.substr(0, n.find('_') + 1); };
-    const bool looks_ours =
-        std::ranges::any_of(declared, [&](std::string_view d) { return name.starts_with(first_word(d)); });
+    // about. A setting of one word (HOST, PORT) gives no prefix: HOME, two edits from HOST, is every shell's.
+    const auto first_word = [](std::string_view n) {
+      const auto underscore = n.find('_');
+      return underscore == std::string_view::npos ? std::string_view{} : n.substr(0, underscore + 1);
+    };
+    const bool looks_ours = std::ranges::any_of(declared, [&](std::string_view d) {
+      const auto prefix = first_word(d);
+      return !prefix.empty() && name.starts_with(prefix);
+    });
     if (!looks_ours || kubernetes_injected(name, env.get_string(name, ""))) continue;
     std::string_view nearest;
     std::size_t best = 3;

@@ -163,13 +163,16 @@ class SettingsRegistry(unittest.TestCase):
         s = Sluice(rules={'life.yaml': RULES},
                    env={'BACKEND_TYP': 'redis', 'REDIS_SOKET_TYPE': 'tcp', 'GLOBAL_SHADOW_MODE': 'true',
                         'REDIS_PORT': 'tcp://10.0.0.7:6379', 'RATELIMIT_SERVICE_HOST': '10.0.0.8',
-                        'REDIS_PORT_6379_TCP': 'tcp://10.0.0.7:6379', 'HOSTNAME': 'pod-1', 'MY_OWN_THING': 'x'})
+                        'REDIS_PORT_6379_TCP': 'tcp://10.0.0.7:6379', 'HOSTNAME': 'pod-1', 'MY_OWN_THING': 'x',
+                        # a shell's own: HOME is two edits from HOST, TERM three from PORT
+                        'HOME': '/home/someone', 'TERM': 'xterm', 'LANG': 'C.UTF-8', 'USER': 'someone'})
         self.addCleanup(s.close)
         log = s.log()
         self.assertIn('BACKEND_TYP is not a setting: did you mean BACKEND_TYPE? (it is ignored)', log)
         self.assertIn('REDIS_SOKET_TYPE is not a setting: did you mean REDIS_SOCKET_TYPE?', log)
         self.assertIn('GLOBAL_SHADOW_MODE (SHADOW_MODE', log)
-        for quiet in ('REDIS_PORT ', 'RATELIMIT_SERVICE_HOST', 'REDIS_PORT_6379_TCP', 'HOSTNAME', 'MY_OWN_THING'):
+        for quiet in ('REDIS_PORT ', 'RATELIMIT_SERVICE_HOST', 'REDIS_PORT_6379_TCP', 'HOSTNAME', 'MY_OWN_THING',
+                      'HOME', 'TERM', 'LANG', 'USER'):
             self.assertNotIn(quiet, log)
 
 
