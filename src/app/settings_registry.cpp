@@ -79,26 +79,27 @@ std::vector<std::string> declaration_errors() {
 }
 
 void print_markdown(std::ostream& out) {
-  out << "# Settings\n\n"
-         "Every environment variable Sluice reads, with its default and what it does. Settings are read "
-         "once, "
-         "at start-up. Names and defaults are envoyproxy/ratelimit's. Each section links to the pages that "
-         "explain its settings at length.\n\n"
-         "- An unset or empty variable takes the default. A default in parentheses is worked out at "
-         "start-up.\n"
-         "- Booleans take Go's forms: `1 t T TRUE true True 0 f F FALSE false False`.\n"
-         "- Durations take Go's forms: `500ms`, `10s`, `1m30s`.\n"
-         "- A value that cannot be parsed stops start-up with exit code 1 and a message that names the "
-         "variable and what it takes: `sluice: invalid value 'abc' for PORT: expected a whole number from 0 "
-         "to "
-         "65535`.\n"
-         "- A variable that is not a setting, but starts like one and is one or two edits from a setting's "
-         "name, is warned about at start-up: `BACKEND_TYP is not a setting: did you mean BACKEND_TYPE? (it "
-         "is "
-         "ignored)`. Kubernetes' service variables (`*_SERVICE_HOST`, `*_PORT_*`, `REDIS_PORT=tcp://…`) "
-         "never are.\n\n"
-         "`sluice settings` prints the same list as text, one setting per line. This page is its output with "
-         "`--format markdown`, and a test fails when the two differ.\n";
+  // A raw string: each sentence stays whole, so that grep finds it.
+  out << R"(# Settings
+
+Every environment variable Sluice reads, with its default and what it does. Settings are read once, at
+start-up. Names and defaults are envoyproxy/ratelimit's. Each section links to the pages that explain its
+settings at length.
+
+- An unset or empty variable takes the default. A default in parentheses is worked out at start-up.
+- Booleans take Go's forms: `1 t T TRUE true True 0 f F FALSE false False`.
+- Durations take Go's forms: `500ms`, `10s`, `1m30s`.
+- A value that cannot be parsed stops start-up with exit code 1 and a message that names the variable and
+  what it takes, such as `sluice: invalid value 'abc' for PORT: expected a whole number from 0 to 65535`.
+- A variable that is not a setting is warned about at start-up when it starts with a setting's first word
+  (`REDIS_`, `LIMIT_`, ...) and is one or two edits from that setting's name:
+  `BACKEND_TYP is not a setting: did you mean BACKEND_TYPE? (it is ignored)`. Kubernetes' service variables
+  (`*_SERVICE_HOST`, `*_PORT_*`, `REDIS_PORT=tcp://…`) never are, and neither are names of one word: `HOME`
+  is two edits from `HOST`, and every shell sets it.
+
+`sluice settings` prints the same list as text, one setting per line. This page is its output with
+`--format markdown`, and a test fails when the two differ.
+)";
   for (const auto& section : settings_registry()) {
     out << "\n## " << section.title << "\n\nIn depth: " << section.details
         << ".\n\n| Setting | Takes | Default | Meaning |\n|---|---|---|---|\n";

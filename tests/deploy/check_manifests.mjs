@@ -527,7 +527,7 @@ for (const s of sluiceContainers) {
     const at = where(w, [...cPath, "env", j]);
     check(!names.has(e.name), at, `${e.name} is set twice`);
     names.add(e.name);
-    check(documented.has(e.name), at, `${e.name} is not a setting docs/reference/settings.md lists (no \`${e.name}\` in it): misspelled?`);
+    check(documented.has(e.name), at, `${e.name} is not a setting: ${display(settingsPath)} does not list it: misspelled?`);
   });
   check(!c.envFrom, where(w, [...cPath, "envFrom"]), "envFrom: list the settings in env, so that their names can be checked against the settings page");
   // Values that must parse, as Sluice parses them at start-up.

@@ -10,6 +10,7 @@ checks both, with the site's own Markdown (Python-Markdown with the toc extensio
    messages, scripts, deploy/, the CHANGELOG) names a page and heading that exist.
 3. No file points into README.md by section ("README, "Batched counting"", "see README.md, Stats"): the README
    is short now, and its sections moved to docs/. Name the page instead.
+4. Every page under docs/ is in mkdocs.yml's nav (mkdocs 1.4 only mentions one that is not, and builds).
 
 Usage: check_links.py REPO            (exit 1 with each offence as file:line: why)
        check_links.py --self-test     (samples that must pass and must fail)
@@ -26,9 +27,11 @@ import markdown
 LINK = re.compile(r"\]\(([^()\s]+)\)")
 FENCE = re.compile(r"^\s*(```|~~~)")
 INLINE_CODE = re.compile(r"`[^`]*`")
-DOCS_REF = re.compile(r"\bdocs/([\w./-]+\.md)(#[\w-]+)?")
+DOCS_REF = re.compile(r"(?<![\w/.])docs/([\w./-]+\.md)(#[\w-]+)?")  # not tests/docs/..., not in a URL
+URL = re.compile(r"https?://\S+")
 # A README section named by its title or by a chapter: 'README "X"', 'README.md, "X"', 'README, Deploy',
-# 'see README', "the README's bound" (README.md as a path is fine, and upstream's README).
+# 'see README' or 'see README.md' (which section?), "the README's bound". README.md named as a file is fine,
+# and so is upstream's README.
 README_SECTION = re.compile(
     r"\bREADME(?:\.md)?(?:'s)?\s*,?\s*(?:\"[A-Z]|“|\((?:see|section)|(?:Deploy|Development|Stats|Settings)\b)"
     r"|\bsee (?:the )?README\b"
@@ -36,14 +39,10 @@ README_SECTION = re.compile(
 )
 
 
-def heading_ids(path, cache={}):
+def heading_ids(path):
     """The ids mkdocs gives a page's headings (and its explicit {#id}s)."""
-    path = path.resolve()
-    if path not in cache:
-        md = markdown.Markdown(extensions=["toc", "attr_list", "tables", "pymdownx.superfences"])
-        html = md.convert(path.read_text(encoding="utf-8"))
-        cache[path] = set(re.findall(r'\bid="([^"]+)"', html))
-    return cache[path]
+    md = markdown.Markdown(extensions=["toc", "attr_list", "tables", "pymdownx.superfences"])
+    return set(re.findall(r'\bid="([^"]+)"', md.convert(path.read_text(encoding="utf-8"))))
 
 
 def prose_lines(text):
@@ -57,7 +56,7 @@ def prose_lines(text):
             yield n, INLINE_CODE.sub("``", line)
 
 
-def check_page_links(page, base, offences, shown):
+def check_page_links(page, base, offences, shown, heading_ids_of):
     for n, line in prose_lines(page.read_text(encoding="utf-8")):
         for m in LINK.finditer(line):
             target = m.group(1)
@@ -67,23 +66,44 @@ def check_page_links(page, base, offences, shown):
             dest = (base / file) if file else page
             if not dest.exists():
                 offences.append(f"{shown}:{n}: link to {file}: no such file")
-            elif fragment and dest.suffix == ".md" and fragment not in heading_ids(dest):
+            elif fragment and dest.suffix == ".md" and fragment not in heading_ids_of(dest):
                 offences.append(f"{shown}:{n}: link to {target}: {file or 'this page'} has no heading #{fragment}")
 
 
 def tracked_files(repo):
-    out = subprocess.run(["git", "-C", str(repo), "ls-files", "-co", "--exclude-standard"], capture_output=True,
-                         text=True, check=True).stdout
-    return [repo / f for f in out.split("\n") if f]
+    """The repository's files: git's list in a clone, else every file but build trees and npm packages."""
+    r = subprocess.run(["git", "-C", str(repo), "ls-files", "-co", "--exclude-standard"], capture_output=True,
+                       text=True)
+    if r.returncode == 0:
+        return [repo / f for f in r.stdout.split("\n") if f]
+    return [f for f in repo.rglob("*") if not any(p.startswith("build") or p in ("node_modules", ".git")
+                                                   for p in f.relative_to(repo).parts)]
+
+
+def nav_pages(repo):
+    """The pages mkdocs.yml's nav lists (its lines `- Title: path.md`)."""
+    text = (repo / "mkdocs.yml").read_text(encoding="utf-8")
+    return set(re.findall(r"^\s*-\s[^:\n]*:\s*(\S+\.md)\s*$", text, re.M))
 
 
 def check(repo):
     offences = []
     docs = repo / "docs"
-    check_page_links(repo / "README.md", repo, offences, "README.md")
+    ids = {}  # page -> its heading ids, read once per check
+    def heading_ids_of(page):
+        page = page.resolve()
+        if page not in ids:
+            ids[page] = heading_ids(page)
+        return ids[page]
+    if (repo / "mkdocs.yml").exists():
+        listed = nav_pages(repo)
+        for page in sorted(docs.rglob("*.md")):
+            if str(page.relative_to(docs)) not in listed:
+                offences.append(f"{page.relative_to(repo)}: not in mkdocs.yml's nav, so no reader finds it")
+    check_page_links(repo / "README.md", repo, offences, "README.md", heading_ids_of)
     for page in sorted(docs.rglob("*.md")):
         # A page linked in from outside docs/ (BENCHMARKS.md) is read where the site puts it.
-        check_page_links(page, page.parent, offences, str(page.relative_to(repo)))
+        check_page_links(page, page.parent, offences, str(page.relative_to(repo)), heading_ids_of)
     for f in tracked_files(repo):
         if not f.is_file() or f.is_symlink() or "node_modules" in f.parts or f.suffix in (".png", ".ico"):
             continue
@@ -95,11 +115,11 @@ def check(repo):
         if shown == "tests/docs/check_links.py":  # its self-test's samples
             continue
         for n, line in enumerate(text.split("\n"), 1):
-            for m in DOCS_REF.finditer(line):
+            for m in DOCS_REF.finditer(URL.sub("", line)):
                 page = docs / m.group(1)
                 if not page.exists():
                     offences.append(f"{shown}:{n}: docs/{m.group(1)}: no such page")
-                elif m.group(2) and m.group(2)[1:] not in heading_ids(page):
+                elif m.group(2) and m.group(2)[1:] not in heading_ids_of(page):
                     offences.append(f"{shown}:{n}: docs/{m.group(1)} has no heading {m.group(2)}")
             if README_SECTION.search(line):
                 offences.append(f"{shown}:{n}: names a README section: name its page under docs/ instead")
@@ -117,7 +137,9 @@ def self_test():
             "```\n[not a link](nowhere.md)\n```\n")
         (repo / "docs" / "b.md").write_text("# B\n\n## B part\n\n[ok](guides/a.md#reset-a-customer)\n")
         (repo / "README.md").write_text("# R\n\n[ok](docs/b.md#b-part)\n")
-        (repo / "code.cpp").write_text("// docs/guides/a.md#reset-a-customer says why; README.md is a file\n")
+        (repo / "code.cpp").write_text("// docs/guides/a.md#reset-a-customer says why; README.md is a file; so are\n"
+                                       "// tests/docs/run.md and https://example.com/docs/gone.md#x\n")
+        (repo / "mkdocs.yml").write_text("nav:\n  - B: b.md\n  - Guides:\n      - A: guides/a.md\n")
         if check(repo):
             failures.append(f"a clean tree has offences: {check(repo)}")
         bad = {
@@ -128,6 +150,7 @@ def self_test():
             "notes.txt": ('see README, "Batched counting"\n', "names a README section"),
             "x.sh": ("# see README.md, Stats\n", "names a README section"),
             "y.py": ("# README \"Per-tenant limits\"\n", "names a README section"),
+            "docs/c.md": ("# C\n", "not in mkdocs.yml's nav"),
         }
         for name, (added, expect) in bad.items():
             f = repo / name

@@ -80,7 +80,10 @@ const fullName = (t) => t.fullName.replace(/^\./, "");
 const jsonName = (name) => name.replace(/_(.)/g, (_, c) => c.toUpperCase());
 const kindOf = (node) => (isMap(node) ? "a map" : isSeq(node) ? "a list" : "a scalar");
 // A table entry by its proto or JSON name.
-const byName = (entries, key) => entries[key] ?? Object.entries(entries).find(([name]) => jsonName(name) === key)?.[1];
+// Own properties only: a key such as `toString` or `constructor` is no field.
+const byName = (entries, key) =>
+  (Object.hasOwn(entries, key) ? entries[key] : undefined) ??
+  Object.entries(entries).find(([name]) => jsonName(name) === key)?.[1];
 
 // Loads every v3 proto of the bundled API (v2 ones import files the package does not ship; a few v3 ones import
 // OpenCensus, OpenTelemetry or Prometheus protos, also absent: those files are left out, with what needs them).
@@ -284,7 +287,7 @@ class Walker {
     if (target === "scalar") {
       if (!isScalar(node)) this.error(node, `expected a scalar, found ${kind}${at}`);
     } else if (target instanceof protobuf.Enum) {
-      const ok = isScalar(node) && (node.value in target.values || Object.values(target.values).includes(node.value));
+      const ok = isScalar(node) && (Object.hasOwn(target.values, node.value) || Object.values(target.values).includes(node.value));
       if (!ok) this.error(node, `${fullName(target)} has no value ${isScalar(node) ? `'${node.value}'` : kind}${at}` +
         ` (one of ${Object.keys(target.values).join(", ")})`);
     } else if (target.newer) {
