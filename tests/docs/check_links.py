@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 
+import checker
 import markdown
 
 LINK = re.compile(r"\]\(([^()\s]+)\)")
@@ -163,24 +164,8 @@ def self_test():
                 f.unlink()
             else:
                 f.write_text(before)
-    for f in failures:
-        print("self-test:", f, file=sys.stderr)
-    print(f"self-test: {len(bad) - len(failures)} of {len(bad)} broken samples caught" if not failures else "")
-    return 1 if failures else 0
-
-
-def main():
-    if sys.argv[1:] == ["--self-test"]:
-        return self_test()
-    if len(sys.argv) != 2:
-        print(__doc__, file=sys.stderr)
-        return 2
-    offences = check(pathlib.Path(sys.argv[1]).resolve())
-    for o in offences:
-        print(o, file=sys.stderr)
-    print(f"check_links: {len(offences)} offence(s)")
-    return 1 if offences else 0
+    return checker.self_test_result(failures, len(bad) + 1)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(checker.main("check_links", __doc__, check, self_test))

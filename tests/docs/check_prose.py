@@ -15,6 +15,8 @@ import pathlib
 import re
 import sys
 
+import checker
+
 FENCE = re.compile(r"^\s*(```|~~~)")
 LONGEST_SENTENCE = 40
 
@@ -93,24 +95,8 @@ def self_test():
     for name, text in bad.items():
         if not check_page(text, name):
             failures.append(f"{name}: not caught")
-    for f in failures:
-        print("self-test:", f, file=sys.stderr)
-    print(f"self-test: {len(bad) + 1 - len(failures)} of {len(bad) + 1} samples as expected")
-    return 1 if failures else 0
-
-
-def main():
-    if sys.argv[1:] == ["--self-test"]:
-        return self_test()
-    if len(sys.argv) != 2:
-        print(__doc__, file=sys.stderr)
-        return 2
-    offences = check(pathlib.Path(sys.argv[1]).resolve())
-    for o in offences:
-        print(o, file=sys.stderr)
-    print(f"check_prose: {len(offences)} offence(s)")
-    return 1 if offences else 0
+    return checker.self_test_result(failures, len(bad) + 1)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(checker.main("check_prose", __doc__, check, self_test))
