@@ -26,7 +26,6 @@ import checker
 import markdown
 
 LINK = re.compile(r"\]\(([^()\s]+)\)")
-FENCE = re.compile(r"^\s*(```|~~~)")
 INLINE_CODE = re.compile(r"`[^`]*`")
 DOCS_REF = re.compile(r"(?<![\w/.])docs/([\w./-]+\.md)(#[\w-]+)?")  # not tests/docs/..., not in a URL
 URL = re.compile(r"https?://\S+")
@@ -48,13 +47,11 @@ def heading_ids(path):
 
 def prose_lines(text):
     """(line number, line) outside fenced code, inline code blanked."""
-    fenced = False
-    for n, line in enumerate(text.split("\n"), 1):
-        if FENCE.match(line):
-            fenced = not fenced
-            continue
-        if not fenced:
-            yield n, INLINE_CODE.sub("``", line)
+    lines = text.split("\n")
+    code = checker.code_lines(lines)
+    for i, line in enumerate(lines):
+        if i not in code:
+            yield i + 1, INLINE_CODE.sub("``", line)
 
 
 def check_page_links(page, base, offences, shown, heading_ids_of):

@@ -11,25 +11,21 @@ Usage: check_prose.py REPO            (exit 1 with each offence as file:line: wh
        check_prose.py --self-test     (samples that must pass and must fail)
 """
 
-import pathlib
 import re
 import sys
 
 import checker
 
-FENCE = re.compile(r"^\s*(```|~~~)")
 LONGEST_SENTENCE = 40
 
 
 def paragraphs(text):
     """(first line number, text) of each paragraph or list item outside fenced code and tables."""
-    fenced = False
+    lines = text.split("\n") + [""]
+    code = checker.code_lines(lines)
     para, start = [], 0
-    for n, line in enumerate(text.split("\n") + [""], 1):
-        if FENCE.match(line):
-            fenced = not fenced
-            line = ""
-        if fenced or line.startswith("|") or line.startswith("<!--"):
+    for n, line in enumerate(lines, 1):
+        if n - 1 in code or line.startswith("|") or line.startswith("<!--"):
             line = ""
         starts_item = re.match(r"^\s*(?:[-*]|\d+\.)\s", line)
         if (not line.strip() or starts_item or line.startswith("#")) and para:
@@ -73,7 +69,7 @@ def check_page(text, shown, long_sentences=True):
 
 def check(repo):
     offences = []
-    for page in [repo / "README.md"] + sorted(p for p in (repo / "docs").rglob("*.md") if not p.is_symlink()):
+    for page in checker.pages(repo):
         shown = str(page.relative_to(repo))
         if shown == "docs/reference/settings.md":
             continue

@@ -48,7 +48,6 @@ import yaml
 
 MARKERS = ("run", "rules", "bad-rules", "server")
 MARK = re.compile(r"^<!-- test: ([\w-]+)((?: [^ ]+)*) -->\s*$")
-FENCE = re.compile(r"^(\s*)(```|~~~)(\w*)\s*$")
 PORTS = {"8080": "PORT", "8081": "GRPC_PORT", "6070": "DEBUG_PORT"}
 # A heredoc's word starts with a letter (`$((1<<2))` is a shift), quoted or not; `<<-` strips leading tabs.
 HEREDOC = re.compile(r"<<(-?)\s*(['\"]?)([A-Za-z_]\w*)\2")
@@ -62,6 +61,7 @@ def blocks(text, standalone=False):
     """(line, language, marker or None, body lines) of each fenced block (indented ones dedented); with
     `standalone`, also each `server` marker, as (line, None, "server", its arguments)."""
     lines = text.split("\n")
+    fences = {start: (end, indent, info) for start, end, indent, info in checker.fenced_blocks(lines)}
     marker = None
     i = 0
     while i < len(lines):
@@ -76,18 +76,12 @@ def blocks(text, standalone=False):
                 if standalone:
                     yield i + 1, None, marker, m.group(2).split()
                 marker = None
-            i += 1
-            continue
-        fence = FENCE.match(line)
-        if fence:
-            indent, ticks = fence.group(1), fence.group(2)
-            j = i + 1
-            while j < len(lines) and lines[j].strip() != ticks:
-                j += 1
-            body = [b[len(indent):] if b.startswith(indent) else b.lstrip() for b in lines[i + 1:j]]
-            yield i + 1, fence.group(3), marker, body
+        elif i in fences:
+            end, indent, info = fences[i]
+            body = [b[len(indent):] if b.startswith(indent) else b.lstrip() for b in lines[i + 1:end]]
+            yield i + 1, info, marker, body
             marker = None
-            i = j
+            i = end
         elif line.strip():
             marker = None
         i += 1
@@ -389,9 +383,7 @@ def declared_settings(sluice):
 
 
 def pages(repo, named):
-    if named:
-        return [pathlib.Path(p).resolve() for p in named]
-    return [repo / "README.md"] + sorted(p for p in (repo / "docs").rglob("*.md") if not p.is_symlink())
+    return [pathlib.Path(p).resolve() for p in named] if named else checker.pages(repo)
 
 
 def check(repo, build_dir, named=()):
