@@ -203,9 +203,18 @@ int print_settings(std::span<const std::string_view> args, std::ostream& out, st
 }
 
 std::vector<std::string> unknown_setting_warnings(const core::env_reader& env) {
+  // Sluice's variables, by the settings' first words (REDIS_, LIMIT_, OTEL_, ...): a variable of another
+  // program is not warned about. A setting of one word (HOST, PORT) gives no prefix: HOME, two edits from
+  // HOST, is every shell's.
   std::vector<std::string_view> declared;
-  for (const auto& section : settings_registry())
-    for (const auto& s : section.settings) declared.push_back(s.name);
+  std::vector<std::string_view> prefixes;
+  for (const auto& section : settings_registry()) {
+    for (const auto& s : section.settings) {
+      declared.push_back(s.name);
+      if (const auto underscore = s.name.find('_'); underscore != std::string_view::npos)
+        prefixes.push_back(s.name.substr(0, underscore + 1));
+    }
+  }
   std::vector<std::string> warnings;
   std::vector<std::string> upstream;
   for (const auto& name : env.names()) {
@@ -217,16 +226,8 @@ std::vector<std::string> unknown_setting_warnings(const core::env_reader& env) {
       upstream.push_back(core::cat(name, " (", u->instead, ")"));
       continue;
     }
-    // Sluice's, by its first word (REDIS_, LIMIT_, OTEL_, ...): a variable of another program is not warned
-    // about. A setting of one word (HOST, PORT) gives no prefix: HOME, two edits from HOST, is every shell's.
-    const auto first_word = [](std::string_view n) {
-      const auto underscore = n.find('_');
-      return underscore == std::string_view::npos ? std::string_view{} : n.substr(0, underscore + 1);
-    };
-    const bool looks_ours = std::ranges::any_of(declared, [&](std::string_view d) {
-      const auto prefix = first_word(d);
-      return !prefix.empty() && name.starts_with(prefix);
-    });
+    const bool looks_ours =
+        std::ranges::any_of(prefixes, [&](std::string_view p) { return name.starts_with(p); });
     if (!looks_ours || kubernetes_injected(name, env.get_string(name, ""))) continue;
     std::string_view nearest;
     std::size_t best = 3;
