@@ -13,7 +13,11 @@ backend_settings read_backend_settings(const core::env_reader& env, const rateli
   const bool admitted_only = rl.service.count_only_admitted;
   if (type != "memory") backends::memory::refuse_memory_settings(env, type);
   if (type != "redis") backends::redis::refuse_redis_settings(env, type);
-  if (type == "redis") return backends::redis::read_redis_settings(env, rl.tables.redis, admitted_only);
+  if (type == "redis") {
+    auto redis = backends::redis::read_redis_settings(env, rl.tables.redis, admitted_only);
+    if (redis.regions) redis.regions->key_prefix = rl.limiter.cache_key_prefix;  // the heartbeat's key
+    return redis;
+  }
   if (type == "memcache") return backends::memcache::read_memcache_settings(env, admitted_only);
   return backends::memory::read_memory_settings(env);
 }

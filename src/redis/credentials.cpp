@@ -20,16 +20,37 @@ core::problem parse_secret(const std::string& text, secret& out) {
   return std::nullopt;
 }
 
+core::problem parse_named_secret(const std::string& text, const std::string& name, secret& out) {
+  for (const auto& raw : core::split(text, '\n')) {
+    const auto line = core::trim_space(raw);
+    if (line.empty() || line.front() == '#') continue;
+    const auto equals = line.find('=');
+    if (equals == std::string_view::npos)
+      return std::string("has a line without '=' (expected <region>=<password> lines)");
+    if (core::trim_space(line.substr(0, equals)) != name) continue;
+    if (auto problem = parse_secret(std::string(line.substr(equals + 1)), out))
+      return core::cat("entry ", name, " ", *problem);
+    return std::nullopt;
+  }
+  return core::cat("has no line for ", name, " (expected <region>=<password> lines)");
+}
+
 credential_file::credential_file(std::string path, std::string setting)
+    : credential_file(std::move(path), std::move(setting), {}) {}
+
+credential_file::credential_file(std::string path, std::string setting, std::string entry)
     : setting_(std::move(setting)),
-      file_(std::move(path), [this](const std::string& text) -> std::optional<std::string> {
-        secret next;
-        if (auto problem = parse_secret(text, next)) return problem;
-        std::lock_guard lock(mutex_);
-        changed_ = true;
-        current_ = std::move(next);
-        return std::nullopt;
-      }) {}
+      file_(std::move(path),
+            [this, entry = std::move(entry)](const std::string& text) -> std::optional<std::string> {
+              secret next;
+              if (auto problem =
+                      entry.empty() ? parse_secret(text, next) : parse_named_secret(text, entry, next))
+                return problem;
+              std::lock_guard lock(mutex_);
+              changed_ = true;
+              current_ = std::move(next);
+              return std::nullopt;
+            }) {}
 
 std::string credential_file::describe() const {
   return setting_.empty() ? path() : core::cat(setting_, " (", path(), ")");

@@ -25,12 +25,17 @@ struct secret {
 
 // "password" or "user:password", or what is wrong with the text (which it never quotes).
 core::problem parse_secret(const std::string& text, secret& out);
+// A file of `<name>=<secret>` lines (REDIS_REMOTE_AUTH_FILE: one per region; blank lines and `#` comments
+// skipped): `name`'s secret, or what is wrong (never quoting a secret).
+core::problem parse_named_secret(const std::string& text, const std::string& name, secret& out);
 
 class credential_file {
  public:
   // Reads the file now; throws std::runtime_error "<path>: <what is wrong>". `setting` names it in logs
   // (REDIS_AUTH_FILE, ...).
   explicit credential_file(std::string path, std::string setting = {});
+  // A file of `<name>=<secret>` lines (parse_named_secret): the secret of `entry`.
+  credential_file(std::string path, std::string setting, std::string entry);
   secret current() const;
   // Redis refused the secret: reads the file again now. Whether what it holds changed.
   bool refused();

@@ -79,6 +79,14 @@ rules_source::candidate rules_source::prepare(rule_origin from,
     c.own = std::move(own.rules);
     c.warnings = std::move(own.warnings);
     c.error = std::move(own.error);
+    if (c.own && limit_check_) {
+      c.own->for_each_limit(
+          [&](std::string_view domain, const config::descriptor_node&, const config::rate_limit& l) {
+            if (!c.error.empty()) return;
+            if (auto refused = limit_check_(l)) c.error = core::cat("domain '", domain, "': ", *refused);
+          });
+      if (!c.error.empty()) c.own = nullptr;
+    }
     if (c.own) join(from, files, c);
   } catch (const std::exception& e) {  // not a rule's error (those are config_errors): memory, most likely
     c = {};

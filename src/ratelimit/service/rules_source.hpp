@@ -75,6 +75,10 @@ class rules_source {
   // How to have the xDS server send its rules again (a NACKed response cannot be taken back): called when
   // the rule files give up the domain xDS rules were refused for.
   void set_xds_retry(std::function<void()> ask_again) { xds_retry_ = std::move(ask_again); }
+  // What the backend refuses of a limit (regions: GCRA): a load with such a limit is refused with it, naming
+  // the domain and descriptor. Set before the first load.
+  using limit_check = std::function<core::problem(const config::rate_limit&)>;
+  void set_limit_check(limit_check check) { limit_check_ = std::move(check); }
   // The limit tables rules may name in `limits_from` (null, the default: none). Outlives this source.
   void set_table_names(config::table_names* tables) { tables_ = tables; }
   const config::table_names* table_names() const { return tables_; }
@@ -132,6 +136,7 @@ class rules_source {
   };
   std::array<origin_state, 2> origins_;
   std::function<void()> xds_retry_;
+  limit_check limit_check_;
   config::table_names* tables_ = nullptr;
   origin_state& state(rule_origin from) { return origins_[static_cast<std::size_t>(from)]; }
   const origin_state& state(rule_origin from) const { return origins_[static_cast<std::size_t>(from)]; }

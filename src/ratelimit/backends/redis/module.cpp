@@ -62,6 +62,7 @@ redis_module::redis_module(const redis_settings& settings, const start_context& 
   start_stores(context);
   watch_secrets(context.control);
   if (settings_.sync_interval.count() > 0) start_sync(context);
+  if (settings_.regions) start_regions(context);
   std::vector<const sluice::redis::store*> main, per_second;
   for (const auto& w : workers_) {
     main.push_back(w.main.get());
@@ -149,8 +150,56 @@ void redis_module::start_sync(const start_context& context) {
                  "ms: counters are decided locally and their hits sent to Redis in batches");
 }
 
+// REDIS_REGION: each worker's backend adds the other regions' totals, which one reader on the control thread
+// reads for every worker.
+void redis_module::start_regions(const start_context& context) {
+  const auto& regions = *settings_.regions;
+  for (auto& w : workers_) {
+    limiter::backend& inner = w.synced ? static_cast<limiter::backend&>(*w.synced) : *w.backend;
+    w.regional = std::make_unique<regional_backend>(inner);
+  }
+  std::vector<std::unique_ptr<sluice::redis::store>> remotes;
+  for (const auto& r : regions.remotes) {
+    auto connection = r.connection;
+    // A read older than REDIS_REMOTE_MAX_LAG is of no use; a remote replica may be slower than the local
+    // Redis.
+    connection.request_timeout = std::max(connection.request_timeout, regions.max_lag);
+    remotes.push_back(std::make_unique<sluice::redis::pool>(control_.get_executor(), connection, 1));
+    if (connection.auth_file) {
+      connection.auth_file->watch(control_.get_executor());
+      secrets_.push_back(connection.auth_file);
+    }
+  }
+  region_reader::workers_link link;
+  link.count = worker_count_;
+  link.collect = [this](region_reader::deliver_fn deliver) {
+    workers_.post_each([this, deliver](worker& w) {
+      asio::post(control_,
+                 [deliver, keys = w.regional->take_new_keys()]() mutable { deliver(std::move(keys)); });
+    });
+  };
+  link.publish = [this](remote_view_ptr view) {
+    workers_.post_each([view](worker& w) { w.regional->set_view(view); });
+  };
+  regions_ =
+      std::make_unique<region_reader>(regions, make_store(settings_.main, control_, 1), std::move(remotes),
+                                      control_.get_executor(), clock_, context.stats, std::move(link));
+  regions_->start();
+}
+
+core::problem redis_module::refuse_algorithm(std::string_view algorithm) const {
+  if (!settings_.regions || algorithm != "gcra") return std::nullopt;
+  return std::string(
+      "algorithm gcra cannot be shared across regions (REDIS_REGION is set): a theoretical arrival time "
+      "cannot "
+      "be summed over regions. Use sliding_window (or fixed_window) for a limit shared by the regions, or "
+      "give "
+      "each region its own GCRA limit of requests_per_unit / regions in a separate deployment");
+}
+
 limiter::backend& redis_module::backend(unsigned worker) {
   auto& w = workers_[worker];
+  if (w.regional) return *w.regional;
   if (w.synced) return *w.synced;
   return *w.backend;
 }
@@ -202,6 +251,7 @@ void redis_module::drain(std::function<void()> then) {
 
 void redis_module::stop() {
   startup_timer_.cancel();
+  if (regions_) regions_->stop();
   for (auto& w : workers_) {
     if (w.synced) w.synced->stop();
     w.main->stop();

@@ -3,7 +3,8 @@
 // the worker's io_context, with its share of REDIS_POOL_SIZE) and the backend over them — direct, or batched
 // with REDIS_SYNC_INTERVAL — and, with LIMIT_TABLES_REDIS, its reader of limit tables. On the control thread:
 // the "redis" health component, REDIS_STARTUP_MAX_ELAPSED_TIME, the *_AUTH_FILE watches, the pool and sync
-// stats summed over the workers, and the RLQS demand exchange between replicas.
+// stats summed over the workers, the RLQS demand exchange between replicas, and with REDIS_REGION the reader
+// of the other regions' totals (region_reader), whose views reach each worker's regional_backend.
 
 #include <boost/asio/steady_timer.hpp>
 #include <memory>
@@ -12,6 +13,8 @@
 #include "core/per_worker.hpp"
 #include "ratelimit/backends/module.hpp"
 #include "ratelimit/backends/redis/redis_backend.hpp"
+#include "ratelimit/backends/redis/region_reader.hpp"
+#include "ratelimit/backends/redis/regional_backend.hpp"
 #include "ratelimit/backends/redis/settings.hpp"
 #include "ratelimit/backends/redis/synced_backend.hpp"
 #include "ratelimit/backends/redis/table_reader.hpp"
@@ -27,6 +30,8 @@ class redis_module final : public module {
   limiter::backend& backend(unsigned worker) override;
   limiter::table_reader* table_reader(unsigned worker) override { return workers_[worker].tables.get(); }
   std::unique_ptr<rlqs::demand_exchange> demand_exchange(const std::string& key_prefix) override;
+  // REDIS_REGION: GCRA (an arrival time cannot be summed over regions).
+  core::problem refuse_algorithm(std::string_view algorithm) const override;
   // REDIS_SYNC_INTERVAL: sends every worker's unsent hits; `then` once all are answered (or Redis failed).
   void drain(std::function<void()> then) override;
   void stop() override;
@@ -40,10 +45,12 @@ class redis_module final : public module {
     std::unique_ptr<redis_backend> backend;
     std::unique_ptr<synced_backend> synced;      // REDIS_SYNC_INTERVAL > 0
     std::unique_ptr<redis_table_reader> tables;  // LIMIT_TABLES_REDIS, on `main`
+    std::unique_ptr<regional_backend> regional;  // REDIS_REGION: over `synced` or `backend`
   };
 
   void start_stores(const start_context& context);
   void start_sync(const start_context& context);
+  void start_regions(const start_context& context);
   void watch_secrets(boost::asio::io_context& control);
   // Every worker's main store (and per-second store, if any) is up.
   bool up() const;
@@ -59,6 +66,7 @@ class redis_module final : public module {
   // REDIS_AUTH_FILE and the like: watched on the control thread while the stores run.
   std::vector<std::shared_ptr<sluice::redis::credential_file>> secrets_;
   boost::asio::steady_timer startup_timer_;  // REDIS_STARTUP_MAX_ELAPSED_TIME
+  std::unique_ptr<region_reader> regions_;   // REDIS_REGION
 };
 
 }  // namespace sluice::ratelimit::backends::redis

@@ -234,6 +234,8 @@ std::vector<core::setting> redis_backend_settings() {
   std::vector<core::setting> out(stores().all().begin(), stores().all().end());
   out.insert(out.end(), std::begin(other_settings), std::end(other_settings));
   out.insert(out.end(), std::begin(tls_files), std::end(tls_files));
+  const auto regions = region_backend_settings();
+  out.insert(out.end(), regions.begin(), regions.end());
   return out;
 }
 
@@ -268,6 +270,7 @@ redis_settings read_redis_settings(const core::env_reader& env, bool limit_table
     store->connection.startup_max = startup_max;
   }
   r.limit_tables = limit_tables;
+  r.regions = read_region_settings(env, r.main.connection, !r.main.cluster_seeds.empty());
   if (count_only_admitted && r.sync_interval.count() > 0) {
     throw core::settings_error(
         "COUNT_ONLY_ADMITTED=true cannot be combined with REDIS_SYNC_INTERVAL: a request counted only when "
@@ -278,6 +281,10 @@ redis_settings read_redis_settings(const core::env_reader& env, bool limit_table
 }
 
 void refuse_redis_settings(const core::env_reader& env, std::string_view backend_type) {
+  if (const auto& region = region_backend_settings().front(); !env.get_string(region).empty()) {
+    throw core::settings_error(core::cat(region.name, " applies to BACKEND_TYPE=redis only (BACKEND_TYPE is ",
+                                         backend_type, "): regions share their counters through Redis"));
+  }
   if (env.get_duration(sync_interval_setting).count() > 0) {
     throw core::settings_error(
         core::cat("REDIS_SYNC_INTERVAL applies to BACKEND_TYPE=redis only (BACKEND_TYPE is ", backend_type,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/env.hpp"
+#include "ratelimit/backends/redis/region_settings.hpp"
 #include "redis/connection.hpp"
 
 namespace sluice::ratelimit::backends::redis {
@@ -29,8 +30,9 @@ struct redis_settings {
   // REDIS_SYNC_INTERVAL: 0 sends every hit at once; otherwise counters are decided locally and their hits
   // sent in batches this often (synced_backend.hpp).
   std::chrono::milliseconds sync_interval{0};
-  std::size_t sync_max_keys = 1'000'000;  // REDIS_SYNC_MAX_KEYS: the counters held locally, per instance
-  bool limit_tables = false;              // LIMIT_TABLES_REDIS: limit tables are read from `main` too
+  std::size_t sync_max_keys = 1'000'000;   // REDIS_SYNC_MAX_KEYS: the counters held locally, per instance
+  bool limit_tables = false;               // LIMIT_TABLES_REDIS: limit tables are read from `main` too
+  std::optional<region_settings> regions;  // REDIS_REGION: several regions under one limit
 };
 
 // `limit_tables`: LIMIT_TABLES_REDIS; `count_only_admitted`: COUNT_ONLY_ADMITTED (not with batching).

@@ -1,0 +1,364 @@
+#include "ratelimit/backends/redis/region_reader.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <random>
+
+#include "core/log.hpp"
+#include "core/strings.hpp"
+
+namespace sluice::ratelimit::backends::redis {
+
+namespace rd = sluice::redis;
+
+namespace region_reader_detail {
+
+std::string make_instance_id() {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  std::random_device random;
+  return core::cat(host, "-", getpid(), "-", std::to_string(random() % 1'000'000));
+}
+
+// Heartbeat fields older than this are deleted by the instances that still write.
+std::int64_t stale_field_ms(const region_settings& s) {
+  return 10 * std::max(s.max_lag, s.sync_interval).count();
+}
+
+}  // namespace region_reader_detail
+
+struct region_reader::remote {
+  std::string name;
+  std::unique_ptr<rd::store> store;
+  // The last good read: each key's total, when it was read (unix ms), its heartbeat's time.
+  std::unordered_map<std::string, std::uint64_t> totals;
+  std::int64_t read_ms = 0;
+  std::int64_t heartbeat_ms = 0;
+  std::int64_t round_trip_ms = 0;
+  double hottest_rate = 0;  // hits per second of its fastest-growing key between its last two reads
+  std::vector<std::string> cannot_see;  // as its fresh heartbeats say
+  std::optional<bool> reachable;        // unknown until the first round ends
+  std::string why;                      // why it is unreachable
+  stats::gauge* reachable_gauge = nullptr;
+  stats::gauge* age_gauge = nullptr;
+  stats::gauge* lag_gauge = nullptr;
+  stats::gauge* rtt_gauge = nullptr;
+};
+
+// One round: the keys read (pointers into tracked_, which changes only between rounds) and what came back.
+struct region_reader::round_state {
+  unsigned workers_left = 0;
+  std::size_t regions_left = 0;
+  std::int64_t started_us = 0;
+  std::vector<key_read> keys;
+  struct answer {
+    bool ok = false;
+    std::string error;
+    region_health health;
+    std::vector<std::uint64_t> totals;
+    std::int64_t round_trip_ms = 0;
+  };
+  std::vector<answer> answers;  // per remote
+  answer local;                 // this region's counts (share)
+  bool reads_local = false;
+};
+
+region_reader::region_reader(const region_settings& settings, std::unique_ptr<rd::store> local,
+                             std::vector<std::unique_ptr<rd::store>> remotes,
+                             boost::asio::any_io_executor control, const core::clock& clock,
+                             stats::store& stats, workers_link workers)
+    : settings_(settings),
+      local_(std::move(local)),
+      clock_(clock),
+      stats_(stats),
+      workers_(std::move(workers)),
+      timer_(std::move(control)),
+      instance_(region_reader_detail::make_instance_id()),
+      own_heartbeat_(heartbeat_key(settings.key_prefix, settings.region)),
+      worst_overshoot_(stats.get_gauge("ratelimit.redis_region.worst_overshoot")),
+      sharing_gauge_(stats.get_gauge("ratelimit.redis_region.sharing")),
+      keys_gauge_(stats.get_gauge("ratelimit.redis_region.keys")) {
+  for (std::size_t i = 0; i < remotes.size(); ++i) {
+    auto r = std::make_unique<remote>();
+    r->name = settings.remotes[i].name;
+    r->store = std::move(remotes[i]);
+    const auto prefix = core::cat("ratelimit.redis_region.", r->name, ".");
+    r->reachable_gauge = &stats.get_gauge(prefix + "reachable");
+    r->age_gauge = &stats.get_gauge(prefix + "totals_age_ms");
+    r->lag_gauge = &stats.get_gauge(prefix + "replication_lag_ms");
+    r->rtt_gauge = &stats.get_gauge(prefix + "round_trip_ms");
+    remotes_.push_back(std::move(r));
+  }
+}
+
+region_reader::~region_reader() = default;
+
+void region_reader::start() {
+  local_->start([] {});
+  for (auto& r : remotes_) r->store->start([] {});
+  std::string names;
+  for (const auto& r : remotes_) names += core::cat(names.empty() ? "" : ", ", r->name);
+  core::log_info("region ", settings_.region, ": remote regions ", names.empty() ? "(none)" : names,
+                 " read every ", settings_.sync_interval.count(), "ms (fallback ",
+                 settings_.fallback == remote_fallback::share ? "share" : "last", ")");
+  schedule();
+}
+
+void region_reader::stop() {
+  stopped_ = true;
+  timer_.cancel();
+  local_->stop();
+  for (auto& r : remotes_) r->store->stop();
+}
+
+void region_reader::schedule() {
+  if (stopped_) return;
+  timer_.expires_after(settings_.sync_interval);
+  timer_.async_wait([this](boost::system::error_code ec) {
+    if (ec || stopped_) return;
+    round();
+    schedule();
+  });
+}
+
+void region_reader::round() {
+  if (in_flight_ || stopped_) return;  // the last round's replies are late: this one is skipped
+  auto r = std::make_shared<round_state>();
+  in_flight_ = r;
+  r->workers_left = workers_.count;
+  if (r->workers_left == 0) return send_reads(r);
+  workers_.collect([this, r](regional_backend::new_keys keys) {
+    if (stopped_) return;
+    merge(std::move(keys));
+    if (--r->workers_left == 0) send_reads(r);
+  });
+}
+
+void region_reader::merge(regional_backend::new_keys keys) {
+  for (auto& [key, how] : keys) {
+    auto [it, added] = tracked_.try_emplace(key, how);
+    if (!added) it->second.until_us = std::max(it->second.until_us, how.until_us);
+  }
+}
+
+void region_reader::prune(std::int64_t now_us) {
+  // A concurrency key used since the last view stays a lease longer.
+  if (view_) {
+    for (const auto& [key, entry] : view_->keys) {
+      if (!entry.used.load(std::memory_order_relaxed)) continue;
+      if (auto it = tracked_.find(key); it != tracked_.end() && it->second.lease_us > 0)
+        it->second.until_us = std::max(it->second.until_us, now_us + it->second.lease_us);
+    }
+  }
+  std::erase_if(tracked_, [now_us](const auto& entry) { return entry.second.until_us < now_us; });
+  for (auto& r : remotes_)
+    std::erase_if(r->totals, [this](const auto& e) { return !tracked_.contains(e.first); });
+  std::erase_if(shared_, [this](const auto& e) { return !tracked_.contains(e.first); });
+  std::erase_if(local_counts_, [this](const auto& e) { return !tracked_.contains(e.first); });
+}
+
+void region_reader::send_reads(const std::shared_ptr<round_state>& r) {
+  if (stopped_) return;
+  const auto now_us = clock_.now_micros();
+  r->started_us = now_us;
+  prune(now_us);
+  keys_gauge_.set(static_cast<std::int64_t>(tracked_.size()));
+  r->keys.reserve(tracked_.size());
+  for (const auto& [key, how] : tracked_) r->keys.push_back({&key, &how});
+  order_for_reads(r->keys);
+  r->answers.resize(remotes_.size());
+  r->reads_local = settings_.fallback == remote_fallback::share;
+  r->regions_left = remotes_.size() + 1;
+  // This region's request: the heartbeat (above), and with `share` this region's own counts.
+  {
+    auto pending = std::make_shared<rd::pending_request>();
+    rd::request req;
+    std::map<std::string, bool> sees;
+    for (const auto& remote : remotes_) sees[remote->name] = remote->reachable.value_or(true);
+    req.push({"HSET", own_heartbeat_, instance_, encode_heartbeat(now_us / 1000, sees)});
+    req.push({"PEXPIRE", own_heartbeat_, std::to_string(region_reader_detail::stale_field_ms(settings_))});
+    if (r->reads_local) push_remote_reads(req, own_heartbeat_, r->keys, now_us);
+    pending->expected_replies = req.expected_replies();
+    pending->payload = req.release_payload();
+    pending->done = [this, r](boost::system::error_code ec, std::vector<rd::value>&& replies) {
+      if (stopped_) return;
+      if (ec) {
+        r->local.error = local_->describe(ec);
+      } else if (r->reads_local) {
+        r->local.ok =
+            replies.size() >= 2 && read_remote_replies(std::span(replies).subspan(2), r->keys, r->started_us,
+                                                       0, r->local.health, r->local.totals, r->local.error);
+      } else {
+        r->local.ok = true;
+      }
+      if (--r->regions_left == 0) finish(*r);
+    };
+    local_->exec(std::move(pending), own_heartbeat_);
+  }
+  for (std::size_t i = 0; i < remotes_.size(); ++i) read_region(i, r);
+}
+
+void region_reader::read_region(std::size_t i, const std::shared_ptr<round_state>& r) {
+  auto& region = *remotes_[i];
+  auto pending = std::make_shared<rd::pending_request>();
+  rd::request req;
+  push_remote_reads(req, heartbeat_key(settings_.key_prefix, region.name), r->keys, r->started_us);
+  pending->expected_replies = req.expected_replies();
+  pending->payload = req.release_payload();
+  const auto sent = std::chrono::steady_clock::now();
+  pending->done = [this, r, i, sent](boost::system::error_code ec, std::vector<rd::value>&& replies) {
+    if (stopped_) return;
+    auto& a = r->answers[i];
+    a.round_trip_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - sent)
+            .count();
+    if (ec) {
+      a.error = remotes_[i]->store->describe(ec);
+    } else {
+      const auto fresh = r->started_us / 1000 - settings_.max_lag.count();
+      a.ok = read_remote_replies(replies, r->keys, r->started_us, fresh, a.health, a.totals, a.error);
+    }
+    if (--r->regions_left == 0) finish(*r);
+  };
+  region.store->exec(std::move(pending), {});
+}
+
+void region_reader::set_reachable(remote& region, bool reachable, const std::string& why) {
+  region.reachable_gauge->set(reachable ? 1 : 0);
+  const bool was = region.reachable.value_or(true);
+  region.reachable = reachable;
+  if (was == reachable) return;
+  if (!reachable) {
+    region.why = why;
+    core::log_error("region ", region.name, " is unreachable: ", why,
+                    settings_.fallback == remote_fallback::share
+                        ? "; each region takes its share of what is left of each limit"
+                        : "; its last totals count until their windows end");
+  } else {
+    core::log_warn("region ", region.name, " is reachable again (it was unreachable: ", region.why, ")");
+  }
+}
+
+void region_reader::finish(round_state& r) {
+  in_flight_.reset();
+  const auto now_ms = r.started_us / 1000;
+  const auto max_lag = settings_.max_lag.count();
+  for (std::size_t i = 0; i < remotes_.size(); ++i) {
+    auto& region = *remotes_[i];
+    auto& a = r.answers[i];
+    region.round_trip_ms = a.round_trip_ms;
+    region.rtt_gauge->set(a.round_trip_ms);
+    std::string why;
+    if (a.ok && !a.health.link_up) {
+      why = "its replica's link to its primary is down (master_link_status:down)";
+    } else if (a.ok && a.health.heartbeat_ms && now_ms - *a.health.heartbeat_ms > max_lag) {
+      why = core::cat("its newest heartbeat is ", now_ms - *a.health.heartbeat_ms,
+                      "ms old (REDIS_REMOTE_MAX_LAG is ", max_lag, "ms)");
+    }
+    if (a.ok && why.empty()) {
+      // Rates between the last two reads: the hottest key's, for the overshoot gauge.
+      const double seconds = region.read_ms > 0 ? static_cast<double>(now_ms - region.read_ms) / 1000.0 : 0.0;
+      double hottest = 0;
+      std::unordered_map<std::string, std::uint64_t> totals;
+      totals.reserve(r.keys.size());
+      for (std::size_t k = 0; k < r.keys.size(); ++k) {
+        const auto& key = *r.keys[k].key;
+        const auto total = a.totals[k];
+        if (seconds > 0) {
+          if (auto it = region.totals.find(key); it != region.totals.end() && total > it->second)
+            hottest = std::max(hottest, static_cast<double>(total - it->second) / seconds);
+        }
+        if (total != 0) totals.emplace(key, total);
+      }
+      region.totals = std::move(totals);
+      region.hottest_rate = hottest;
+      region.read_ms = now_ms;
+      region.heartbeat_ms = a.health.heartbeat_ms.value_or(now_ms);
+      region.cannot_see = a.health.cannot_see;
+      set_reachable(region, true, {});
+    } else {
+      if (why.empty()) why = a.error.empty() ? "no reply" : a.error;
+      // A failed read alone keeps the last totals, as long as they are young enough.
+      const bool fresh = a.ok ? false : region.read_ms > 0 && now_ms - region.heartbeat_ms <= max_lag;
+      if (!fresh) set_reachable(region, false, why);
+      if (a.ok) {
+        region.heartbeat_ms =
+            std::min(region.heartbeat_ms, a.health.heartbeat_ms.value_or(region.heartbeat_ms));
+        region.cannot_see = a.health.cannot_see;
+      }
+    }
+    const auto age = region.read_ms > 0 ? now_ms - region.heartbeat_ms : 0;
+    region.age_gauge->set(age);
+    region.lag_gauge->set(region.read_ms > 0 ? std::max<std::int64_t>(0, region.read_ms - region.heartbeat_ms)
+                                             : 0);
+  }
+  if (r.reads_local && r.local.ok) {
+    local_counts_.clear();
+    for (std::size_t k = 0; k < r.keys.size(); ++k)
+      if (r.local.totals[k] != 0) local_counts_.emplace(*r.keys[k].key, r.local.totals[k]);
+  }
+  double overshoot = 0;
+  for (const auto& region : remotes_) {
+    const double seconds =
+        static_cast<double>(settings_.sync_interval.count() +
+                            std::max<std::int64_t>(0, region->read_ms - region->heartbeat_ms) +
+                            region->round_trip_ms) /
+        1000.0;
+    overshoot += region->hottest_rate * seconds;
+  }
+  worst_overshoot_.set(static_cast<std::int64_t>(overshoot + 0.5));
+  auto view = build_view(r.started_us);
+  view_ = view;
+  workers_.publish(std::move(view));
+}
+
+remote_view_ptr region_reader::build_view(std::int64_t now_us) {
+  const auto now_ms = now_us / 1000;
+  bool partition = false;
+  for (const auto& region : remotes_) {
+    partition = partition || !region->reachable.value_or(true) || !region->cannot_see.empty();
+  }
+  const bool share = settings_.fallback == remote_fallback::share && partition;
+  if (share != sharing_) {
+    sharing_ = share;
+    shared_.clear();
+    sharing_gauge_.set(share ? 1 : 0);
+  }
+  auto view = std::make_shared<remote_view>();
+  view->keys.reserve(tracked_.size());
+  const auto regions = static_cast<std::uint64_t>(settings_.region_count());
+  for (const auto& [key, how] : tracked_) {
+    std::uint64_t total = 0;
+    if (share) {
+      auto it = shared_.find(key);
+      if (it == shared_.end()) {
+        // This region may still take an even share of what was left when the partition was seen (of the
+        // whole limit for a key first seen since): the others are taken to hold the rest.
+        std::uint64_t counted = 0;
+        auto local = local_counts_.find(key);
+        const std::uint64_t mine = local == local_counts_.end() ? 0 : local->second;
+        counted += mine;
+        for (const auto& region : remotes_)
+          if (auto t = region->totals.find(key); t != region->totals.end()) counted += t->second;
+        const std::uint64_t left = how.limit - std::min(how.limit, counted);
+        const std::uint64_t mine_at_most = mine + left / regions;
+        it = shared_.emplace(key, how.limit - std::min(how.limit, mine_at_most)).first;
+      }
+      total = it->second;
+    } else {
+      for (const auto& region : remotes_) {
+        // An unreachable region's last totals count until their window ends (the key is dropped then); a
+        // concurrency key's until its leases would have ended.
+        if (!region->reachable.value_or(true) && how.lease_us > 0 &&
+            now_ms - region->read_ms > how.lease_us / 1000)
+          continue;
+        if (auto t = region->totals.find(key); t != region->totals.end()) total += t->second;
+      }
+    }
+    view->keys.try_emplace(key).first->second.total = total;
+  }
+  return view;
+}
+
+}  // namespace sluice::ratelimit::backends::redis

@@ -1,0 +1,160 @@
+#include "ratelimit/backends/redis/regional_backend.hpp"
+
+#include <algorithm>
+
+#include <boost/container/small_vector.hpp>
+
+#include "ratelimit/limiter/sliding_window.hpp"
+
+namespace sluice::ratelimit::backends::redis {
+
+namespace regional {
+
+constexpr std::int64_t second_us = 1'000'000;
+
+// Every algorithm's limit but GCRA's (which regions refuse at load).
+void lower_limit(limiter::counter_op& op, std::uint64_t by) {
+  std::visit(
+      [by](auto& a) {
+        if constexpr (requires { a.limit; }) a.limit -= std::min(a.limit, by);
+      },
+      op.algorithm);
+}
+
+// How the reader reads op's key, and until when it needs to (a window's counter until its window ends; a
+// sliding window's current counter one window longer, as the next window's previous one).
+tracked_key tracked(const limiter::counter_op& op) {
+  tracked_key t;
+  t.limit = op.limit();
+  if (const auto* f = op.as<limiter::fixed_window_op>()) {
+    t.window_end_us = f->window_end * second_us;
+    t.until_us = t.window_end_us + second_us;
+  } else if (const auto* s = op.as<limiter::sliding_window_op>()) {
+    t.window_end_us = s->window_end * second_us;
+    t.until_us = t.window_end_us + s->window_us + second_us;
+  } else if (const auto* l = op.as<limiter::lease_op>()) {
+    t.kind = remote_kind::leases;
+    t.timing = l->timing;
+    t.lease_us = (l->timing.slices + 2) * l->timing.slice_us;
+    t.until_us = op.now_us + t.lease_us;
+  } else if (const auto* h = op.as<limiter::holder_op>()) {
+    t.kind = remote_kind::holders;
+    t.lease_us = h->lease_us;
+    t.until_us = op.now_us + t.lease_us;
+  }
+  return t;
+}
+
+}  // namespace regional
+
+// One operation in flight whose results get remote totals added: the ops as sent (limits lowered; the views
+// in them point into the limiter's ops, valid until it completes) and what to add to each result.
+struct regional_backend::call final : limiter::completion {
+  regional_backend* owner = nullptr;
+  boost::container::small_vector<limiter::counter_op, 8> ops;
+  boost::container::small_vector<std::uint64_t, 8> totals;
+  std::span<limiter::op_result> results;
+  limiter::completion* outer = nullptr;
+
+  void complete(const limiter::backend_error* error) noexcept override {
+    if (error == nullptr) {
+      for (std::size_t i = 0; i < ops.size(); ++i) {
+        results[i].value += totals[i];
+        // Slots held before the op too: released = before - after stays this region's.
+        if (ops[i].kind() == limiter::op_kind::concurrency) results[i].before += totals[i];
+      }
+    }
+    auto* done = outer;
+    owner->release(this);
+    done->complete(error);
+  }
+};
+
+regional_backend::regional_backend(limiter::backend& inner) : inner_(inner) {}
+
+regional_backend::~regional_backend() = default;
+
+regional_backend::call* regional_backend::acquire() {
+  if (free_.empty()) {
+    auto c = std::make_unique<call>();
+    c->owner = this;
+    return c.release();
+  }
+  auto* c = free_.back().release();
+  free_.pop_back();
+  return c;
+}
+
+void regional_backend::release(call* c) {
+  c->ops.clear();
+  c->totals.clear();
+  free_.emplace_back(c);
+}
+
+std::uint64_t regional_backend::lookup(std::string_view key, const tracked_key& how) {
+  if (view_) {
+    if (const auto* e = view_->find(key)) {
+      if (how.kind != remote_kind::counter && !e->used.load(std::memory_order_relaxed))
+        e->used.store(true, std::memory_order_relaxed);
+      return e->total;
+    }
+  }
+  if (new_keys_.find(key) == new_keys_.end()) new_keys_.emplace(std::string(key), how);
+  return 0;
+}
+
+std::uint64_t regional_backend::remote_total(const limiter::counter_op& op) {
+  if (op.kind() == limiter::op_kind::gcra) return 0;
+  const auto how = regional::tracked(op);
+  std::uint64_t total = lookup(op.key, how);
+  if (const auto* s = op.as<limiter::sliding_window_op>()) {
+    auto previous = how;
+    previous.until_us = how.window_end_us + regional::second_us;
+    total += limiter::sliding_weighted_previous(lookup(s->previous_key, previous), *s, op.now_us);
+  }
+  return total;
+}
+
+template <typename Run>
+void regional_backend::with_totals(std::span<const limiter::counter_op> ops,
+                                   std::span<limiter::op_result> results, limiter::completion& done,
+                                   Run run) {
+  boost::container::small_vector<std::uint64_t, 8> totals(ops.size());
+  bool any = false;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    totals[i] = remote_total(ops[i]);
+    any = any || totals[i] != 0;
+  }
+  if (!any) return run(ops, done);  // nothing remote: the ops as they are
+  auto* c = acquire();
+  c->ops.assign(ops.begin(), ops.end());
+  for (std::size_t i = 0; i < ops.size(); ++i) regional::lower_limit(c->ops[i], totals[i]);
+  c->totals = std::move(totals);
+  c->results = results;
+  c->outer = &done;
+  run(std::span<const limiter::counter_op>(c->ops.data(), c->ops.size()), *c);
+}
+
+void regional_backend::increment(std::span<const limiter::counter_op> ops,
+                                 std::span<limiter::op_result> results, limiter::completion& done,
+                                 limiter::batch_mode mode) {
+  with_totals(ops, results, done, [&](std::span<const limiter::counter_op> sent, limiter::completion& then) {
+    inner_.increment(sent, results, then, mode);
+  });
+}
+
+void regional_backend::get(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
+                           limiter::completion& done) {
+  with_totals(ops, results, done, [&](std::span<const limiter::counter_op> sent, limiter::completion& then) {
+    inner_.get(sent, results, then);
+  });
+}
+
+void regional_backend::inspect(std::span<const limiter::counter_op> ops,
+                               std::span<limiter::op_result> results, limiter::completion& done) {
+  with_totals(ops, results, done, [&](std::span<const limiter::counter_op> sent, limiter::completion& then) {
+    inner_.inspect(sent, results, then);
+  });
+}
+
+}  // namespace sluice::ratelimit::backends::redis

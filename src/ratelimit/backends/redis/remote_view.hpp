@@ -1,0 +1,58 @@
+#pragma once
+// Several regions (docs/guides/regions.md): what the other regions hold of the keys this instance uses. The
+// control thread's region_reader builds one immutable view per round of remote reads and gives it to every
+// worker; a worker's regional_backend looks keys up in it with no lock, and lists the keys it used that the
+// view lacks (tracked_key) for the next round.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "ratelimit/limiter/counter_op.hpp"
+
+namespace sluice::ratelimit::backends::redis {
+
+// How a key's remote total is read.
+enum class remote_kind : std::uint8_t {
+  counter,  // GET: a fixed or sliding window's counter
+  leases,   // HGETALL: a concurrency limit's slices (leases.hpp), summed over the slices still held
+  holders,  // ZRANGEBYSCORE and HGETALL: a concurrency limit per holder, the live holders' slots summed
+};
+
+// A key a worker used, as the reader needs it: how to read it, its limit (the `share` fallback splits it) and
+// until when it matters.
+struct tracked_key {
+  remote_kind kind = remote_kind::counter;
+  std::uint64_t limit = 0;
+  std::int64_t window_end_us = 0;  // counters: when their window ends (0: concurrency, which has none)
+  std::int64_t until_us = 0;       // dropped after this, unless used again (concurrency)
+  limiter::lease_timing timing;    // leases
+  std::int64_t lease_us = 0;       // concurrency: renews until_us on use
+};
+
+struct transparent_hash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+
+struct remote_view {
+  struct entry {
+    std::uint64_t total = 0;  // what the other regions hold, summed (or what `share` leaves to this one)
+    // Set by a worker that used the key (once per view): a concurrency key stays read while used.
+    mutable std::atomic<bool> used{false};
+  };
+  std::unordered_map<std::string, entry, transparent_hash, std::equal_to<>> keys;
+
+  const entry* find(std::string_view key) const {
+    auto it = keys.find(key);
+    return it == keys.end() ? nullptr : &it->second;
+  }
+};
+
+using remote_view_ptr = std::shared_ptr<const remote_view>;
+
+}  // namespace sluice::ratelimit::backends::redis
