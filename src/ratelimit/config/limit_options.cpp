@@ -265,6 +265,7 @@ void bind_stats(descriptor_node& node, stats::store& stats) {
     if (l.unlimited) return;
     const std::string key = limit_stats_key(node, l);
     l.stats = rule_stats::make(stats, key);
+    l.stats_key = key;
     if (l.algorithm == algorithm::concurrency) {
       const std::string at = rule_stats::prefix(key);
       l.stats.acquired = &stats.get_counter(at + "acquired");

@@ -92,6 +92,7 @@ struct rate_limit {
   std::string key_tag;
   std::string stats_suffix;  // "" when the descriptor has a single limit
   rule_stats stats;          // under the node's stats key (+ "." + stats_suffix); unset when unlimited
+  std::string stats_key;     // that key (sanitized as the stats name it)
 
   std::int64_t window_seconds() const {
     return window_seconds_of(algorithm, unit, unit_multiplier, lease_seconds);

@@ -80,6 +80,7 @@ struct counter_op {
   // admission: see op_role.
   std::uint32_t role = 0;
   op_algorithm algorithm;
+  std::string_view rule;  // the limit's stats key (several regions: its overshoot gauge)
 
   op_kind kind() const {
     static constexpr op_kind kinds[] = {op_kind::count, op_kind::sliding, op_kind::gcra, op_kind::concurrency,

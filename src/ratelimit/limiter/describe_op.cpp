@@ -53,7 +53,8 @@ applied_limit applied_limit::of_rule(const config::rate_limit& rule, const confi
           rule.accounting == config::accounting::usage,
           rule.zone,
           rule.lease_seconds,
-          !rule.holder_key.empty()};
+          !rule.holder_key.empty(),
+          rule.stats_key};
 }
 
 config::calendar_window limiter::window_of(const applied_limit& limit, std::int64_t now,
@@ -120,6 +121,7 @@ counter_op limiter::describe_op(const work& w, const descriptor_work& item, cons
       break;
   }
   op.key = lw.cache_key;
+  op.rule = limit.stats_key;
   return op;
 }
 

@@ -49,6 +49,7 @@ struct applied_limit {
   const date::time_zone* zone = nullptr;  // time_zone: calendar windows (config/calendar.hpp)
   std::int64_t lease_seconds = 0;         // concurrency: `lease` (leases.hpp)
   bool per_holder = false;                // concurrency: `holder_key` names the last entry's holder
+  std::string_view stats_key;             // the rule's (config::rate_limit::stats_key)
 
   // The window's length in seconds (a concurrency limit's: its lease).
   std::int64_t window_seconds() const {

@@ -3,10 +3,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 
 #include "core/log.hpp"
 #include "core/strings.hpp"
+#include "ratelimit/config/rule_set.hpp"
 
 namespace sluice::ratelimit::backends::redis {
 
@@ -31,12 +33,16 @@ std::int64_t stale_field_ms(const region_settings& s) {
 struct region_reader::remote {
   std::string name;
   std::unique_ptr<rd::store> store;
-  // The last good read: each key's total, when it was read (unix ms), its heartbeat's time.
-  std::unordered_map<std::string, std::uint64_t> totals;
+  // The last good read: each key's total and how fast it grew (hits per second, smoothed over about a
+  // second), when it was read (unix ms), its heartbeat's time.
+  struct key_total {
+    std::uint64_t total = 0;
+    double rate = 0;
+  };
+  std::unordered_map<std::string, key_total> totals;
   std::int64_t read_ms = 0;
   std::int64_t heartbeat_ms = 0;
   std::int64_t round_trip_ms = 0;
-  double hottest_rate = 0;  // hits per second of its fastest-growing key between its last two reads
   std::vector<std::string> cannot_see;  // as its fresh heartbeats say
   std::optional<bool> reachable;        // unknown until the first round ends
   std::string why;                      // why it is unreachable
@@ -136,7 +142,9 @@ void region_reader::round() {
 }
 
 void region_reader::merge(regional_backend::new_keys keys) {
+  const auto now_us = clock_.now_micros();
   for (auto& [key, how] : keys) {
+    how.seen_us = now_us;
     auto [it, added] = tracked_.try_emplace(key, how);
     if (!added) it->second.until_us = std::max(it->second.until_us, how.until_us);
   }
@@ -257,22 +265,21 @@ void region_reader::finish(round_state& r) {
                       "ms old (REDIS_REMOTE_MAX_LAG is ", max_lag, "ms)");
     }
     if (a.ok && why.empty()) {
-      // Rates between the last two reads: the hottest key's, for the overshoot gauge.
       const double seconds = region.read_ms > 0 ? static_cast<double>(now_ms - region.read_ms) / 1000.0 : 0.0;
-      double hottest = 0;
-      std::unordered_map<std::string, std::uint64_t> totals;
+      const double weight = std::min(1.0, seconds);  // the rates' smoothing: a time constant of a second
+      std::unordered_map<std::string, remote::key_total> totals;
       totals.reserve(r.keys.size());
       for (std::size_t k = 0; k < r.keys.size(); ++k) {
         const auto& key = *r.keys[k].key;
-        const auto total = a.totals[k];
-        if (seconds > 0) {
-          if (auto it = region.totals.find(key); it != region.totals.end() && total > it->second)
-            hottest = std::max(hottest, static_cast<double>(total - it->second) / seconds);
+        remote::key_total now{a.totals[k], 0};
+        if (auto it = region.totals.find(key); it != region.totals.end() && seconds > 0) {
+          const double grew =
+              now.total > it->second.total ? static_cast<double>(now.total - it->second.total) : 0;
+          now.rate = it->second.rate + weight * (grew / seconds - it->second.rate);
         }
-        if (total != 0) totals.emplace(key, total);
+        if (now.total != 0) totals.emplace(key, now);
       }
       region.totals = std::move(totals);
-      region.hottest_rate = hottest;
       region.read_ms = now_ms;
       region.heartbeat_ms = a.health.heartbeat_ms.value_or(now_ms);
       region.cannot_see = a.health.cannot_see;
@@ -298,19 +305,44 @@ void region_reader::finish(round_state& r) {
     for (std::size_t k = 0; k < r.keys.size(); ++k)
       if (r.local.totals[k] != 0) local_counts_.emplace(*r.keys[k].key, r.local.totals[k]);
   }
-  double overshoot = 0;
-  for (const auto& region : remotes_) {
-    const double seconds =
-        static_cast<double>(settings_.sync_interval.count() +
-                            std::max<std::int64_t>(0, region->read_ms - region->heartbeat_ms) +
-                            region->round_trip_ms) /
-        1000.0;
-    overshoot += region->hottest_rate * seconds;
-  }
-  worst_overshoot_.set(static_cast<std::int64_t>(overshoot + 0.5));
+  set_overshoot(r);
   auto view = build_view(r.started_us);
   view_ = view;
   workers_.publish(std::move(view));
+}
+
+// The most a window may admit past its limit at the rates seen: per key, what the other regions add while
+// this one cannot know it yet (their rate × (interval + lag + round trip)); per rule the worst of its keys.
+void region_reader::set_overshoot(const round_state& r) {
+  std::unordered_map<std::string_view, double> per_rule;
+  double worst = 0;
+  for (const auto& k : r.keys) {
+    if (k.how->previous) continue;
+    double over = 0;
+    for (const auto& region : remotes_) {
+      auto t = region->totals.find(*k.key);
+      if (t == region->totals.end() || !region->reachable.value_or(true)) continue;
+      const auto lag = std::max<std::int64_t>(0, region->read_ms - region->heartbeat_ms);
+      over += t->second.rate *
+              static_cast<double>(settings_.sync_interval.count() + lag + region->round_trip_ms) / 1000.0;
+    }
+    worst = std::max(worst, over);
+    if (!k.how->rule.empty()) {
+      auto& rule = per_rule[k.how->rule];
+      rule = std::max(rule, over);
+    }
+  }
+  worst_overshoot_.set(std::llround(worst));
+  for (auto& [rule, gauge] : rule_overshoot_) {
+    auto it = per_rule.find(rule);
+    gauge->set(it == per_rule.end() ? 0 : std::llround(it->second));
+    if (it != per_rule.end()) per_rule.erase(it);
+  }
+  for (const auto& [rule, over] : per_rule) {
+    auto& gauge = stats_.get_gauge(core::cat(config::rule_stats::prefix(rule), "region_overshoot"));
+    gauge.set(std::llround(over));
+    rule_overshoot_.emplace(std::string(rule), &gauge);
+  }
 }
 
 remote_view_ptr region_reader::build_view(std::int64_t now_us) {
@@ -322,25 +354,30 @@ remote_view_ptr region_reader::build_view(std::int64_t now_us) {
   const bool share = settings_.fallback == remote_fallback::share && partition;
   if (share != sharing_) {
     sharing_ = share;
+    sharing_since_us_ = now_us;
     shared_.clear();
     sharing_gauge_.set(share ? 1 : 0);
   }
   auto view = std::make_shared<remote_view>();
   view->keys.reserve(tracked_.size());
+  if (share) view->share_regions = settings_.region_count();
   const auto regions = static_cast<std::uint64_t>(settings_.region_count());
   for (const auto& [key, how] : tracked_) {
     std::uint64_t total = 0;
-    if (share) {
+    if (share && how.previous) {
+      total = 0;  // a sliding window's share is of its current window (build_view's comment)
+    } else if (share) {
       auto it = shared_.find(key);
       if (it == shared_.end()) {
         // This region may still take an even share of what was left when the partition was seen (of the
         // whole limit for a key first seen since): the others are taken to hold the rest.
-        std::uint64_t counted = 0;
-        auto local = local_counts_.find(key);
-        const std::uint64_t mine = local == local_counts_.end() ? 0 : local->second;
-        counted += mine;
-        for (const auto& region : remotes_)
-          if (auto t = region->totals.find(key); t != region->totals.end()) counted += t->second;
+        std::uint64_t mine = 0, counted = 0;
+        if (how.seen_us < sharing_since_us_) {
+          if (auto local = local_counts_.find(key); local != local_counts_.end()) mine = local->second;
+          counted = mine;
+          for (const auto& region : remotes_)
+            if (auto t = region->totals.find(key); t != region->totals.end()) counted += t->second.total;
+        }
         const std::uint64_t left = how.limit - std::min(how.limit, counted);
         const std::uint64_t mine_at_most = mine + left / regions;
         it = shared_.emplace(key, how.limit - std::min(how.limit, mine_at_most)).first;
@@ -353,7 +390,7 @@ remote_view_ptr region_reader::build_view(std::int64_t now_us) {
         if (!region->reachable.value_or(true) && how.lease_us > 0 &&
             now_ms - region->read_ms > how.lease_us / 1000)
           continue;
-        if (auto t = region->totals.find(key); t != region->totals.end()) total += t->second;
+        if (auto t = region->totals.find(key); t != region->totals.end()) total += t->second.total;
       }
     }
     view->keys.try_emplace(key).first->second.total = total;

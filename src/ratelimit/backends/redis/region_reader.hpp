@@ -9,8 +9,10 @@
 //   summed, or what REDIS_REMOTE_FALLBACK leaves while one is unreachable — and gives it to every worker.
 // A region is unreachable when its read fails, its replica's link is down, or what it holds is older than
 // REDIS_REMOTE_MAX_LAG; that is logged once, and its recovery too. Gauges per region:
-// ratelimit.redis_region.<region>.{reachable,totals_age_ms,replication_lag_ms,round_trip_ms,keys}, and
-// ratelimit.redis_region.worst_overshoot: the most a window may admit past its limit at the rates last seen.
+// ratelimit.redis_region.<region>.{reachable,totals_age_ms,replication_lag_ms,round_trip_ms}; and
+// ratelimit.redis_region.{keys,sharing,worst_overshoot},
+// ratelimit.service.rate_limit.<rule>.region_overshoot: the most a window may admit past its limit at the
+// rates last seen (set_overshoot).
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -64,6 +66,7 @@ class region_reader {
   void read_region(std::size_t r, const std::shared_ptr<round_state>& round);
   void finish(round_state& round);
   void set_reachable(remote& region, bool reachable, const std::string& why);
+  void set_overshoot(const round_state& round);
   remote_view_ptr build_view(std::int64_t now_us);
   std::int64_t unix_ms() const { return clock_.now_micros() / 1000; }
 
@@ -84,11 +87,13 @@ class region_reader {
   // REDIS_REMOTE_FALLBACK=share: while a partition is known, per key what the other regions are taken to hold
   // (fixed when the partition was first seen, or when the key was first seen during it).
   bool sharing_ = false;
+  std::int64_t sharing_since_us_ = 0;
   std::unordered_map<std::string, std::uint64_t> shared_;
   std::unordered_map<std::string, std::uint64_t> local_counts_;  // this region's, as last read (share)
   stats::gauge& worst_overshoot_;
   stats::gauge& sharing_gauge_;
   stats::gauge& keys_gauge_;
+  std::map<std::string, stats::gauge*, std::less<>> rule_overshoot_;  // per rule's stats key
 };
 
 }  // namespace sluice::ratelimit::backends::redis

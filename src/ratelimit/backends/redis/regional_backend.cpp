@@ -26,6 +26,7 @@ void lower_limit(limiter::counter_op& op, std::uint64_t by) {
 tracked_key tracked(const limiter::counter_op& op) {
   tracked_key t;
   t.limit = op.limit();
+  t.rule = op.rule;
   if (const auto* f = op.as<limiter::fixed_window_op>()) {
     t.window_end_us = f->window_end * second_us;
     t.until_us = t.window_end_us + second_us;
@@ -100,6 +101,7 @@ std::uint64_t regional_backend::lookup(std::string_view key, const tracked_key& 
     }
   }
   if (new_keys_.find(key) == new_keys_.end()) new_keys_.emplace(std::string(key), how);
+  if (view_ && view_->share_regions > 0 && !how.previous) return how.limit - how.limit / view_->share_regions;
   return 0;
 }
 
@@ -110,6 +112,7 @@ std::uint64_t regional_backend::remote_total(const limiter::counter_op& op) {
   if (const auto* s = op.as<limiter::sliding_window_op>()) {
     auto previous = how;
     previous.until_us = how.window_end_us + regional::second_us;
+    previous.previous = true;
     total += limiter::sliding_weighted_previous(lookup(s->previous_key, previous), *s, op.now_us);
   }
   return total;

@@ -32,6 +32,9 @@ struct tracked_key {
   std::int64_t until_us = 0;       // dropped after this, unless used again (concurrency)
   limiter::lease_timing timing;    // leases
   std::int64_t lease_us = 0;       // concurrency: renews until_us on use
+  bool previous = false;     // a sliding window's previous counter (`share` counts the current one only)
+  std::int64_t seen_us = 0;  // when the reader first had it
+  std::string rule;          // the limit's stats key: its overshoot gauge
 };
 
 struct transparent_hash {
@@ -46,6 +49,9 @@ struct remote_view {
     mutable std::atomic<bool> used{false};
   };
   std::unordered_map<std::string, entry, transparent_hash, std::equal_to<>> keys;
+  // REDIS_REMOTE_FALLBACK=share during a partition: the regions a limit is split among. A key not read yet
+  // then leaves this region limit / share_regions (0: not sharing; a key not read yet counts nothing remote).
+  std::uint64_t share_regions = 0;
 
   const entry* find(std::string_view key) const {
     auto it = keys.find(key);

@@ -1,0 +1,356 @@
+"""Several regions under one limit (issue 52, docs/guides/regions.md). Three regions on loopback, each with its own
+Redis primary, a replica of each other region's primary (`--replicaof`, through a proxy that delays the
+replication link as a wide-area network would), and a Sluice instance that writes to its own primary and reads the
+other regions' totals from its replicas (through a proxy with a small delay too). Checks: uneven traffic over
+several windows stays within the stated bound and close to the limit; a stopped replica under each fallback, and
+recovery; a primary failover in one region; the gauges; concurrency summed; GCRA refused; no regions, no change."""
+
+import re
+import threading
+import time
+import unittest
+import uuid
+
+import harness
+from delay_proxy import DelayProxy
+from harness import RedisServer, SentinelSetup, Sluice
+from test_redis import attempt, wait_healthy
+
+INTERVAL = 0.1  # REDIS_REMOTE_SYNC_INTERVAL
+WAN = 0.05  # one-way delay of a replication link
+READ_DELAY = 0.005  # one-way delay to a local replica
+WINDOW = 5  # seconds: the windows of the uneven-traffic rule
+
+RULES = """
+domain: regions
+descriptors:
+  - key: uneven
+    rate_limit: {requests_per_unit: 100, unit: second, unit_multiplier: 5}
+  - key: sliding
+    rate_limit: {requests_per_unit: 200, unit: second, unit_multiplier: 5, algorithm: sliding_window}
+  - key: tenth
+    rate_limit: {requests_per_unit: 100, unit: second, unit_multiplier: 10}
+  - key: hourly
+    rate_limit: {requests_per_unit: 100, unit: hour}
+  - key: inflight
+    rate_limit: {requests_per_unit: 6, algorithm: concurrency, lease: 30s}
+"""
+
+
+def unique(tag):
+    return '%s-%s' % (tag, uuid.uuid4().hex[:8])
+
+
+def stats_of(s, prefix='ratelimit.redis_region.'):
+    """The stats under `prefix`, without it: {name: value}."""
+    text = harness.http_get(s.debug_port, '/stats')[2]
+    text = text if isinstance(text, str) else text.decode()
+    out = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(': ')
+        if name.startswith(prefix):
+            out[name[len(prefix):]] = int(value)
+    return out
+
+
+def decide(s, key, value, hits=None):
+    """One decision of `hits` (the descriptor's hits_addend: 0 is a check that takes nothing)."""
+    d = {'entries': [(key, value)]}
+    if hits is not None:
+        d['hits_addend'] = hits
+    outcome, detail, _ = attempt(s, 'grpc', 'regions', [d])
+    assert outcome == 'ok', detail
+    return detail
+
+
+def remaining(s, key, value):
+    """What `s` says is left of key=value's limit (a check: 0 hits)."""
+    return decide(s, key, value, hits=0).statuses[0].remaining
+
+
+def wait_window_start(window, margin=0.3):
+    """Sleeps until `margin` seconds into the next window of `window` seconds."""
+    now = time.time()
+    time.sleep(window - now % window + margin)
+
+
+class Regions:
+    """Regions `names` (the first `sentinel` one, if named, behind sentinels with a local replica). For each pair
+    (here, there): a replica in `here` of there's primary, replicating through a DelayProxy of `wan` seconds, and
+    read by here's Sluice through a DelayProxy of READ_DELAY."""
+
+    def __init__(self, test, names=('a', 'b', 'c'), env=None, sentinel=None, wan=WAN):
+        self.names = names
+        self.primaries, self.setups, self.links, self.replicas, self.reads, self.sluices = {}, {}, {}, {}, {}, {}
+        args = ['--repl-diskless-sync-delay', '0']
+        for n in names:
+            if n == sentinel:
+                setup = SentinelSetup()
+                test.addCleanup(setup.close)
+                self.setups[n] = setup
+                self.primaries[n] = setup.master
+            else:
+                self.primaries[n] = RedisServer(extra_args=args)
+                test.addCleanup(self.primaries[n].close)
+        for here in names:
+            for there in names:
+                if here == there:
+                    continue
+                link = DelayProxy(self.primaries[there].port, wan)
+                test.addCleanup(link.close)
+                replica = RedisServer(extra_args=args + ['--replicaof', '127.0.0.1', str(link.port)])
+                test.addCleanup(replica.close)
+                read = DelayProxy(replica.port, READ_DELAY)
+                test.addCleanup(read.close)
+                self.links[here, there], self.replicas[here, there], self.reads[here, there] = link, replica, read
+        for replica in self.replicas.values():
+            self.wait_in_sync(replica)
+        for here in names:
+            store = self.setups[here].sluice_env() if here in self.setups else self.primaries[here].sluice_env()
+            e = dict(store, BACKEND_TYPE='redis', REDIS_REGION=here,
+                     REDIS_REMOTE_REGIONS=','.join('%s=127.0.0.1:%d' % (there, self.reads[here, there].port)
+                                                   for there in names if there != here),
+                     REDIS_REMOTE_SYNC_INTERVAL='%dms' % (INTERVAL * 1000), REDIS_REMOTE_MAX_LAG='1s')
+            e.update(env or {})
+            s = Sluice(rules={'regions.yaml': RULES}, env=e)
+            test.addCleanup(s.close)
+            wait_healthy(s)
+            self.sluices[here] = s
+        # Every instance has read every other region once.
+        for here in names:
+            harness.wait_until(lambda: all(stats_of(self.sluices[here]).get('%s.reachable' % there) == 1
+                                           for there in names if there != here),
+                               timeout=10, message='%s reads every other region' % here)
+
+    @staticmethod
+    def wait_in_sync(replica, timeout=15):
+        harness.wait_until(lambda: replica.info('replication').get('master_link_status') == 'up', timeout=timeout,
+                           message='replica %d in sync' % replica.port, describe=replica.log)
+
+    def __getitem__(self, name):
+        return self.sluices[name]
+
+
+class UnevenTraffic(unittest.TestCase):
+    def test_uneven_traffic_stays_within_the_bound_over_several_windows(self):
+        """Regions a, b, c send 36, 18 and 6 requests a second for three 5 s windows of a limit of 100 (three times
+        the limit): each window admits at most L + the sum over regions of rate × (interval + lag + round trip),
+        and at least 90 % of L. Each region counting alone would admit about 220."""
+        regions = Regions(self)
+        value = unique('u')
+        limit, rates = 100, {'a': 36, 'b': 18, 'c': 6}
+        wait_window_start(WINDOW, margin=0.05)
+        start = time.time()
+        end = start + 3 * WINDOW - 0.1
+        lock = threading.Lock()
+        admitted, offered, errors = {}, {n: 0 for n in regions.names}, []
+
+        def client(name):
+            s, period = regions[name], 1.0 / rates[name]
+            due = start
+            while due < end:
+                time.sleep(max(0.0, due - time.time()))
+                due += period
+                sent = time.time()
+                outcome, detail, _ = attempt(s, 'grpc', 'regions', [{'entries': [('uneven', value)]}])
+                got = time.time()
+                if outcome != 'ok':
+                    errors.append(detail)
+                    continue
+                with lock:
+                    offered[name] += 1
+                    if detail.overall == 'OK':
+                        # A decision near a window's edge may be the other window's: it counts in both for the
+                        # upper check, in neither for the lower one.
+                        first, last = int(sent // WINDOW), int(got // WINDOW)
+                        for w in {first, last}:
+                            admitted.setdefault(w, [0, 0])[0 if first == last else 1] += 1
+
+        threads = [threading.Thread(target=client, args=(n,)) for n in regions.names]
+        for t in threads:
+            t.start()
+        # Halfway through the second window, each region's overshoot gauge for the rule: the other regions'
+        # rates (every hit counts in a fixed window) × (interval + their replication lag + the round trip).
+        time.sleep(start + 1.5 * WINDOW - time.time())
+        gauges = {n: (stats_of(regions[n]), stats_of(regions[n], 'ratelimit.service.rate_limit.regions.uneven.'))
+                  for n in regions.names}
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        for name, (g, rule) in gauges.items():
+            expected = sum(rates[r] * (INTERVAL + (g['%s.replication_lag_ms' % r] + g['%s.round_trip_ms' % r]) / 1000)
+                           for r in regions.names if r != name)
+            print('%s: region_overshoot %d, expected about %.1f' % (name, rule['region_overshoot'], expected))
+            self.assertLessEqual(abs(rule['region_overshoot'] - expected), 0.5 * expected + 2, (rule, g))
+            self.assertEqual(g['worst_overshoot'], rule['region_overshoot'])
+        seen = {n: offered[n] / (end - start) for n in regions.names}
+        # The staleness of a remote total: a read interval, the replication link's delay (and up to an interval
+        # of heartbeat), a round trip, and a margin for this machine.
+        staleness = INTERVAL + WAN + 2 * READ_DELAY + 0.15
+        bound = limit + sum(seen.values()) * staleness
+        windows = sorted(admitted)
+        print('\noffered per second %s; admitted per window (inside, at an edge) %s; bound %.0f' %
+              ({n: round(r) for n, r in seen.items()}, [admitted[w] for w in windows], bound))
+        self.assertEqual(len(windows), 3)
+        for w in windows:
+            inside, edge = admitted[w]
+            self.assertLessEqual(inside + edge, bound, 'window %d admitted %d + %d at its edges' % (w, inside, edge))
+            self.assertGreaterEqual(inside + edge, 0.9 * limit, 'window %d admitted only %d' % (w, inside + edge))
+        # The gauges: every region reachable, round trips and lags as the proxies make them, no sharing.
+        for name in regions.names:
+            g = stats_of(regions[name])
+            for there in regions.names:
+                if there == name:
+                    continue
+                self.assertEqual(g['%s.reachable' % there], 1, g)
+                self.assertGreaterEqual(g['%s.round_trip_ms' % there], int(2 * READ_DELAY * 1000) - 1, g)
+                self.assertLess(g['%s.round_trip_ms' % there], 1000, g)
+                self.assertGreaterEqual(g['%s.replication_lag_ms' % there], int(WAN * 1000) - 5, g)
+                self.assertLess(g['%s.replication_lag_ms' % there], 1000, g)
+            self.assertEqual(g['sharing'], 0, g)
+            self.assertGreaterEqual(g['keys'], 1, g)
+
+
+class Fallbacks(unittest.TestCase):
+    def stop_replica(self, regions, here, there):
+        regions.replicas[here, there].kill()
+        s = regions[here]
+        s.wait_for_log(lambda text: 'region %s is unreachable' % there in text, timeout=10,
+                       message='%s logs %s unreachable' % (here, there))
+        self.assertEqual(stats_of(s)['%s.reachable' % there], 0)
+
+    def restart_replica(self, regions, here, there):
+        replica = regions.replicas[here, there]
+        replica.start()
+        Regions.wait_in_sync(replica)
+        regions[here].wait_for_log(lambda text: 'region %s is reachable again' % there in text, timeout=10,
+                                   message='%s logs %s reachable again' % (here, there))
+
+    def test_last_keeps_the_last_totals_until_their_window_ends(self):
+        regions = Regions(self)
+        a, b = regions['a'], regions['b']
+        value = unique('t')
+        wait_window_start(10)
+        decide(b, 'tenth', value, hits=30)
+        harness.wait_until(lambda: remaining(a, 'tenth', value) == 70, timeout=3, message="a sees b's 30")
+        self.stop_replica(regions, 'a', 'b')
+        self.assertIn('its last totals count until their windows end', a.log())
+        decide(b, 'tenth', value, hits=20)  # not seen by a: its replica of b is down
+        time.sleep(5 * INTERVAL)
+        self.assertEqual(remaining(a, 'tenth', value), 70)
+        # The next window: b's last totals were of the last one, so nothing of b counts.
+        wait_window_start(10)
+        c = regions['c']
+        self.assertEqual([remaining(a, 'tenth', value), remaining(c, 'tenth', value)], [100, 100])
+        decide(b, 'tenth', value, hits=40)
+        harness.wait_until(lambda: remaining(c, 'tenth', value) == 60, timeout=3, message="c still reads b")
+        self.assertEqual(remaining(a, 'tenth', value), 100)
+        # Recovery is automatic, and the log pairs it with the outage.
+        self.restart_replica(regions, 'a', 'b')
+        harness.wait_until(lambda: remaining(a, 'tenth', value) == 60, timeout=3, message="a sees b's 40 again")
+        self.assertEqual(stats_of(a)['b.reachable'], 1)
+
+    def test_share_splits_what_is_left_among_the_regions_that_know(self):
+        regions = Regions(self, env={'REDIS_REMOTE_FALLBACK': 'share'})
+        a, b, c = regions['a'], regions['b'], regions['c']
+        self.stop_replica(regions, 'a', 'b')
+        # a cannot see b: it says so in its heartbeat, which b and c read from their replicas of a.
+        for s in (a, b, c):
+            harness.wait_until(lambda: stats_of(s)['sharing'] == 1, timeout=5, message='sharing')
+        # A key first seen during the partition: each region may take a third of its limit.
+        value = unique('h')
+        for s in (a, b, c):
+            got = sum(decide(s, 'hourly', value).overall == 'OK' for _ in range(50))
+            self.assertEqual(got, 33)
+        self.restart_replica(regions, 'a', 'b')
+        for s in (a, b, c):
+            harness.wait_until(lambda: stats_of(s)['sharing'] == 0, timeout=5, message='sharing ended')
+        # Then the totals are summed again (a fixed window counts refused hits too: 150 of 100 for that key).
+        harness.wait_until(lambda: [remaining(s, 'hourly', value) for s in (a, b, c)] == [0, 0, 0], timeout=3,
+                           message='summed again')
+        fresh = unique('h')
+        self.assertEqual(remaining(c, 'hourly', fresh), 100)
+        decide(b, 'hourly', fresh, hits=10)
+        harness.wait_until(lambda: remaining(c, 'hourly', fresh) == 90, timeout=3, message='b read by c')
+
+
+class Failover(unittest.TestCase):
+    def test_a_primary_failover_in_one_region(self):
+        """b's primary fails over to its local replica (sentinels): b's Sluice follows, the sentinels point the
+        other regions' replicas of b at the new primary, and a and c read b's new counts again by themselves."""
+        regions = Regions(self, sentinel='b')
+        a, b = regions['a'], regions['b']
+        setup = regions.setups['b']
+        value = unique('f')
+        decide(b, 'hourly', value, hits=20)
+        harness.wait_until(lambda: remaining(a, 'hourly', value) == 80, timeout=3, message="a sees b's 20")
+        old = setup.master
+        harness.wait_until(lambda: setup.replica.info('replication').get('master_repl_offset') ==
+                           old.info('replication').get('master_repl_offset'), timeout=5, message='b in sync')
+        old.kill()
+        setup.wait_failover(old)
+        for here in ('a', 'c'):
+            regions.links[here, 'b'].retarget(setup.replica.port)
+        harness.wait_until(lambda: decide(b, 'hourly', value, hits=10).overall == 'OK', timeout=15,
+                           message="b's Sluice on its new primary")
+        harness.wait_until(lambda: remaining(a, 'hourly', value) <= 70, timeout=20,
+                           message="a reads b's new primary", describe=a.log_tail)
+        self.assertEqual(stats_of(a)['b.reachable'], 1)
+
+
+class Algorithms(unittest.TestCase):
+    def test_concurrency_holders_are_summed(self):
+        regions = Regions(self, names=('a', 'b'))
+        a, b = regions['a'], regions['b']
+        value = unique('c')
+        for _ in range(4):
+            self.assertEqual(decide(a, 'inflight', value).overall, 'OK')
+        harness.wait_until(lambda: remaining(b, 'inflight', value) == 2, timeout=3, message="b sees a's 4 slots")
+        self.assertEqual([decide(b, 'inflight', value).overall for _ in range(3)], ['OK', 'OK', 'OVER_LIMIT'])
+        # a gives two back: b may take two more once it has read a again.
+        for _ in range(2):
+            outcome, detail, _ = attempt(a, 'grpc', 'regions',
+                                         [{'entries': [('inflight', value)], 'is_negative_hits': True}])
+        harness.wait_until(lambda: remaining(b, 'inflight', value) == 2, timeout=3, message="a's release seen")
+
+    def test_sliding_windows_are_summed(self):
+        regions = Regions(self, names=('a', 'b'))
+        a, b = regions['a'], regions['b']
+        value = unique('s')
+        wait_window_start(WINDOW)
+        decide(a, 'sliding', value, hits=150)
+        harness.wait_until(lambda: remaining(b, 'sliding', value) == 50, timeout=3, message="b sees a's 150")
+        self.assertEqual(decide(b, 'sliding', value, hits=60).overall, 'OVER_LIMIT')
+        self.assertEqual(decide(b, 'sliding', value, hits=50).overall, 'OK')
+
+    def test_gcra_is_refused_at_load(self):
+        r = RedisServer()
+        self.addCleanup(r.close)
+        rules = 'domain: g\ndescriptors:\n  - key: k\n    rate_limit: {requests_per_unit: 5, unit: second, algorithm: gcra}\n'
+        s = Sluice(rules={'g.yaml': rules}, env=dict(r.sluice_env(), BACKEND_TYPE='redis', REDIS_REGION='a'),
+                   wait_ready=False)
+        self.addCleanup(s.close)
+        self.assertEqual(s.wait_exit(10), 1, s.log())
+        self.assertIn("domain 'g': algorithm gcra cannot be shared across regions (REDIS_REGION is set)", s.log())
+
+    def test_without_regions_nothing_changes(self):
+        """No REDIS_REGION: no heartbeat, no remote read, the same commands for a decision."""
+        r = RedisServer()
+        self.addCleanup(r.close)
+        s = Sluice(rules={'regions.yaml': RULES}, env=dict(r.sluice_env(), BACKEND_TYPE='redis'))
+        self.addCleanup(s.close)
+        wait_healthy(s)
+        with r.monitor() as m:
+            decide(s, 'hourly', unique('n'))
+            time.sleep(0.5)
+            names = {c[0].upper() for c in m.commands()}
+        self.assertNotIn('HSET', names)
+        self.assertNotIn('INFO', names)
+        self.assertFalse(r.keys('sluice_region:*'))
+        self.assertNotIn('redis_region', harness.http_get(s.debug_port, '/stats')[2].decode()
+                         if isinstance(harness.http_get(s.debug_port, '/stats')[2], bytes)
+                         else harness.http_get(s.debug_port, '/stats')[2])
+
+
+if __name__ == '__main__':
+    unittest.main()
