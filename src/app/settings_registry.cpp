@@ -138,6 +138,8 @@ const std::vector<settings_section>& settings_registry() {
       {"Redis backend", ratelimit::backends::redis::redis_backend_settings(),
        "[Redis backend](../concepts/backends.md#redis-backend), [batched "
        "counting](../concepts/batched-counting.md)"},
+      {"Several regions (Redis)", to_vector(ratelimit::backends::redis::region_backend_settings()),
+       "[several regions, one limit](../guides/regions.md)"},
       {"Memcached backend", to_vector(ratelimit::backends::memcache::memcache_backend_settings()),
        "[memcached backend](../concepts/backends.md#memcached-backend-backend_typememcache)"},
       {"Memory backend", to_vector(ratelimit::backends::memory::memory_backend_settings()),

@@ -582,6 +582,7 @@ class Dashboard(unittest.TestCase):
             self.assertIn('bad.yaml: error loading config file',
                           page.evaluate("document.querySelector('#reloads .reload.error .err').textContent"))
             self.assertEqual(page.evaluate("document.getElementById('backend-type').textContent"), 'memory')
+            self.assertTrue(page.evaluate("document.getElementById('regions').hidden"))  # no REDIS_REGION
 
             # Client values are text, never markup.
             entries = page.evaluate("[...document.querySelectorAll('#top-hits td.entries')].map(e => e.textContent)")

@@ -11,6 +11,7 @@ import time
 import unittest
 import uuid
 
+import browser
 import harness
 from delay_proxy import DelayProxy
 from harness import RedisServer, SentinelSetup, Sluice
@@ -272,6 +273,30 @@ class Fallbacks(unittest.TestCase):
         self.assertEqual(remaining(c, 'hourly', fresh), 100)
         decide(b, 'hourly', fresh, hits=10)
         harness.wait_until(lambda: remaining(c, 'hourly', fresh) == 90, timeout=3, message='b read by c')
+
+
+class Dashboard(unittest.TestCase):
+    def test_the_dashboard_shows_the_regions(self):
+        """/dashboard/data's backend.regions, and the page's Regions table in headless Chromium, as a remote region
+        becomes unreachable."""
+        regions = Regions(self, names=('a', 'b'))
+        a = regions['a']
+        data = harness.http_get(a.debug_port, '/dashboard/data')[2]
+        r = data['backend']['regions']
+        self.assertEqual(r['region'], 'a')
+        self.assertEqual([x['name'] for x in r['remotes']], ['b'])
+        self.assertEqual(r['remotes'][0]['reachable'], 1)
+        self.assertEqual(r['sharing'], 0)
+        regions.replicas['a', 'b'].kill()
+        with browser.Browser() as b:
+            page = b.open('http://127.0.0.1:%d/dashboard' % a.debug_port)
+            page.wait_for("""(() => {
+                const row = document.querySelector('#regions-table tbody tr');
+                return !document.getElementById('regions').hidden && row
+                    && row.cells[0].textContent === 'b' && row.cells[1].textContent === 'unreachable';
+            })()""", timeout=10)
+            self.assertEqual(page.evaluate("document.getElementById('region-name').textContent"), 'a')
+            self.assertIn('Worst overshoot', page.evaluate("document.getElementById('regions-note').textContent"))
 
 
 class Failover(unittest.TestCase):

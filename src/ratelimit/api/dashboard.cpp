@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <boost/json.hpp>
 #include <chrono>
+#include <map>
 #include <numeric>
 #include <unordered_map>
 
@@ -125,6 +126,39 @@ double unix_seconds(std::chrono::system_clock::time_point t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();
 }
 
+// Several regions (REDIS_REGION): this instance's region and each remote one's state, from the gauges
+// region_reader sets (docs/guides/regions.md#watch-it); null without regions.
+json::value regions_json(const stats::store* stats) {
+  if (stats == nullptr) return nullptr;
+  constexpr std::string_view prefix = "ratelimit.redis_region.";
+  constexpr std::string_view this_region = "this_region.";
+  std::map<std::string, json::object> remotes;
+  json::object out;
+  stats->for_each_gauge([&](const std::string& name, const stats::gauge& g) {
+    if (!name.starts_with(prefix)) return;
+    const auto rest = std::string_view(name).substr(prefix.size());
+    if (rest.starts_with(this_region)) {
+      out["region"] = std::string(rest.substr(this_region.size()));
+      return;
+    }
+    const auto dot = rest.rfind('.');
+    if (dot == std::string_view::npos) {
+      out[rest] = g.value();
+    } else {
+      auto& r = remotes[std::string(rest.substr(0, dot))];
+      r[rest.substr(dot + 1)] = g.value();
+    }
+  });
+  if (!out.contains("region")) return nullptr;
+  json::array list;
+  for (auto& [name, r] : remotes) {
+    r["name"] = name;
+    list.emplace_back(std::move(r));
+  }
+  out["remotes"] = std::move(list);
+  return out;
+}
+
 }  // namespace
 
 std::string top_json(const stats::top_lists& top) {
@@ -215,17 +249,18 @@ std::string dashboard_json(const dashboard_inputs& in) {
                                       {"error", r.error}});
   }
 
-  json::object out{
-      {"now", in.now},
-      {"interval_seconds", in.interval_seconds},
-      {"times", numbers(times)},
-      {"totals", std::move(totals)},
-      {"rules", std::move(rules_out)},
-      {"rules_untracked", in.history.untracked_keys()},
-      {"top", top_object(in.top, in.shown_top)},
-      {"backend",
-       json::object{{"type", in.backend_type}, {"healthy", in.health.healthy()}, {"components", components}}},
-      {"reloads", std::move(reloads)}};
+  json::object out{{"now", in.now},
+                   {"interval_seconds", in.interval_seconds},
+                   {"times", numbers(times)},
+                   {"totals", std::move(totals)},
+                   {"rules", std::move(rules_out)},
+                   {"rules_untracked", in.history.untracked_keys()},
+                   {"top", top_object(in.top, in.shown_top)},
+                   {"backend", json::object{{"type", in.backend_type},
+                                            {"healthy", in.health.healthy()},
+                                            {"components", components},
+                                            {"regions", regions_json(in.stats)}}},
+                   {"reloads", std::move(reloads)}};
   return plain_json(out);
 }
 

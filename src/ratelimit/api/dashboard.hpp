@@ -10,6 +10,7 @@
 #include "core/health.hpp"
 #include "ratelimit/service/rules_source.hpp"
 #include "stats/series_history.hpp"
+#include "stats/store.hpp"
 #include "stats/top_descriptors.hpp"
 
 namespace sluice::ratelimit::api {
@@ -37,6 +38,8 @@ struct dashboard_inputs {
   std::string_view backend_type;  // BACKEND_TYPE
   double now = 0;                 // unix seconds
   double interval_seconds = 1;
+  // REDIS_REGION: the ratelimit.redis_region.* gauges are read from here (null: no regions shown).
+  const stats::store* stats = nullptr;
 };
 
 // At most this many rule series go to the page: the most throttled, then the busiest.

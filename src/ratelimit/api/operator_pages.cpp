@@ -100,7 +100,8 @@ asio::awaitable<net::http::response> operator_pages::dashboard_data(const net::h
                             10,
                             sources_.backend_type,
                             static_cast<double>(sources_.clock.now_micros()) / 1e6,
-                            static_cast<double>(sample_interval.count())};
+                            static_cast<double>(sample_interval.count()),
+                            &sources_.stats};
   co_return net::http::make_response(req, http::status::ok, "application/json", dashboard_json(in));
 }
 

@@ -85,6 +85,8 @@ region_reader::region_reader(const region_settings& settings, std::unique_ptr<rd
       worst_overshoot_(stats.get_gauge("ratelimit.redis_region.worst_overshoot")),
       sharing_gauge_(stats.get_gauge("ratelimit.redis_region.sharing")),
       keys_gauge_(stats.get_gauge("ratelimit.redis_region.keys")) {
+  // Names this instance's region in the stats (and so on the dashboard).
+  stats.get_gauge(core::cat("ratelimit.redis_region.this_region.", settings.region)).set(1);
   for (std::size_t i = 0; i < remotes.size(); ++i) {
     auto r = std::make_unique<remote>();
     r->name = settings.remotes[i].name;

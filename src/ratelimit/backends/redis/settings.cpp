@@ -234,8 +234,6 @@ std::vector<core::setting> redis_backend_settings() {
   std::vector<core::setting> out(stores().all().begin(), stores().all().end());
   out.insert(out.end(), std::begin(other_settings), std::end(other_settings));
   out.insert(out.end(), std::begin(tls_files), std::end(tls_files));
-  const auto regions = region_backend_settings();
-  out.insert(out.end(), regions.begin(), regions.end());
   return out;
 }
 
