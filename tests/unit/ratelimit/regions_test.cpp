@@ -275,7 +275,7 @@ TEST_CASE("regions: MGET goes in chunks of 512 keys") {
 
 TEST_CASE("regions: a decision's limit is lowered by the remote total, which its result gets back") {
   fake_inner inner;
-  rr::regional_backend regional(inner);
+  rr::regional_backend regional(inner, false);
   const std::string key = "rl_k_a_1", other = "rl_k_b_1";
   std::vector<lim::counter_op> ops{fixed(key, 10), fixed(other, 10)};
   std::vector<lim::op_result> results(2);
@@ -332,9 +332,28 @@ TEST_CASE("regions: a decision's limit is lowered by the remote total, which its
   }
 }
 
+TEST_CASE("regions: with REDIS_PERSECOND, per-second limits stay regional") {
+  fake_inner inner;
+  rr::regional_backend regional(inner, true);
+  const std::string key = "rl_k_a_1";
+  auto op = fixed(key, 10);
+  op.per_second = true;
+  regional.set_view(view_of({{key, 6}}));
+  inner.values = {3};
+  std::vector<lim::op_result> results(1);
+  recorder done;
+  regional.increment(std::span(&op, 1), results, done, lim::batch_mode::independent);
+  CHECK(inner.sent[0].limit() == 10);
+  CHECK(results[0].value == 3);
+  CHECK(regional.take_new_keys().empty());
+  op.per_second = false;  // a minute's limit on the same Redis: summed
+  regional.increment(std::span(&op, 1), results, done, lim::batch_mode::independent);
+  CHECK(results[0].value == 9);
+}
+
 TEST_CASE("regions: a sliding window adds the remote current count and the weighted previous one") {
   fake_inner inner;
-  rr::regional_backend regional(inner);
+  rr::regional_backend regional(inner, false);
   const std::string key = "rl_s_1", previous = "rl_s_0";
   lim::counter_op op;
   op.key = key;
@@ -355,7 +374,7 @@ TEST_CASE("regions: a sliding window adds the remote current count and the weigh
 
 TEST_CASE("regions: concurrency adds remote slots to the held counts before and after") {
   fake_inner inner;
-  rr::regional_backend regional(inner);
+  rr::regional_backend regional(inner, false);
   const std::string key = "rl_c";
   lim::counter_op op;
   op.key = key;

@@ -156,7 +156,7 @@ void redis_module::start_regions(const start_context& context) {
   const auto& regions = *settings_.regions;
   for (auto& w : workers_) {
     limiter::backend& inner = w.synced ? static_cast<limiter::backend&>(*w.synced) : *w.backend;
-    w.regional = std::make_unique<regional_backend>(inner);
+    w.regional = std::make_unique<regional_backend>(inner, settings_.per_second.has_value());
   }
   std::vector<std::unique_ptr<sluice::redis::store>> remotes;
   for (const auto& r : regions.remotes) {

@@ -71,7 +71,8 @@ struct regional_backend::call final : limiter::completion {
   }
 };
 
-regional_backend::regional_backend(limiter::backend& inner) : inner_(inner) {}
+regional_backend::regional_backend(limiter::backend& inner, bool per_second_apart)
+    : inner_(inner), per_second_apart_(per_second_apart) {}
 
 regional_backend::~regional_backend() = default;
 
@@ -106,7 +107,7 @@ std::uint64_t regional_backend::lookup(std::string_view key, const tracked_key& 
 }
 
 std::uint64_t regional_backend::remote_total(const limiter::counter_op& op) {
-  if (op.kind() == limiter::op_kind::gcra) return 0;
+  if (op.kind() == limiter::op_kind::gcra || (op.per_second && per_second_apart_)) return 0;
   const auto how = regional::tracked(op);
   std::uint64_t total = lookup(op.key, how);
   if (const auto* s = op.as<limiter::sliding_window_op>()) {

@@ -24,7 +24,9 @@ class regional_backend final : public limiter::backend {
  public:
   using new_keys = std::unordered_map<std::string, tracked_key, transparent_hash, std::equal_to<>>;
 
-  explicit regional_backend(limiter::backend& inner);
+  // `per_second_apart`: REDIS_PERSECOND's own Redis takes per-second limits, which stay regional (its keys
+  // are not in the replicas the reader reads).
+  regional_backend(limiter::backend& inner, bool per_second_apart);
   ~regional_backend() override;
   regional_backend(const regional_backend&) = delete;
   regional_backend& operator=(const regional_backend&) = delete;
@@ -65,6 +67,7 @@ class regional_backend final : public limiter::backend {
   void release(call* c);
 
   limiter::backend& inner_;
+  bool per_second_apart_;
   remote_view_ptr view_;
   new_keys new_keys_;
   std::vector<std::unique_ptr<call>> free_;
