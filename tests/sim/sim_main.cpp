@@ -35,6 +35,7 @@ leg limit_table_leg();
 leg rlqs_leg();
 leg rlqs_replicas_leg();
 leg synced_leg();
+leg regions_leg();
 
 const std::vector<leg>& all_legs() {
   static const std::vector<leg> legs{fixed_window_leg(),
@@ -48,6 +49,7 @@ const std::vector<leg>& all_legs() {
                                      rlqs_leg(),
                                      rlqs_replicas_leg(),
                                      synced_leg(),
+                                     regions_leg(),
                                      calendar_leg(),
                                      snapshot_leg(),
                                      limit_table_leg()};
@@ -219,7 +221,9 @@ leg_report run_leg(const leg& l, std::uint64_t first, std::uint64_t last, double
 }  // namespace
 
 int main(int argc, char** argv) {
-  sluice::core::log_init(sluice::core::log_level::error, false);
+  // The faults the legs inject (outages, partitions) are logged by the product as errors, thousands a run:
+  // the checkers report what matters.
+  sluice::core::log_init(sluice::core::log_level::fatal, false);
   const auto o = parse(argc, argv);
   if (o.self_check) return self_check();
   bool known = o.leg.empty();
