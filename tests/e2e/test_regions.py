@@ -5,7 +5,7 @@ other regions' totals from its replicas (through a proxy with a small delay too)
 several windows stays within the stated bound and close to the limit; a stopped replica under each fallback, and
 recovery; a primary failover in one region; the gauges; concurrency summed; GCRA refused; no regions, no change."""
 
-import re
+import json
 import threading
 import time
 import unittest
@@ -347,6 +347,34 @@ class Algorithms(unittest.TestCase):
         harness.wait_until(lambda: remaining(b, 'sliding', value) == 50, timeout=3, message="b sees a's 150")
         self.assertEqual(decide(b, 'sliding', value, hits=60).overall, 'OVER_LIMIT')
         self.assertEqual(decide(b, 'sliding', value, hits=50).overall, 'OK')
+
+    def test_heartbeat_and_explain(self):
+        """Each instance's heartbeat field in its region's Redis says when it was written and which regions it reads;
+        a field of an instance gone for long is deleted. /explain shows the count with the other regions' hits."""
+        regions = Regions(self, names=('a', 'b'))
+        a, b = regions['a'], regions['b']
+        primary = regions.primaries['a']
+        fields = primary.command('HGETALL', 'sluice_region:a')
+        self.assertEqual(len(fields), 2, fields)
+        written, _, sees = fields[1].partition('|')
+        self.assertLess(abs(int(written) - time.time() * 1000), 2000)
+        self.assertEqual(sees, 'b=1')
+        # A field ten times REDIS_REMOTE_MAX_LAG old: another instance's, long stopped.
+        primary.command('HSET', 'sluice_region:a', 'gone-1-1', '%d|b=0' % (time.time() * 1000 - 11000))
+        harness.wait_until(lambda: primary.command('HEXISTS', 'sluice_region:a', 'gone-1-1') == 0, timeout=3,
+                           message='the stale field deleted')
+        self.assertEqual(stats_of(b)['sharing'], 0)  # (last: a stale field tells nothing anyway)
+        value = unique('e')
+        decide(a, 'hourly', value, hits=25)
+        harness.wait_until(lambda: remaining(b, 'hourly', value) == 75, timeout=3, message="b sees a's 25")
+        decide(b, 'hourly', value, hits=5)
+        status, _, body = harness.http_request(b.debug_port, '/explain', body=json.dumps(
+            {'domain': 'regions', 'descriptors': [{'entries': [{'key': 'hourly', 'value': value}]}]}).encode(),
+            method='POST')
+        self.assertEqual(status, 200, body)
+        limit = body['descriptors'][0]['limits'][0]
+        self.assertEqual((limit['used'], limit['remaining']), (30, 70), body)
+        self.assertNotIn('unsent', limit)  # what a batching worker holds back: none here
 
     def test_gcra_is_refused_at_load(self):
         r = RedisServer()

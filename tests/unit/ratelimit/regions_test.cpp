@@ -309,6 +309,14 @@ TEST_CASE("regions: a decision's limit is lowered by the remote total, which its
     regional.increment(ops, results, done, lim::batch_mode::independent);
     CHECK_FALSE(lim::admits(ops[0], results[0]));  // 11 of 10
   }
+  SUBCASE("inspected: the remote total is in the store's own value too, so unsent hits stay this worker's") {
+    regional.set_view(view_of({{key, 6}}));
+    inner.values = {3, 1};
+    regional.inspect(ops, results, done);
+    CHECK(results[0].value == 9);
+    CHECK(results[0].before == 9);
+    CHECK(results[1].before == 1);
+  }
   SUBCASE("a remote total past the limit lowers it to 0, never below") {
     regional.set_view(view_of({{key, 25}}));
     inner.values = {0, 0};

@@ -180,33 +180,54 @@ void region_reader::send_reads(const std::shared_ptr<round_state>& r) {
   r->answers.resize(remotes_.size());
   r->reads_local = settings_.fallback == remote_fallback::share;
   r->regions_left = remotes_.size() + 1;
-  // This region's request: the heartbeat (above), and with `share` this region's own counts.
-  {
-    auto pending = std::make_shared<rd::pending_request>();
-    rd::request req;
-    std::map<std::string, bool> sees;
-    for (const auto& remote : remotes_) sees[remote->name] = remote->reachable.value_or(true);
-    req.push({"HSET", own_heartbeat_, instance_, encode_heartbeat(now_us / 1000, sees)});
-    req.push({"PEXPIRE", own_heartbeat_, std::to_string(region_reader_detail::stale_field_ms(settings_))});
-    if (r->reads_local) push_remote_reads(req, own_heartbeat_, r->keys, now_us);
-    pending->expected_replies = req.expected_replies();
-    pending->payload = req.release_payload();
-    pending->done = [this, r](boost::system::error_code ec, std::vector<rd::value>&& replies) {
-      if (stopped_) return;
-      if (ec) {
-        r->local.error = local_->describe(ec);
-      } else if (r->reads_local) {
-        r->local.ok =
-            replies.size() >= 2 && read_remote_replies(std::span(replies).subspan(2), r->keys, r->started_us,
-                                                       0, r->local.health, r->local.totals, r->local.error);
-      } else {
-        r->local.ok = true;
-      }
-      if (--r->regions_left == 0) finish(*r);
-    };
-    local_->exec(std::move(pending), own_heartbeat_);
-  }
+  write_heartbeat(r);
   for (std::size_t i = 0; i < remotes_.size(); ++i) read_region(i, r);
+}
+
+// This region's request: its heartbeat field written, the fields of instances gone for long deleted (those
+// the last round found), the hash read back for the next round's deletions, and with `share` this region's
+// own counts of the tracked keys.
+void region_reader::write_heartbeat(const std::shared_ptr<round_state>& r) {
+  const auto now_ms = r->started_us / 1000;
+  rd::request req;
+  std::size_t at = 0;  // where the heartbeat's HGETALL reply is
+  if (!stale_fields_.empty()) {
+    std::vector<std::string_view> hdel{"HDEL", own_heartbeat_};
+    hdel.insert(hdel.end(), stale_fields_.begin(), stale_fields_.end());
+    req.push(hdel);
+    ++at;
+  }
+  std::map<std::string, bool> sees;
+  for (const auto& remote : remotes_) sees[remote->name] = remote->reachable.value_or(true);
+  req.push({"HSET", own_heartbeat_, instance_, encode_heartbeat(now_ms, sees)});
+  req.push({"PEXPIRE", own_heartbeat_, std::to_string(region_reader_detail::stale_field_ms(settings_))});
+  req.push({"HGETALL", own_heartbeat_});
+  at += 2;
+  stale_fields_.clear();
+  if (r->reads_local) push_remote_reads(req, own_heartbeat_, r->keys, r->started_us);
+  auto pending = std::make_shared<rd::pending_request>();
+  pending->expected_replies = req.expected_replies();
+  pending->payload = req.release_payload();
+  pending->done = [this, r, at, now_ms](boost::system::error_code ec, std::vector<rd::value>&& replies) {
+    if (stopped_) return;
+    if (ec) {
+      r->local.error = local_->describe(ec);
+    } else if (replies.size() > at) {
+      const auto& fields = replies[at].elements;
+      for (std::size_t f = 0; f + 1 < fields.size(); f += 2) {
+        std::int64_t ms = 0;
+        std::map<std::string, bool> sees;
+        const bool ours = decode_heartbeat(fields[f + 1].text, ms, sees);
+        if (ours && now_ms - ms > region_reader_detail::stale_field_ms(settings_))
+          stale_fields_.push_back(fields[f].text);
+      }
+      r->local.ok =
+          !r->reads_local || read_remote_replies(std::span(replies).subspan(at + 1), r->keys, r->started_us,
+                                                 0, r->local.health, r->local.totals, r->local.error);
+    }
+    if (--r->regions_left == 0) finish(*r);
+  };
+  local_->exec(std::move(pending), own_heartbeat_);
 }
 
 void region_reader::read_region(std::size_t i, const std::shared_ptr<round_state>& r) {

@@ -61,6 +61,7 @@ class region_reader {
   struct round_state;
   void schedule();
   void send_reads(const std::shared_ptr<round_state>& round);
+  void write_heartbeat(const std::shared_ptr<round_state>& round);
   void merge(regional_backend::new_keys keys);
   void prune(std::int64_t now_us);
   void read_region(std::size_t r, const std::shared_ptr<round_state>& round);
@@ -79,6 +80,7 @@ class region_reader {
   boost::asio::steady_timer timer_;
   std::string instance_;                                  // this instance's heartbeat field
   std::string own_heartbeat_;                             // this region's heartbeat key
+  std::vector<std::string> stale_fields_;                 // of instances gone for long: deleted next round
   std::unordered_map<std::string, tracked_key> tracked_;  // the keys read each round
   remote_view_ptr view_;                                  // the last view given to the workers
   std::shared_ptr<round_state> in_flight_;

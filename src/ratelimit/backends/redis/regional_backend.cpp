@@ -56,13 +56,15 @@ struct regional_backend::call final : limiter::completion {
   boost::container::small_vector<std::uint64_t, 8> totals;
   std::span<limiter::op_result> results;
   limiter::completion* outer = nullptr;
+  bool inspecting = false;  // inspect: `before` is the store's own value, the remote totals in it
 
   void complete(const limiter::backend_error* error) noexcept override {
     if (error == nullptr) {
       for (std::size_t i = 0; i < ops.size(); ++i) {
         results[i].value += totals[i];
-        // Slots held before the op too: released = before - after stays this region's.
-        if (ops[i].kind() == limiter::op_kind::concurrency) results[i].before += totals[i];
+        // Slots held before the op too: released = before - after stays this region's. Inspected: what a
+        // batching store has not sent yet (value - before) stays this worker's own.
+        if (inspecting || ops[i].kind() == limiter::op_kind::concurrency) results[i].before += totals[i];
       }
     }
     auto* done = outer;
@@ -90,6 +92,7 @@ regional_backend::call* regional_backend::acquire() {
 void regional_backend::release(call* c) {
   c->ops.clear();
   c->totals.clear();
+  c->inspecting = false;
   free_.emplace_back(c);
 }
 
@@ -121,8 +124,8 @@ std::uint64_t regional_backend::remote_total(const limiter::counter_op& op) {
 
 template <typename Run>
 void regional_backend::with_totals(std::span<const limiter::counter_op> ops,
-                                   std::span<limiter::op_result> results, limiter::completion& done,
-                                   Run run) {
+                                   std::span<limiter::op_result> results, limiter::completion& done, Run run,
+                                   bool inspecting) {
   boost::container::small_vector<std::uint64_t, 8> totals(ops.size());
   bool any = false;
   for (std::size_t i = 0; i < ops.size(); ++i) {
@@ -136,6 +139,7 @@ void regional_backend::with_totals(std::span<const limiter::counter_op> ops,
   c->totals = std::move(totals);
   c->results = results;
   c->outer = &done;
+  c->inspecting = inspecting;
   run(std::span<const limiter::counter_op>(c->ops.data(), c->ops.size()), *c);
 }
 
@@ -156,9 +160,12 @@ void regional_backend::get(std::span<const limiter::counter_op> ops, std::span<l
 
 void regional_backend::inspect(std::span<const limiter::counter_op> ops,
                                std::span<limiter::op_result> results, limiter::completion& done) {
-  with_totals(ops, results, done, [&](std::span<const limiter::counter_op> sent, limiter::completion& then) {
-    inner_.inspect(sent, results, then);
-  });
+  with_totals(
+      ops, results, done,
+      [&](std::span<const limiter::counter_op> sent, limiter::completion& then) {
+        inner_.inspect(sent, results, then);
+      },
+      true);
 }
 
 }  // namespace sluice::ratelimit::backends::redis

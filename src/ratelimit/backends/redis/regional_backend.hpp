@@ -62,7 +62,7 @@ class regional_backend final : public limiter::backend {
   // results when it completes.
   template <typename Run>
   void with_totals(std::span<const limiter::counter_op> ops, std::span<limiter::op_result> results,
-                   limiter::completion& done, Run run);
+                   limiter::completion& done, Run run, bool inspecting = false);
   call* acquire();
   void release(call* c);
 
