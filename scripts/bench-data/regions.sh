@@ -7,6 +7,7 @@
 #   2. remote reads: for each of BENCH_REGION_KEYS (default "10000 100000 1000000") active keys, made by /json
 #      over that many distinct values, then 10 s without traffic: the server's CPU (the control thread's reads
 #      and views), and the commands and bytes the remote Redis servers saw, per second.
+# BENCH_REGION_DECISIONS=0 runs part 2 only.
 
 region_remote_ports=()
 region_remote_pids=()
@@ -60,7 +61,7 @@ run_regions() {
   start_region_remotes
   fill_region_remotes 1000
   local round choice keys
-  for round in 1 2; do
+  [[ "${BENCH_REGION_DECISIONS:-1}" == 0 ]] || for round in 1 2; do
     for choice in single three; do
       use_regions "$choice"
       echo "== regions round $round: $choice ${module_env[*]}"
@@ -68,7 +69,7 @@ run_regions() {
       run_json
     done
   done
-  for choice in single three; do
+  [[ "${BENCH_REGION_DECISIONS:-1}" == 0 ]] || for choice in single three; do
     use_regions "$choice"
     echo "== regions callgrind: $choice ${module_env[*]}"
     run_callgrind

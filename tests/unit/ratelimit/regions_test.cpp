@@ -110,9 +110,14 @@ lim::counter_op fixed(std::string_view key, std::uint64_t limit, std::uint64_t h
   return op;
 }
 
+// A first view: each key a slot, in order.
 std::shared_ptr<rr::remote_view> view_of(std::map<std::string, std::uint64_t> totals) {
-  auto v = std::make_shared<rr::remote_view>();
-  for (const auto& [k, t] : totals) v->keys.try_emplace(k).first->second.total = t;
+  auto v = std::make_shared<rr::remote_view>(totals.size());
+  std::uint32_t slot = 0;
+  for (const auto& [k, t] : totals) {
+    v->added.emplace_back(k, slot);
+    v->totals[slot++] = t;
+  }
   return v;
 }
 
@@ -340,6 +345,31 @@ TEST_CASE("regions: a decision's limit is lowered by the remote total, which its
   }
 }
 
+TEST_CASE("regions: each view changes the worker's key -> slot map: removals, then additions") {
+  fake_inner inner;
+  rr::regional_backend regional(inner, false);
+  const std::string a = "rl_a", b = "rl_b";
+  auto op_a = fixed(a, 10), op_b = fixed(b, 10);
+  regional.set_view(view_of({{a, 4}}));  // a in slot 0
+  CHECK(regional.remote_total(op_a) == 4);
+  CHECK(regional.remote_total(op_b) == 0);  // not tracked yet: listed
+  CHECK(regional.take_new_keys().size() == 1);
+  // The next view: a dropped, b takes its slot.
+  auto next = std::make_shared<rr::remote_view>(1);
+  next->removed.push_back(a);
+  next->added.emplace_back(b, 0);
+  next->totals[0] = 7;
+  regional.set_view(next);
+  CHECK(regional.remote_total(op_b) == 7);
+  CHECK(regional.remote_total(op_a) == 0);  // a's old slot is b's now: a counts nothing, and is listed again
+  CHECK(regional.take_new_keys().contains(a));
+  // A view without changes keeps the map.
+  auto third = std::make_shared<rr::remote_view>(1);
+  third->totals[0] = 9;
+  regional.set_view(third);
+  CHECK(regional.remote_total(op_b) == 9);
+}
+
 TEST_CASE("regions: with REDIS_PERSECOND, per-second limits stay regional") {
   fake_inner inner;
   rr::regional_backend regional(inner, true);
@@ -398,7 +428,8 @@ TEST_CASE("regions: concurrency adds remote slots to the held counts before and 
   CHECK(results[0].value == 3);
   CHECK(results[0].before == 3);
   auto view = view_of({{key, 2}});
+  CHECK_FALSE(view->used[0].load());
   regional.set_view(view);
   regional.increment(std::span(&op, 1), results, done, lim::batch_mode::independent);
-  CHECK(view->keys.at(key).used.load());  // the reader keeps reading a concurrency key in use
+  CHECK(view->used[0].load());  // the reader keeps reading a concurrency key in use
 }

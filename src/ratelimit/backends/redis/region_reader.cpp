@@ -33,13 +33,13 @@ std::int64_t stale_field_ms(const region_settings& s) {
 struct region_reader::remote {
   std::string name;
   std::unique_ptr<rd::store> store;
-  // The last good read: each key's total and how fast it grew (hits per second, smoothed over about a
-  // second), when it was read (unix ms), its heartbeat's time.
+  // The last good read, by slot: each key's total and how fast it grew (hits per second, smoothed over about
+  // a second); when it was read (unix ms), its heartbeat's time.
   struct key_total {
     std::uint64_t total = 0;
     double rate = 0;
   };
-  std::unordered_map<std::string, key_total> totals;
+  std::vector<key_total> totals;
   std::int64_t read_ms = 0;
   std::int64_t heartbeat_ms = 0;
   std::int64_t round_trip_ms = 0;
@@ -143,29 +143,49 @@ void region_reader::round() {
   });
 }
 
+// A key tracked for the first time gets a slot (a freed one first); the next view tells the workers.
 void region_reader::merge(regional_backend::new_keys keys) {
   const auto now_us = clock_.now_micros();
   for (auto& [key, how] : keys) {
+    auto it = tracked_.find(key);
+    if (it != tracked_.end()) {
+      it->second.until_us = std::max(it->second.until_us, how.until_us);
+      continue;
+    }
     how.seen_us = now_us;
-    auto [it, added] = tracked_.try_emplace(key, how);
-    if (!added) it->second.until_us = std::max(it->second.until_us, how.until_us);
+    if (free_slots_.empty()) {
+      how.slot = slot_count_++;
+      for (auto& r : remotes_) r->totals.emplace_back();
+      local_counts_.push_back(0);
+      shared_.push_back(unshared);
+    } else {
+      how.slot = free_slots_.back();
+      free_slots_.pop_back();
+    }
+    added_.emplace_back(key, how.slot);
+    tracked_.emplace(std::move(key), how);
   }
 }
 
+// Keys whose windows ended are dropped, their slots freed (a concurrency key used since the last view stays a
+// lease longer).
 void region_reader::prune(std::int64_t now_us) {
-  // A concurrency key used since the last view stays a lease longer.
-  if (view_) {
-    for (const auto& [key, entry] : view_->keys) {
-      if (!entry.used.load(std::memory_order_relaxed)) continue;
-      if (auto it = tracked_.find(key); it != tracked_.end() && it->second.lease_us > 0)
-        it->second.until_us = std::max(it->second.until_us, now_us + it->second.lease_us);
+  for (auto it = tracked_.begin(); it != tracked_.end();) {
+    auto& how = it->second;
+    if (how.lease_us > 0 && view_ && how.slot < view_->totals.size() &&
+        view_->used[how.slot].load(std::memory_order_relaxed))
+      how.until_us = std::max(how.until_us, now_us + how.lease_us);
+    if (how.until_us >= now_us) {
+      ++it;
+      continue;
     }
+    for (auto& r : remotes_) r->totals[how.slot] = {};
+    local_counts_[how.slot] = 0;
+    shared_[how.slot] = unshared;
+    free_slots_.push_back(how.slot);
+    removed_.push_back(it->first);
+    it = tracked_.erase(it);
   }
-  std::erase_if(tracked_, [now_us](const auto& entry) { return entry.second.until_us < now_us; });
-  for (auto& r : remotes_)
-    std::erase_if(r->totals, [this](const auto& e) { return !tracked_.contains(e.first); });
-  std::erase_if(shared_, [this](const auto& e) { return !tracked_.contains(e.first); });
-  std::erase_if(local_counts_, [this](const auto& e) { return !tracked_.contains(e.first); });
 }
 
 void region_reader::send_reads(const std::shared_ptr<round_state>& r) {
@@ -176,7 +196,7 @@ void region_reader::send_reads(const std::shared_ptr<round_state>& r) {
   keys_gauge_.set(static_cast<std::int64_t>(tracked_.size()));
   r->keys.reserve(tracked_.size());
   for (const auto& [key, how] : tracked_) r->keys.push_back({&key, &how});
-  order_for_reads(r->keys);
+  order_for_reads(r->keys);  // (tracked_ does not change until the round ends: merge waits for the next)
   r->answers.resize(remotes_.size());
   r->reads_local = settings_.fallback == remote_fallback::share;
   r->regions_left = remotes_.size() + 1;
@@ -290,19 +310,15 @@ void region_reader::finish(round_state& r) {
     if (a.ok && why.empty()) {
       const double seconds = region.read_ms > 0 ? static_cast<double>(now_ms - region.read_ms) / 1000.0 : 0.0;
       const double weight = std::min(1.0, seconds);  // the rates' smoothing: a time constant of a second
-      std::unordered_map<std::string, remote::key_total> totals;
-      totals.reserve(r.keys.size());
       for (std::size_t k = 0; k < r.keys.size(); ++k) {
-        const auto& key = *r.keys[k].key;
+        auto& last = region.totals[r.keys[k].how->slot];
         remote::key_total now{a.totals[k], 0};
-        if (auto it = region.totals.find(key); it != region.totals.end() && seconds > 0) {
-          const double grew =
-              now.total > it->second.total ? static_cast<double>(now.total - it->second.total) : 0;
-          now.rate = it->second.rate + weight * (grew / seconds - it->second.rate);
+        if (seconds > 0) {
+          const double grew = now.total > last.total ? static_cast<double>(now.total - last.total) : 0;
+          now.rate = last.rate + weight * (grew / seconds - last.rate);
         }
-        if (now.total != 0) totals.emplace(key, now);
+        last = now;
       }
-      region.totals = std::move(totals);
       region.read_ms = now_ms;
       region.heartbeat_ms = a.health.heartbeat_ms.value_or(now_ms);
       region.cannot_see = a.health.cannot_see;
@@ -324,9 +340,7 @@ void region_reader::finish(round_state& r) {
                                              : 0);
   }
   if (r.reads_local && r.local.ok) {
-    local_counts_.clear();
-    for (std::size_t k = 0; k < r.keys.size(); ++k)
-      if (r.local.totals[k] != 0) local_counts_.emplace(*r.keys[k].key, r.local.totals[k]);
+    for (std::size_t k = 0; k < r.keys.size(); ++k) local_counts_[r.keys[k].how->slot] = r.local.totals[k];
   }
   set_overshoot(r);
   auto view = build_view(r.started_us);
@@ -343,10 +357,9 @@ void region_reader::set_overshoot(const round_state& r) {
     if (k.how->previous) continue;
     double over = 0;
     for (const auto& region : remotes_) {
-      auto t = region->totals.find(*k.key);
-      if (t == region->totals.end() || !region->reachable.value_or(true)) continue;
+      if (!region->reachable.value_or(true)) continue;
       const auto lag = std::max<std::int64_t>(0, region->read_ms - region->heartbeat_ms);
-      over += t->second.rate *
+      over += region->totals[k.how->slot].rate *
               static_cast<double>(settings_.sync_interval.count() + lag + region->round_trip_ms) / 1000.0;
     }
     worst = std::max(worst, over);
@@ -378,34 +391,34 @@ remote_view_ptr region_reader::build_view(std::int64_t now_us) {
   if (share != sharing_) {
     sharing_ = share;
     sharing_since_us_ = now_us;
-    shared_.clear();
+    std::ranges::fill(shared_, unshared);
     sharing_gauge_.set(share ? 1 : 0);
   }
-  auto view = std::make_shared<remote_view>();
-  view->keys.reserve(tracked_.size());
+  auto view = std::make_shared<remote_view>(slot_count_);
+  view->added = std::exchange(added_, {});
+  view->removed = std::exchange(removed_, {});
   if (share) view->share_regions = settings_.region_count();
   const auto regions = static_cast<std::uint64_t>(settings_.region_count());
   for (const auto& [key, how] : tracked_) {
     std::uint64_t total = 0;
     if (share && how.previous) {
-      total = 0;  // a sliding window's share is of its current window (build_view's comment)
+      total = 0;  // a sliding window's share is of its current window
     } else if (share) {
-      auto it = shared_.find(key);
-      if (it == shared_.end()) {
+      auto& shared = shared_[how.slot];
+      if (shared == unshared) {
         // This region may still take an even share of what was left when the partition was seen (of the
         // whole limit for a key first seen since): the others are taken to hold the rest.
         std::uint64_t mine = 0, counted = 0;
         if (how.seen_us < sharing_since_us_) {
-          if (auto local = local_counts_.find(key); local != local_counts_.end()) mine = local->second;
+          mine = local_counts_[how.slot];
           counted = mine;
-          for (const auto& region : remotes_)
-            if (auto t = region->totals.find(key); t != region->totals.end()) counted += t->second.total;
+          for (const auto& region : remotes_) counted += region->totals[how.slot].total;
         }
         const std::uint64_t left = how.limit - std::min(how.limit, counted);
         const std::uint64_t mine_at_most = mine + left / regions;
-        it = shared_.emplace(key, how.limit - std::min(how.limit, mine_at_most)).first;
+        shared = how.limit - std::min(how.limit, mine_at_most);
       }
-      total = it->second;
+      total = shared;
     } else {
       for (const auto& region : remotes_) {
         // An unreachable region's last totals count until their window ends (the key is dropped then); a
@@ -413,10 +426,10 @@ remote_view_ptr region_reader::build_view(std::int64_t now_us) {
         if (!region->reachable.value_or(true) && how.lease_us > 0 &&
             now_ms - region->read_ms > how.lease_us / 1000)
           continue;
-        if (auto t = region->totals.find(key); t != region->totals.end()) total += t->second.total;
+        total += region->totals[how.slot].total;
       }
     }
-    view->keys.try_emplace(key).first->second.total = total;
+    view->totals[how.slot] = total;
   }
   return view;
 }

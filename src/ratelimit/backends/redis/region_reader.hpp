@@ -81,8 +81,12 @@ class region_reader {
   std::string instance_;                                  // this instance's heartbeat field
   std::string own_heartbeat_;                             // this region's heartbeat key
   std::vector<std::string> stale_fields_;                 // of instances gone for long: deleted next round
-  std::unordered_map<std::string, tracked_key> tracked_;  // the keys read each round
-  remote_view_ptr view_;                                  // the last view given to the workers
+  std::unordered_map<std::string, tracked_key> tracked_;  // the keys read each round (each with its slot)
+  std::uint32_t slot_count_ = 0;
+  std::vector<std::uint32_t> free_slots_;
+  std::vector<std::pair<std::string, std::uint32_t>> added_;  // since the last view
+  std::vector<std::string> removed_;                          // since the last view
+  remote_view_ptr view_;                                      // the last view given to the workers
   std::shared_ptr<round_state> in_flight_;
   bool stopped_ = false;
   bool started_stores_ = false;
@@ -90,8 +94,9 @@ class region_reader {
   // (fixed when the partition was first seen, or when the key was first seen during it).
   bool sharing_ = false;
   std::int64_t sharing_since_us_ = 0;
-  std::unordered_map<std::string, std::uint64_t> shared_;
-  std::unordered_map<std::string, std::uint64_t> local_counts_;  // this region's, as last read (share)
+  static constexpr std::uint64_t unshared = UINT64_MAX;
+  std::vector<std::uint64_t> shared_;        // by slot; unshared: not fixed yet
+  std::vector<std::uint64_t> local_counts_;  // by slot: this region's, as last read (share)
   stats::gauge& worst_overshoot_;
   stats::gauge& sharing_gauge_;
   stats::gauge& keys_gauge_;

@@ -96,12 +96,21 @@ void regional_backend::release(call* c) {
   free_.emplace_back(c);
 }
 
+void regional_backend::set_view(remote_view_ptr view) {
+  for (const auto& key : view->removed) {
+    if (auto it = slots_.find(key); it != slots_.end()) slots_.erase(it);
+  }
+  for (const auto& [key, slot] : view->added) slots_.insert_or_assign(key, slot);
+  view_ = std::move(view);
+}
+
 std::uint64_t regional_backend::lookup(std::string_view key, const tracked_key& how) {
   if (view_) {
-    if (const auto* e = view_->find(key)) {
-      if (how.kind != remote_kind::counter && !e->used.load(std::memory_order_relaxed))
-        e->used.store(true, std::memory_order_relaxed);
-      return e->total;
+    if (auto it = slots_.find(key); it != slots_.end() && it->second < view_->totals.size()) {
+      auto& used = view_->used[it->second];
+      if (how.kind != remote_kind::counter && !used.load(std::memory_order_relaxed))
+        used.store(true, std::memory_order_relaxed);
+      return view_->totals[it->second];
     }
   }
   if (new_keys_.find(key) == new_keys_.end()) new_keys_.emplace(std::string(key), how);

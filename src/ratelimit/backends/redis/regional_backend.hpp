@@ -31,8 +31,8 @@ class regional_backend final : public limiter::backend {
   regional_backend(const regional_backend&) = delete;
   regional_backend& operator=(const regional_backend&) = delete;
 
-  // On this worker's thread: the view from now on.
-  void set_view(remote_view_ptr view) { view_ = std::move(view); }
+  // On this worker's thread: the view from now on (its key -> slot changes applied).
+  void set_view(remote_view_ptr view);
   // On this worker's thread: the keys used since the last call that the view lacked.
   new_keys take_new_keys() { return std::exchange(new_keys_, {}); }
 
@@ -69,6 +69,8 @@ class regional_backend final : public limiter::backend {
   limiter::backend& inner_;
   bool per_second_apart_;
   remote_view_ptr view_;
+  std::unordered_map<std::string, std::uint32_t, transparent_hash, std::equal_to<>>
+      slots_;  // as the views say
   new_keys new_keys_;
   std::vector<std::unique_ptr<call>> free_;
 };

@@ -80,8 +80,13 @@ bool decode_heartbeat(std::string_view text, std::int64_t& unix_ms, std::map<std
 }
 
 void order_for_reads(std::vector<key_read>& keys) {
-  std::stable_sort(keys.begin(), keys.end(),
-                   [](const key_read& a, const key_read& b) { return a.how->kind < b.how->kind; });
+  std::vector<key_read> ordered;
+  ordered.reserve(keys.size());
+  for (const auto kind : {remote_kind::counter, remote_kind::leases, remote_kind::holders}) {
+    for (const auto& k : keys)
+      if (k.how->kind == kind) ordered.push_back(k);
+  }
+  keys = std::move(ordered);
 }
 
 void push_remote_reads(rd::request& out, std::string_view heartbeat, std::span<const key_read> keys,

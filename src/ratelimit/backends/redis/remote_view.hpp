@@ -11,6 +11,8 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "ratelimit/limiter/counter_op.hpp"
 
@@ -35,6 +37,7 @@ struct tracked_key {
   bool previous = false;     // a sliding window's previous counter (`share` counts the current one only)
   std::int64_t seen_us = 0;  // when the reader first had it
   std::string rule;          // the limit's stats key: its overshoot gauge
+  std::uint32_t slot = 0;    // given by the reader (remote_view)
 };
 
 struct transparent_hash {
@@ -42,21 +45,22 @@ struct transparent_hash {
   std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
 };
 
+// One round's totals, by slot: the reader gives each key a slot when it first tracks it, and the slot stays
+// the key's until the key is dropped (then another key may take it). Each view carries the changes to the key
+// -> slot map since the view before; every view reaches every worker, in order, so a worker's map follows by
+// applying them (removals first).
 struct remote_view {
-  struct entry {
-    std::uint64_t total = 0;  // what the other regions hold, summed (or what `share` leaves to this one)
-    // Set by a worker that used the key (once per view): a concurrency key stays read while used.
-    mutable std::atomic<bool> used{false};
-  };
-  std::unordered_map<std::string, entry, transparent_hash, std::equal_to<>> keys;
+  std::vector<std::uint64_t> totals;  // what the other regions hold (or what `share` leaves to this one)
+  std::vector<std::pair<std::string, std::uint32_t>> added;
+  std::vector<std::string> removed;
   // REDIS_REMOTE_FALLBACK=share during a partition: the regions a limit is split among. A key not read yet
   // then leaves this region limit / share_regions (0: not sharing; a key not read yet counts nothing remote).
   std::uint64_t share_regions = 0;
+  // Set by a worker that used a concurrency key's slot (once per view): the reader keeps reading it.
+  std::unique_ptr<std::atomic<bool>[]> used;
 
-  const entry* find(std::string_view key) const {
-    auto it = keys.find(key);
-    return it == keys.end() ? nullptr : &it->second;
-  }
+  explicit remote_view(std::size_t slots)
+      : totals(slots), used(std::make_unique<std::atomic<bool>[]>(slots)) {}
 };
 
 using remote_view_ptr = std::shared_ptr<const remote_view>;
