@@ -7,7 +7,7 @@
 #   2. remote reads: for each of BENCH_REGION_KEYS (default "10000 100000 1000000") active keys, made by /json
 #      over that many distinct values, then 10 s without traffic: the server's CPU (the control thread's reads
 #      and views), and the commands and bytes the remote Redis servers saw, per second.
-# BENCH_REGION_DECISIONS=0 runs part 2 only.
+# BENCH_REGION_PARTS picks some of "rates callgrind reads" (1. is rates and callgrind, 2. is reads).
 
 region_remote_ports=()
 region_remote_pids=()
@@ -61,7 +61,8 @@ run_regions() {
   start_region_remotes
   fill_region_remotes 1000
   local round choice keys
-  [[ "${BENCH_REGION_DECISIONS:-1}" == 0 ]] || for round in 1 2; do
+  local parts=" ${BENCH_REGION_PARTS:-rates callgrind reads} "
+  [[ "$parts" != *" rates "* ]] || for round in 1 2; do
     for choice in single three; do
       use_regions "$choice"
       echo "== regions round $round: $choice ${module_env[*]}"
@@ -69,12 +70,13 @@ run_regions() {
       run_json
     done
   done
-  [[ "${BENCH_REGION_DECISIONS:-1}" == 0 ]] || for choice in single three; do
+  [[ "$parts" != *" callgrind "* ]] || for choice in single three; do
     use_regions "$choice"
     echo "== regions callgrind: $choice ${module_env[*]}"
     run_callgrind
   done
   use_regions three
+  [[ "$parts" == *" reads "* ]] || BENCH_REGION_KEYS=" "
   for keys in ${BENCH_REGION_KEYS:-10000 100000 1000000}; do
     fill_region_remotes "$keys"
     start_server
