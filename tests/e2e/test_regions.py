@@ -251,6 +251,30 @@ class Fallbacks(unittest.TestCase):
         harness.wait_until(lambda: remaining(a, 'tenth', value) == 60, timeout=3, message="a sees b's 40 again")
         self.assertEqual(stats_of(a)['b.reachable'], 1)
 
+    def test_a_stalled_replica_does_not_hold_the_others_back(self):
+        """a's replica of b stops answering (SIGSTOP: the connection stays, nothing comes back). a's rounds end
+        without it, so c's hits still reach a at once; b's last totals count until REDIS_REMOTE_MAX_LAG (1 s here),
+        then b is unreachable. Resumed, b is read again."""
+        regions = Regions(self)
+        a, b, c = regions['a'], regions['b'], regions['c']
+        value = unique('p')
+        decide(b, 'hourly', value, hits=10)
+        harness.wait_until(lambda: remaining(a, 'hourly', value) == 90, timeout=3, message="a sees b's 10")
+        replica = regions.replicas['a', 'b']
+        replica.pause()
+        try:
+            decide(c, 'hourly', value, hits=20)
+            decide(b, 'hourly', value, hits=5)  # not seen by a while its replica of b is stopped
+            harness.wait_until(lambda: remaining(a, 'hourly', value) == 70, timeout=1.5,
+                               message="c's 20 reach a while a's replica of b is stopped")
+            a.wait_for_log(lambda text: 'region b is unreachable: no reply within 200ms' in text, timeout=5,
+                           message='b unreachable once its totals are older than REDIS_REMOTE_MAX_LAG')
+            self.assertEqual(remaining(a, 'hourly', value), 70)  # (last: b's last 10 still count)
+        finally:
+            replica.resume()
+        a.wait_for_log(lambda text: 'region b is reachable again' in text, timeout=10, message='b back')
+        harness.wait_until(lambda: remaining(a, 'hourly', value) == 65, timeout=3, message="b's 5 seen")
+
     def test_share_splits_what_is_left_among_the_regions_that_know(self):
         regions = Regions(self, env={'REDIS_REMOTE_FALLBACK': 'share'})
         a, b, c = regions['a'], regions['b'], regions['c']
@@ -400,9 +424,20 @@ class Algorithms(unittest.TestCase):
         self.assertNotIn('HSET', names)
         self.assertNotIn('INFO', names)
         self.assertFalse(r.keys('sluice_region:*'))
-        self.assertNotIn('redis_region', harness.http_get(s.debug_port, '/stats')[2].decode()
-                         if isinstance(harness.http_get(s.debug_port, '/stats')[2], bytes)
-                         else harness.http_get(s.debug_port, '/stats')[2])
+        self.assertEqual(stats_of(s), {})
+
+    def test_a_region_without_remote_regions_only_writes_its_heartbeat(self):
+        r = RedisServer()
+        self.addCleanup(r.close)
+        s = Sluice(rules={'regions.yaml': RULES}, env=dict(r.sluice_env(), BACKEND_TYPE='redis', REDIS_REGION='solo'))
+        self.addCleanup(s.close)
+        wait_healthy(s)
+        harness.wait_until(lambda: r.command('HLEN', 'sluice_region:solo') == 1, timeout=3, message='its heartbeat')
+        self.assertEqual(r.command('HGETALL', 'sluice_region:solo')[1].partition('|')[2], '')  # no remote region
+        self.assertEqual(stats_of(s), {'keys': 0, 'sharing': 0, 'this_region.solo': 1, 'worst_overshoot': 0})
+        value = unique('s')
+        decide(s, 'hourly', value, hits=3)
+        self.assertEqual(remaining(s, 'hourly', value), 97)
 
 
 if __name__ == '__main__':

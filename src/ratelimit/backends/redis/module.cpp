@@ -154,9 +154,13 @@ void redis_module::start_sync(const start_context& context) {
 // reads for every worker.
 void redis_module::start_regions(const start_context& context) {
   const auto& regions = *settings_.regions;
-  for (auto& w : workers_) {
-    limiter::backend& inner = w.synced ? static_cast<limiter::backend&>(*w.synced) : *w.backend;
-    w.regional = std::make_unique<regional_backend>(inner, settings_.per_second.has_value());
+  // Without remote regions this instance only writes its heartbeat: its decisions are as without regions.
+  const bool remote = !regions.remotes.empty();
+  if (remote) {
+    for (auto& w : workers_) {
+      limiter::backend& inner = w.synced ? static_cast<limiter::backend&>(*w.synced) : *w.backend;
+      w.regional = std::make_unique<regional_backend>(inner, settings_.per_second.has_value());
+    }
   }
   std::vector<std::unique_ptr<sluice::redis::store>> remotes;
   for (const auto& r : regions.remotes) {
@@ -171,15 +175,15 @@ void redis_module::start_regions(const start_context& context) {
     }
   }
   region_reader::workers_link link;
-  link.count = worker_count_;
+  link.count = remote ? worker_count_ : 0;
   link.collect = [this](region_reader::deliver_fn deliver) {
     workers_.post_each([this, deliver](worker& w) {
       asio::post(control_,
                  [deliver, keys = w.regional->take_new_keys()]() mutable { deliver(std::move(keys)); });
     });
   };
-  link.publish = [this](remote_view_ptr view) {
-    workers_.post_each([view](worker& w) { w.regional->set_view(view); });
+  link.publish = [this, remote](remote_view_ptr view) {
+    if (remote) workers_.post_each([view](worker& w) { w.regional->set_view(view); });
   };
   regions_ =
       std::make_unique<region_reader>(regions, make_store(settings_.main, control_, 1), std::move(remotes),

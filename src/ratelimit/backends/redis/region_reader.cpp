@@ -56,9 +56,11 @@ struct region_reader::remote {
 struct region_reader::round_state {
   unsigned workers_left = 0;
   std::size_t regions_left = 0;
+  bool finished = false;  // by its last reply or its deadline: later replies are dropped
   std::int64_t started_us = 0;
   std::vector<key_read> keys;
   struct answer {
+    bool answered = false;
     bool ok = false;
     std::string error;
     region_health health;
@@ -79,7 +81,8 @@ region_reader::region_reader(const region_settings& settings, std::unique_ptr<rd
       clock_(clock),
       stats_(stats),
       workers_(std::move(workers)),
-      timer_(std::move(control)),
+      timer_(control),
+      deadline_(std::move(control)),
       instance_(region_reader_detail::make_instance_id()),
       own_heartbeat_(heartbeat_key(settings.key_prefix, settings.region)),
       worst_overshoot_(stats.get_gauge("ratelimit.redis_region.worst_overshoot")),
@@ -116,6 +119,7 @@ void region_reader::start() {
 void region_reader::stop() {
   stopped_ = true;
   timer_.cancel();
+  deadline_.cancel();
   local_->stop();
   for (auto& r : remotes_) r->store->stop();
 }
@@ -202,6 +206,18 @@ void region_reader::send_reads(const std::shared_ptr<round_state>& r) {
   r->regions_left = remotes_.size() + 1;
   write_heartbeat(r);
   for (std::size_t i = 0; i < remotes_.size(); ++i) read_region(i, r);
+  // A region that stalls (a replica stopped, not gone) must not hold the others' totals back: at the deadline
+  // the round ends without it, and it keeps its last totals (until REDIS_REMOTE_MAX_LAG makes it
+  // unreachable).
+  deadline_.expires_after(2 * settings_.sync_interval);
+  deadline_.async_wait([this, r](boost::system::error_code ec) {
+    if (ec || stopped_ || r->finished) return;
+    const auto late = core::cat("no reply within ", 2 * settings_.sync_interval.count(), "ms");
+    for (auto& a : r->answers)
+      if (!a.answered) a.error = late;
+    if (!r->local.answered) r->local.error = late;
+    finish(*r);
+  });
 }
 
 // This region's request: its heartbeat field written, the fields of instances gone for long deleted (those
@@ -229,7 +245,8 @@ void region_reader::write_heartbeat(const std::shared_ptr<round_state>& r) {
   pending->expected_replies = req.expected_replies();
   pending->payload = req.release_payload();
   pending->done = [this, r, at, now_ms](boost::system::error_code ec, std::vector<rd::value>&& replies) {
-    if (stopped_) return;
+    if (stopped_ || r->finished) return;
+    r->local.answered = true;
     if (ec) {
       r->local.error = local_->describe(ec);
     } else if (replies.size() > at) {
@@ -259,8 +276,9 @@ void region_reader::read_region(std::size_t i, const std::shared_ptr<round_state
   pending->payload = req.release_payload();
   const auto sent = std::chrono::steady_clock::now();
   pending->done = [this, r, i, sent](boost::system::error_code ec, std::vector<rd::value>&& replies) {
-    if (stopped_) return;
+    if (stopped_ || r->finished) return;
     auto& a = r->answers[i];
+    a.answered = true;
     a.round_trip_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - sent)
             .count();
@@ -292,6 +310,8 @@ void region_reader::set_reachable(remote& region, bool reachable, const std::str
 }
 
 void region_reader::finish(round_state& r) {
+  r.finished = true;
+  deadline_.cancel();
   in_flight_.reset();
   const auto now_ms = r.started_us / 1000;
   const auto max_lag = settings_.max_lag.count();

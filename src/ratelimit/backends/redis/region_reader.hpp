@@ -77,7 +77,8 @@ class region_reader {
   const core::clock& clock_;
   stats::store& stats_;
   workers_link workers_;
-  boost::asio::steady_timer timer_;
+  boost::asio::steady_timer timer_;                       // the next round
+  boost::asio::steady_timer deadline_;                    // the round in flight's
   std::string instance_;                                  // this instance's heartbeat field
   std::string own_heartbeat_;                             // this region's heartbeat key
   std::vector<std::string> stale_fields_;                 // of instances gone for long: deleted next round
