@@ -140,8 +140,9 @@ void region_reader::round() {
   in_flight_ = r;
   r->workers_left = workers_.count;
   if (r->workers_left == 0) return send_reads(r);
-  workers_.collect([this, r](regional_backend::new_keys keys) {
-    if (stopped_) return;
+  // The workers' keys come back to the control thread later, maybe after a stop: `alive` tells.
+  workers_.collect([this, r, alive = std::weak_ptr<int>(alive_)](regional_backend::new_keys keys) {
+    if (alive.expired() || stopped_) return;
     merge(std::move(keys));
     if (--r->workers_left == 0) send_reads(r);
   });

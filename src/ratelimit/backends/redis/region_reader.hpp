@@ -90,7 +90,7 @@ class region_reader {
   remote_view_ptr view_;                                      // the last view given to the workers
   std::shared_ptr<round_state> in_flight_;
   bool stopped_ = false;
-  bool started_stores_ = false;
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // gone with the reader: late deliveries see it
   // REDIS_REMOTE_FALLBACK=share: while a partition is known, per key what the other regions are taken to hold
   // (fixed when the partition was first seen, or when the key was first seen during it).
   bool sharing_ = false;
