@@ -1,6 +1,7 @@
 """A TCP proxy on 127.0.0.1 that adds a one-way delay to every byte, in order, either way: a wide-area link between
-regions (Redis replication, remote reads). cut() drops its connections and refuses new ones (a partition); heal()
-lets them through again."""
+regions (Redis replication, remote reads). `connect_delay` holds each new connection that long before it reaches
+the target (a server slow to answer its handshake). cut() drops its connections and refuses new ones (a
+partition); heal() lets them through again."""
 
 import socket
 import threading
@@ -9,8 +10,8 @@ from collections import deque
 
 
 class DelayProxy:
-    def __init__(self, target_port, delay):
-        self.target_port, self.delay = target_port, delay
+    def __init__(self, target_port, delay, connect_delay=0.0):
+        self.target_port, self.delay, self.connect_delay = target_port, delay, connect_delay
         self.listener = socket.socket()
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.listener.bind(('127.0.0.1', 0))
@@ -48,23 +49,27 @@ class DelayProxy:
                 client, _ = self.listener.accept()
             except OSError:
                 return
-            with self.lock:
-                refused = self.cut_off
-            if refused:
-                _close(client)
-                continue
-            try:
-                upstream = socket.create_connection(('127.0.0.1', self.target_port), timeout=5)
-                upstream.settimeout(None)
-            except OSError:
-                _close(client)
-                continue
-            for s in (client, upstream):
-                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            with self.lock:
-                self.sockets.update((client, upstream))
-            self._pipe(client, upstream)
-            self._pipe(upstream, client)
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client):
+        time.sleep(self.connect_delay)
+        with self.lock:
+            refused = self.cut_off
+        if refused:
+            _close(client)
+            return
+        try:
+            upstream = socket.create_connection(('127.0.0.1', self.target_port), timeout=5)
+            upstream.settimeout(None)
+        except OSError:
+            _close(client)
+            return
+        for s in (client, upstream):
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with self.lock:
+            self.sockets.update((client, upstream))
+        self._pipe(client, upstream)
+        self._pipe(upstream, client)
 
     def _pipe(self, source, sink):
         chunks = deque()

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import grpc
 
 import harness
+from delay_proxy import DelayProxy
 from harness import RedisServer, Sluice
 
 TRANSPORTS = ('grpc', 'json')
@@ -943,58 +944,6 @@ class GarbageFromServer(RedisCase):
             self.assertIsNone(s.proc.poll(), 'sluice died')
 
 
-class SlowProxy:
-    """A TCP proxy to `target` that holds each connection `delay` seconds before passing bytes either way: Redis
-    as slow to answer the handshake as a busy network makes it."""
-
-    def __init__(self, target_port, delay):
-        self.target_port, self.delay = target_port, delay
-        self.listener = socket.socket()
-        self.listener.bind(('127.0.0.1', 0))
-        self.listener.listen(64)
-        self.port = self.listener.getsockname()[1]
-        self.closed = False
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while not self.closed:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
-
-    def _serve(self, client):
-        time.sleep(self.delay)
-        try:
-            upstream = socket.create_connection(('127.0.0.1', self.target_port))
-        except OSError:
-            client.close()
-            return
-
-        def pipe(a, b):
-            try:
-                while True:
-                    data = a.recv(65536)
-                    if not data:
-                        break
-                    b.sendall(data)
-            except OSError:
-                pass
-            for sock in (a, b):
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-
-        threading.Thread(target=pipe, args=(client, upstream), daemon=True).start()
-        pipe(upstream, client)
-
-    def close(self):
-        self.closed = True
-        self.listener.close()
-
-
 class StartUp(RedisCase):
     def test_a_decision_before_the_first_connection_waits_for_it(self):
         # issue 40: a decision that reached a worker before its first Redis connection was up failed at once
@@ -1002,7 +951,7 @@ class StartUp(RedisCase):
         # connection now, within REDIS_OP_TIMEOUT.
         harness.avoid_window_edge('HOUR', 10)
         with RedisServer() as redis:
-            proxy = SlowProxy(redis.port, 1.5)
+            proxy = DelayProxy(redis.port, 0.0, connect_delay=1.5)
             self.addCleanup(proxy.close)
             env = redis_env(REDIS_SOCKET_TYPE='tcp', REDIS_URL='127.0.0.1:%d' % proxy.port, REDIS_POOL_SIZE='2',
                             REDIS_OP_TIMEOUT='5s')
