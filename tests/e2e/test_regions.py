@@ -35,6 +35,12 @@ descriptors:
     rate_limit: {requests_per_unit: 100, unit: hour}
   - key: inflight
     rate_limit: {requests_per_unit: 6, algorithm: concurrency, lease: 30s}
+  - key: tenant
+    descriptors:
+      - key: request_id
+        rate_limit: {requests_per_unit: 3, algorithm: concurrency, lease: 30s, holder_key: request_id}
+  - key: monthly
+    rate_limit: {requests_per_unit: 1000, unit: month, time_zone: Europe/Berlin, accounting: usage}
 """
 
 
@@ -208,6 +214,7 @@ class UnevenTraffic(unittest.TestCase):
                 self.assertLess(g['%s.round_trip_ms' % there], 1000, g)
                 self.assertGreaterEqual(g['%s.replication_lag_ms' % there], int(WAN * 1000) - 5, g)
                 self.assertLess(g['%s.replication_lag_ms' % there], 1000, g)
+                self.assertIn(g['%s.replica_last_io_seconds' % there], (0, 1), g)  # a replica that hears its primary
             self.assertEqual(g['sharing'], 0, g)
             self.assertGreaterEqual(g['keys'], 1, g)
 
@@ -361,6 +368,54 @@ class Algorithms(unittest.TestCase):
             outcome, detail, _ = attempt(a, 'grpc', 'regions',
                                          [{'entries': [('inflight', value)], 'is_negative_hits': True}])
         harness.wait_until(lambda: remaining(b, 'inflight', value) == 2, timeout=3, message="a's release seen")
+
+    def test_holders_are_summed(self):
+        """holder_key: the live holders' slots of the other region count; a release there frees them here."""
+        regions = Regions(self, names=('a', 'b'))
+        a, b = regions['a'], regions['b']
+        value = unique('t')
+
+        def take(s, rid, release=False):
+            d = {'entries': [('tenant', value), ('request_id', rid)]}
+            if release:
+                d['is_negative_hits'] = True
+            outcome, detail, _ = attempt(s, 'grpc', 'regions', [d])
+            self.assertEqual(outcome, 'ok', detail)
+            return detail.overall
+
+        self.assertEqual([take(a, 'r1'), take(a, 'r2')], ['OK', 'OK'])
+        probe = {'entries': [('tenant', value), ('request_id', 'probe')], 'hits_addend': 0}
+        left = lambda: attempt(b, 'grpc', 'regions', [probe])[1].statuses[0].remaining
+        harness.wait_until(lambda: left() == 1, timeout=3, message="b sees a's two holders")
+        self.assertEqual([take(b, 'r3'), take(b, 'r4')], ['OK', 'OVER_LIMIT'])
+        take(a, 'r1', release=True)
+        harness.wait_until(lambda: take(b, 'r4') == 'OK', timeout=3, message="a's release seen by b")
+
+    def test_calendar_usage_windows_are_summed(self):
+        """time_zone (a calendar month) with accounting: usage: the reported hits of both regions count."""
+        regions = Regions(self, names=('a', 'b'))
+        a, b = regions['a'], regions['b']
+        value = unique('m')
+        decide(a, 'monthly', value, hits=600)
+        harness.wait_until(lambda: remaining(b, 'monthly', value) == 400, timeout=3, message="b sees a's 600")
+        decide(b, 'monthly', value, hits=500)  # usage: counted, past the limit too
+        self.assertEqual(decide(b, 'monthly', value, hits=0).overall, 'OVER_LIMIT')
+        harness.wait_until(lambda: decide(a, 'monthly', value, hits=0).overall == 'OVER_LIMIT', timeout=3,
+                           message="a sees b's 500: 1100 of 1000")
+
+    def test_count_only_admitted_judges_against_the_global_count(self):
+        """COUNT_ONLY_ADMITTED=true: a request over the limit with the other region's hits is not counted."""
+        regions = Regions(self, names=('a', 'b'), env={'COUNT_ONLY_ADMITTED': 'true'})
+        a, b = regions['a'], regions['b']
+        value = unique('o')
+        decide(a, 'hourly', value, hits=90)
+        harness.wait_until(lambda: remaining(b, 'hourly', value) == 10, timeout=3, message="b sees a's 90")
+        self.assertEqual(decide(b, 'hourly', value, hits=20).overall, 'OVER_LIMIT')
+        primary = regions.primaries['b']
+        counted = [primary.get(k) for k in primary.keys('regions_hourly_%s_*' % value)]
+        self.assertIn(counted, ([], ['0']), 'the refused request was counted in b')
+        self.assertEqual(decide(b, 'hourly', value, hits=10).overall, 'OK')
+        self.assertEqual(remaining(b, 'hourly', value), 0)
 
     def test_sliding_windows_are_summed(self):
         regions = Regions(self, names=('a', 'b'))

@@ -50,6 +50,7 @@ struct region_reader::remote {
   stats::gauge* age_gauge = nullptr;
   stats::gauge* lag_gauge = nullptr;
   stats::gauge* rtt_gauge = nullptr;
+  stats::gauge* last_io_gauge = nullptr;  // the replica's own word: master_last_io_seconds_ago
 };
 
 // One round: the keys read (pointers into tracked_, which changes only between rounds) and what came back.
@@ -99,6 +100,7 @@ region_reader::region_reader(const region_settings& settings, std::unique_ptr<rd
     r->age_gauge = &stats.get_gauge(prefix + "totals_age_ms");
     r->lag_gauge = &stats.get_gauge(prefix + "replication_lag_ms");
     r->rtt_gauge = &stats.get_gauge(prefix + "round_trip_ms");
+    r->last_io_gauge = &stats.get_gauge(prefix + "replica_last_io_seconds");
     remotes_.push_back(std::move(r));
   }
 }
@@ -321,6 +323,7 @@ void region_reader::finish(round_state& r) {
     auto& a = r.answers[i];
     region.round_trip_ms = a.round_trip_ms;
     region.rtt_gauge->set(a.round_trip_ms);
+    if (a.ok) region.last_io_gauge->set(a.health.replica ? a.health.last_io_s : 0);
     std::string why;
     if (a.ok && !a.health.link_up) {
       why = "its replica's link to its primary is down (master_link_status:down)";

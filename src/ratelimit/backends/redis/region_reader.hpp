@@ -9,7 +9,8 @@
 //   summed, or what REDIS_REMOTE_FALLBACK leaves while one is unreachable — and gives it to every worker.
 // A region is unreachable when its read fails, its replica's link is down, or what it holds is older than
 // REDIS_REMOTE_MAX_LAG; that is logged once, and its recovery too. Gauges per region:
-// ratelimit.redis_region.<region>.{reachable,totals_age_ms,replication_lag_ms,round_trip_ms}; and
+// ratelimit.redis_region.<region>.{reachable,totals_age_ms,replication_lag_ms,round_trip_ms,
+// replica_last_io_seconds}; and
 // ratelimit.redis_region.{keys,sharing,worst_overshoot},
 // ratelimit.service.rate_limit.<rule>.region_overshoot: the most a window may admit past its limit at the
 // rates last seen (set_overshoot).

@@ -117,7 +117,7 @@ TEST_CASE("dashboard_json: series by rule with limits and utilisation, totals, t
   CHECK(quiet);
   CHECK(out.at("top").at("hits").as_array().size() == 2);
   CHECK(out.at("backend") == json::parse(R"({"type":"redis","healthy":false,
-      "components":[{"name":"running","healthy":true},{"name":"redis","healthy":false}]})"));
+      "components":[{"name":"running","healthy":true},{"name":"redis","healthy":false}],"regions":null})"));
   const auto& reloads = out.at("reloads").as_array();
   REQUIRE(reloads.size() == 2);
   CHECK(reloads[0].at("ok") == false);  // newest first
@@ -188,4 +188,29 @@ descriptors:
   REQUIRE(user);
   CHECK(*model == doctest::Approx(1.2));
   CHECK(*user == doctest::Approx(0.5));
+}
+
+TEST_CASE("dashboard_json: the regions, from the ratelimit.redis_region gauges") {
+  stats::store store;
+  core::health health;
+  ratelimit::service::rules_source source(
+      {}, [](auto) {}, store, health);
+  stats::series_history history(store, {}, {}, 10);
+  stats::top_lists top;
+  const auto without =
+      json::parse(ratelimit::api::dashboard_json({history, source, health, top, 10, "redis", 1, 1, &store}));
+  CHECK(without.at("backend").at("regions").is_null());  // no REDIS_REGION: no gauges
+  store.get_gauge("ratelimit.redis_region.this_region.eu").set(1);
+  store.get_gauge("ratelimit.redis_region.keys").set(12);
+  store.get_gauge("ratelimit.redis_region.sharing").set(0);
+  store.get_gauge("ratelimit.redis_region.worst_overshoot").set(3);
+  store.get_gauge("ratelimit.redis_region.us.reachable").set(1);
+  store.get_gauge("ratelimit.redis_region.us.round_trip_ms").set(2);
+  store.get_gauge("ratelimit.redis_region.ap.reachable").set(0);
+  store.get_gauge("ratelimit.redis_region.ap.totals_age_ms").set(2500);
+  const auto with =
+      json::parse(ratelimit::api::dashboard_json({history, source, health, top, 10, "redis", 1, 1, &store}));
+  CHECK(with.at("backend").at("regions") == json::parse(R"({"region":"eu","keys":12,"sharing":0,
+      "worst_overshoot":3,"remotes":[{"reachable":0,"totals_age_ms":2500,"name":"ap"},
+      {"reachable":1,"round_trip_ms":2,"name":"us"}]})"));
 }
