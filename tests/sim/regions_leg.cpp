@@ -337,7 +337,8 @@ class simulation {
   }
 
   void heal() {
-    for (auto [here, there] : cut_links_) {
+    for (const auto& cut : cut_links_) {
+      const int here = cut.first, there = cut.second;  // (clang 14 captures no structured binding)
       auto& l = link_of(here, there);
       l.up = true;
       l.up_since = now_;

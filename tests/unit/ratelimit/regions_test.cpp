@@ -262,6 +262,9 @@ TEST_CASE("regions: one round's commands and their replies") {
   replies[2] = err;
   CHECK_FALSE(rr::read_remote_replies(replies, keys, now_us, 0, health, totals, error));
   CHECK(error == "NOAUTH Authentication required.");
+  replies[2].text.clear();  // an error reply without text (found by fuzz_remote_reads): still a reason
+  CHECK_FALSE(rr::read_remote_replies(replies, keys, now_us, 0, health, totals, error));
+  CHECK(error == "an empty error reply");
   replies.resize(2);
   CHECK_FALSE(rr::read_remote_replies(replies, keys, now_us, 0, health, totals, error));
   CHECK(error == "unexpected reply to MGET");

@@ -122,7 +122,7 @@ bool read_remote_replies(std::span<const rd::value> replies, std::span<const key
   totals.assign(keys.size(), 0);
   for (const auto& r : replies) {
     if (r.is_error()) {
-      error = r.text;
+      error = r.text.empty() ? "an empty error reply" : r.text;
       return false;
     }
   }
