@@ -104,30 +104,33 @@ void regional_backend::set_view(remote_view_ptr view) {
   view_ = std::move(view);
 }
 
-std::uint64_t regional_backend::lookup(std::string_view key, const tracked_key& how) {
+std::uint64_t regional_backend::lookup(std::string_view key, const limiter::counter_op& op, bool previous) {
   if (view_) {
     if (auto it = slots_.find(key); it != slots_.end() && it->second < view_->totals.size()) {
       auto& used = view_->used[it->second];
-      if (how.kind != remote_kind::counter && !used.load(std::memory_order_relaxed))
+      if (op.kind() == limiter::op_kind::concurrency && !used.load(std::memory_order_relaxed))
         used.store(true, std::memory_order_relaxed);
       return view_->totals[it->second];
     }
   }
-  if (new_keys_.find(key) == new_keys_.end()) new_keys_.emplace(std::string(key), how);
-  if (view_ && view_->share_regions > 0 && !how.previous) return how.limit - how.limit / view_->share_regions;
+  // Not read yet: listed for the reader (how to read it is worked out here only, off the common path).
+  if (new_keys_.find(key) == new_keys_.end()) {
+    auto how = regional::tracked(op);
+    if (previous) {
+      how.until_us = how.window_end_us + regional::second_us;
+      how.previous = true;
+    }
+    new_keys_.emplace(std::string(key), std::move(how));
+  }
+  if (view_ && view_->share_regions > 0 && !previous) return op.limit() - op.limit() / view_->share_regions;
   return 0;
 }
 
 std::uint64_t regional_backend::remote_total(const limiter::counter_op& op) {
   if (op.kind() == limiter::op_kind::gcra || (op.per_second && per_second_apart_)) return 0;
-  const auto how = regional::tracked(op);
-  std::uint64_t total = lookup(op.key, how);
-  if (const auto* s = op.as<limiter::sliding_window_op>()) {
-    auto previous = how;
-    previous.until_us = how.window_end_us + regional::second_us;
-    previous.previous = true;
-    total += limiter::sliding_weighted_previous(lookup(s->previous_key, previous), *s, op.now_us);
-  }
+  std::uint64_t total = lookup(op.key, op, false);
+  if (const auto* s = op.as<limiter::sliding_window_op>())
+    total += limiter::sliding_weighted_previous(lookup(s->previous_key, op, true), *s, op.now_us);
   return total;
 }
 

@@ -57,7 +57,8 @@ class regional_backend final : public limiter::backend {
 
  private:
   struct call;
-  std::uint64_t lookup(std::string_view key, const tracked_key& how);
+  // `key`'s total in the view (op's key, or with `previous` its sliding window's previous key).
+  std::uint64_t lookup(std::string_view key, const limiter::counter_op& op, bool previous);
   // Runs inner's operation with each op's limit lowered by its remote total, and adds the totals to the
   // results when it completes.
   template <typename Run>
