@@ -1,6 +1,7 @@
 #pragma once
 // REDIS_AUTH_FILE, REDIS_SENTINEL_AUTH_FILE, REDIS_PERSECOND_AUTH_FILE
-// (docs/guides/replicas.md#rotating-redis-credentials): a Redis secret that rotates. The file holds a
+// (docs/guides/replicas.md#rotating-redis-credentials), and each line of REDIS_REMOTE_AUTH_FILE
+// (docs/guides/regions.md): a Redis secret that rotates. The file holds a
 // password or `user:password` (split at the first ':', as REDIS_AUTH); surrounding whitespace and a final
 // newline are dropped. It is read at start, re-read when it changes (core::watched_file) and when Redis
 // refuses it (WRONGPASS, NOAUTH): every new connection authenticates with what it holds then, so a rotation
