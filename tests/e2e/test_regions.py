@@ -6,6 +6,8 @@ several windows stays within the stated bound and close to the limit; a stopped 
 recovery; a primary failover in one region; the gauges; concurrency summed; GCRA refused; no regions, no change."""
 
 import json
+import os
+import tempfile
 import threading
 import time
 import unittest
@@ -304,6 +306,49 @@ class Fallbacks(unittest.TestCase):
         self.assertEqual(remaining(c, 'hourly', fresh), 100)
         decide(b, 'hourly', fresh, hits=10)
         harness.wait_until(lambda: remaining(c, 'hourly', fresh) == 90, timeout=3, message='b read by c')
+
+
+class Credentials(unittest.TestCase):
+    def test_remote_auth_file_rotates(self):
+        """REDIS_REMOTE_AUTH_FILE: a's replica of b wants a password, from the file's `b=` line. The replica's password
+        changes and its connections are dropped: a cannot read b (WRONGPASS) until the file has the new line, then
+        reads b again without a restart."""
+        primary_a, primary_b = RedisServer(), RedisServer()
+        self.addCleanup(primary_a.close)
+        self.addCleanup(primary_b.close)
+        replica = RedisServer(requirepass='pw1', extra_args=['--replicaof', '127.0.0.1', str(primary_b.port)])
+        self.addCleanup(replica.close)
+        Regions.wait_in_sync(replica)
+        folder = tempfile.mkdtemp(prefix='sluice-e2e-regions-')
+        self.addCleanup(harness.remove_tmp, folder)
+        path = os.path.join(folder, 'remote-auth')
+        with open(path, 'w') as f:
+            f.write('# the other regions\nb = pw1\n')
+        b = Sluice(rules={'regions.yaml': RULES}, env=dict(primary_b.sluice_env(), BACKEND_TYPE='redis',
+                                                           REDIS_REGION='b'))
+        self.addCleanup(b.close)
+        a = Sluice(rules={'regions.yaml': RULES}, env=dict(
+            primary_a.sluice_env(), BACKEND_TYPE='redis', REDIS_REGION='a',
+            REDIS_REMOTE_REGIONS='b=127.0.0.1:%d' % replica.port, REDIS_REMOTE_AUTH_FILE=path,
+            REDIS_REMOTE_SYNC_INTERVAL='100ms', REDIS_REMOTE_MAX_LAG='1s'))
+        self.addCleanup(a.close)
+        for s in (a, b):
+            wait_healthy(s)
+        value = unique('r')
+        decide(b, 'hourly', value, hits=10)
+        harness.wait_until(lambda: remaining(a, 'hourly', value) == 90, timeout=5, message="a reads b's 10")
+        replica.command('CONFIG', 'SET', 'requirepass', 'pw2')
+        replica.requirepass = 'pw2'
+        replica.command('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes')
+        a.wait_for_log(lambda text: 'region b is unreachable' in text, timeout=10, message='b unreachable')
+        self.assertNotIn('pw1', a.log())
+        with open(path + '.new', 'w') as f:
+            f.write('b=pw2\n')
+        os.replace(path + '.new', path)
+        a.wait_for_log(lambda text: 'region b is reachable again' in text, timeout=10, message='b read again')
+        decide(b, 'hourly', value, hits=5)
+        harness.wait_until(lambda: remaining(a, 'hourly', value) == 85, timeout=5, message="a reads b's 5")
+        self.assertNotIn('pw2', a.log())
 
 
 class Dashboard(unittest.TestCase):
