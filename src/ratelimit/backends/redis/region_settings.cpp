@@ -14,7 +14,7 @@ constexpr setting region{"REDIS_REGION", "text", "",
                          "this instance's region (letters, digits, - and _): names it in logs, stats and the "
                          "dashboard, and its heartbeat in its own Redis"};
 constexpr setting remotes{
-    "REDIS_REMOTE_REGIONS", "map", "",
+    "REDIS_REMOTE_REGIONS", "list", "",
     "<region>=<host:port or unix:path>,...: for each other region, a Redis here that holds "
     "its counters (a replica of its primary); decisions add their totals"};
 constexpr setting auth_file{
@@ -40,6 +40,50 @@ bool valid_name(std::string_view name) {
 
 [[noreturn]] void refuse(const setting& s, std::string_view value, std::string_view why) {
   throw core::settings_error(core::cat("invalid value '", value, "' for ", s.name, ": ", why));
+}
+
+// One entry of REDIS_REMOTE_REGIONS (`list`): its name and where to read it, connected as `main` is
+// (timeouts, backoff, TLS) with its own secret from REDIS_REMOTE_AUTH_FILE (`secrets`, a path) when there is
+// one.
+remote_region read_remote(const std::string& entry, const std::string& list, const std::string& own,
+                          const sluice::redis::connection_config& main, const std::string& secrets) {
+  const auto equals = entry.find('=');
+  if (equals == std::string::npos || equals == 0 || equals + 1 == entry.size())
+    refuse(remotes, list, core::cat("expected <region>=<host:port or unix:path>, got '", entry, "'"));
+  remote_region remote;
+  remote.name = core::trim_space(std::string_view(entry).substr(0, equals));
+  const auto address = std::string(core::trim_space(std::string_view(entry).substr(equals + 1)));
+  if (!valid_name(remote.name))
+    refuse(remotes, list,
+           core::cat("'", remote.name, "' is not a region name (letters, digits, '-' and '_')"));
+  if (remote.name == own)
+    refuse(remotes, list, core::cat("'", own, "' is this instance's own region (REDIS_REGION)"));
+  auto& c = remote.connection;
+  c = main;
+  c.sentinel.reset();
+  c.auth_file.reset();
+  c.username.clear();
+  c.password.clear();
+  if (address.starts_with("unix:")) {
+    c.unix_socket = true;
+    c.address = address.substr(5);
+    c.tls.enabled = false;
+  } else if (address.rfind(':') == std::string::npos) {
+    refuse(remotes, list,
+           core::cat("region '", remote.name, "': expected one host:port or unix:path, got '", address, "'"));
+  } else {
+    c.unix_socket = false;
+    c.address = address;
+  }
+  if (!secrets.empty()) {
+    try {
+      c.auth_file =
+          std::make_shared<sluice::redis::credential_file>(secrets, std::string(auth_file.name), remote.name);
+    } catch (const std::runtime_error& e) {
+      throw core::settings_error(core::cat(auth_file.name, ": ", e.what()));
+    }
+  }
+  return remote;
 }
 
 }  // namespace region_settings_decl
@@ -73,45 +117,9 @@ std::optional<region_settings> read_region_settings(const core::env_reader& env,
   r.region = name;
   std::set<std::string> seen{name};
   for (const auto& entry : core::split_list(list)) {
-    const auto equals = entry.find('=');
-    if (equals == std::string::npos || equals == 0 || equals + 1 == entry.size())
-      refuse(remotes, list, core::cat("expected <region>=<host:port or unix:path>, got '", entry, "'"));
-    auto& remote = r.remotes.emplace_back();
-    remote.name = core::trim_space(std::string_view(entry).substr(0, equals));
-    const auto address = std::string(core::trim_space(std::string_view(entry).substr(equals + 1)));
-    if (!valid_name(remote.name))
-      refuse(remotes, list,
-             core::cat("'", remote.name, "' is not a region name (letters, digits, '-' and '_')"));
-    if (remote.name == name)
-      refuse(remotes, list, core::cat("'", name, "' is this instance's own region (REDIS_REGION)"));
+    auto& remote = r.remotes.emplace_back(read_remote(entry, list, name, main, secrets));
     if (!seen.insert(remote.name).second)
       refuse(remotes, list, core::cat("region '", remote.name, "' is listed twice"));
-    auto& c = remote.connection;
-    c = main;  // timeouts, backoff, TLS
-    c.sentinel.reset();
-    c.auth_file.reset();
-    c.username.clear();
-    c.password.clear();
-    if (address.starts_with("unix:")) {
-      c.unix_socket = true;
-      c.address = address.substr(5);
-      c.tls.enabled = false;
-    } else if (address.rfind(':') == std::string::npos || address.find(',') != std::string::npos) {
-      refuse(
-          remotes, list,
-          core::cat("region '", remote.name, "': expected one host:port or unix:path, got '", address, "'"));
-    } else {
-      c.unix_socket = false;
-      c.address = address;
-    }
-    if (!secrets.empty()) {
-      try {
-        c.auth_file = std::make_shared<sluice::redis::credential_file>(secrets, std::string(auth_file.name),
-                                                                       remote.name);
-      } catch (const std::runtime_error& e) {
-        throw core::settings_error(core::cat(auth_file.name, ": ", e.what()));
-      }
-    }
   }
   r.sync_interval = core::to_ms(env.get_duration(sync_interval));
   if (r.sync_interval < std::chrono::milliseconds{10} || r.sync_interval > std::chrono::seconds{10})
