@@ -5,15 +5,17 @@
 // - writes this instance's heartbeat into its region's Redis: when, and which remote regions it can read;
 // - sends each remote region's Redis one pipelined request (remote_reads.hpp): its replica state, its
 //   heartbeat and the tracked keys' totals;
-// - once every region has answered or failed, builds one remote_view — per key, the remote regions' totals
-//   summed, or what REDIS_REMOTE_FALLBACK leaves while one is unreachable — and gives it to every worker.
+// - once every region has answered or failed (or the round's deadline of two intervals has passed), builds
+// one
+//   remote_view — per key, the remote regions' totals summed, or what REDIS_REMOTE_FALLBACK leaves while one
+//   is unreachable — and gives it to every worker.
 // A region is unreachable when its read fails, its replica's link is down, or what it holds is older than
 // REDIS_REMOTE_MAX_LAG; that is logged once, and its recovery too. Gauges per region:
 // ratelimit.redis_region.<region>.{reachable,totals_age_ms,replication_lag_ms,round_trip_ms,
-// replica_last_io_seconds}; and
-// ratelimit.redis_region.{keys,sharing,worst_overshoot},
+// replica_last_io_seconds}; and ratelimit.redis_region.{keys,sharing,worst_overshoot},
 // ratelimit.service.rate_limit.<rule>.region_overshoot: the most a window may admit past its limit at the
-// rates last seen (set_overshoot).
+// rates last seen (set_overshoot). The rounds' I/O is region_reader.cpp; what their answers make,
+// region_views.cpp.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>

@@ -132,17 +132,14 @@ bool read_remote_replies(std::span<const rd::value> replies, std::span<const key
     return false;
   }
   remote_reads_parse::read_info(replies[at++].text, health);
-  const auto& fields = replies[at++].elements;
   std::unordered_set<std::string> cannot;
-  for (std::size_t f = 0; f + 1 < fields.size(); f += 2) {
-    std::int64_t ms = 0;
-    std::map<std::string, bool> sees;
-    if (!decode_heartbeat(fields[f + 1].text, ms, sees)) continue;  // a field of another version: skipped
-    if (!health.heartbeat_ms || ms > *health.heartbeat_ms) health.heartbeat_ms = ms;
-    if (ms < fresh_ms) continue;
-    for (const auto& [region, ok] : sees)
-      if (!ok) cannot.insert(region);
-  }
+  for_each_heartbeat(replies[at++],
+                     [&](const std::string&, std::int64_t ms, const std::map<std::string, bool>& sees) {
+                       if (!health.heartbeat_ms || ms > *health.heartbeat_ms) health.heartbeat_ms = ms;
+                       if (ms < fresh_ms) return;
+                       for (const auto& [region, ok] : sees)
+                         if (!ok) cannot.insert(region);
+                     });
   health.cannot_see.assign(cannot.begin(), cannot.end());
   std::ranges::sort(health.cannot_see);
   std::size_t i = 0;

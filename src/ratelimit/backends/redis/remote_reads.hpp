@@ -25,6 +25,17 @@ std::string heartbeat_key(std::string_view key_prefix, std::string_view region);
 // A heartbeat field's value, and back: when it was written and which remote regions its instance could read.
 std::string encode_heartbeat(std::int64_t unix_ms, const std::map<std::string, bool>& sees);
 bool decode_heartbeat(std::string_view text, std::int64_t& unix_ms, std::map<std::string, bool>& sees);
+// Each field of a heartbeat hash (an HGETALL reply) that decodes: f(instance, unix ms, sees). A field that
+// does not (another version's) is skipped.
+template <typename F>
+void for_each_heartbeat(const sluice::redis::value& hash, F f) {
+  const auto& fields = hash.elements;
+  for (std::size_t i = 0; i + 1 < fields.size(); i += 2) {
+    std::int64_t unix_ms = 0;
+    std::map<std::string, bool> sees;
+    if (decode_heartbeat(fields[i + 1].text, unix_ms, sees)) f(fields[i].text, unix_ms, sees);
+  }
+}
 
 // The keys of one read, in the order their totals come back.
 struct key_read {
