@@ -131,6 +131,20 @@ class Regions:
                                            for there in names if there != here),
                                timeout=10, message='%s reads every other region' % here)
 
+    def wait_rounds(self, name, rounds=3):
+        """Until `name`'s instance has begun `rounds` more rounds of remote reads (its heartbeat, written at each
+        round's start, is that much newer than now), so the views of the rounds before the last have reached its
+        workers."""
+        since = time.time() * 1000
+        key = 'sluice_region:%s' % name
+
+        def newest():
+            fields = self.primaries[name].command('HGETALL', key)
+            return max(int(v.partition('|')[0]) for v in fields[1::2])
+
+        harness.wait_until(lambda: newest() >= since + rounds * INTERVAL * 1000, timeout=10,
+                           message='%d rounds of %s' % (rounds, name))
+
     @staticmethod
     def wait_in_sync(replica, timeout=15):
         harness.wait_until(lambda: replica.info('replication').get('master_link_status') == 'up', timeout=timeout,
@@ -246,7 +260,7 @@ class Fallbacks(unittest.TestCase):
         self.stop_replica(regions, 'a', 'b')
         self.assertIn('its last totals count until their windows end', a.log())
         decide(b, 'tenth', value, hits=20)  # not seen by a: its replica of b is down
-        time.sleep(5 * INTERVAL)
+        regions.wait_rounds('a')
         self.assertEqual(remaining(a, 'tenth', value), 70)
         # The next window: b's last totals were of the last one, so nothing of b counts.
         wait_window_start(10)
