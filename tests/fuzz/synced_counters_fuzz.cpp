@@ -10,8 +10,8 @@
 // lost before a reply: its hits may count twice, its refunds are not sent again). With several workers and
 // the second bit of the first byte set, no limit is reached, and each key must end with its hits minus what
 // was given back, as long as nothing forced an order on it: no refund found another worker's hits unsent (no
-// view can see those) or larger than the key's count, and no hit was dropped or counted twice. A refund
-// larger than a worker's stale view must still take back the others' hits that reached Redis.
+// view can see those) or larger than the key's count, and no hit or negative hit was dropped or counted
+// twice. A refund larger than a worker's stale view must still take back the others' hits that reached Redis.
 //
 // Build and run: scripts/fuzz synced_counters [seconds]
 
@@ -152,8 +152,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       case 0:
       case 1:
       case 2: {  // a decision of one or two ops; some start another from their completion
-        auto make_op = [&](std::size_t which) {
-          // As the limiter does: a window of 1 to 4 seconds, its start in the key.
+        // As the limiter does, at the time it is made: a window of 1 to 4 seconds, its start in the key.
+        auto make_op = [&names, &clock, limit](std::uint8_t a, std::uint8_t b, std::size_t which) {
           const std::int64_t window = 1 + (b >> 6), now = clock.now_seconds();
           counter_op op;
           op.key = names.emplace_back(std::string(key_names[(b >> (3 * which)) % 5]) + "_" +
@@ -165,11 +165,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           op.now_us = clock.now_micros();
           return op;
         };
-        std::vector<counter_op> ops{make_op(0)};
-        if (a % 8 == 2) ops.push_back(make_op(1));
+        std::vector<counter_op> ops{make_op(a, b, 0)};
+        if (a % 8 == 2) ops.push_back(make_op(a, b, 1));
         start(w, std::move(ops));
         if ((a >> 7) != 0 && decisions.back().completions == 0) {
-          decisions.back().then = [&start, &w, follow = make_op(1)] { start(w, {follow}); };
+          // (Made when it starts: a request's ops are made with its decision, never ahead of it.)
+          decisions.back().then = [&start, &w, make_op, a, b] { start(w, {make_op(a, b, 1)}); };
         }
         break;
       }
@@ -221,7 +222,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (auto& w : workers) {
     if (w.synced.unsent_hits() != 0) std::abort();
   }
-  if (summed && ordered && !lost_replies && sync.dropped_hits.value() == 0) {
+  // (Hits or negative hits dropped: a worker decided them alone, with no room for a counter while Redis
+  // failed.)
+  if (summed && ordered && !lost_replies && sync.dropped_hits.value() == 0 &&
+      sync.dropped_refunds.value() == 0) {
     for (const auto& [key, sum] : sums) {
       if (redis.value(key) != sum) std::abort();
     }

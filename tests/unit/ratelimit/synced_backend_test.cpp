@@ -693,7 +693,9 @@ TEST_CASE("a flush request lost before Redis applied it is sent again") {
   CHECK(t.redis.value("k") == 7);
 }
 
-TEST_CASE("no room for a key while Redis is unreachable: decided alone, its hits dropped and counted") {
+TEST_CASE(
+    "no room for a key while Redis is unreachable: decided alone, its hits and negative hits dropped and "
+    "counted") {
   rig t(1, 2);
   t.redis.down = true;
   t.decide(0, t.op("a"));
@@ -701,6 +703,10 @@ TEST_CASE("no room for a key while Redis is unreachable: decided alone, its hits
   std::optional<std::string> error;
   CHECK(t.decide(0, t.op("c", 3, 10), &error).value == 3);
   CHECK_FALSE(error);
+  CHECK(t.sync.dropped_hits.value() == 3);
+  CHECK(t.decide(0, t.refund("d", 2, 10), &error).value == 0);  // negative hits alike: not given back
+  CHECK_FALSE(error);
+  CHECK(t.sync.dropped_refunds.value() == 2);
   CHECK(t.sync.dropped_hits.value() == 3);
   // With Redis up, a key without room goes to Redis on its own.
   t.redis.down = false;

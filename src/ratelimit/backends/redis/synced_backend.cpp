@@ -20,6 +20,7 @@ sync_stats::sync_stats(stats::store& s)
       flush_errors(s.get_counter("ratelimit.redis_sync.flush_errors")),
       reads(s.get_counter("ratelimit.redis_sync.reads")),
       dropped_hits(s.get_counter("ratelimit.redis_sync.dropped_hits")),
+      dropped_refunds(s.get_counter("ratelimit.redis_sync.dropped_refunds")),
       flush_time(s.get_timer("ratelimit.redis_sync.flush_time")) {}
 
 // A decision some of whose ops wait for Redis: it completes when the last of them is decided.
@@ -235,10 +236,11 @@ void synced_backend::get(std::span<const limiter::counter_op> ops, std::span<lim
 }
 
 // An op decided with no counter (no room in the table while Redis is unreachable): from its own hits alone,
-// which are then dropped.
+// which are then dropped (negative hits too: not given back, stricter).
 void synced_backend::decide_alone(const limiter::counter_op& op, limiter::op_result& out) {
   const bool admitted = limiter::evaluate(op, 0, 0, out);
-  if (op.refund || !limiter::applies(op, admitted)) return;
+  if (op.refund) return stats_.dropped_refunds.add(op.increment);
+  if (!limiter::applies(op, admitted)) return;
   stats_.dropped_hits.add(op.increment);
   if (!stats_.dropped_logged.exchange(true)) {
     core::log_warn(

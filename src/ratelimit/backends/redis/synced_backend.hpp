@@ -31,12 +31,13 @@ namespace sluice::ratelimit::backends::redis {
 // The stats ratelimit.redis_sync.*, and what is logged once over every worker.
 struct sync_stats {
   explicit sync_stats(stats::store& s);
-  stats::counter& flushes;       // flush requests answered
-  stats::counter& flushed_keys;  // counters in them
-  stats::counter& flush_errors;  // flush requests failed (their hits are sent again)
-  stats::counter& reads;         // counters read from Redis before being decided locally
-  stats::counter& dropped_hits;  // hits never sent: refused by Redis, or no room while it was unreachable
-  stats::timer& flush_time;      // from sending a flush request to its reply
+  stats::counter& flushes;          // flush requests answered
+  stats::counter& flushed_keys;     // counters in them
+  stats::counter& flush_errors;     // flush requests failed (their hits are sent again)
+  stats::counter& reads;            // counters read from Redis before being decided locally
+  stats::counter& dropped_hits;     // hits never sent: refused by Redis, or no room while it was unreachable
+  stats::counter& dropped_refunds;  // negative hits never sent, as dropped_hits (stricter: never given back)
+  stats::timer& flush_time;         // from sending a flush request to its reply
   std::atomic<int> failing_stores{0};  // (worker, store) pairs failing: logged when it leaves and reaches 0
   std::atomic<bool> dropped_logged{false};
   // Hits the workers' drains ended with, unacknowledged: the process logs their sum once.

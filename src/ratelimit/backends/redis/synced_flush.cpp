@@ -150,6 +150,7 @@ void synced_backend::on_flush(rd::store& store, const std::vector<synced_counter
 
 void synced_backend::refused(const synced_counters::flush_item& item, std::string_view why) {
   if (item.hits > 0) stats_.dropped_hits.add(static_cast<std::uint64_t>(item.hits));
+  if (item.hits < 0) stats_.dropped_refunds.add(static_cast<std::uint64_t>(-item.hits));
   counters_.flush_refused(
       *item.counter);  // read again next time: its decisions then fail as without batching
   core::log_error("Redis refused the ", item.hits, " hits sent for ", item.key, ": ", why);
