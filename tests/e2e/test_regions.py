@@ -7,6 +7,7 @@ recovery; a primary failover in one region; the gauges; concurrency summed; GCRA
 
 import json
 import os
+import shutil
 import tempfile
 import threading
 import time
@@ -50,16 +51,18 @@ def unique(tag):
     return '%s-%s' % (tag, uuid.uuid4().hex[:8])
 
 
-def stats_of(s, prefix='ratelimit.redis_region.'):
-    """The stats under `prefix`, without it: {name: value}."""
+def stats_of(s, prefix='ratelimit.redis_region.', *more):
+    """The stats under `prefix`, without it: {name: value}. With `more` prefixes, a tuple of such maps, all from one
+    /stats page: the control thread writes the gauges and serves the page, so one page is one round's values."""
     text = harness.http_get(s.debug_port, '/stats')[2]
     text = text if isinstance(text, str) else text.decode()
-    out = {}
+    outs = tuple({} for _ in (prefix,) + more)
     for line in text.splitlines():
         name, _, value = line.partition(': ')
-        if name.startswith(prefix):
-            out[name[len(prefix):]] = int(value)
-    return out
+        for p, out in zip((prefix,) + more, outs):
+            if name.startswith(p):
+                out[name[len(p):]] = int(value)
+    return outs if more else outs[0]
 
 
 def decide(s, key, value, hits=None):
@@ -195,7 +198,8 @@ class UnevenTraffic(unittest.TestCase):
         # Halfway through the second window, each region's overshoot gauge for the rule: the other regions'
         # rates (every hit counts in a fixed window) × (interval + their replication lag + the round trip).
         time.sleep(start + 1.5 * WINDOW - time.time())
-        gauges = {n: (stats_of(regions[n]), stats_of(regions[n], 'ratelimit.service.rate_limit.regions.uneven.'))
+        # One page each: the overall and the per-rule gauge of the same round.
+        gauges = {n: stats_of(regions[n], 'ratelimit.redis_region.', 'ratelimit.service.rate_limit.regions.uneven.')
                   for n in regions.names}
         for t in threads:
             t.join()
@@ -522,7 +526,20 @@ class Algorithms(unittest.TestCase):
                    wait_ready=False)
         self.addCleanup(s.close)
         self.assertEqual(s.wait_exit(10), 1, s.log())
-        self.assertIn("domain 'g': algorithm gcra cannot be shared across regions (REDIS_REGION is set)", s.log())
+        refused = "domain 'g': algorithm gcra cannot be shared across regions (REDIS_REGION is set)"
+        self.assertIn(refused, s.log())
+        # `sluice check-config` reads the backend's settings as the server does: the same error, and without
+        # REDIS_REGION the same rules pass.
+        folder = tempfile.mkdtemp(prefix='sluice-e2e-regions-check-')
+        self.addCleanup(shutil.rmtree, folder, True)
+        with open(os.path.join(folder, 'g.yaml'), 'w') as f:
+            f.write(rules)
+        checked = harness.run_sluice(['check-config', folder], env={'BACKEND_TYPE': 'redis', 'REDIS_REGION': 'a'})
+        self.assertEqual(checked.returncode, 1, checked)
+        self.assertIn('error loading rate limit configs: ' + refused, checked.stdout)
+        checked = harness.run_sluice(['check-config', folder], env={'BACKEND_TYPE': 'redis'})
+        self.assertEqual((checked.returncode, checked.stdout.splitlines()[-1]), (0, 'all rate limit configs ok'),
+                         checked)
 
     def test_without_regions_nothing_changes(self):
         """No REDIS_REGION: no heartbeat, no remote read, the same commands for a decision."""
