@@ -22,6 +22,12 @@ backend_settings read_backend_settings(const core::env_reader& env, const rateli
   return backends::memory::read_memory_settings(env);
 }
 
+core::problem refused_algorithm(const backend_settings& settings, std::string_view algorithm) {
+  if (const auto* redis = std::get_if<backends::redis::redis_settings>(&settings))
+    return backends::redis::region_refuses_algorithm(redis->regions, algorithm);
+  return std::nullopt;
+}
+
 std::unique_ptr<backends::module> start_backend(const backend_settings& settings,
                                                 const backends::start_context& context) {
   return std::visit(

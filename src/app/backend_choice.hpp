@@ -5,9 +5,11 @@
 // ratelimit::backends::module.
 
 #include <memory>
+#include <string_view>
 #include <variant>
 
 #include "core/env.hpp"
+#include "core/problem.hpp"
 #include "ratelimit/backends/memcache/settings.hpp"
 #include "ratelimit/backends/memory/settings.hpp"
 #include "ratelimit/backends/module.hpp"
@@ -23,6 +25,10 @@ using backend_settings =
 // The chosen backend's settings; a setting of another backend that would do nothing is refused. Throws
 // core::settings_error naming the variable.
 backend_settings read_backend_settings(const core::env_reader& env, const ratelimit::module_settings& rl);
+
+// A rule's algorithm (as the YAML names it) the chosen backend, so set, cannot count: why. Rules with it do
+// not load, in the server (from files or xDS) and in `sluice check-config` alike.
+core::problem refused_algorithm(const backend_settings& settings, std::string_view algorithm);
 
 // Starts the chosen backend: connections on the workers' io_contexts, timers on the control thread. Throws
 // core::settings_error when it cannot start at all (MEMCACHE_SRV unresolvable, MEMORY_SNAPSHOT_FILE's

@@ -1,15 +1,18 @@
 #include "check_config.hpp"
 
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "backend_choice.hpp"
 #include "core/env.hpp"
 #include "core/log.hpp"
 #include "ratelimit/client/flag_parser.hpp"
 #include "ratelimit/config/directory.hpp"
 #include "ratelimit/config/yaml_loader.hpp"
 #include "ratelimit/service/limit_tables_source.hpp"
+#include "ratelimit/service/rules_source.hpp"
 #include "stats/store.hpp"
 
 namespace sluice {
@@ -33,6 +36,8 @@ Loads the rate limit rule files in DIR as the server would. Prints the warnings 
                             ("error loading limit table: <file>:<line>: <error>", exit 1; default:
                             LIMIT_TABLES_DIR)
   --limit-tables-redis      any other table name is a Redis table (default: LIMIT_TABLES_REDIS)
+The backend's settings are read as the server reads them (BACKEND_TYPE, REDIS_REGION, ...): a rule whose
+algorithm that backend refuses (gcra with REDIS_REGION) is an error here as there.
 )";
 
 struct check_options {
@@ -59,7 +64,8 @@ int usage_error(std::string_view message) {
   return 2;
 }
 
-int check(const std::string& dir, const check_options& o, ratelimit::service::limit_tables_settings tables) {
+int check(const std::string& dir, const check_options& o, ratelimit::service::limit_tables_settings tables,
+          const backend_settings& backend) {
   // What the loaders would log is this report's to say, once: a table's error was printed twice, on stdout
   // and again as a log line on stderr.
   core::log_init(core::log_level::fatal, false);
@@ -83,6 +89,13 @@ int check(const std::string& dir, const check_options& o, ratelimit::service::li
     for (const auto& w : loaded.warnings) std::cout << "warning: " << w << "\n";
     warnings = loaded.warnings.size();
     error = std::move(loaded.error);
+    if (error.empty() && loaded.rules) {
+      auto refused =
+          ratelimit::service::refused_limit(*loaded.rules, [&](const ratelimit::config::rate_limit& l) {
+            return refused_algorithm(backend, ratelimit::config::algorithm_name(l.algorithm));
+          });
+      if (refused) error = std::move(*refused);
+    }
   }
   if (!error.empty()) {
     std::cout << "error loading rate limit configs: " << error << "\n";
@@ -102,8 +115,10 @@ int check(const std::string& dir, const check_options& o, ratelimit::service::li
 int check_config(std::span<const std::string_view> args) {
   check_options o;
   ratelimit::service::limit_tables_settings tables;
+  std::optional<backend_settings> backend;
   try {
     const core::env_reader env;
+    backend = read_backend_settings(env, ratelimit::read_module_settings(env));
     o.merge = env.get_bool(ratelimit::merge_domain_config_setting());
     o.tables_dir = env.get_string(ratelimit::limit_tables_dir_setting());
     o.tables_redis = env.get_bool(ratelimit::limit_tables_redis_setting());
@@ -124,7 +139,7 @@ int check_config(std::span<const std::string_view> args) {
   if (operands.empty()) return usage_error("give the folder of rule files (DIR)");
   if (operands.size() > 1)
     return usage_error(core::cat("unexpected argument '", operands[1], "': check-config takes one DIR"));
-  return check(std::string(operands[0]), o, tables);
+  return check(std::string(operands[0]), o, tables, *backend);
 }
 
 }  // namespace sluice

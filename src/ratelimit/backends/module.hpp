@@ -51,8 +51,6 @@ class module {
   virtual std::unique_ptr<rlqs::demand_exchange> demand_exchange(const std::string& /*key_prefix*/) {
     return std::make_unique<rlqs::in_process_exchange>(worker_count_);
   }
-  // A rule's algorithm (as the YAML names it) this backend cannot count: why, and rules with it do not load.
-  virtual core::problem refuse_algorithm(std::string_view /*algorithm*/) const { return std::nullopt; }
   // At a stop, once the requests in flight are done: what is held back (batched hits) goes out, then `then`
   // runs on the control thread (at once when nothing is held back).
   virtual void drain(std::function<void()> then) { then(); }

@@ -70,6 +70,16 @@ core::problem rules_source::offer(rule_origin from, std::vector<config::config_f
   return error;
 }
 
+core::problem refused_limit(const config::rule_set& rules, const rules_source::limit_check& check) {
+  core::problem refused;
+  rules.for_each_limit(
+      [&](std::string_view domain, const config::descriptor_node&, const config::rate_limit& l) {
+        if (refused) return;
+        if (auto why = check(l)) refused = core::cat("domain '", domain, "': ", *why);
+      });
+  return refused;
+}
+
 rules_source::candidate rules_source::prepare(rule_origin from,
                                               const std::vector<config::config_file>& files) {
   candidate c;
@@ -80,12 +90,10 @@ rules_source::candidate rules_source::prepare(rule_origin from,
     c.warnings = std::move(own.warnings);
     c.error = std::move(own.error);
     if (c.own && limit_check_) {
-      c.own->for_each_limit(
-          [&](std::string_view domain, const config::descriptor_node&, const config::rate_limit& l) {
-            if (!c.error.empty()) return;
-            if (auto refused = limit_check_(l)) c.error = core::cat("domain '", domain, "': ", *refused);
-          });
-      if (!c.error.empty()) c.own = nullptr;
+      if (auto refused = refused_limit(*c.own, limit_check_)) {
+        c.error = std::move(*refused);
+        c.own = nullptr;
+      }
     }
     if (c.own) join(from, files, c);
   } catch (const std::exception& e) {  // not a rule's error (those are config_errors): memory, most likely

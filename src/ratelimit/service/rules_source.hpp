@@ -150,4 +150,8 @@ class rules_source {
   void retry_the_other(rule_origin loaded);
 };
 
+// The first limit of `rules` that `check` refuses, as a load's error: "domain '<domain>': <why>" (sluice
+// check-config asks it too).
+core::problem refused_limit(const config::rule_set& rules, const rules_source::limit_check& check);
+
 }  // namespace sluice::ratelimit::service

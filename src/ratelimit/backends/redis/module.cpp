@@ -191,16 +191,6 @@ void redis_module::start_regions(const start_context& context) {
   regions_->start();
 }
 
-core::problem redis_module::refuse_algorithm(std::string_view algorithm) const {
-  if (!settings_.regions || algorithm != "gcra") return std::nullopt;
-  return std::string(
-      "algorithm gcra cannot be shared across regions (REDIS_REGION is set): a theoretical arrival time "
-      "cannot "
-      "be summed over regions. Use sliding_window (or fixed_window) for a limit shared by the regions, or "
-      "give "
-      "each region its own GCRA limit of requests_per_unit / regions in a separate deployment");
-}
-
 limiter::backend& redis_module::backend(unsigned worker) {
   auto& w = workers_[worker];
   if (w.regional) return *w.regional;

@@ -30,8 +30,6 @@ class redis_module final : public module {
   limiter::backend& backend(unsigned worker) override;
   limiter::table_reader* table_reader(unsigned worker) override { return workers_[worker].tables.get(); }
   std::unique_ptr<rlqs::demand_exchange> demand_exchange(const std::string& key_prefix) override;
-  // REDIS_REGION: GCRA (an arrival time cannot be summed over regions).
-  core::problem refuse_algorithm(std::string_view algorithm) const override;
   // REDIS_SYNC_INTERVAL: sends every worker's unsent hits; `then` once all are answered (or Redis failed).
   void drain(std::function<void()> then) override;
   void stop() override;

@@ -109,9 +109,8 @@ std::optional<region_settings> read_region_settings(const core::env_reader& env,
   if (!valid_name(name)) refuse(region, name, "expected a name of letters, digits, '-' and '_'");
   if (cluster) {
     throw core::settings_error(
-        "REDIS_REGION cannot be used with REDIS_TYPE=cluster: a region's own store must be one Redis (single "
-        "or "
-        "behind sentinels), whose keys its replicas in the other regions copy whole");
+        "REDIS_REGION cannot be used with REDIS_TYPE=cluster: a region's own store must be one Redis "
+        "(single or behind sentinels), whose keys its replicas in the other regions copy whole");
   }
   region_settings r;
   r.region = name;
@@ -130,6 +129,17 @@ std::optional<region_settings> read_region_settings(const core::env_reader& env,
            "expected a duration of at least REDIS_REMOTE_SYNC_INTERVAL (totals are that old between reads)");
   r.fallback = env.get_choice(fallback, true) == "share" ? remote_fallback::share : remote_fallback::last;
   return r;
+}
+
+core::problem region_refuses_algorithm(const std::optional<region_settings>& regions,
+                                       std::string_view algorithm) {
+  if (!regions || algorithm != "gcra") return std::nullopt;
+  return std::string(
+      "algorithm gcra cannot be shared across regions (REDIS_REGION is set): a theoretical arrival time "
+      "cannot "
+      "be summed over regions. Use sliding_window (or fixed_window) for a limit shared by the regions, or "
+      "give "
+      "each region its own GCRA limit of requests_per_unit / regions in a separate deployment");
 }
 
 }  // namespace sluice::ratelimit::backends::redis

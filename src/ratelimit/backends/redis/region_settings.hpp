@@ -6,9 +6,11 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/env.hpp"
+#include "core/problem.hpp"
 #include "core/setting.hpp"
 #include "redis/connection.hpp"
 
@@ -45,5 +47,10 @@ std::optional<region_settings> read_region_settings(const core::env_reader& env,
                                                     bool cluster);
 // Their declarations.
 std::span<const core::setting> region_backend_settings();
+
+// A rule's algorithm (as the YAML names it) that cannot be shared across regions: why (GCRA: an arrival time
+// cannot be summed over regions). Nothing without REDIS_REGION.
+core::problem region_refuses_algorithm(const std::optional<region_settings>& regions,
+                                       std::string_view algorithm);
 
 }  // namespace sluice::ratelimit::backends::redis
