@@ -8,6 +8,7 @@
 #      over that many distinct values, then 10 s without traffic: the server's CPU (the control thread's reads
 #      and views), and the commands and bytes the remote Redis servers saw, per second.
 # BENCH_REGION_PARTS picks some of "rates callgrind reads" (1. is rates and callgrind, 2. is reads).
+# BENCH_REGION_COLD=<duration> runs the three regions with REDIS_REMOTE_COLD_INTERVAL set to it.
 
 region_remote_ports=()
 region_remote_pids=()
@@ -44,6 +45,7 @@ use_regions() {  # single|three
   module_env=()
   [[ "$1" == three ]] && module_env=(REDIS_REGION=a
     "REDIS_REMOTE_REGIONS=b=127.0.0.1:${region_remote_ports[0]},c=127.0.0.1:${region_remote_ports[1]}")
+  [[ "$1" == three && -n "${BENCH_REGION_COLD:-}" ]] && module_env+=("REDIS_REMOTE_COLD_INTERVAL=$BENCH_REGION_COLD")
   return 0
 }
 

@@ -518,6 +518,35 @@ class Algorithms(unittest.TestCase):
         self.assertEqual((limit['used'], limit['remaining']), (30, 70), body)
         self.assertNotIn('unsent', limit)  # what a batching worker holds back: none here
 
+    def test_cold_keys_are_read_less_often(self):
+        """REDIS_REMOTE_COLD_INTERVAL=1s: a key far from its limit, with no traffic, is read about once a second;
+        a key at its limit every round; and the other region's hits on the cold key still arrive within the cold
+        interval and a round."""
+        regions = Regions(self, names=('a', 'b'), env={'REDIS_REMOTE_COLD_INTERVAL': '1s'})
+        a, b = regions['a'], regions['b']
+        cold, full = unique('cold'), unique('full')
+        decide(a, 'hourly', cold)
+        decide(a, 'hourly', full, hits=100)  # its limit: every round must read it
+        regions.wait_rounds('a', 5)
+        with regions.replicas['a', 'b'].monitor() as m:
+            time.sleep(3)
+            reads = [c for c in m.commands() if c[0].upper() == 'MGET']
+        rounds = len(reads)
+        cold_reads = sum(1 for c in reads if any(cold in k for k in c[1:]))
+        full_reads = sum(1 for c in reads if any(full in k for k in c[1:]))
+        print('\nin 3 s: %d rounds, the cold key read %d times, the full one %d' % (rounds, cold_reads, full_reads))
+        self.assertGreaterEqual(rounds, 10)  # 30 at 100ms; fewer on a busy machine, never none
+        self.assertEqual(full_reads, rounds)
+        self.assertGreaterEqual(cold_reads, 2)  # at least once a second (3 s: 2 or 3, or 4 at the edges)
+        self.assertLessEqual(cold_reads, 4)
+        g = stats_of(a)
+        self.assertLess(g['keys_read'], g['keys'], g)
+        # b's hits on the cold key: a's view has them within the cold interval, a round and its delays.
+        decide(b, 'hourly', cold, hits=50)
+        started = time.time()
+        harness.wait_until(lambda: remaining(a, 'hourly', cold) == 49, timeout=5, message="a sees b's 50")
+        print('a saw them after %.2f s' % (time.time() - started))
+
     def test_gcra_is_refused_at_load(self):
         r = RedisServer()
         self.addCleanup(r.close)
@@ -565,7 +594,8 @@ class Algorithms(unittest.TestCase):
         wait_healthy(s)
         harness.wait_until(lambda: r.command('HLEN', 'sluice_region:solo') == 1, timeout=3, message='its heartbeat')
         self.assertEqual(r.command('HGETALL', 'sluice_region:solo')[1].partition('|')[2], '')  # no remote region
-        self.assertEqual(stats_of(s), {'keys': 0, 'sharing': 0, 'this_region.solo': 1, 'worst_overshoot': 0})
+        self.assertEqual(stats_of(s), {'keys': 0, 'keys_read': 0, 'sharing': 0, 'this_region.solo': 1,
+                                       'worst_overshoot': 0})
         value = unique('s')
         decide(s, 'hourly', value, hits=3)
         self.assertEqual(remaining(s, 'hourly', value), 97)

@@ -7,10 +7,12 @@
 // The workload: a fixed window of L on a few tenants, each region sending at its own rate, in bursts and
 // pauses, some tenants only in some regions, and regions that start mid-window. Half the seeds use
 // REDIS_REMOTE_FALLBACK=share and cut links, symmetric (both ways between two regions) or one-sided.
+// Half the seeds set REDIS_REMOTE_COLD_INTERVAL (2-8 intervals): a key far from its limit is read less often
+// (checked: fewer reads than keys × rounds), and S below grows by that interval.
 // Invariants, at every decision:
 //   - freshness: once a region has read a key (two intervals and a round trip after it first used it), what
 //     its view adds lies between the other regions' true counts S ago and now, S = interval + round trip +
-//     the longest replication lag (links up for S + REDIS_REMOTE_MAX_LAG);
+//     the longest replication lag (+ the cold interval) (links up for S + REDIS_REMOTE_MAX_LAG);
 //   - the bound: after an admission, the window's true count is at most L + what the other regions counted
 //     in the last S (all of what they counted, before this region's first read of the key);
 //   - share: every region knows of a partition (its sharing gauge) within D of its start (detection()); in a
@@ -152,7 +154,8 @@ class simulation {
     lag_min_ = rng_.between(1, 50) * ms;
     lag_max_ = lag_min_ + rng_.between(0, 250) * ms;
     max_lag_ = 1000 * ms;
-    staleness_ = interval_ + rtt_ + lag_max_;
+    cold_ = rng_.chance(0.5) ? rng_.between(2, 8) * interval_ : 0;
+    staleness_ = interval_ + rtt_ + lag_max_ + cold_;
     links_.resize(static_cast<std::size_t>(n_ * n_));
     regions_.resize(static_cast<std::size_t>(n_));
     for (int x = 0; x < n_; ++x) build(x);
@@ -175,6 +178,10 @@ class simulation {
       e.run();
     }
     for (auto& r : regions_) r.reader->stop();
+    // Keys far from their limit (every window's start) waited for a later round.
+    if (cold_ > 0 && keys_tracked_ > 0)
+      check_.expect(keys_read_ < keys_tracked_, now_, "REDIS_REMOTE_COLD_INTERVAL ", cold_ / ms,
+                    " ms: every key was read every round (", keys_read_, " reads of ", keys_tracked_, ")");
     return check_.finish({decisions_, 0, 0, {}}, now_);
   }
 
@@ -213,6 +220,7 @@ class simulation {
     s.region = name(x);
     s.sync_interval = std::chrono::milliseconds(interval_ / ms);
     s.max_lag = std::chrono::milliseconds(max_lag_ / ms);
+    s.cold_interval = std::chrono::milliseconds(cold_ / ms);
     s.fallback =
         share_ && variant_ != "share ignored" ? rr::remote_fallback::share : rr::remote_fallback::last;
     std::vector<std::unique_ptr<redis::store>> remotes;
@@ -222,7 +230,7 @@ class simulation {
       remotes.push_back(std::make_unique<region_store>(*this, x, y));
     }
     r.counters = std::make_unique<primary_counters>(*this, x);
-    r.regional = std::make_unique<rr::regional_backend>(*r.counters, false);
+    r.regional = std::make_unique<rr::regional_backend>(*r.counters, false, cold_ > 0);
     r.stats = std::make_unique<stats::store>();
     rr::region_reader::workers_link workers;
     workers.count = 1;
@@ -297,7 +305,12 @@ class simulation {
   }
 
   void round(int x) {
-    regions_[static_cast<std::size_t>(x)].reader->round();
+    auto& r = regions_[static_cast<std::size_t>(x)];
+    r.stats->for_each_gauge([&](const std::string& n, const stats::gauge& g) {
+      if (n == "ratelimit.redis_region.keys") keys_tracked_ += static_cast<std::uint64_t>(g.value());
+      if (n == "ratelimit.redis_region.keys_read") keys_read_ += static_cast<std::uint64_t>(g.value());
+    });
+    r.reader->round();
     at(now_ + interval_, [this, x] { round(x); });
   }
 
@@ -440,7 +453,7 @@ class simulation {
   boost::asio::io_context io_;  // the readers' timers (never started: rounds are events here)
   int n_ = 2, tenants_ = 1;
   bool share_ = false, partitions_ = false;
-  std::int64_t interval_ = 0, rtt_ = 0, lag_min_ = 0, lag_max_ = 0, max_lag_ = 0, staleness_ = 0;
+  std::int64_t interval_ = 0, rtt_ = 0, lag_min_ = 0, lag_max_ = 0, max_lag_ = 0, cold_ = 0, staleness_ = 0;
   std::vector<link> links_;
   std::vector<region> regions_;
   std::map<int, key_model> models_;
@@ -448,6 +461,8 @@ class simulation {
   std::uint64_t seq_ = 0;
   std::int64_t now_ = start_us;
   std::uint64_t decisions_ = 0;
+  std::uint64_t keys_tracked_ = 0,
+                keys_read_ = 0;  // summed over rounds (REDIS_REMOTE_COLD_INTERVAL's effect)
   checker check_;
   // Partitions.
   bool cut_ = false;

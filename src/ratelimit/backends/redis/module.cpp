@@ -159,7 +159,8 @@ void redis_module::start_regions(const start_context& context) {
   if (remote) {
     for (auto& w : workers_) {
       limiter::backend& inner = w.synced ? static_cast<limiter::backend&>(*w.synced) : *w.backend;
-      w.regional = std::make_unique<regional_backend>(inner, settings_.per_second.has_value());
+      w.regional = std::make_unique<regional_backend>(inner, settings_.per_second.has_value(),
+                                                      regions.cold_interval.count() > 0);
     }
   }
   std::vector<std::unique_ptr<sluice::redis::store>> remotes;

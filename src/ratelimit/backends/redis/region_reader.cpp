@@ -44,7 +44,8 @@ region_reader::region_reader(const region_settings& settings, std::unique_ptr<rd
       own_heartbeat_(heartbeat_key(settings.key_prefix, settings.region)),
       worst_overshoot_(stats.get_gauge("ratelimit.redis_region.worst_overshoot")),
       sharing_gauge_(stats.get_gauge("ratelimit.redis_region.sharing")),
-      keys_gauge_(stats.get_gauge("ratelimit.redis_region.keys")) {
+      keys_gauge_(stats.get_gauge("ratelimit.redis_region.keys")),
+      keys_read_gauge_(stats.get_gauge("ratelimit.redis_region.keys_read")) {
   // Names this instance's region in the stats (and so on the dashboard).
   stats.get_gauge(core::cat("ratelimit.redis_region.this_region.", settings.region)).set(1);
   for (std::size_t i = 0; i < remotes.size(); ++i) {
@@ -113,6 +114,7 @@ void region_reader::merge(regional_backend::new_keys keys) {
     auto it = tracked_.find(key);
     if (it != tracked_.end()) {
       it->second.until_us = std::max(it->second.until_us, how.until_us);
+      local_seen_[it->second.slot] = std::max(local_seen_[it->second.slot], how.local);
       continue;
     }
     how.seen_us = now_us;
@@ -120,11 +122,14 @@ void region_reader::merge(regional_backend::new_keys keys) {
       how.slot = slot_count_++;
       for (auto& r : remotes_) r->totals.emplace_back();
       local_counts_.push_back(0);
+      local_seen_.push_back(0);
+      local_growth_.emplace_back();
       shared_.push_back(unshared);
     } else {
       how.slot = free_slots_.back();
       free_slots_.pop_back();
     }
+    local_seen_[how.slot] = how.local;
     added_.emplace_back(key, how.slot);
     tracked_.emplace(std::move(key), how);
   }
@@ -144,6 +149,8 @@ void region_reader::prune(std::int64_t now_us) {
     }
     for (auto& r : remotes_) r->totals[how.slot] = {};
     local_counts_[how.slot] = 0;
+    local_seen_[how.slot] = 0;
+    local_growth_[how.slot] = {};
     shared_[how.slot] = unshared;
     free_slots_.push_back(how.slot);
     removed_.push_back(it->first);
@@ -157,8 +164,13 @@ void region_reader::send_reads(const std::shared_ptr<round_state>& r) {
   r->started_us = now_us;
   prune(now_us);
   keys_gauge_.set(static_cast<std::int64_t>(tracked_.size()));
+  const bool cold = settings_.cold_interval.count() > 0;
+  if (cold) gather_local(now_us / 1000);
   r->keys.reserve(tracked_.size());
-  for (const auto& [key, how] : tracked_) r->keys.push_back({&key, &how});
+  for (const auto& [key, how] : tracked_) {
+    if (!cold || !can_wait(how, now_us / 1000)) r->keys.push_back({&key, &how});
+  }
+  keys_read_gauge_.set(static_cast<std::int64_t>(r->keys.size()));
   order_for_reads(r->keys);  // (tracked_ does not change until the round ends: merge waits for the next)
   r->answers.resize(remotes_.size());
   r->reads_local = settings_.fallback == remote_fallback::share;

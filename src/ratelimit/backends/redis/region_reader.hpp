@@ -72,6 +72,9 @@ class region_reader {
   void set_reachable(remote& region, bool reachable, const std::string& why);
   void set_overshoot(const round_state& round);
   remote_view_ptr build_view(std::int64_t now_us);
+  void gather_local(std::int64_t now_ms);
+  bool can_wait(const tracked_key& how, std::int64_t now_ms) const;
+  static double smoothed_rate(double rate, std::uint64_t now, std::uint64_t before, std::int64_t ms);
   std::int64_t unix_ms() const { return clock_.now_micros() / 1000; }
 
   region_settings settings_;
@@ -91,6 +94,7 @@ class region_reader {
   std::vector<std::pair<std::string, std::uint32_t>> added_;  // since the last view
   std::vector<std::string> removed_;                          // since the last view
   remote_view_ptr view_;                                      // the last view given to the workers
+  remote_view_ptr previous_view_;                             // the one before
   std::shared_ptr<round_state> in_flight_;
   bool stopped_ = false;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // gone with the reader: late deliveries see it
@@ -101,9 +105,17 @@ class region_reader {
   static constexpr std::uint64_t unshared = UINT64_MAX;
   std::vector<std::uint64_t> shared_;        // by slot; unshared: not fixed yet
   std::vector<std::uint64_t> local_counts_;  // by slot: this region's, as last read (share)
+  // REDIS_REMOTE_COLD_INTERVAL, by slot: this region's count as the workers last reported it, and its rate.
+  struct local_growth {
+    double rate = 0;
+    std::int64_t read_ms = 0;
+  };
+  std::vector<std::uint64_t> local_seen_;
+  std::vector<local_growth> local_growth_;
   stats::gauge& worst_overshoot_;
   stats::gauge& sharing_gauge_;
   stats::gauge& keys_gauge_;
+  stats::gauge& keys_read_gauge_;
   std::map<std::string, stats::gauge*, std::less<>> rule_overshoot_;  // per rule's stats key
 };
 

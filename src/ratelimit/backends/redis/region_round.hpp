@@ -19,11 +19,12 @@ namespace sluice::ratelimit::backends::redis {
 struct region_reader::remote {
   std::string name;
   std::unique_ptr<sluice::redis::store> store;
-  // The last good read, by slot: each key's total and how fast it grew (hits per second, smoothed over about
-  // a second); when it was read (unix ms), its heartbeat's time.
+  // The last good read, by slot: each key's total, how fast it grew (hits per second, smoothed over about a
+  // second) and when it was read (unix ms; 0: never); when the region was last read, its heartbeat's time.
   struct key_total {
     std::uint64_t total = 0;
     double rate = 0;
+    std::int64_t read_ms = 0;
   };
   std::vector<key_total> totals;
   std::int64_t read_ms = 0;

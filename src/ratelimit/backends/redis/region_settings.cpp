@@ -30,7 +30,12 @@ constexpr setting max_lag{
 constexpr setting fallback{"REDIS_REMOTE_FALLBACK", "last|share", "last",
                            "while a region is unreachable: last: its last totals until their windows end; "
                            "share: each region takes an even share of what is left"};
-constexpr setting all[]{region, remotes, auth_file, sync_interval, max_lag, fallback};
+constexpr setting cold_interval{
+    "REDIS_REMOTE_COLD_INTERVAL", "duration", "0s",
+    "0s: every key is read every REDIS_REMOTE_SYNC_INTERVAL. Longer: a key that cannot reach its limit "
+    "before "
+    "the next read, at twice the rates last seen, is read only this often (up to 60s)"};
+constexpr setting all[]{region, remotes, auth_file, sync_interval, max_lag, fallback, cold_interval};
 
 bool valid_name(std::string_view name) {
   return !name.empty() && name.size() <= 64 && std::ranges::all_of(name, [](char c) {
@@ -128,6 +133,11 @@ std::optional<region_settings> read_region_settings(const core::env_reader& env,
     refuse(max_lag, env.get_string(max_lag),
            "expected a duration of at least REDIS_REMOTE_SYNC_INTERVAL (totals are that old between reads)");
   r.fallback = env.get_choice(fallback, true) == "share" ? remote_fallback::share : remote_fallback::last;
+  r.cold_interval = core::to_ms(env.get_duration(cold_interval));
+  if (r.cold_interval.count() != 0 &&
+      (r.cold_interval < 2 * r.sync_interval || r.cold_interval > std::chrono::seconds{60}))
+    refuse(cold_interval, env.get_string(cold_interval),
+           "expected 0s (off), or a duration from twice REDIS_REMOTE_SYNC_INTERVAL to 60s");
   return r;
 }
 

@@ -34,6 +34,9 @@ struct region_settings {
   std::chrono::milliseconds sync_interval{250};  // REDIS_REMOTE_SYNC_INTERVAL
   std::chrono::milliseconds max_lag{2000};       // REDIS_REMOTE_MAX_LAG
   remote_fallback fallback = remote_fallback::last;
+  // REDIS_REMOTE_COLD_INTERVAL (0: off): a fixed or sliding window's counter that cannot reach its limit
+  // before the next read, at twice the rates last seen, is read at least this often instead of every round.
+  std::chrono::milliseconds cold_interval{0};
   std::string key_prefix;  // CACHE_KEY_PREFIX: the heartbeat's key is <prefix>sluice_region:<region>
 
   // Every region, this one included.

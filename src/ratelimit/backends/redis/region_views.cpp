@@ -30,6 +30,13 @@ void region_reader::set_reachable(remote& region, bool reachable, const std::str
   }
 }
 
+// A rate in hits per second, smoothed with a time constant of about a second: from `before` to `now` in `ms`.
+double region_reader::smoothed_rate(double rate, std::uint64_t now, std::uint64_t before, std::int64_t ms) {
+  const double seconds = static_cast<double>(ms) / 1000.0;
+  const double grew = now > before ? static_cast<double>(now - before) : 0;
+  return rate + std::min(1.0, seconds) * (grew / seconds - rate);
+}
+
 void region_reader::finish(round_state& r) {
   r.finished = true;
   deadline_.cancel();
@@ -50,15 +57,11 @@ void region_reader::finish(round_state& r) {
                       "ms old (REDIS_REMOTE_MAX_LAG is ", max_lag, "ms)");
     }
     if (a.ok && why.empty()) {
-      const double seconds = region.read_ms > 0 ? static_cast<double>(now_ms - region.read_ms) / 1000.0 : 0.0;
-      const double weight = std::min(1.0, seconds);  // the rates' smoothing: a time constant of a second
       for (std::size_t k = 0; k < r.keys.size(); ++k) {
         auto& last = region.totals[r.keys[k].how->slot];
-        remote::key_total now{a.totals[k], 0};
-        if (seconds > 0) {
-          const double grew = now.total > last.total ? static_cast<double>(now.total - last.total) : 0;
-          now.rate = last.rate + weight * (grew / seconds - last.rate);
-        }
+        remote::key_total now{a.totals[k], 0, now_ms};
+        if (last.read_ms > 0 && now_ms > last.read_ms)
+          now.rate = smoothed_rate(last.rate, now.total, last.total, now_ms - last.read_ms);
         last = now;
       }
       region.read_ms = now_ms;
@@ -86,7 +89,7 @@ void region_reader::finish(round_state& r) {
   }
   set_overshoot(r);
   auto view = build_view(r.started_us);
-  view_ = view;
+  previous_view_ = std::exchange(view_, view);
   workers_.publish(std::move(view));
 }
 
@@ -136,7 +139,8 @@ remote_view_ptr region_reader::build_view(std::int64_t now_us) {
     std::ranges::fill(shared_, unshared);
     sharing_gauge_.set(share ? 1 : 0);
   }
-  auto view = std::make_shared<remote_view>(slot_count_);
+  const bool cold = settings_.cold_interval.count() > 0;
+  auto view = std::make_shared<remote_view>(slot_count_, cold);
   view->added = std::exchange(added_, {});
   view->removed = std::exchange(removed_, {});
   if (share) view->share_regions = settings_.region_count();
@@ -172,8 +176,54 @@ remote_view_ptr region_reader::build_view(std::int64_t now_us) {
       }
     }
     view->totals[how.slot] = total;
+    if (cold) view->local_seen[how.slot].store(local_seen_[how.slot], std::memory_order_relaxed);
   }
   return view;
+}
+
+// REDIS_REMOTE_COLD_INTERVAL: how far this region got with each key, the highest count the workers reported
+// in the last two views (a worker still on the one before the last wrote there; every write before the last
+// collect is in one of them), and how fast it grows.
+void region_reader::gather_local(std::int64_t now_ms) {
+  for (const auto& [key, how] : tracked_) {
+    const auto slot = how.slot;
+    std::uint64_t seen = local_seen_[slot];
+    for (const auto* v : {view_.get(), previous_view_.get()}) {
+      if (v != nullptr && v->local_seen && slot < v->totals.size())
+        seen = std::max(seen, v->local_seen[slot].load(std::memory_order_relaxed));
+    }
+    auto& local = local_growth_[slot];
+    if (local.read_ms > 0 && now_ms > local.read_ms)
+      local.rate = smoothed_rate(local.rate, seen, local_seen_[slot], now_ms - local.read_ms);
+    local.read_ms = now_ms;
+    local_seen_[slot] = seen;
+  }
+}
+
+// REDIS_REMOTE_COLD_INTERVAL: whether a key can wait for a later round. A fixed or sliding window's current
+// counter can, once every region has been read, until REDIS_REMOTE_COLD_INTERVAL has passed since the oldest
+// of those reads, while the global count (this region's as reported, one report step more, and the others'
+// last totals) at twice the rates last seen stays under its limit until the next round's totals would
+// replace what is used now (an interval, the slowest round trip and replication lag).
+bool region_reader::can_wait(const tracked_key& how, std::int64_t now_ms) const {
+  if (how.kind != remote_kind::counter || how.previous) return false;
+  const auto slot = how.slot;
+  double total = static_cast<double>(local_seen_[slot] + remote_view::local_step(how.limit));
+  double rate = local_growth_[slot].rate;
+  std::int64_t oldest = now_ms, delay_ms = 0;
+  for (const auto& region : remotes_) {
+    const auto& t = region->totals[slot];
+    if (t.read_ms == 0) return false;
+    oldest = std::min(oldest, t.read_ms);
+    total += static_cast<double>(t.total);
+    rate += t.rate;
+    delay_ms = std::max(
+        delay_ms, std::max<std::int64_t>(0, region->read_ms - region->heartbeat_ms) + region->round_trip_ms);
+  }
+  const auto interval_ms = settings_.sync_interval.count();
+  if (now_ms - oldest + interval_ms > settings_.cold_interval.count()) return false;
+  const double horizon_s = static_cast<double>(now_ms - oldest + interval_ms + delay_ms) / 1000.0;
+  return total + 2 * rate * horizon_s < static_cast<double>(how.limit);
 }
 
 }  // namespace sluice::ratelimit::backends::redis

@@ -11,6 +11,13 @@ namespace sluice::ratelimit::backends::redis {
 namespace regional {
 
 constexpr std::int64_t second_us = 1'000'000;
+constexpr std::uint32_t no_slot = UINT32_MAX;
+
+struct report {
+  bool counter = false;  // a fixed or sliding window's: its count is reported
+  std::uint32_t slot = no_slot;
+  std::uint64_t limit = 0;
+};
 
 // Every algorithm's limit but GCRA's (which regions refuse at load).
 void lower_limit(limiter::counter_op& op, std::uint64_t by) {
@@ -54,6 +61,9 @@ struct regional_backend::call final : limiter::completion {
   regional_backend* owner = nullptr;
   boost::container::small_vector<limiter::counter_op, 8> ops;
   boost::container::small_vector<std::uint64_t, 8> totals;
+  // REDIS_REMOTE_COLD_INTERVAL: per op (empty: none) whether its count goes to report_local, its key's slot
+  // and its limit.
+  boost::container::small_vector<regional::report, 8> reports;
   std::span<limiter::op_result> results;
   limiter::completion* outer = nullptr;
   bool inspecting = false;  // inspect: `before` is the store's own value, the remote totals in it
@@ -61,6 +71,8 @@ struct regional_backend::call final : limiter::completion {
   void complete(const limiter::backend_error* error) noexcept override {
     if (error == nullptr) {
       for (std::size_t i = 0; i < ops.size(); ++i) {
+        if (!reports.empty() && reports[i].counter)
+          owner->report_local(ops[i].key, reports[i].slot, results[i].value, reports[i].limit);
         results[i].value += totals[i];
         // Slots held before the op too: released = before - after stays this region's. Inspected: what a
         // batching store has not sent yet (value - before) stays this worker's own.
@@ -73,8 +85,8 @@ struct regional_backend::call final : limiter::completion {
   }
 };
 
-regional_backend::regional_backend(limiter::backend& inner, bool per_second_apart)
-    : inner_(inner), per_second_apart_(per_second_apart) {}
+regional_backend::regional_backend(limiter::backend& inner, bool per_second_apart, bool cold)
+    : inner_(inner), per_second_apart_(per_second_apart), cold_(cold) {}
 
 regional_backend::~regional_backend() = default;
 
@@ -92,6 +104,7 @@ regional_backend::call* regional_backend::acquire() {
 void regional_backend::release(call* c) {
   c->ops.clear();
   c->totals.clear();
+  c->reports.clear();
   c->inspecting = false;
   free_.emplace_back(c);
 }
@@ -104,12 +117,14 @@ void regional_backend::set_view(remote_view_ptr view) {
   view_ = std::move(view);
 }
 
-std::uint64_t regional_backend::lookup(std::string_view key, const limiter::counter_op& op, bool previous) {
+std::uint64_t regional_backend::lookup(std::string_view key, const limiter::counter_op& op, bool previous,
+                                       std::uint32_t* slot) {
   if (view_) {
     if (auto it = slots_.find(key); it != slots_.end() && it->second < view_->totals.size()) {
       auto& used = view_->used[it->second];
       if (op.kind() == limiter::op_kind::concurrency && !used.load(std::memory_order_relaxed))
         used.store(true, std::memory_order_relaxed);
+      if (slot != nullptr) *slot = it->second;
       return view_->totals[it->second];
     }
   }
@@ -126,9 +141,22 @@ std::uint64_t regional_backend::lookup(std::string_view key, const limiter::coun
   return 0;
 }
 
-std::uint64_t regional_backend::remote_total(const limiter::counter_op& op) {
+void regional_backend::report_local(std::string_view key, std::uint32_t slot, std::uint64_t count,
+                                    std::uint64_t limit) {
+  if (slot == regional::no_slot) {
+    if (auto it = new_keys_.find(key); it != new_keys_.end())
+      it->second.local = std::max(it->second.local, count);
+    return;
+  }
+  if (!view_ || !view_->local_seen || slot >= view_->totals.size()) return;
+  auto& seen = view_->local_seen[slot];
+  if (count >= seen.load(std::memory_order_relaxed) + remote_view::local_step(limit))
+    seen.store(count, std::memory_order_relaxed);
+}
+
+std::uint64_t regional_backend::remote_total(const limiter::counter_op& op, std::uint32_t* slot) {
   if (op.kind() == limiter::op_kind::gcra || (op.per_second && per_second_apart_)) return 0;
-  std::uint64_t total = lookup(op.key, op, false);
+  std::uint64_t total = lookup(op.key, op, false, slot);
   if (const auto* s = op.as<limiter::sliding_window_op>())
     total += limiter::sliding_weighted_previous(lookup(s->previous_key, op, true), *s, op.now_us);
   return total;
@@ -139,13 +167,24 @@ void regional_backend::with_totals(std::span<const limiter::counter_op> ops,
                                    std::span<limiter::op_result> results, limiter::completion& done, Run run,
                                    bool inspecting) {
   boost::container::small_vector<std::uint64_t, 8> totals(ops.size());
+  // REDIS_REMOTE_COLD_INTERVAL: the counters' own counts are reported as their results come (a key the view
+  // lacks, to the reader with the key).
+  const bool report = !inspecting && cold_;
+  boost::container::small_vector<regional::report, 8> reports;
+  if (report) reports.resize(ops.size());
   bool any = false;
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    totals[i] = remote_total(ops[i]);
+    std::uint32_t slot = regional::no_slot;
+    totals[i] = remote_total(ops[i], report ? &slot : nullptr);
     any = any || totals[i] != 0;
+    if (report && ops[i].kind() != limiter::op_kind::concurrency) {
+      reports[i] = {true, slot, ops[i].limit()};
+      any = true;
+    }
   }
   if (!any) return run(ops, done);  // nothing remote: the ops as they are
   auto* c = acquire();
+  c->reports = std::move(reports);
   c->ops.assign(ops.begin(), ops.end());
   for (std::size_t i = 0; i < ops.size(); ++i) regional::lower_limit(c->ops[i], totals[i]);
   c->totals = std::move(totals);

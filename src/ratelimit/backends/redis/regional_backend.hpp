@@ -25,8 +25,9 @@ class regional_backend final : public limiter::backend {
   using new_keys = std::unordered_map<std::string, tracked_key, transparent_hash, std::equal_to<>>;
 
   // `per_second_apart`: REDIS_PERSECOND's own Redis takes per-second limits, which stay regional (its keys
-  // are not in the replicas the reader reads).
-  regional_backend(limiter::backend& inner, bool per_second_apart);
+  // are not in the replicas the reader reads). `cold`: REDIS_REMOTE_COLD_INTERVAL is set, so the counters'
+  // own counts are reported to the reader.
+  regional_backend(limiter::backend& inner, bool per_second_apart, bool cold = false);
   ~regional_backend() override;
   regional_backend(const regional_backend&) = delete;
   regional_backend& operator=(const regional_backend&) = delete;
@@ -52,13 +53,19 @@ class regional_backend final : public limiter::backend {
   }
 
   // What the other regions hold of op's key (a sliding window: its current count and its previous one,
-  // weighted as the window slides), or 0; lists the key when the view lacks it.
-  std::uint64_t remote_total(const limiter::counter_op& op);
+  // weighted as the window slides), or 0; lists the key when the view lacks it. `slot`: the key's slot, when
+  // the view has it.
+  std::uint64_t remote_total(const limiter::counter_op& op, std::uint32_t* slot = nullptr);
 
  private:
   struct call;
-  // `key`'s total in the view (op's key, or with `previous` its sliding window's previous key).
-  std::uint64_t lookup(std::string_view key, const limiter::counter_op& op, bool previous);
+  // `key`'s total in the view (op's key, or with `previous` its sliding window's previous key); its slot in
+  // `slot` when the view has it.
+  std::uint64_t lookup(std::string_view key, const limiter::counter_op& op, bool previous,
+                       std::uint32_t* slot = nullptr);
+  // REDIS_REMOTE_COLD_INTERVAL: this region's count of `key` (in `slot`, or not in the view yet), as a result
+  // showed it: into the view's local_seen, or the key's entry for the reader.
+  void report_local(std::string_view key, std::uint32_t slot, std::uint64_t count, std::uint64_t limit);
   // Runs inner's operation with each op's limit lowered by its remote total, and adds the totals to the
   // results when it completes.
   template <typename Run>
@@ -69,6 +76,7 @@ class regional_backend final : public limiter::backend {
 
   limiter::backend& inner_;
   bool per_second_apart_;
+  bool cold_;
   remote_view_ptr view_;
   std::unordered_map<std::string, std::uint32_t, transparent_hash, std::equal_to<>>
       slots_;  // as the views say

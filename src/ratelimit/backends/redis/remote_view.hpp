@@ -4,6 +4,7 @@
 // worker; a worker's regional_backend looks keys up in it with no lock, and lists the keys it used that the
 // view lacks (tracked_key) for the next round.
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -37,7 +38,8 @@ struct tracked_key {
   bool previous = false;     // a sliding window's previous counter (`share` counts the current one only)
   std::int64_t seen_us = 0;  // when the reader first had it
   std::string rule;          // the limit's stats key: its overshoot gauge
-  std::uint32_t slot = 0;    // given by the reader (remote_view)
+  std::uint64_t local = 0;  // REDIS_REMOTE_COLD_INTERVAL: this region's count, as the first results showed it
+  std::uint32_t slot = 0;   // given by the reader (remote_view)
 };
 
 struct transparent_hash {
@@ -58,9 +60,16 @@ struct remote_view {
   std::uint64_t share_regions = 0;
   // Set by a worker that used a concurrency key's slot (once per view): the reader keeps reading it.
   std::unique_ptr<std::atomic<bool>[]> used;
+  // REDIS_REMOTE_COLD_INTERVAL (else null): this region's own count of a counter key as the workers' results
+  // saw it, raised by a worker only once it has grown by local_step (so rarely written); the reader takes the
+  // highest it finds as how far this region got, which decides how often the key must be read.
+  std::unique_ptr<std::atomic<std::uint64_t>[]> local_seen;
+  static std::uint64_t local_step(std::uint64_t limit) { return std::max<std::uint64_t>(1, limit / 32); }
 
-  explicit remote_view(std::size_t slots)
-      : totals(slots), used(std::make_unique<std::atomic<bool>[]>(slots)) {}
+  explicit remote_view(std::size_t slots, bool cold = false)
+      : totals(slots),
+        used(std::make_unique<std::atomic<bool>[]>(slots)),
+        local_seen(cold ? std::make_unique<std::atomic<std::uint64_t>[]>(slots) : nullptr) {}
 };
 
 using remote_view_ptr = std::shared_ptr<const remote_view>;
