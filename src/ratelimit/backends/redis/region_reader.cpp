@@ -111,16 +111,18 @@ void region_reader::round() {
 void region_reader::merge(regional_backend::new_keys keys) {
   const auto now_us = clock_.now_micros();
   for (auto& [key, how] : keys) {
-    auto it = tracked_.find(key);
-    if (it != tracked_.end()) {
-      it->second.until_us = std::max(it->second.until_us, how.until_us);
-      local_seen_[it->second.slot] = std::max(local_seen_[it->second.slot], how.local);
+    if (auto it = index_.find(key); it != index_.end()) {
+      auto& known = tracked_[it->second];
+      known.until_us = std::max(known.until_us, how.until_us);
+      local_seen_[known.slot] = std::max(local_seen_[known.slot], how.local);
       continue;
     }
     how.seen_us = now_us;
     if (free_slots_.empty()) {
       how.slot = slot_count_++;
       for (auto& r : remotes_) r->totals.emplace_back();
+      tracked_.emplace_back();
+      slot_keys_.push_back(nullptr);
       local_counts_.push_back(0);
       local_seen_.push_back(0);
       local_growth_.emplace_back();
@@ -131,30 +133,32 @@ void region_reader::merge(regional_backend::new_keys keys) {
     }
     local_seen_[how.slot] = how.local;
     added_.emplace_back(key, how.slot);
-    tracked_.emplace(std::move(key), how);
+    const auto slot = how.slot;
+    tracked_[slot] = std::move(how);
+    slot_keys_[slot] = &index_.emplace(std::move(key), slot).first->first;
   }
 }
 
 // Keys whose windows ended are dropped, their slots freed (a concurrency key used since the last view stays a
 // lease longer).
 void region_reader::prune(std::int64_t now_us) {
-  for (auto it = tracked_.begin(); it != tracked_.end();) {
-    auto& how = it->second;
-    if (how.lease_us > 0 && view_ && how.slot < view_->totals.size() &&
-        view_->used[how.slot].load(std::memory_order_relaxed))
+  for (std::uint32_t slot = 0; slot < slot_count_; ++slot) {
+    if (slot_keys_[slot] == nullptr) continue;
+    auto& how = tracked_[slot];
+    if (how.lease_us > 0 && view_ && slot < view_->totals.size() &&
+        view_->used[slot].load(std::memory_order_relaxed))
       how.until_us = std::max(how.until_us, now_us + how.lease_us);
-    if (how.until_us >= now_us) {
-      ++it;
-      continue;
-    }
-    for (auto& r : remotes_) r->totals[how.slot] = {};
-    local_counts_[how.slot] = 0;
-    local_seen_[how.slot] = 0;
-    local_growth_[how.slot] = {};
-    shared_[how.slot] = unshared;
-    free_slots_.push_back(how.slot);
-    removed_.push_back(it->first);
-    it = tracked_.erase(it);
+    if (how.until_us >= now_us) continue;
+    for (auto& r : remotes_) r->totals[slot] = {};
+    local_counts_[slot] = 0;
+    local_seen_[slot] = 0;
+    local_growth_[slot] = {};
+    shared_[slot] = unshared;
+    how = {};
+    free_slots_.push_back(slot);
+    removed_.push_back(*slot_keys_[slot]);
+    index_.erase(removed_.back());
+    slot_keys_[slot] = nullptr;
   }
 }
 
@@ -163,12 +167,14 @@ void region_reader::send_reads(const std::shared_ptr<round_state>& r) {
   const auto now_us = clock_.now_micros();
   r->started_us = now_us;
   prune(now_us);
-  keys_gauge_.set(static_cast<std::int64_t>(tracked_.size()));
+  keys_gauge_.set(static_cast<std::int64_t>(index_.size()));
   const bool cold = settings_.cold_interval.count() > 0;
-  if (cold) gather_local(now_us / 1000);
-  r->keys.reserve(tracked_.size());
-  for (const auto& [key, how] : tracked_) {
-    if (!cold || !can_wait(how, now_us / 1000)) r->keys.push_back({&key, &how});
+  r->keys.reserve(index_.size());
+  for (std::uint32_t slot = 0; slot < slot_count_; ++slot) {
+    if (slot_keys_[slot] == nullptr) continue;
+    if (cold) gather_local(slot, now_us / 1000);
+    if (!cold || !can_wait(tracked_[slot], now_us / 1000))
+      r->keys.push_back({slot_keys_[slot], &tracked_[slot]});
   }
   keys_read_gauge_.set(static_cast<std::int64_t>(r->keys.size()));
   order_for_reads(r->keys);  // (tracked_ does not change until the round ends: merge waits for the next)

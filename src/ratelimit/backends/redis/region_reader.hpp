@@ -72,7 +72,7 @@ class region_reader {
   void set_reachable(remote& region, bool reachable, const std::string& why);
   void set_overshoot(const round_state& round);
   remote_view_ptr build_view(std::int64_t now_us);
-  void gather_local(std::int64_t now_ms);
+  void gather_local(std::uint32_t slot, std::int64_t now_ms);
   bool can_wait(const tracked_key& how, std::int64_t now_ms) const;
   static double smoothed_rate(double rate, std::uint64_t now, std::uint64_t before, std::int64_t ms);
   std::int64_t unix_ms() const { return clock_.now_micros() / 1000; }
@@ -83,12 +83,16 @@ class region_reader {
   const core::clock& clock_;
   stats::store& stats_;
   workers_link workers_;
-  boost::asio::steady_timer timer_;                       // the next round
-  boost::asio::steady_timer deadline_;                    // the round in flight's
-  std::string instance_;                                  // this instance's heartbeat field
-  std::string own_heartbeat_;                             // this region's heartbeat key
-  std::vector<std::string> stale_fields_;                 // of instances gone for long: deleted next round
-  std::unordered_map<std::string, tracked_key> tracked_;  // the keys read each round (each with its slot)
+  boost::asio::steady_timer timer_;        // the next round
+  boost::asio::steady_timer deadline_;     // the round in flight's
+  std::string instance_;                   // this instance's heartbeat field
+  std::string own_heartbeat_;              // this region's heartbeat key
+  std::vector<std::string> stale_fields_;  // of instances gone for long: deleted next round
+  // The keys read each round, by slot (the rounds walk them in order: a vector, not the index's nodes);
+  // slot_keys_ points at each one's key in index_ (null: a free slot).
+  std::unordered_map<std::string, std::uint32_t, transparent_hash, std::equal_to<>> index_;
+  std::vector<tracked_key> tracked_;
+  std::vector<const std::string*> slot_keys_;
   std::uint32_t slot_count_ = 0;
   std::vector<std::uint32_t> free_slots_;
   std::vector<std::pair<std::string, std::uint32_t>> added_;  // since the last view

@@ -145,7 +145,9 @@ remote_view_ptr region_reader::build_view(std::int64_t now_us) {
   view->removed = std::exchange(removed_, {});
   if (share) view->share_regions = settings_.region_count();
   const auto regions = static_cast<std::uint64_t>(settings_.region_count());
-  for (const auto& [key, how] : tracked_) {
+  for (std::uint32_t slot = 0; slot < slot_count_; ++slot) {
+    if (slot_keys_[slot] == nullptr) continue;
+    const auto& how = tracked_[slot];
     std::uint64_t total = 0;
     if (share && how.previous) {
       total = 0;  // a sliding window's share is of its current window
@@ -181,23 +183,20 @@ remote_view_ptr region_reader::build_view(std::int64_t now_us) {
   return view;
 }
 
-// REDIS_REMOTE_COLD_INTERVAL: how far this region got with each key, the highest count the workers reported
-// in the last two views (a worker still on the one before the last wrote there; every write before the last
-// collect is in one of them), and how fast it grows.
-void region_reader::gather_local(std::int64_t now_ms) {
-  for (const auto& [key, how] : tracked_) {
-    const auto slot = how.slot;
-    std::uint64_t seen = local_seen_[slot];
-    for (const auto* v : {view_.get(), previous_view_.get()}) {
-      if (v != nullptr && v->local_seen && slot < v->totals.size())
-        seen = std::max(seen, v->local_seen[slot].load(std::memory_order_relaxed));
-    }
-    auto& local = local_growth_[slot];
-    if (local.read_ms > 0 && now_ms > local.read_ms)
-      local.rate = smoothed_rate(local.rate, seen, local_seen_[slot], now_ms - local.read_ms);
-    local.read_ms = now_ms;
-    local_seen_[slot] = seen;
+// REDIS_REMOTE_COLD_INTERVAL: how far this region got with the key in `slot`, the highest count the workers
+// reported in the last two views (a worker still on the one before the last wrote there; every write before
+// the last collect is in one of them), and how fast it grows.
+void region_reader::gather_local(std::uint32_t slot, std::int64_t now_ms) {
+  std::uint64_t seen = local_seen_[slot];
+  for (const auto* v : {view_.get(), previous_view_.get()}) {
+    if (v != nullptr && v->local_seen && slot < v->totals.size())
+      seen = std::max(seen, v->local_seen[slot].load(std::memory_order_relaxed));
   }
+  auto& local = local_growth_[slot];
+  if (local.read_ms > 0 && now_ms > local.read_ms)
+    local.rate = smoothed_rate(local.rate, seen, local_seen_[slot], now_ms - local.read_ms);
+  local.read_ms = now_ms;
+  local_seen_[slot] = seen;
 }
 
 // REDIS_REMOTE_COLD_INTERVAL: whether a key can wait for a later round. A fixed or sliding window's current
