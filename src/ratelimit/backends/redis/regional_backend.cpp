@@ -177,7 +177,9 @@ void regional_backend::with_totals(std::span<const limiter::counter_op> ops,
     std::uint32_t slot = regional::no_slot;
     totals[i] = remote_total(ops[i], report ? &slot : nullptr);
     any = any || totals[i] != 0;
-    if (report && ops[i].kind() != limiter::op_kind::concurrency) {
+    const auto kind = ops[i].kind();
+    if (report && (kind == limiter::op_kind::count || kind == limiter::op_kind::sliding) &&
+        !(ops[i].per_second && per_second_apart_)) {
       reports[i] = {true, slot, ops[i].limit()};
       any = true;
     }
