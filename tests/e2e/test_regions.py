@@ -110,7 +110,9 @@ class Regions:
                     continue
                 link = DelayProxy(self.primaries[there].port, wan)
                 test.addCleanup(link.close)
-                replica = RedisServer(extra_args=args + ['--replicaof', '127.0.0.1', str(link.port)])
+                # As the guide advises: a region's sentinels never promote its replica in another region.
+                replica = RedisServer(extra_args=args + ['--replicaof', '127.0.0.1', str(link.port),
+                                                         '--replica-priority', '0'])
                 test.addCleanup(replica.close)
                 read = DelayProxy(replica.port, READ_DELAY)
                 test.addCleanup(read.close)
@@ -408,6 +410,10 @@ class Failover(unittest.TestCase):
                            old.info('replication').get('master_repl_offset'), timeout=5, message='b in sync')
         old.kill()
         setup.wait_failover(old)
+        # The new primary is b's own replica: the others' replicas of b have replica-priority 0.
+        self.assertEqual(setup.replica.info('replication').get('role'), 'master')
+        for here in ('a', 'c'):
+            self.assertEqual(regions.replicas[here, 'b'].info('replication').get('role'), 'slave')
         for here in ('a', 'c'):
             regions.links[here, 'b'].retarget(setup.replica.port)
         harness.wait_until(lambda: decide(b, 'hourly', value, hits=10).overall == 'OK', timeout=15,

@@ -158,7 +158,8 @@ remote_view_ptr region_reader::build_view(std::int64_t now_us) {
         // whole limit for a key first seen since): the others are taken to hold the rest.
         std::uint64_t mine = 0, counted = 0;
         if (how.seen_us < sharing_since_us_) {
-          mine = local_counts_[how.slot];
+          // (A cold key's own count is read only with its totals; the workers' reports may be newer.)
+          mine = std::max(local_counts_[how.slot], local_seen_[how.slot]);
           counted = mine;
           for (const auto& region : remotes_) counted += region->totals[how.slot].total;
         }
