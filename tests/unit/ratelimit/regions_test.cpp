@@ -149,6 +149,9 @@ TEST_CASE("regions: settings") {
   CHECK(d.regions->sync_interval == std::chrono::milliseconds(250));
   CHECK(d.regions->max_lag == std::chrono::seconds(2));
   CHECK(d.regions->fallback == rr::remote_fallback::last);
+  CHECK(d.regions->cold_interval == std::chrono::milliseconds(0));
+  CHECK(read({{"REDIS_REGION", "eu"}, {"REDIS_REMOTE_COLD_INTERVAL", "2s"}}).regions->cold_interval ==
+        std::chrono::seconds(2));
 }
 
 TEST_CASE("regions: bad settings name the variable and what is wrong") {
@@ -172,6 +175,11 @@ TEST_CASE("regions: bad settings name the variable and what is wrong") {
         std::string::npos);
   CHECK(refusal({{"REDIS_REGION", "eu"}, {"REDIS_REMOTE_FALLBACK", "guess"}}).find("REDIS_REMOTE_FALLBACK") !=
         std::string::npos);
+  for (const char* cold : {"300ms", "61s"}) {
+    CHECK(refusal({{"REDIS_REGION", "eu"}, {"REDIS_REMOTE_COLD_INTERVAL", cold}})
+              .find("REDIS_REMOTE_COLD_INTERVAL: expected 0s (off), or a duration from twice "
+                    "REDIS_REMOTE_SYNC_INTERVAL to 60s") != std::string::npos);
+  }
   CHECK_THROWS_WITH_AS(
       rr::refuse_redis_settings(core::env_reader(std::map<std::string, std::string>{{"REDIS_REGION", "eu"}}),
                                 "memory"),
@@ -371,6 +379,47 @@ TEST_CASE("regions: each view changes the worker's key -> slot map: removals, th
   third->totals[0] = 9;
   regional.set_view(third);
   CHECK(regional.remote_total(op_b) == 9);
+}
+
+TEST_CASE("regions: with a cold interval, workers report their own counts, rarely") {
+  fake_inner inner;
+  rr::regional_backend regional(inner, false, true);
+  const std::string known = "rl_known", fresh = "rl_fresh";
+  auto v = std::make_shared<rr::remote_view>(1, true);  // known in slot 0, no remote total
+  v->added.emplace_back(known, 0);
+  regional.set_view(v);
+  recorder done;
+  std::vector<lim::op_result> results(1);
+  auto decide = [&](const std::string& key, std::uint64_t store_count) {
+    std::vector<lim::counter_op> ops{fixed(key, 320)};  // a step of 320 / 32 = 10
+    inner.values = {store_count};
+    regional.increment(ops, results, done, lim::batch_mode::independent);
+    return results[0].value;
+  };
+  CHECK(decide(known, 9) == 9);  // less than a step: not written
+  CHECK(v->local_seen[0].load() == 0);
+  decide(known, 10);
+  CHECK(v->local_seen[0].load() == 10);
+  decide(known, 19);  // within a step of the last report
+  CHECK(v->local_seen[0].load() == 10);
+  decide(known, 25);
+  CHECK(v->local_seen[0].load() == 25);
+  // A key the view lacks: its count goes to the reader with the key, the highest seen.
+  decide(fresh, 4);
+  decide(fresh, 7);
+  auto listed = regional.take_new_keys();
+  REQUIRE(listed.contains(fresh));
+  CHECK(listed.at(fresh).local == 7);
+  // Concurrency keys report nothing (their holds are read every round).
+  lim::counter_op lease;
+  lease.key = known;
+  lease.increment = 1;
+  lease.now_us = now_us;
+  lease.algorithm = lim::lease_op{5, {}};
+  std::vector<lim::counter_op> ops{lease};
+  inner.values = {300};
+  regional.increment(ops, results, done, lim::batch_mode::independent);
+  CHECK(v->local_seen[0].load() == 25);
 }
 
 TEST_CASE("regions: with REDIS_PERSECOND, per-second limits stay regional") {
