@@ -3,7 +3,8 @@ Redis primary, a replica of each other region's primary (`--replicaof`, through 
 replication link as a wide-area network would), and a Sluice instance that writes to its own primary and reads the
 other regions' totals from its replicas (through a proxy with a small delay too). Checks: uneven traffic over
 several windows stays within the stated bound and close to the limit; a stopped replica under each fallback, and
-recovery; a primary failover in one region; the gauges; concurrency summed; GCRA refused; no regions, no change."""
+recovery; a primary failover in one region; the gauges; concurrency summed; cold keys read less often; GCRA
+refused, by check-config too; no regions, no change."""
 
 import json
 import os
