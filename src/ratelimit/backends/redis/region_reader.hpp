@@ -4,11 +4,10 @@
 //   keys whose windows ended (concurrency keys: not used for a lease);
 // - writes this instance's heartbeat into its region's Redis: when, and which remote regions it can read;
 // - sends each remote region's Redis one pipelined request (remote_reads.hpp): its replica state, its
-//   heartbeat and the tracked keys' totals (with REDIS_REMOTE_COLD_INTERVAL, but those that can wait: can_wait);
-// - once every region has answered or failed (or the round's deadline of two intervals has passed), builds
-// one
-//   remote_view — per key, the remote regions' totals summed, or what REDIS_REMOTE_FALLBACK leaves while one
-//   is unreachable — and gives it to every worker.
+//   heartbeat and the tracked keys' totals (with REDIS_REMOTE_COLD_INTERVAL, but those that can_wait);
+// - once every region has answered or failed (or the round's deadline of two intervals has passed),
+//   builds one remote_view — per key, the remote regions' totals summed, or what REDIS_REMOTE_FALLBACK
+//   leaves while one is unreachable — and gives it to every worker.
 // A region is unreachable when its read fails, its replica's link is down, or what it holds is older than
 // REDIS_REMOTE_MAX_LAG; that is logged once, and its recovery too. Gauges per region:
 // ratelimit.redis_region.<region>.{reachable,totals_age_ms,replication_lag_ms,round_trip_ms,
