@@ -41,6 +41,45 @@ void read_info(std::string_view text, region_health& h) {
   if (!h.replica) h.link_up = true;
 }
 
+// The heartbeat hash's newest time, and the regions its fresh fields (at least `fresh_ms`) say they cannot
+// read.
+void read_heartbeats(const rd::value& hash, std::int64_t fresh_ms, region_health& health) {
+  std::unordered_set<std::string> cannot;
+  for_each_heartbeat(hash, [&](const std::string&, std::int64_t ms, const std::map<std::string, bool>& sees) {
+    if (!health.heartbeat_ms || ms > *health.heartbeat_ms) health.heartbeat_ms = ms;
+    if (ms < fresh_ms) return;
+    for (const auto& [region, ok] : sees)
+      if (!ok) cannot.insert(region);
+  });
+  health.cannot_see.assign(cannot.begin(), cannot.end());
+  std::ranges::sort(health.cannot_see);
+}
+
+// A concurrency limit's slices (HGETALL): those at least now_slice - K are still held (leases.hpp, as the
+// decide script drops the others).
+std::uint64_t held_in_slices(const rd::value& slices, const limiter::lease_timing& timing,
+                             std::int64_t now_us) {
+  const std::int64_t oldest = now_us / timing.slice_us - timing.slices;
+  std::uint64_t held = 0;
+  const auto& fields = slices.elements;
+  for (std::size_t f = 0; f + 1 < fields.size(); f += 2) {
+    const auto slice = integer(fields[f].text);
+    if (slice && *slice >= oldest) held += count_of(fields[f + 1]);
+  }
+  return held;
+}
+
+// A concurrency limit per holder: the slots (HGETALL) of the holders still live (ZRANGEBYSCORE).
+std::uint64_t held_by_live_holders(const rd::value& live_holders, const rd::value& slots) {
+  std::unordered_set<std::string> live;
+  for (const auto& h : live_holders.elements) live.insert(core::cat("h", h.text));
+  std::uint64_t held = 0;
+  const auto& fields = slots.elements;
+  for (std::size_t f = 0; f + 1 < fields.size(); f += 2)
+    if (live.contains(fields[f].text)) held += count_of(fields[f + 1]);
+  return held;
+}
+
 }  // namespace remote_reads_parse
 
 std::string heartbeat_key(std::string_view key_prefix, std::string_view region) {
@@ -132,16 +171,7 @@ bool read_remote_replies(std::span<const rd::value> replies, std::span<const key
     return false;
   }
   remote_reads_parse::read_info(replies[at++].text, health);
-  std::unordered_set<std::string> cannot;
-  for_each_heartbeat(replies[at++],
-                     [&](const std::string&, std::int64_t ms, const std::map<std::string, bool>& sees) {
-                       if (!health.heartbeat_ms || ms > *health.heartbeat_ms) health.heartbeat_ms = ms;
-                       if (ms < fresh_ms) return;
-                       for (const auto& [region, ok] : sees)
-                         if (!ok) cannot.insert(region);
-                     });
-  health.cannot_see.assign(cannot.begin(), cannot.end());
-  std::ranges::sort(health.cannot_see);
+  remote_reads_parse::read_heartbeats(replies[at++], fresh_ms, health);
   std::size_t i = 0;
   while (i < keys.size() && keys[i].how->kind == remote_kind::counter) {
     if (at >= replies.size() || replies[at].type != kind::array) {
@@ -161,23 +191,13 @@ bool read_remote_replies(std::span<const rd::value> replies, std::span<const key
       return false;
     }
     if (how.kind == remote_kind::leases) {
-      // Slices at least now_slice - K are still held (leases.hpp, as the decide script drops the others).
-      const std::int64_t oldest = now_us / how.timing.slice_us - how.timing.slices;
-      const auto& slices = replies[at++].elements;
-      for (std::size_t f = 0; f + 1 < slices.size(); f += 2) {
-        const auto slice = remote_reads_parse::integer(slices[f].text);
-        if (slice && *slice >= oldest) totals[i] += count_of(slices[f + 1]);
-      }
+      totals[i] = remote_reads_parse::held_in_slices(replies[at++], how.timing, now_us);
     } else {
       if (at + 1 >= replies.size() || replies[at + 1].type != kind::array) {
         error = "unexpected reply to a holder set's read";
         return false;
       }
-      std::unordered_set<std::string> live;
-      for (const auto& h : replies[at].elements) live.insert(core::cat("h", h.text));
-      const auto& slots = replies[at + 1].elements;
-      for (std::size_t f = 0; f + 1 < slots.size(); f += 2)
-        if (live.contains(slots[f].text)) totals[i] += count_of(slots[f + 1]);
+      totals[i] = remote_reads_parse::held_by_live_holders(replies[at], replies[at + 1]);
       at += 2;
     }
   }
