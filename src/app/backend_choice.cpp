@@ -1,5 +1,6 @@
 #include "backend_choice.hpp"
 
+#include "core/strings.hpp"
 #include "ratelimit/backends/memcache/module.hpp"
 #include "ratelimit/backends/memory/module.hpp"
 #include "ratelimit/backends/redis/module.hpp"
@@ -22,10 +23,23 @@ backend_settings read_backend_settings(const core::env_reader& env, const rateli
   return backends::memory::read_memory_settings(env);
 }
 
-core::problem refused_algorithm(const backend_settings& settings, std::string_view algorithm) {
-  if (const auto* redis = std::get_if<backends::redis::redis_settings>(&settings))
-    return backends::redis::region_refuses_algorithm(redis->regions, algorithm);
-  return std::nullopt;
+ratelimit::service::rules_source::limit_check backend_limit_check(const backend_settings& settings) {
+  using ratelimit::config::algorithm_name;
+  using verdict = ratelimit::service::rules_source::limit_verdict;
+  if (const auto* redis = std::get_if<backends::redis::redis_settings>(&settings)) {
+    return [regions = redis->regions](const auto&, const auto& limit) {
+      auto why = backends::redis::region_refuses_algorithm(regions, algorithm_name(limit.algorithm));
+      return why ? verdict{std::move(*why), true} : verdict{};
+    };
+  }
+  if (std::holds_alternative<backends::memcache::memcache_settings>(settings)) {
+    return [](const auto& rule, const auto& limit) {
+      auto why = backends::memcache::memcache_cannot_count(algorithm_name(limit.algorithm),
+                                                           rule.count_only_admitted);
+      return why ? verdict{core::cat(*why, ": its requests are answered UNAVAILABLE"), false} : verdict{};
+    };
+  }
+  return [](const auto&, const auto&) { return verdict{}; };
 }
 
 std::unique_ptr<backends::module> start_backend(const backend_settings& settings,

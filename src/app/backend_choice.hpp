@@ -14,6 +14,7 @@
 #include "ratelimit/backends/memory/settings.hpp"
 #include "ratelimit/backends/module.hpp"
 #include "ratelimit/backends/redis/settings.hpp"
+#include "ratelimit/service/rules_source.hpp"
 #include "ratelimit/settings.hpp"
 
 namespace sluice {
@@ -26,9 +27,10 @@ using backend_settings =
 // core::settings_error naming the variable.
 backend_settings read_backend_settings(const core::env_reader& env, const ratelimit::module_settings& rl);
 
-// A rule's algorithm (as the YAML names it) the chosen backend, so set, cannot count: why. Rules with it do
-// not load, in the server (from files or xDS) and in `sluice check-config` alike.
-core::problem refused_algorithm(const backend_settings& settings, std::string_view algorithm);
+// What the chosen backend, so set, says of a rule, in the server (from files or xDS) and in `sluice
+// check-config` alike. Regions refuse GCRA: such rules do not load. memcached cannot count GCRA, concurrency
+// or count_only_admitted: such rules load with a warning, and their requests are answered UNAVAILABLE.
+ratelimit::service::rules_source::limit_check backend_limit_check(const backend_settings& settings);
 
 // Starts the chosen backend: connections on the workers' io_contexts, timers on the control thread. Throws
 // core::settings_error when it cannot start at all (MEMCACHE_SRV unresolvable, MEMORY_SNAPSHOT_FILE's

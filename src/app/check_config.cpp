@@ -85,17 +85,15 @@ int check(const std::string& dir, const check_options& o, ratelimit::service::li
   std::size_t warnings = 0;
   if (error.empty()) {
     auto loaded = ratelimit::config::load_rules(files.files, o.merge, scratch, true, &table_source);
+    error = std::move(loaded.error);
+    if (error.empty() && loaded.rules) {
+      auto review = ratelimit::service::review_limits(*loaded.rules, backend_limit_check(backend));
+      if (review.refused) error = std::move(*review.refused);
+      for (auto& w : review.warnings) loaded.warnings.push_back(std::move(w));
+    }
     // The lines the server logs at level warning for these files.
     for (const auto& w : loaded.warnings) std::cout << "warning: " << w << "\n";
     warnings = loaded.warnings.size();
-    error = std::move(loaded.error);
-    if (error.empty() && loaded.rules) {
-      auto refused =
-          ratelimit::service::refused_limit(*loaded.rules, [&](const ratelimit::config::rate_limit& l) {
-            return refused_algorithm(backend, ratelimit::config::algorithm_name(l.algorithm));
-          });
-      if (refused) error = std::move(*refused);
-    }
   }
   if (!error.empty()) {
     std::cout << "error loading rate limit configs: " << error << "\n";

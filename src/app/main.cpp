@@ -224,9 +224,7 @@ int serve(process_parts& p) {
                          *s.demand, s.redis_tables, p.proc.reflection});
   s.rules =
       std::make_unique<ratelimit::service::rules_source>(p.rl.rules, publish_to(s.apis), p.stats, p.health);
-  s.rules->set_limit_check([&backend = p.backend](const ratelimit::config::rate_limit& limit) {
-    return refused_algorithm(backend, ratelimit::config::algorithm_name(limit.algorithm));
-  });
+  s.rules->set_limit_check(backend_limit_check(p.backend));
   s.tables = std::make_unique<ratelimit::service::limit_tables_source>(p.rl.tables, publish_tables_to(s.apis),
                                                                        p.stats);
   if (!load_limit_tables(*s.tables, *s.rules, p.rl)) {

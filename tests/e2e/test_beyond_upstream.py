@@ -2,7 +2,8 @@
 Cluster of three masters and memcached: sliding windows, GCRA with burst, unit_multiplier, several limits on one
 descriptor, and count_only_admitted (a request over any of its limits consumes nothing, atomically). Totals
 admitted over a run are checked against each algorithm's bound, and — where the store can be read — against what
-the store holds. memcached refuses GCRA and count_only_admitted with a message that says why."""
+the store holds. memcached refuses GCRA and count_only_admitted with a message that says why, and names those rules
+at load."""
 
 import os
 import subprocess
@@ -497,6 +498,28 @@ class ClusterTest(BackendCase, unittest.TestCase):
 
 class MemcacheTest(BackendCase, unittest.TestCase):
     backend = 'memcache'
+
+    def test_rules_it_cannot_count_are_named_at_load(self):
+        """The rules memcached cannot count load with a warning each, naming the rule, in the server's log and in
+        `sluice check-config` with the same settings (--strict fails on them); their requests are refused as
+        the other tests show."""
+        whys = {'gcra': 'algorithm gcra', 'shadowed': 'algorithm gcra', 'atomic_a': 'count_only_admitted',
+                'quota_a': 'count_only_admitted'}
+        lines = ["domain 'b', rule '%s': %s %s; use redis or memory: its requests are answered UNAVAILABLE"
+                 % (rule, why, REFUSED) for rule, why in whys.items()]
+        log = self.sluice.log()
+        for line in lines:
+            self.assertIn(line, log)
+        self.assertNotIn("rule 'plain'", log)
+        env = harness.backend_env('memcache', servers)
+        checked = harness.run_sluice(['check-config', self.sluice.rules_dir], env=env)
+        self.assertEqual((checked.returncode, checked.stdout.splitlines()[-1]),
+                         (0, 'all rate limit configs ok (with warnings)'), checked)
+        self.assertEqual(sorted(ln for ln in checked.stdout.splitlines() if ln.startswith('warning: ')),
+                         sorted('warning: ' + line for line in lines))
+        checked = harness.run_sluice(['check-config', '--strict', self.sluice.rules_dir], env=env)
+        self.assertEqual((checked.returncode, checked.stdout.splitlines()[-1]),
+                         (1, 'error loading rate limit configs: 4 warnings with --strict'), checked)
 
 
 class MemcacheTwoServersTest(unittest.TestCase):

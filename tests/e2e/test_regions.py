@@ -564,7 +564,7 @@ class Algorithms(unittest.TestCase):
                    wait_ready=False)
         self.addCleanup(s.close)
         self.assertEqual(s.wait_exit(10), 1, s.log())
-        refused = "domain 'g': algorithm gcra cannot be shared across regions (REDIS_REGION is set)"
+        refused = "domain 'g', rule 'k': algorithm gcra cannot be shared across regions (REDIS_REGION is set)"
         self.assertIn(refused, s.log())
         # `sluice check-config` reads the backend's settings as the server does: the same error, and without
         # REDIS_REGION the same rules pass.

@@ -70,14 +70,21 @@ core::problem rules_source::offer(rule_origin from, std::vector<config::config_f
   return error;
 }
 
-core::problem refused_limit(const config::rule_set& rules, const rules_source::limit_check& check) {
-  core::problem refused;
+limit_review review_limits(const config::rule_set& rules, const rules_source::limit_check& check) {
+  limit_review review;
   rules.for_each_limit(
-      [&](std::string_view domain, const config::descriptor_node&, const config::rate_limit& l) {
-        if (refused) return;
-        if (auto why = check(l)) refused = core::cat("domain '", domain, "': ", *why);
+      [&](std::string_view domain, const config::descriptor_node& node, const config::rate_limit& l) {
+        if (review.refused) return;
+        auto verdict = check(node, l);
+        if (verdict.why.empty()) return;
+        auto said =
+            core::cat("domain '", domain, "', rule '", config::rule_path(node, domain), "': ", verdict.why);
+        if (verdict.refused)
+          review.refused = std::move(said);
+        else
+          review.warnings.push_back(std::move(said));
       });
-  return refused;
+  return review;
 }
 
 rules_source::candidate rules_source::prepare(rule_origin from,
@@ -90,10 +97,12 @@ rules_source::candidate rules_source::prepare(rule_origin from,
     c.warnings = std::move(own.warnings);
     c.error = std::move(own.error);
     if (c.own && limit_check_) {
-      if (auto refused = refused_limit(*c.own, limit_check_)) {
-        c.error = std::move(*refused);
+      auto review = review_limits(*c.own, limit_check_);
+      if (review.refused) {
+        c.error = std::move(*review.refused);
         c.own = nullptr;
       }
+      for (auto& w : review.warnings) c.warnings.push_back(std::move(w));
     }
     if (c.own) join(from, files, c);
   } catch (const std::exception& e) {  // not a rule's error (those are config_errors): memory, most likely

@@ -75,9 +75,14 @@ class rules_source {
   // How to have the xDS server send its rules again (a NACKed response cannot be taken back): called when
   // the rule files give up the domain xDS rules were refused for.
   void set_xds_retry(std::function<void()> ask_again) { xds_retry_ = std::move(ask_again); }
-  // What the backend refuses of a limit (regions: GCRA): a load with such a limit is refused with it, naming
-  // the domain and descriptor. Set before the first load.
-  using limit_check = std::function<core::problem(const config::rate_limit&)>;
+  // What the backend says of a limit and its rule. Refused (regions: GCRA): a load with it is refused with
+  // `why`. Otherwise a `why` is logged as a warning and the rule loads (memcached: GCRA, concurrency,
+  // count_only_admitted, whose requests it answers UNAVAILABLE). Set before the first load.
+  struct limit_verdict {
+    std::string why;  // empty: the backend counts it
+    bool refused = false;
+  };
+  using limit_check = std::function<limit_verdict(const config::descriptor_node&, const config::rate_limit&)>;
   void set_limit_check(limit_check check) { limit_check_ = std::move(check); }
   // The limit tables rules may name in `limits_from` (null, the default: none). Outlives this source.
   void set_table_names(config::table_names* tables) { tables_ = tables; }
@@ -150,8 +155,12 @@ class rules_source {
   void retry_the_other(rule_origin loaded);
 };
 
-// The first limit of `rules` that `check` refuses, as a load's error: "domain '<domain>': <why>" (sluice
-// check-config asks it too).
-core::problem refused_limit(const config::rule_set& rules, const rules_source::limit_check& check);
+// What `check` says of `rules`' limits, each as "domain '<domain>', rule '<path>': <why>": the first refusal
+// (a load's error) and the warnings. sluice check-config asks it too.
+struct limit_review {
+  core::problem refused;
+  std::vector<std::string> warnings;
+};
+limit_review review_limits(const config::rule_set& rules, const rules_source::limit_check& check);
 
 }  // namespace sluice::ratelimit::service

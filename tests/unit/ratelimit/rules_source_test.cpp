@@ -344,5 +344,46 @@ TEST_CASE("removed rules: their limit and window gauges go at the reload that re
   CHECK_FALSE(s.source.removed("web.ip"));
 }
 
+TEST_CASE(
+    "rule sources: the backend's verdict on a limit refuses the load or warns, naming domain and rule") {
+  using verdict = ratelimit::service::rules_source::limit_verdict;
+  auto check = [](const ratelimit::config::descriptor_node& rule, const ratelimit::config::rate_limit& l) {
+    if (l.algorithm == ratelimit::config::algorithm::gcra) return verdict{"no arrival times here", true};
+    if (rule.count_only_admitted) return verdict{"all-or-nothing is answered UNAVAILABLE", false};
+    return verdict{};
+  };
+  const std::string warned =
+      "domain: web\ndescriptors:\n  - key: ip\n    descriptors:\n      - key: path\n"
+      "        count_only_admitted: true\n        rate_limit: {unit: minute, requests_per_unit: 3}\n";
+  const std::string refused =
+      "domain: web\ndescriptors:\n  - key: ip\n"
+      "    rate_limit: {unit: minute, requests_per_unit: 3, algorithm: gcra}\n";
+
+  stats::store scratch;
+  auto loaded = ratelimit::config::load_rules(std::vector<config_file>{{"a.yaml", warned}}, false, scratch);
+  REQUIRE(loaded.rules);
+  auto review = ratelimit::service::review_limits(*loaded.rules, check);
+  CHECK_FALSE(review.refused);
+  CHECK(review.warnings ==
+        std::vector<std::string>{"domain 'web', rule 'ip.path': all-or-nothing is answered UNAVAILABLE"});
+  loaded = ratelimit::config::load_rules(std::vector<config_file>{{"a.yaml", refused}}, false, scratch);
+  REQUIRE(loaded.rules);
+  review = ratelimit::service::review_limits(*loaded.rules, check);
+  CHECK(review.refused == "domain 'web', rule 'ip': no arrival times here");
+
+  // In the server: a warned rule loads; a refused one keeps the rules in force.
+  sources s;
+  s.source.set_limit_check(check);
+  s.write("a.yaml", warned);
+  CHECK_FALSE(s.source.load());
+  CHECK(s.dump().find("web.ip.path: unit=MINUTE requests_per_unit=3") != std::string::npos);
+  s.write("a.yaml", refused);
+  auto error = s.source.load();
+  REQUIRE(error);
+  CHECK(error->find("domain 'web', rule 'ip': no arrival times here") != std::string::npos);
+  CHECK(s.dump().find("web.ip.path: unit=MINUTE requests_per_unit=3") != std::string::npos);
+  CHECK(s.counter("ratelimit.service.config_load_error") == 1);
+}
+
 }  // namespace
 }  // namespace sluice

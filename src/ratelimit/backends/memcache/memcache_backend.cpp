@@ -6,6 +6,7 @@
 
 #include "core/strings.hpp"
 #include "memcache/error.hpp"
+#include "ratelimit/backends/memcache/settings.hpp"
 #include "ratelimit/limiter/algorithms.hpp"
 #include "ratelimit/limiter/pending_operations.hpp"
 
@@ -203,12 +204,9 @@ bool batch::read_values(std::string_view address, const index_list& indexes, con
 void memcache_backend::increment(std::span<const limiter::counter_op> ops,
                                  std::span<limiter::op_result> results, limiter::completion& done,
                                  limiter::batch_mode mode) {
-  // memcached has no scripts and no multi-key transaction: checking an arrival time or several counters
-  // and changing them in one step is not possible there.
+  // Such rules load with a warning (memcache_cannot_count); COUNT_ONLY_ADMITTED=true stops start-up.
   auto refuse = [&](std::string_view what) {
-    limiter::backend_error e{core::cat(what,
-                                       " is not offered with BACKEND_TYPE=memcache (memcached cannot check "
-                                       "and change counters in one step); use redis or memory")};
+    limiter::backend_error e{not_offered(what)};
     done.complete(&e);
   };
   if (mode != limiter::batch_mode::independent && !ops.empty()) return refuse("count_only_admitted");

@@ -48,6 +48,20 @@ std::span<const core::setting> memcache_backend_settings() {
   return all;
 }
 
+std::string not_offered(std::string_view what) {
+  return core::cat(
+      what,
+      " is not offered with BACKEND_TYPE=memcache (memcached cannot check and change counters in "
+      "one step); use redis or memory");
+}
+
+core::problem memcache_cannot_count(std::string_view algorithm, bool count_only_admitted) {
+  if (algorithm == "gcra" || algorithm == "concurrency")
+    return not_offered(core::cat("algorithm ", algorithm));
+  if (count_only_admitted) return not_offered("count_only_admitted");
+  return std::nullopt;
+}
+
 memcache_settings read_memcache_settings(const core::env_reader& env, bool count_only_admitted) {
   if (count_only_admitted) {
     throw core::settings_error(

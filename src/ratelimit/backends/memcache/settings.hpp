@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/env.hpp"
+#include "core/problem.hpp"
 #include "core/tls_client.hpp"
 
 namespace sluice::ratelimit::backends::memcache {
@@ -25,5 +26,13 @@ struct memcache_settings {
 memcache_settings read_memcache_settings(const core::env_reader& env, bool count_only_admitted);
 // Their declarations (core/setting.hpp).
 std::span<const core::setting> memcache_backend_settings();
+
+// "<what> is not offered with BACKEND_TYPE=memcache (memcached cannot check and change counters in one
+// step); use redis or memory": memcached has no scripts and no multi-key transactions.
+std::string not_offered(std::string_view what);
+// A rule memcached cannot count: `gcra` and `concurrency` (an arrival time, a lease table) or
+// `count_only_admitted` (several counters checked before any is changed): why. Such rules load, with this
+// as a warning, and their requests are answered UNAVAILABLE with it.
+core::problem memcache_cannot_count(std::string_view algorithm, bool count_only_admitted);
 
 }  // namespace sluice::ratelimit::backends::memcache
