@@ -218,24 +218,32 @@ class UnevenTraffic(unittest.TestCase):
         # of heartbeat), a round trip, and a margin for this machine.
         staleness = INTERVAL + WAN + 2 * READ_DELAY + 0.15
         bound = limit + sum(seen.values()) * staleness
-        windows = sorted(admitted)
+        # The three windows; a client late on a slow machine may still send into the next, which is not checked.
+        first = int(start // WINDOW)
+        windows = [first, first + 1, first + 2]
         print('\noffered per second %s; admitted per window (inside, at an edge) %s; bound %.0f' %
-              ({n: round(r) for n, r in seen.items()}, [admitted[w] for w in windows], bound))
-        self.assertEqual(len(windows), 3)
+              ({n: round(r) for n, r in seen.items()}, [admitted.get(w) for w in windows], bound))
+        self.assertLessEqual(set(admitted), set(windows + [first + 3]), admitted)
         for w in windows:
-            inside, edge = admitted[w]
+            inside, edge = admitted.get(w, (0, 0))
             self.assertLessEqual(inside + edge, bound, 'window %d admitted %d + %d at its edges' % (w, inside, edge))
             self.assertGreaterEqual(inside + edge, 0.9 * limit, 'window %d admitted only %d' % (w, inside + edge))
-        # The gauges: every region reachable, round trips and lags as the proxies make them, no sharing.
+        # The gauges: every region reachable, round trips and lags as the proxies make them, no sharing. The lag
+        # is measured from the round's start: a read that reaches the replica late (a slow machine) finds a
+        # younger heartbeat, so the lower bounds are waited for, not read once.
         for name in regions.names:
-            g = stats_of(regions[name])
-            for there in regions.names:
-                if there == name:
-                    continue
+            others = [r for r in regions.names if r != name]
+
+            def as_the_proxies_make_them(name=name, others=others):
+                g = stats_of(regions[name])
+                low = all(g['%s.round_trip_ms' % r] >= int(2 * READ_DELAY * 1000) - 1 and
+                          g['%s.replication_lag_ms' % r] >= int(WAN * 1000) - 5 for r in others)
+                return g if low else None
+            g = harness.wait_until(as_the_proxies_make_them, timeout=3, message='%s: lags and round trips' % name,
+                                   describe=lambda name=name: repr(stats_of(regions[name])))
+            for there in others:
                 self.assertEqual(g['%s.reachable' % there], 1, g)
-                self.assertGreaterEqual(g['%s.round_trip_ms' % there], int(2 * READ_DELAY * 1000) - 1, g)
                 self.assertLess(g['%s.round_trip_ms' % there], 1000, g)
-                self.assertGreaterEqual(g['%s.replication_lag_ms' % there], int(WAN * 1000) - 5, g)
                 self.assertLess(g['%s.replication_lag_ms' % there], 1000, g)
                 self.assertIn(g['%s.replica_last_io_seconds' % there], (0, 1), g)  # a replica that hears its primary
             self.assertEqual(g['sharing'], 0, g)
@@ -297,6 +305,8 @@ class Fallbacks(unittest.TestCase):
             decide(b, 'hourly', value, hits=5)  # not seen by a while its replica of b is stopped
             harness.wait_until(lambda: remaining(a, 'hourly', value) == 70, timeout=1.5,
                                message="c's 20 reach a while a's replica of b is stopped")
+            # A round that ends without b's reply shows at least the time it waited as b's round trip.
+            self.assertGreaterEqual(stats_of(a)['b.round_trip_ms'], 200)
             a.wait_for_log(lambda text: 'region b is unreachable: no reply within 200ms' in text, timeout=5,
                            message='b unreachable once its totals are older than REDIS_REMOTE_MAX_LAG')
             self.assertEqual(remaining(a, 'hourly', value), 70)  # (last: b's last 10 still count)

@@ -189,9 +189,13 @@ void region_reader::send_reads(const std::shared_ptr<round_state>& r) {
   deadline_.expires_after(2 * settings_.sync_interval);
   deadline_.async_wait([this, r](boost::system::error_code ec) {
     if (ec || stopped_ || r->finished) return;
-    const auto late = core::cat("no reply within ", 2 * settings_.sync_interval.count(), "ms");
-    for (auto& a : r->answers)
-      if (!a.answered) a.error = late;
+    const auto waited_ms = 2 * settings_.sync_interval.count();
+    const auto late = core::cat("no reply within ", waited_ms, "ms");
+    for (auto& a : r->answers) {
+      if (a.answered) continue;
+      a.error = late;
+      a.round_trip_ms = waited_ms;  // at least: the round trip gauge and the overshoot bound must not take 0
+    }
     if (!r->local.answered) r->local.error = late;
     finish(*r);
   });
