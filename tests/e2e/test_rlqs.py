@@ -133,10 +133,11 @@ class Memory(unittest.TestCase):
                     self.assertEqual(kind, 'blanket_rule')
                     self.assertEqual(a[3].blanket_rule, 0 if want == 'ALLOW_ALL' else 1)
         # One client alone may use the whole budget, burst included, and no more: within any minute
-        # max_tokens + the refill over the minute stays within 6000.
-        tb = p.last_action(TENANT)[3].token_bucket
+        # max_tokens + the refill over the minute stays within 6000. (An earlier test's client of the bucket may
+        # still be leaving on a slow machine: its share comes back pushed, so the whole budget is waited for.)
+        tb = wait_action(p, TENANT, lambda a: token_rate(a) > 0.9 * BUDGET, timeout=6.0,
+                         message='the whole budget for the one client left')[3].token_bucket
         self.assertLessEqual(tb.max_tokens + tb.tokens_per_fill.value * 60 / tb.fill_interval.seconds, 6000)
-        self.assertGreater(tb.tokens_per_fill.value * 60 / tb.fill_interval.seconds, 0.9 * 6000)
         # 50 per second, one client: a share under 100 a window keeps its whole refill with a burst of one token
         # (the one request over, per window, of docs/guides/rlqs.md#the-protocol).
         nested = p.last_action({'app': 'shop', 'path': '/api'})[3].token_bucket
