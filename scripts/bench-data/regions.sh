@@ -6,7 +6,8 @@
 #      callgrind of each;
 #   2. remote reads: for each of BENCH_REGION_KEYS (default "10000 100000 1000000") active keys, made by /json
 #      over that many distinct values, then 10 s without traffic: the server's CPU (the control thread's reads
-#      and views), and the commands and bytes the remote Redis servers saw, per second.
+#      and views), the commands and bytes the remote Redis servers saw, per second, and the server's RSS
+#      (BENCH_IO_THREADS workers: each holds a key -> slot map of every key).
 # BENCH_REGION_PARTS picks some of "rates callgrind reads" (1. is rates and callgrind, 2. is reads).
 # BENCH_REGION_COLD=<duration> runs the three regions with REDIS_REMOTE_COLD_INTERVAL set to it.
 
@@ -109,8 +110,9 @@ run_regions() {
       -v i="$(($(remote_counter "${region_remote_ports[0]}" total_net_input_bytes) - in0))" \
       -v m="$(($(remote_counter "${region_remote_ports[0]}" cmdstat_mget) - mget0))" \
       -v r="$(($(remote_counter "${region_remote_ports[0]}" cmdstat_info) - info0))" \
-      'BEGIN { s = ms / 1000; printf "regions: %d keys, 2 remote regions: server CPU %.1f%% of a core (%.1f ms per round, %.2f ms per round per 10k keys); per remote region per second: %.1f rounds, %.1f MGET, %.0f kB in (replies), %.0f kB out (requests)\n",
-               k, t / hz / s * 100, t / hz * 1000 / (r), t / hz * 1000 / r / (k / 10000), r / s, m / s, o / s / 1024, i / s / 1024 }'
+      -v rss="$(awk '/^VmRSS/ { print $2 }' "/proc/$server_pid/status")" -v w="${BENCH_IO_THREADS:-1}" \
+      'BEGIN { s = ms / 1000; printf "regions: %d keys, 2 remote regions: server CPU %.1f%% of a core (%.1f ms per round, %.2f ms per round per 10k keys); per remote region per second: %.1f rounds, %.1f MGET, %.0f kB in (replies), %.0f kB out (requests); RSS %.0f MB with %d workers\n",
+               k, t / hz / s * 100, t / hz * 1000 / (r), t / hz * 1000 / r / (k / 10000), r / s, m / s, o / s / 1024, i / s / 1024, rss / 1024, w }'
     stop_server
   done
   stop_region_remotes

@@ -115,7 +115,7 @@ std::shared_ptr<rr::remote_view> view_of(std::map<std::string, std::uint64_t> to
   auto v = std::make_shared<rr::remote_view>(totals.size());
   std::uint32_t slot = 0;
   for (const auto& [k, t] : totals) {
-    v->added.emplace_back(k, slot);
+    v->added.emplace_back(std::make_shared<const std::string>(k), slot);
     v->totals[slot++] = t;
   }
   return v;
@@ -356,7 +356,7 @@ TEST_CASE("regions: a decision's limit is lowered by the remote total, which its
   }
 }
 
-TEST_CASE("regions: each view changes the worker's key -> slot map: removals, then additions") {
+TEST_CASE("regions: each view changes the worker's key -> slot map: additions, then removals") {
   fake_inner inner;
   rr::regional_backend regional(inner, false);
   const std::string a = "rl_a", b = "rl_b";
@@ -367,8 +367,8 @@ TEST_CASE("regions: each view changes the worker's key -> slot map: removals, th
   CHECK(regional.take_new_keys().size() == 1);
   // The next view: a dropped, b takes its slot.
   auto next = std::make_shared<rr::remote_view>(1);
-  next->removed.push_back(a);
-  next->added.emplace_back(b, 0);
+  next->removed.push_back(std::make_shared<const std::string>(a));
+  next->added.emplace_back(std::make_shared<const std::string>(b), 0);
   next->totals[0] = 7;
   regional.set_view(next);
   CHECK(regional.remote_total(op_b) == 7);
@@ -379,6 +379,21 @@ TEST_CASE("regions: each view changes the worker's key -> slot map: removals, th
   third->totals[0] = 9;
   regional.set_view(third);
   CHECK(regional.remote_total(op_b) == 9);
+  // A key first tracked at its window's end is added and dropped in one view: the worker keeps no entry (the
+  // view holds its name until then), so a later view's owner of the slot is not taken for it.
+  CHECK(regional.take_new_keys().empty());
+  const std::string c = "rl_c";
+  auto brief = std::make_shared<rr::remote_view>(2);
+  auto c_name = std::make_shared<const std::string>(c);
+  brief->added.emplace_back(c_name, 1);
+  brief->removed.push_back(c_name);
+  brief->totals[0] = 9;
+  brief->totals[1] = 5;  // what the slot holds: not c's
+  regional.set_view(brief);
+  auto op_c = fixed(c, 10);
+  CHECK(regional.remote_total(op_c) == 0);
+  CHECK(regional.take_new_keys().contains(c));
+  CHECK(regional.remote_total(op_b) == 9);
 }
 
 TEST_CASE("regions: with a cold interval, workers report their own counts, rarely") {
@@ -386,7 +401,7 @@ TEST_CASE("regions: with a cold interval, workers report their own counts, rarel
   rr::regional_backend regional(inner, false, true);
   const std::string known = "rl_known", fresh = "rl_fresh";
   auto v = std::make_shared<rr::remote_view>(1, true);  // known in slot 0, no remote total
-  v->added.emplace_back(known, 0);
+  v->added.emplace_back(std::make_shared<const std::string>(known), 0);
   regional.set_view(v);
   recorder done;
   std::vector<lim::op_result> results(1);

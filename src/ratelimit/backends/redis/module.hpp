@@ -60,11 +60,12 @@ class redis_module final : public module {
   const core::clock& clock_;  // the RLQS exchange dates its fields by it
   // Before the workers' backends, which count into it: destroyed after them.
   std::unique_ptr<sync_stats> sync_stats_;  // REDIS_SYNC_INTERVAL > 0
+  // REDIS_REGION. Before the workers' backends too: their key -> slot maps point into its keys.
+  std::unique_ptr<region_reader> regions_;
   core::per_worker<worker> workers_;
   // REDIS_AUTH_FILE and the like: watched on the control thread while the stores run.
   std::vector<std::shared_ptr<sluice::redis::credential_file>> secrets_;
   boost::asio::steady_timer startup_timer_;  // REDIS_STARTUP_MAX_ELAPSED_TIME
-  std::unique_ptr<region_reader> regions_;   // REDIS_REGION
 };
 
 }  // namespace sluice::ratelimit::backends::redis

@@ -132,10 +132,12 @@ void region_reader::merge(regional_backend::new_keys keys) {
       free_slots_.pop_back();
     }
     local_seen_[how.slot] = how.local;
-    added_.emplace_back(key, how.slot);
     const auto slot = how.slot;
     tracked_[slot] = std::move(how);
-    slot_keys_[slot] = &index_.emplace(std::move(key), slot).first->first;
+    auto shared = std::make_shared<const std::string>(key);
+    index_.emplace(std::string_view(*shared), slot);
+    added_.emplace_back(shared, slot);
+    slot_keys_[slot] = std::move(shared);
   }
 }
 
@@ -156,8 +158,8 @@ void region_reader::prune(std::int64_t now_us) {
     shared_[slot] = unshared;
     how = {};
     free_slots_.push_back(slot);
-    removed_.push_back(*slot_keys_[slot]);
-    index_.erase(removed_.back());
+    index_.erase(std::string_view(*slot_keys_[slot]));
+    removed_.push_back(std::move(slot_keys_[slot]));  // (the workers' maps still point into it)
     slot_keys_[slot] = nullptr;
   }
 }
@@ -174,7 +176,7 @@ void region_reader::send_reads(const std::shared_ptr<round_state>& r) {
     if (slot_keys_[slot] == nullptr) continue;
     if (cold) gather_local(slot, now_us / 1000);
     if (!cold || !can_wait(tracked_[slot], now_us / 1000))
-      r->keys.push_back({slot_keys_[slot], &tracked_[slot]});
+      r->keys.push_back({slot_keys_[slot].get(), &tracked_[slot]});
   }
   keys_read_gauge_.set(static_cast<std::int64_t>(r->keys.size()));
   order_for_reads(r->keys);  // (tracked_ does not change until the round ends: merge waits for the next)

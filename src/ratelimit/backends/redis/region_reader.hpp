@@ -18,6 +18,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/unordered/unordered_flat_map.hpp>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -87,17 +88,17 @@ class region_reader {
   std::string instance_;                   // this instance's heartbeat field
   std::string own_heartbeat_;              // this region's heartbeat key
   std::vector<std::string> stale_fields_;  // of instances gone for long: deleted next round
-  // The keys read each round, by slot (the rounds walk them in order: a vector, not the index's nodes);
-  // slot_keys_ points at each one's key in index_ (null: a free slot).
-  std::unordered_map<std::string, std::uint32_t, transparent_hash, std::equal_to<>> index_;
+  // The keys read each round, by slot (the rounds walk them in order: a vector, not the index's nodes):
+  // slot_keys_ holds each one's key (null: a free slot), and index_ finds a key's slot by a view into it.
+  boost::unordered_flat_map<std::string_view, std::uint32_t, transparent_hash, std::equal_to<>> index_;
   std::vector<tracked_key> tracked_;
-  std::vector<const std::string*> slot_keys_;
+  std::vector<shared_key> slot_keys_;
   std::uint32_t slot_count_ = 0;
   std::vector<std::uint32_t> free_slots_;
-  std::vector<std::pair<std::string, std::uint32_t>> added_;  // since the last view
-  std::vector<std::string> removed_;                          // since the last view
-  remote_view_ptr view_;                                      // the last view given to the workers
-  remote_view_ptr previous_view_;                             // the one before
+  std::vector<std::pair<shared_key, std::uint32_t>> added_;  // since the last view
+  std::vector<shared_key> removed_;                          // since the last view
+  remote_view_ptr view_;                                     // the last view given to the workers
+  remote_view_ptr previous_view_;                            // the one before
   std::shared_ptr<round_state> in_flight_;
   bool stopped_ = false;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // gone with the reader: late deliveries see it

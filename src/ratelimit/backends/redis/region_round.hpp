@@ -40,7 +40,7 @@ struct region_reader::remote {
   stats::gauge* last_io_gauge = nullptr;  // the replica's own word: master_last_io_seconds_ago
 };
 
-// One round: the keys read (pointers into index_ and tracked_, which change only between rounds) and what
+// One round: the keys read (pointers into slot_keys_ and tracked_, which change only between rounds) and what
 // came back.
 struct region_reader::round_state {
   unsigned workers_left = 0;

@@ -110,10 +110,14 @@ void regional_backend::release(call* c) {
 }
 
 void regional_backend::set_view(remote_view_ptr view) {
-  for (const auto& key : view->removed) {
-    if (auto it = slots_.find(key); it != slots_.end()) slots_.erase(it);
+  for (const auto& [key, slot] : view->added) {
+    // (A key is added again only after it was dropped; were it not, the entry must point at the new string.)
+    if (auto [it, fresh] = slots_.try_emplace(std::string_view(*key), slot); !fresh) {
+      slots_.erase(it);
+      slots_.emplace(std::string_view(*key), slot);
+    }
   }
-  for (const auto& [key, slot] : view->added) slots_.insert_or_assign(key, slot);
+  for (const auto& key : view->removed) slots_.erase(std::string_view(*key));
   view_ = std::move(view);
 }
 

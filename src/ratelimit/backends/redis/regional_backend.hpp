@@ -7,6 +7,7 @@
 // limit as if one Redis held every region's hits. A key the view lacks counts nothing remote yet and is
 // listed for the reader's next round. GCRA never reaches it: rules with it are refused at load.
 
+#include <boost/unordered/unordered_flat_map.hpp>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -78,8 +79,10 @@ class regional_backend final : public limiter::backend {
   bool per_second_apart_;
   bool cold_;
   remote_view_ptr view_;
-  std::unordered_map<std::string, std::uint32_t, transparent_hash, std::equal_to<>>
-      slots_;  // as the views say
+  // As the views say. Its keys point into the views' shared keys: the reader's keep them alive while they
+  // are tracked, and the view that drops one keeps it until this map has dropped it too (a flat map of
+  // string_views: a million keys cost each worker about 40 MB less than with a node and a string per key).
+  boost::unordered_flat_map<std::string_view, std::uint32_t, transparent_hash, std::equal_to<>> slots_;
   new_keys new_keys_;
   std::vector<std::unique_ptr<call>> free_;
 };

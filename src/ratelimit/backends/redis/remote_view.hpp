@@ -42,6 +42,11 @@ struct tracked_key {
   std::uint32_t slot = 0;   // given by the reader (remote_view)
 };
 
+// A tracked key's name, shared: the reader's index and each worker's key -> slot map look it up through a
+// string_view into this one string, which the views that add and drop the key keep alive until every worker
+// has applied them.
+using shared_key = std::shared_ptr<const std::string>;
+
 struct transparent_hash {
   using is_transparent = void;
   std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
@@ -50,11 +55,12 @@ struct transparent_hash {
 // One round's totals, by slot: the reader gives each key a slot when it first tracks it, and the slot stays
 // the key's until the key is dropped (then another key may take it). Each view carries the changes to the key
 // -> slot map since the view before; every view reaches every worker, in order, so a worker's map follows by
-// applying them (removals first).
+// applying them (additions first: a key first tracked at a window's end may be added and dropped in one view;
+// a dropped key comes back only in a later view, and a freed slot is given again only in a later view).
 struct remote_view {
   std::vector<std::uint64_t> totals;  // what the other regions hold (or what `share` leaves to this one)
-  std::vector<std::pair<std::string, std::uint32_t>> added;
-  std::vector<std::string> removed;
+  std::vector<std::pair<shared_key, std::uint32_t>> added;
+  std::vector<shared_key> removed;  // (kept alive here until every worker has dropped its entry)
   // REDIS_REMOTE_FALLBACK=share during a partition: the regions a limit is split among. A key not read yet
   // then leaves this region limit / share_regions (0: not sharing; a key not read yet counts nothing remote).
   std::uint64_t share_regions = 0;
