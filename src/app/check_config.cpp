@@ -37,7 +37,8 @@ Loads the rate limit rule files in DIR as the server would. Prints the warnings 
                             LIMIT_TABLES_DIR)
   --limit-tables-redis      any other table name is a Redis table (default: LIMIT_TABLES_REDIS)
 The backend's settings are read as the server reads them (BACKEND_TYPE, REDIS_REGION, ...): a rule whose
-algorithm that backend refuses (gcra with REDIS_REGION) is an error here as there.
+algorithm that backend refuses (gcra with REDIS_REGION) is an error here as there, and a rule it cannot count
+(gcra, concurrency or count_only_admitted with BACKEND_TYPE=memcache) a warning.
 )";
 
 struct check_options {

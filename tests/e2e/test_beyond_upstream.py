@@ -503,7 +503,8 @@ class MemcacheTest(BackendCase, unittest.TestCase):
         """The rules memcached cannot count load with a warning each, naming the rule, in the server's log and in
         `sluice check-config` with the same settings (--strict fails on them); their requests are refused as
         the other tests show."""
-        whys = {'gcra': 'algorithm gcra', 'shadowed': 'algorithm gcra', 'atomic_a': 'count_only_admitted',
+        # (shadowed has both: named as a request's refusal names it.)
+        whys = {'gcra': 'algorithm gcra', 'shadowed': 'count_only_admitted', 'atomic_a': 'count_only_admitted',
                 'quota_a': 'count_only_admitted'}
         lines = ["domain 'b', rule '%s': %s %s; use redis or memory: its requests are answered UNAVAILABLE"
                  % (rule, why, REFUSED) for rule, why in whys.items()]

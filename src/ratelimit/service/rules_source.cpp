@@ -1,5 +1,6 @@
 #include "ratelimit/service/rules_source.hpp"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "core/log.hpp"
@@ -72,18 +73,18 @@ core::problem rules_source::offer(rule_origin from, std::vector<config::config_f
 
 limit_review review_limits(const config::rule_set& rules, const rules_source::limit_check& check) {
   limit_review review;
-  rules.for_each_limit(
-      [&](std::string_view domain, const config::descriptor_node& node, const config::rate_limit& l) {
-        if (review.refused) return;
-        auto verdict = check(node, l);
-        if (verdict.why.empty()) return;
-        auto said =
-            core::cat("domain '", domain, "', rule '", config::rule_path(node, domain), "': ", verdict.why);
-        if (verdict.refused)
-          review.refused = std::move(said);
-        else
-          review.warnings.push_back(std::move(said));
-      });
+  rules.for_each_limit([&](std::string_view domain, const config::descriptor_node& node,
+                           const config::rate_limit& l) {
+    if (review.refused) return;
+    auto verdict = check(node, l);
+    if (verdict.why.empty()) return;
+    auto said =
+        core::cat("domain '", domain, "', rule '", config::rule_path(node, domain), "': ", verdict.why);
+    if (verdict.refused)
+      review.refused = std::move(said);
+    else if (std::ranges::find(review.warnings, said) == review.warnings.end())  // (a rule's other limits)
+      review.warnings.push_back(std::move(said));
+  });
   return review;
 }
 
@@ -144,7 +145,8 @@ void rules_source::join(rule_origin from, const std::vector<config::config_file>
 core::problem rules_source::settle(rule_origin from, std::vector<config::config_file> files, candidate c) {
   if (!c.error.empty()) {
     refuse(c.error, from);
-    if (c.conflict) state(from).refused = held_back{std::move(files), std::move(c.own)};
+    if (c.conflict)
+      state(from).refused = held_back{std::move(files), std::move(c.own), std::move(c.warnings)};
     return c.error;
   }
   accept(from, std::move(files), std::move(c));
@@ -182,6 +184,7 @@ void rules_source::retry_the_other(rule_origin loaded) {
     waiting.reset();
     candidate c;
     c.own = std::move(held.rules);
+    c.warnings = std::move(held.warnings);  // logged when they come in
     join(rule_origin::files, held.files, c);
     settle(rule_origin::files, std::move(held.files), std::move(c));
   } else {

@@ -132,6 +132,7 @@ class rules_source {
   struct held_back {
     std::vector<config::config_file> files;
     std::shared_ptr<const config::rule_set> rules;
+    std::vector<std::string> warnings;
   };
   struct origin_state {
     std::vector<config::config_file> in_force;  // the files of its last accepted load

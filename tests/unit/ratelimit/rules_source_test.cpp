@@ -6,6 +6,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 
@@ -354,7 +355,9 @@ TEST_CASE(
   };
   const std::string warned =
       "domain: web\ndescriptors:\n  - key: ip\n    descriptors:\n      - key: path\n"
-      "        count_only_admitted: true\n        rate_limit: {unit: minute, requests_per_unit: 3}\n";
+      "        count_only_admitted: true\n        rate_limit: {unit: minute, requests_per_unit: 3}\n"
+      "      - key: tenant\n        count_only_admitted: true\n        rate_limits:\n"
+      "          - {unit: minute, requests_per_unit: 3}\n          - {unit: hour, requests_per_unit: 30}\n";
   const std::string refused =
       "domain: web\ndescriptors:\n  - key: ip\n"
       "    rate_limit: {unit: minute, requests_per_unit: 3, algorithm: gcra}\n";
@@ -364,8 +367,10 @@ TEST_CASE(
   REQUIRE(loaded.rules);
   auto review = ratelimit::service::review_limits(*loaded.rules, check);
   CHECK_FALSE(review.refused);
+  std::ranges::sort(review.warnings);  // (one per rule, however many limits it has)
   CHECK(review.warnings ==
-        std::vector<std::string>{"domain 'web', rule 'ip.path': all-or-nothing is answered UNAVAILABLE"});
+        std::vector<std::string>{"domain 'web', rule 'ip.path': all-or-nothing is answered UNAVAILABLE",
+                                 "domain 'web', rule 'ip.tenant': all-or-nothing is answered UNAVAILABLE"});
   loaded = ratelimit::config::load_rules(std::vector<config_file>{{"a.yaml", refused}}, false, scratch);
   REQUIRE(loaded.rules);
   review = ratelimit::service::review_limits(*loaded.rules, check);

@@ -56,9 +56,9 @@ std::string not_offered(std::string_view what) {
 }
 
 core::problem memcache_cannot_count(std::string_view algorithm, bool count_only_admitted) {
+  if (count_only_admitted) return not_offered("count_only_admitted");  // (first, as a request's refusal)
   if (algorithm == "gcra" || algorithm == "concurrency")
     return not_offered(core::cat("algorithm ", algorithm));
-  if (count_only_admitted) return not_offered("count_only_admitted");
   return std::nullopt;
 }
 
