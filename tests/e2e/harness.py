@@ -296,6 +296,18 @@ def wait_until(predicate, timeout=5.0, interval=0.05, message='condition', descr
         time.sleep(interval)
 
 
+def wait_for_value(read, accept, timeout=5.0, message='a value'):
+    """Polls read() until accept(value), and returns that value (one read: several fields of one stats page). On
+    timeout fails with the last value read."""
+    last = []
+
+    def accepted():
+        last[:] = [read()]
+        return accept(last[0])
+    wait_until(accepted, timeout=timeout, message=message, describe=lambda: repr(last[0]) if last else '')
+    return last[0]
+
+
 def avoid_window_edge(unit='HOUR', margin=2.0):
     """Sleeps past the next epoch-aligned window boundary of `unit` if it is less than `margin` seconds away, so a
     counting test does not straddle two windows."""

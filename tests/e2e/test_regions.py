@@ -234,14 +234,12 @@ class UnevenTraffic(unittest.TestCase):
         for name in regions.names:
             others = [r for r in regions.names if r != name]
 
-            def as_the_proxies_make_them(name=name, others=others):
-                g = stats_of(regions[name])
+            def as_the_proxies_make_them(g, others=others):
                 # (A round trip of 2 × INTERVAL is a round that ended without the reply: not the proxies'.)
-                low = all(int(2 * READ_DELAY * 1000) - 1 <= g['%s.round_trip_ms' % r] < int(2 * INTERVAL * 1000) and
-                          g['%s.replication_lag_ms' % r] >= int(WAN * 1000) - 5 for r in others)
-                return g if low else None
-            g = harness.wait_until(as_the_proxies_make_them, timeout=3, message='%s: lags and round trips' % name,
-                                   describe=lambda name=name: repr(stats_of(regions[name])))
+                return all(int(2 * READ_DELAY * 1000) - 1 <= g['%s.round_trip_ms' % r] < int(2 * INTERVAL * 1000) and
+                           g['%s.replication_lag_ms' % r] >= int(WAN * 1000) - 5 for r in others)
+            g = harness.wait_for_value(lambda name=name: stats_of(regions[name]), as_the_proxies_make_them, timeout=3,
+                                       message='%s: lags and round trips' % name)
             for there in others:
                 self.assertEqual(g['%s.reachable' % there], 1, g)
                 self.assertLess(g['%s.round_trip_ms' % there], 1000, g)
@@ -559,8 +557,8 @@ class Algorithms(unittest.TestCase):
         self.assertLessEqual(cold_reads, 4)
         # The gauge is the last round's: the round that reads the cold key reads both (more of them on a slow
         # machine, where rounds are longer), so this waits for a round that left it out.
-        harness.wait_until(lambda: (lambda g: g['keys_read'] < g['keys'])(stats_of(a)), timeout=3,
-                           message='a round that left the cold key out', describe=lambda: repr(stats_of(a)))
+        harness.wait_for_value(lambda: stats_of(a), lambda g: g['keys_read'] < g['keys'], timeout=3,
+                               message='a round that left the cold key out')
         # b's hits on the cold key: a's view has them within the cold interval, a round and its delays.
         decide(b, 'hourly', cold, hits=50)
         started = time.time()

@@ -230,9 +230,10 @@ class Memory(unittest.TestCase):
         load = Load(p, {'tenant': 'counted'}, 50)
         self.addCleanup(load.stop)
         # What this client reports at 50/s (its reports are every second): waited for, at least one report's worth.
-        s = harness.wait_until(
-            lambda: (lambda s: s if s.get('ratelimit.service.rate_limit.quota.tenant.rlqs_allowed', 0) - before > 40
-                     else None)(stats_of(self.sluice)), timeout=10, message="a report's worth of allowed requests")
+        s = harness.wait_for_value(
+            lambda: stats_of(self.sluice),
+            lambda s: s.get('ratelimit.service.rate_limit.quota.tenant.rlqs_allowed', 0) - before > 40, timeout=10,
+            message="a report's worth of allowed requests")
         self.assertGreaterEqual(s['ratelimit.rlqs.active_streams'], 1)
         self.assertGreaterEqual(s['ratelimit.rlqs.active_buckets'], 1)
         self.assertGreater(s['ratelimit.rlqs.reports'], 0)
